@@ -1,0 +1,62 @@
+"""Cards as plain integers, for speed: ``card = suit * 16 + rank``.
+
+A suit is 0..7 and a rank 0..15 (decks use 0..14). The engine's hot loops work on these
+ints and lists of them; :func:`card_str` and :func:`parse_card` give the text form used in
+logs, match records and the replay account (``"H12"`` is rank 12 of hearts).
+"""
+
+from __future__ import annotations
+
+Card = int
+
+#: Suit names in index order; the protocol's ``Suit`` enum is this order plus one.
+SUIT_NAMES: tuple[str, ...] = (
+    "clubs",
+    "spades",
+    "hearts",
+    "diamonds",
+    "caps",
+    "switches",
+    "planets",
+    "stars",
+)
+#: One letter per suit, for the short text form of a card.
+SUIT_LETTERS = "CSHDKWPR"
+
+
+def card(suit: int, rank: int) -> Card:
+    """The card of ``rank`` in ``suit``."""
+    if not 0 <= suit < 8 or not 0 <= rank < 16:
+        raise ValueError(f"card: suit {suit} rank {rank} is out of range (suit 0..7, rank 0..15)")
+    return suit << 4 | rank
+
+
+def suit_of(c: Card) -> int:
+    """The card's suit, 0..7."""
+    return c >> 4
+
+
+def rank_of(c: Card) -> int:
+    """The card's rank; 0 is a zero, which never wins a trick."""
+    return c & 15
+
+
+def card_str(c: Card) -> str:
+    """Short text form, e.g. ``"C0"`` or ``"H12"``."""
+    return f"{SUIT_LETTERS[c >> 4]}{c & 15}"
+
+
+def parse_card(text: str) -> Card:
+    """Inverse of :func:`card_str`; raises ValueError with a readable message."""
+    text = text.strip()
+    if len(text) < 2 or text[0].upper() not in SUIT_LETTERS or not text[1:].isdigit():
+        raise ValueError(
+            f"card: {text!r} is not a card; expected a suit letter from "
+            f"{SUIT_LETTERS} and a rank, e.g. 'H12'"
+        )
+    return card(SUIT_LETTERS.index(text[0].upper()), int(text[1:]))
+
+
+def cards_str(cards: list[Card] | tuple[Card, ...]) -> str:
+    """Space-separated text form of several cards."""
+    return " ".join(card_str(c) for c in cards)

@@ -39,25 +39,25 @@ def _cards(suits: range | tuple[int, ...], ranks: range | tuple[int, ...]) -> li
 def _deck_for(rules: RuleSet, players: int) -> tuple[tuple[Card, ...], int]:
     deck = rules.deck
     if deck is Deck.SUITS_PER_PLAYER:
-        cards = _cards(range(players), range(15))
+        cards = _cards(range(1, players + 1), range(15))
     elif deck is Deck.AMIGO:
-        suits = range(6) if players >= 6 else range(5)
+        suits = range(1, 7) if players >= 6 else range(1, 6)
         top = {3: 9, 4: 12}.get(players, 15)
         cards = _cards(suits, range(top))
     elif deck is Deck.FRENCH_ZERO_ACE:
         if players == 3:
             top = 13 if rules.long_hands_3p else 10  # A..Q or A..9
-            cards = _cards(range(4), tuple(r for r in _FRENCH_ZERO_ACE_RANKS if r < top))
+            cards = _cards(range(1, 5), tuple(r for r in _FRENCH_ZERO_ACE_RANKS if r < top))
         else:
-            cards = _cards(range(4), _FRENCH_ZERO_ACE_RANKS)
+            cards = _cards(range(1, 5), _FRENCH_ZERO_ACE_RANKS)
             if players == 5:
                 cards = [
-                    c for c in cards if c not in (0 << 4 | 2, 1 << 4 | 2)
+                    c for c in cards if c not in (1 << 4 | 2, 2 << 4 | 2)
                 ]  # 2 of clubs, spades
             elif players >= 6:
                 cards = [c for c in cards if c & 15 != 2]
     else:  # Deck.FRENCH_2_14
-        cards = _cards(range(4), range(2, 15))
+        cards = _cards(range(1, 5), range(2, 15))
     return tuple(sorted(cards)), len(cards) // players
 
 

@@ -19,6 +19,7 @@ deal from a revealed match seed in any language:
 from __future__ import annotations
 
 import hashlib
+import struct
 from functools import lru_cache
 
 from referee.rules.cards import Card
@@ -94,10 +95,39 @@ class _Stream:
                 return x % n
 
 
+# Rejection limits per range size: a draw x is kept for range n when x < _LIMITS[n].
+_LIMITS = [0, _TWO64] + [_TWO64 - _TWO64 % n for n in range(2, 257)]
+# No draw below this is rejected for any range up to 256, so one max() checks a shuffle.
+_SAFE = min(_LIMITS[2:])
+_COUNTERS = [i.to_bytes(8, "big") for i in range(64)]
+_BLOCK_WORDS = {nb: struct.Struct(f">{4 * nb}Q") for nb in range(1, 65)}
+
+
+def _shuffle_fast(cards: list[Card], prefix: bytes) -> bool:
+    """Fisher-Yates when no draw is rejected (all but ~n/2**64 of shuffles); False if one is."""
+    n = len(cards)
+    blocks = (n + 2) // 4  # n - 1 draws, four per block
+    sha256 = hashlib.sha256
+    data = b"".join([sha256(prefix + c).digest() for c in _COUNTERS[:blocks]])
+    words = _BLOCK_WORDS[blocks].unpack(data)[: n - 1]
+    if max(words) >= _SAFE:
+        return False
+    for i, j in zip(
+        range(n - 1, 0, -1),
+        [x % m for x, m in zip(words, range(n, 1, -1), strict=True)],
+        strict=True,
+    ):
+        cards[i], cards[j] = cards[j], cards[i]
+    return True
+
+
 def shuffled(deck: tuple[Card, ...] | list[Card], seed: int, round_index: int) -> list[Card]:
     """The deck shuffled by the documented algorithm for (seed, round)."""
-    cards = list(deck)
     stream = _Stream(seed, round_index)
+    cards = list(deck)
+    if 2 <= len(cards) <= 256 and _shuffle_fast(cards, stream._prefix):
+        return cards
+    cards = list(deck)
     below = stream.below
     for i in range(len(cards) - 1, 0, -1):
         j = below(i + 1)
@@ -111,10 +141,8 @@ def deal(
     """Hands (sorted, indexed by seat) and the set-aside cards for one round."""
     deck, hand_size = deck_for(rules, players)
     cards = shuffled(deck, seed, round_index)
-    hands: list[list[Card]] = [[] for _ in range(players)]
-    first = dealer + 1
-    for k in range(hand_size * players):
-        hands[(first + k) % players].append(cards[k])
-    for hand in hands:
-        hand.sort()
-    return hands, cards[hand_size * players :]
+    dealt = hand_size * players
+    # Card k goes to seat (dealer + 1 + k) % players: seat s gets every players-th card
+    # starting at offset (s - dealer - 1) % players.
+    hands = [sorted(cards[(s - dealer - 1) % players : dealt : players]) for s in range(players)]
+    return hands, cards[dealt:]

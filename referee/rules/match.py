@@ -52,7 +52,7 @@ class Match:
         """The seats the match waits for (see :meth:`Round.to_act`)."""
         return self.round.to_act()
 
-    def legal_actions(self, seat: int) -> list[Action]:
+    def legal_actions(self, seat: int) -> Sequence[Action]:
         """Every action ``seat`` may take now."""
         return self.round.legal_actions(seat)
 

@@ -9,7 +9,9 @@ option changes one step, not the code around it.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from enum import StrEnum
+from functools import lru_cache
 from itertools import combinations
 from typing import NamedTuple
 
@@ -20,12 +22,17 @@ from referee.rules.ruleset import (
     FirstLead,
     PainCard,
     RuleSet,
+    TrumpRule,
 )
 from referee.rules.trick import TrickReason, trick_winner
 
 #: A pain choice is a tuple of one or two cards; a play is one card.
 PainChoice = tuple[Card, ...]
 Action = Card | PainChoice
+
+
+#: A policy for :meth:`Round.play_out`: (round, seat, legal actions) -> the chosen action.
+Policy = Callable[["Round", int, Sequence[Action]], Action]
 
 
 class IllegalAction(ValueError):
@@ -38,6 +45,17 @@ class Phase(StrEnum):
     PAIN = "pain"  # every seat picks its pain card(s), simultaneously
     PLAY = "play"  # tricks
     OVER = "over"  # scored
+
+
+_new_tuple = tuple.__new__
+# _OFF_SUIT_RANK[lead_suit][card]: the card's rank when it is a non-zero card of another
+# suit than the lead suit, else 0 (zeros never win; lead-suit cards lose to any such card).
+_OFF_SUIT_RANK = [[c & 15 if c >> 4 != lead else 0 for c in range(256)] for lead in range(16)]
+_PAIN = Phase.PAIN
+_PLAY = Phase.PLAY
+_OVER = Phase.OVER
+_HIGHEST = TrumpRule.HIGHEST
+_OFF_SUIT_HIGHEST = TrickReason.OFF_SUIT_HIGHEST
 
 
 class Trick(NamedTuple):
@@ -118,7 +136,7 @@ class Round:
         cls, rules: RuleSet, players: int, seed: int, round_index: int = 0, dealer: int = 0
     ) -> Round:
         """A fresh round dealt from the match seed by the documented algorithm."""
-        rules.check_players(players)
+        _check_players(rules, players)
         hands, set_aside = deal(rules, players, seed, round_index, dealer)
         return cls(rules, players, dealer, hands, set_aside, round_index)
 
@@ -127,13 +145,13 @@ class Round:
     @property
     def is_over(self) -> bool:
         """True once the round is scored."""
-        return self.phase is Phase.OVER
+        return self.phase is _OVER
 
     def to_act(self) -> list[int]:
         """The seats whose decision the round waits for (all unpicked seats in PAIN)."""
-        if self.phase is Phase.PLAY:
+        if self.phase is _PLAY:
             return [self.to_play]
-        if self.phase is Phase.PAIN:
+        if self.phase is _PAIN:
             return [s for s in range(self.players) if self.pain[s] is None]
         return []
 
@@ -155,11 +173,11 @@ class Round:
         pairs: list[PainChoice] = [(a, b) for a, b in combinations(hand, 2) if a >> 4 != b >> 4]
         return pairs or [(a, b) for a, b in combinations(hand, 2)]
 
-    def legal_actions(self, seat: int) -> list[Action]:
+    def legal_actions(self, seat: int) -> Sequence[Action]:
         """Every action ``seat`` may take now; empty when it is not its turn."""
-        if self.phase is Phase.PLAY:
-            return list(self.hands[seat]) if seat == self.to_play else []
-        return list(self.legal_pain_choices(seat))
+        if self.phase is _PLAY:
+            return self.hands[seat][:] if seat == self.to_play else []
+        return self.legal_pain_choices(seat)
 
     def pain_suits_of(self, seat: int) -> list[int]:
         """The pain suits of ``seat`` (empty before it picked)."""
@@ -170,7 +188,7 @@ class Round:
 
     def apply(self, seat: int, action: Action) -> None:
         """Apply one seat's action, or raise :class:`IllegalAction` and change nothing."""
-        if self.phase is Phase.PLAY:
+        if self.phase is _PLAY:
             if seat != self.to_play:
                 raise IllegalAction(
                     f"seat {seat} played out of turn; seat {self.to_play} is to play"
@@ -179,13 +197,61 @@ class Round:
                 raise IllegalAction(
                     f"seat {seat} sent a pain choice during play; a card is expected"
                 )
-            self.play(action)
-        elif self.phase is Phase.PAIN:
-            if type(action) is int:
+            # The body of play(), inlined: this is the simulator's hottest line.
+            try:
+                self.hands[seat].remove(action)
+            except ValueError:
+                raise IllegalAction(
+                    f"seat {seat} played {_card_text(action)}, which it does not hold"
+                ) from None
+            trick = self.trick
+            trick.append(action)
+            if len(trick) == self.players:
+                self._finish_trick()
+            else:
+                self.to_play = (seat + 1) % self.players
+        elif self.phase is _PAIN:
+            if isinstance(action, int):
                 raise IllegalAction(f"seat {seat} played a card during the pain choice")
-            self.choose_pain(seat, action)  # type: ignore[arg-type]
+            self.choose_pain(seat, action)
         else:
             raise IllegalAction(f"seat {seat} acted after the round was over")
+
+    def play_out(self, policy: Policy) -> list[int]:
+        """Play the round to its end, asking ``policy(round, seat, legal)`` for every decision.
+
+        The simulator's fast path (a Monte Carlo bot's rollouts): the same rules and checks
+        as :meth:`apply`, without the per-call dispatch. Pain picks are asked seat by seat,
+        but a policy sees no other pick before its own, as in the simultaneous choice.
+        Returns the round's scores.
+        """
+        if self.phase is _PAIN:
+            for seat in range(self.players):
+                if self.pain[seat] is None:
+                    self.choose_pain(seat, policy(self, seat, self.legal_pain_choices(seat)))  # type: ignore[arg-type]
+        hands = self.hands
+        players = self.players
+        while self.phase is _PLAY:
+            seat = self.to_play
+            hand = hands[seat]
+            card = policy(self, seat, hand[:])
+            if type(card) is not int:
+                raise IllegalAction(
+                    f"seat {seat} sent a pain choice during play; a card is expected"
+                )
+            try:
+                hand.remove(card)
+            except ValueError:
+                raise IllegalAction(
+                    f"seat {seat} played {_card_text(card)}, which it does not hold"
+                ) from None
+            trick = self.trick
+            trick.append(card)
+            if len(trick) == players:
+                self._finish_trick()
+            else:
+                self.to_play = (seat + 1) % players
+        return list(self.scores or ())
 
     def choose_pain(self, seat: int, cards: PainChoice) -> None:
         """Record ``seat``'s pain pick; the reveal happens when the last seat has picked."""
@@ -222,23 +288,10 @@ class Round:
             self._reveal()
 
     def play(self, card: Card) -> None:
-        """The seat to play plays ``card`` (the hot path of a simulation)."""
-        if self.phase is not Phase.PLAY:
+        """The seat to play plays ``card``."""
+        if self.phase is not _PLAY:
             raise IllegalAction(f"a card was played during phase {self.phase.value!r}")
-        hand = self.hands[self.to_play]
-        try:
-            hand.remove(card)
-        except ValueError:
-            raise IllegalAction(
-                f"seat {self.to_play} played {card_str(card) if type(card) is int and 0 <= card < 128 else card!r}, "
-                "which it does not hold"
-            ) from None
-        trick = self.trick
-        trick.append(card)
-        if len(trick) == self.players:
-            self._finish_trick()
-        else:
-            self.to_play = (self.to_play + 1) % self.players
+        self.apply(self.to_play, card)
 
     # -- the steps of a round ----------------------------------------------------------
 
@@ -258,7 +311,18 @@ class Round:
 
     def _finish_trick(self) -> None:
         cards = tuple(self.trick)
-        position, reason, tie = trick_winner(cards, self._trump_rule)
+        if self._trump_rule is _HIGHEST:
+            # trick_winner() for the default rule, done with C-level list calls; same result.
+            ranks = [_OFF_SUIT_RANK[cards[0] >> 4][c] for c in cards]
+            best = max(ranks)
+            if best:
+                position = ranks.index(best)
+                reason = _OFF_SUIT_HIGHEST
+                tie = ranks.count(best) > 1
+            else:
+                position, reason, tie = trick_winner(cards, _HIGHEST)
+        else:
+            position, reason, tie = trick_winner(cards, self._trump_rule)
         leader = self.leader
         if position < 0:
             if self._leader_takes:
@@ -270,10 +334,10 @@ class Round:
         else:
             winner = (leader + position) % self.players
             self.captured[winner].extend(cards)
-        self.tricks.append(Trick(leader, cards, winner, reason, tie))
-        self.trick = []
-        if winner >= 0:
             self.leader = winner
+        # tuple.__new__ skips NamedTuple's Python-level __new__ (same object, faster).
+        self.tricks.append(_new_tuple(Trick, (leader, cards, winner, reason, tie)))
+        self.trick = []
         self.to_play = self.leader
         if not self.hands[self.leader]:
             self._score()
@@ -288,7 +352,7 @@ class Round:
                 cards = cards + list(self.pain[s] or ())
             scores.append(sum(-(c & 15) if mask >> (c >> 4) & 1 else 1 for c in cards))
         self.scores = scores
-        self.phase = Phase.OVER
+        self.phase = _OVER
         self.to_play = -1
 
     def clone(self) -> Round:
@@ -314,6 +378,16 @@ class Round:
         new._leader_takes = self._leader_takes
         new._pain_set_aside = self._pain_set_aside
         return new
+
+
+@lru_cache(maxsize=512)
+def _check_players(rules: RuleSet, players: int) -> None:
+    # Only successful checks are cached; a refusal raises again every time.
+    rules.check_players(players)
+
+
+def _card_text(card: object) -> str:
+    return card_str(card) if type(card) is int and 0 < card < 256 else repr(card)
 
 
 def score_cards(cards: list[Card], pain_suits: list[int] | set[int]) -> int:

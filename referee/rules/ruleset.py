@@ -102,9 +102,16 @@ class RuleSet:
     long_hands_3p: bool = False
     min_players: int = 3
     max_players: int = 8
+    # Computed once: rule sets key the engine's caches, hashed on every deal.
+    _hash: int = dataclasses.field(init=False, repr=False, compare=False, default=0)
 
     def __post_init__(self) -> None:
         _validate(self)
+        values = tuple(getattr(self, f) for f in _FIELD_NAMES)
+        object.__setattr__(self, "_hash", hash(values))
+
+    def __hash__(self) -> int:
+        return self._hash
 
     def player_range(self) -> tuple[int, int]:
         """The player counts this rule set can be played with, inclusive."""
@@ -135,15 +142,18 @@ class RuleSet:
             )
 
     def replace(self, **changes: Any) -> RuleSet:
-        """A copy with some fields changed (validated again)."""
-        return dataclasses.replace(self, **changes)
+        """A copy with some fields changed; values may be enums or strings (validated again)."""
+        for key in changes:
+            if key not in _FIELD_NAMES:
+                raise RuleError(f"{key}: unknown rule option; allowed: {', '.join(_FIELD_NAMES)}")
+        return dataclasses.replace(self, **{k: _coerce(k, v) for k, v in changes.items()})
 
     def to_table(self) -> dict[str, Any]:
         """The rule set as a TOML-ready table of plain values (round-trips :func:`from_table`)."""
         out: dict[str, Any] = {}
-        for f in dataclasses.fields(self):
-            value = getattr(self, f.name)
-            out[f.name] = value.value if isinstance(value, StrEnum) else value
+        for name in _FIELD_NAMES:
+            value = getattr(self, name)
+            out[name] = value.value if isinstance(value, StrEnum) else value
         return out
 
 
@@ -215,7 +225,7 @@ PRESETS: dict[str, dict[str, Any]] = {
     },
 }
 
-_FIELD_NAMES = tuple(f.name for f in dataclasses.fields(RuleSet))
+_FIELD_NAMES = tuple(f.name for f in dataclasses.fields(RuleSet) if f.name != "_hash")
 _OVERRIDABLE = tuple(n for n in _FIELD_NAMES if n not in ("preset", "min_players", "max_players"))
 
 

@@ -1,0 +1,88 @@
+"""Shared test helpers: card text, a seeded random player and an independent rules oracle.
+
+The oracle functions restate RULES.md rules 6 and 8 as plainly as possible, without
+looking at the engine's code, so tests can compare the engine against them.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Iterable
+
+import pytest
+
+from referee.rules import Action, Card, Phase, Round, parse_card
+
+Step = tuple[int, Action]
+
+
+def cards(text: str) -> list[Card]:
+    """Cards from their text form, e.g. ``cards("H12 C0")``."""
+    return [parse_card(t) for t in text.split()]
+
+
+def reference_trick_winner(played: Iterable[Card], trump_rule: str) -> int:
+    """RULES.md rule 6 and the ``trump_rule`` option: the winning position, or -1."""
+    trick = list(played)
+    lead_suit = trick[0] // 16  # 6.1: the first card's suit, even a zero
+    counted = [(i, c) for i, c in enumerate(trick) if c % 16 != 0]  # 6.2: zeros are absent
+    if not counted:
+        return -1  # 6.6
+    off_suit = [(i, c) for i, c in counted if c // 16 != lead_suit]
+    if off_suit and trump_rule == "last_suit":
+        latest_suit = off_suit[-1][1] // 16
+        candidates = [(i, c) for i, c in off_suit if c // 16 == latest_suit]
+    elif off_suit:
+        candidates = off_suit  # 6.3
+    else:
+        candidates = counted  # 6.4: only lead-suit cards are left
+    top = max(c % 16 for _, c in candidates)
+    return min(i for i, c in candidates if c % 16 == top)  # 6.5: the earlier card wins
+
+
+def reference_score(pile: Iterable[Card], pain_suits: Iterable[int]) -> int:
+    """RULES.md rule 8: a pain-suit card costs its rank, any other card is worth +1."""
+    suits = set(pain_suits)
+    return sum(-(c % 16) if c // 16 in suits else 1 for c in pile)
+
+
+def random_action(rnd: Round, seat: int, rng: random.Random) -> Action:
+    """A random legal action, biased towards zeros so that all-zero tricks happen."""
+    legal = rnd.legal_actions(seat)
+    if rnd.phase is Phase.PLAY and rng.random() < 0.6 and all(c % 16 == 0 for c in rnd.trick):
+        zeros = [c for c in legal if isinstance(c, int) and c % 16 == 0]
+        if zeros:
+            return rng.choice(zeros)
+    return rng.choice(legal)
+
+
+def play_round(
+    rnd: Round,
+    rng: random.Random,
+    on_step: Callable[[Round], None] | None = None,
+    max_steps: int = 10_000,
+) -> list[Step]:
+    """Play ``rnd`` to its end with random legal actions; returns the actions applied.
+
+    Pain picks are made in a random seat order (the choice is simultaneous). ``on_step``
+    is called before the first action and after every action.
+    """
+    steps: list[Step] = []
+    if on_step:
+        on_step(rnd)
+    while not rnd.is_over:
+        assert len(steps) < max_steps, "the round does not end"
+        waiting = rnd.to_act()
+        seat = rng.choice(waiting)
+        action = random_action(rnd, seat, rng)
+        rnd.apply(seat, action)
+        steps.append((seat, action))
+        if on_step:
+            on_step(rnd)
+    return steps
+
+
+@pytest.fixture
+def rng() -> random.Random:
+    """A fixed-seed random generator, so every run plays the same games."""
+    return random.Random(20260101)

@@ -3,11 +3,18 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import random
+import signal
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
-from referee.rules import PRESETS, Round, cards_str, preset
+from referee.rules import PRESETS, Round, RuleError, cards_str, preset
+
+
+class UsageError(Exception):
+    """A user mistake: printed as one line, exit status 2."""
 
 
 def _demo(args: argparse.Namespace) -> int:
@@ -39,6 +46,86 @@ def _demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def _match(args: argparse.Namespace) -> int:
+    """Play one match between bots declared in TOML files and print the result table."""
+    from referee import logs
+    from referee.bots import BotConfigError, kill_all_bots, load_bot
+    from referee.runner import Clock, MatchRunner
+    from referee.server import RefereeServer, TlsConfig
+
+    logs.configure(args.log_level)
+    try:
+        bots = [load_bot(p) for p in args.bot]
+        rules = preset(args.rules)
+        rules.check_players(len(bots))
+        clock = Clock(
+            decision_ms=args.decision_ms, time_bank_ms=args.time_bank_ms, startup_ms=args.startup_ms
+        )
+    except (BotConfigError, RuleError, ValueError) as exc:
+        raise UsageError(str(exc)) from None
+    tls = TlsConfig(Path(args.tls_cert), Path(args.tls_key)) if args.tls_cert else None
+
+    async def run() -> int:
+        server = RefereeServer()
+        await server.start(args.host, args.port, tls)
+        for bot in bots:
+            if bot.external:
+                print(
+                    f"waiting for external bot {bot.name!r} on {server.address} (its token from {bot.source})",
+                    file=sys.stderr,
+                )
+        try:
+            runner = MatchRunner(
+                server,
+                bots,
+                rules,
+                seed=args.seed,
+                clock=clock,
+                strike_limit=args.strikes,
+                out_dir=Path(args.out),
+            )
+            result = await runner.run()
+        finally:
+            await server.stop(0.5)
+        print(
+            f"match {result.match_id}  rules {rules.preset}  seed {result.seed}  {result.duration_s:.1f} s"
+        )
+        print(f"{'place':>5}  {'seat':>4}  {'bot':<16} {'total':>6}  {'faults':>6}")
+        for s in sorted(result.seats, key=lambda s: (s.place, s.seat)):
+            note = "  forfeited" if s.forfeited else ""
+            print(f"{s.place:>5}  {s.seat:>4}  {s.bot:<16} {s.total:>+6}  {len(s.faults):>6}{note}")
+        print(f"record: {result.record_path}")
+        return 0
+
+    loop = asyncio.new_event_loop()
+    main_task = loop.create_task(run())
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, main_task.cancel)
+    try:
+        return loop.run_until_complete(main_task)
+    except asyncio.CancelledError:
+        print("interrupted: match abandoned, bots stopped", file=sys.stderr)
+        return 130
+    finally:
+        kill_all_bots()
+        loop.close()
+
+
+def _replay(args: argparse.Namespace) -> int:
+    """Re-check a match record with the engine and print a trick-by-trick account."""
+    from referee.record import ReplayError, replay
+
+    try:
+        result = replay(args.file)
+    except FileNotFoundError:
+        raise UsageError(f"{args.file}: no such record file") from None
+    except ReplayError as exc:
+        print(f"{args.file}: {exc}", file=sys.stderr)
+        return 1
+    print("\n".join(result.lines))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The command-line parser with every subcommand."""
     parser = argparse.ArgumentParser(
@@ -51,13 +138,71 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--seed", type=int, default=1, help="deal seed (default 1)")
     demo.add_argument("--players", type=int, default=4, help="players per table (default 4)")
     demo.set_defaults(func=_demo)
+
+    match = sub.add_parser("match", help="play one match between bots and print the result")
+    match.add_argument(
+        "--bot",
+        action="append",
+        required=True,
+        metavar="FILE",
+        help="a bot file (TOML); once per seat, in seat order",
+    )
+    match.add_argument(
+        "--rules", default="sticheln", help=f"preset: {', '.join(PRESETS)} (default sticheln)"
+    )
+    match.add_argument(
+        "--seed", type=_u64, default=None, help="match seed, 0..2**64-1 (default: random)"
+    )
+    match.add_argument(
+        "--out", default="results", help="folder for match records and bot logs (default results)"
+    )
+    match.add_argument(
+        "--decision-ms", type=int, default=1000, help="per-decision time limit (default 1000)"
+    )
+    match.add_argument(
+        "--time-bank-ms", type=int, default=0, help="match time bank per seat (default 0: none)"
+    )
+    match.add_argument(
+        "--startup-ms", type=int, default=10_000, help="time a bot has to connect (default 10000)"
+    )
+    match.add_argument(
+        "--strikes", type=int, default=3, help="faults before a seat forfeits (default 3)"
+    )
+    match.add_argument(
+        "--host", default="127.0.0.1", help="address to serve bots on (default 127.0.0.1)"
+    )
+    match.add_argument("--port", type=int, default=0, help="port (default 0: any free port)")
+    match.add_argument("--tls-cert", help="serve TLS with this certificate (PEM)")
+    match.add_argument("--tls-key", help="the certificate's private key (PEM)")
+    match.add_argument(
+        "--log-level", default="warning", choices=["debug", "info", "warning", "error"]
+    )
+    match.set_defaults(func=_match)
+
+    rp = sub.add_parser("replay", help="re-check a match record and print it trick by trick")
+    rp.add_argument("file", help="a match record (.jsonl)")
+    rp.set_defaults(func=_replay)
     return parser
+
+
+def _u64(text: str) -> int:
+    value = int(text)
+    if not 0 <= value < 1 << 64:
+        raise argparse.ArgumentTypeError(f"{text} is not a seed; allowed: 0 to 2**64-1")
+    return value
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``referee`` console script."""
-    args = build_parser().parse_args(argv)
-    result: int = args.func(args)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if getattr(args, "tls_cert", None) and not getattr(args, "tls_key", None):
+        parser.error("--tls-cert needs --tls-key")
+    try:
+        result: int = args.func(args)
+    except UsageError as exc:
+        print(f"referee {args.command}: {exc}", file=sys.stderr)
+        return 2
     return result
 
 

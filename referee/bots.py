@@ -1,0 +1,215 @@
+"""Bot declarations (small TOML files) and launching command bots under resource limits.
+
+A bot file declares either a command the referee starts for each seat::
+
+    name = "random"
+    command = ["python3", "random_bot.py"]   # or one string, split like a shell would
+    workdir = "."                            # relative to this file (default: its folder)
+    [env]
+    EXTRA = "value"
+    [limits]
+    cpu_seconds = 120                        # RLIMIT_CPU of the bot process
+    memory_mb = 2048                         # RLIMIT_AS of the bot process
+
+or an external bot that dials in by itself with a token (no ``command``)::
+
+    name = "remote"
+    token = "a-long-secret"
+
+A started bot finds the referee's address in ``STICHELN_REFEREE`` and its per-seat token
+in ``STICHELN_TOKEN``. It runs in its own process group; its stdout and stderr go to a
+per-bot log file; the whole group is killed when the match ends or the referee exits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import shlex
+import signal
+import sys
+import tomllib
+import weakref
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+
+class BotConfigError(ValueError):
+    """A bot file that cannot be used; the message says what is wrong, in one line."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Resource limits for a launched bot process."""
+
+    cpu_seconds: int = 600
+    memory_mb: int = 4096
+
+
+@dataclass(frozen=True)
+class BotSpec:
+    """A declared bot: a command to start, or an external bot with a token."""
+
+    name: str
+    command: tuple[str, ...] = ()
+    workdir: Path = Path(".")
+    env: dict[str, str] = field(default_factory=dict)
+    token: str = ""
+    limits: Limits = Limits()
+    source: str = ""
+
+    @property
+    def external(self) -> bool:
+        """True for a bot that connects by itself instead of being started."""
+        return not self.command
+
+
+def load_bot(path: str | Path) -> BotSpec:
+    """Read a bot file; raise :class:`BotConfigError` with a one-line reason."""
+    path = Path(path)
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise BotConfigError(f"{path}: bot file not found") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BotConfigError(f"{path}: cannot read the bot file: {exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise BotConfigError(f"{path}: not valid TOML: {exc}") from None
+    return bot_from_table(data, base=path.parent, source=str(path))
+
+
+def bot_from_table(data: dict[str, Any], base: Path = Path("."), source: str = "bot") -> BotSpec:
+    """A bot from a TOML table (a bot file's contents, or a table in a tournament file)."""
+    known = {"name", "command", "workdir", "env", "token", "limits"}
+    unknown = sorted(set(data) - known)
+    if unknown:
+        raise BotConfigError(
+            f"{source}: unknown key {unknown[0]!r}; allowed: {', '.join(sorted(known))}"
+        )
+    name = data.get("name")
+    if not isinstance(name, str) or not name.strip():
+        raise BotConfigError(f"{source}: 'name' must be a non-empty string")
+    command = data.get("command", ())
+    if isinstance(command, str):
+        command = tuple(shlex.split(command))
+    elif isinstance(command, list) and all(isinstance(c, str) for c in command):
+        command = tuple(command)
+    else:
+        raise BotConfigError(f"{source}: 'command' must be a string or a list of strings")
+    token = data.get("token", "")
+    if not isinstance(token, str):
+        raise BotConfigError(f"{source}: 'token' must be a string")
+    if not command and not token:
+        raise BotConfigError(
+            f"{source}: give a 'command' to start, or a 'token' for an external bot"
+        )
+    env = data.get("env", {})
+    if not isinstance(env, dict) or not all(isinstance(v, str) for v in env.values()):
+        raise BotConfigError(f"{source}: 'env' must be a table of strings")
+    workdir = data.get("workdir", ".")
+    if not isinstance(workdir, str):
+        raise BotConfigError(f"{source}: 'workdir' must be a string")
+    limits_table = data.get("limits", {})
+    if not isinstance(limits_table, dict):
+        raise BotConfigError(f"{source}: 'limits' must be a table")
+    limits = Limits()
+    for key, value in limits_table.items():
+        if key not in ("cpu_seconds", "memory_mb"):
+            raise BotConfigError(
+                f"{source}: unknown limit {key!r}; allowed: cpu_seconds, memory_mb"
+            )
+        if type(value) is not int or value <= 0:
+            raise BotConfigError(f"{source}: limit {key} must be a whole number > 0, not {value!r}")
+    if limits_table:
+        limits = Limits(**limits_table)
+    return BotSpec(
+        name=name.strip(),
+        command=command,
+        workdir=(base / workdir).resolve(),
+        env=dict(env),
+        token=token,
+        limits=limits,
+        source=source,
+    )
+
+
+# Every live bot process group, so that an exiting referee kills them all (no orphans).
+_LIVE: weakref.WeakSet[BotProcess] = weakref.WeakSet()
+
+
+class BotProcess:
+    """One started bot process (the leader of its own process group)."""
+
+    def __init__(self, spec: BotSpec, proc: asyncio.subprocess.Process, log_path: Path) -> None:
+        self.spec = spec
+        self.proc = proc
+        self.log_path = log_path
+        _LIVE.add(self)
+
+    @classmethod
+    async def start(cls, spec: BotSpec, address: str, token: str, log_path: Path) -> BotProcess:
+        """Start ``spec``'s command for one seat, with its limits, in a new process group."""
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        env = {**os.environ, **spec.env, "STICHELN_REFEREE": address, "STICHELN_TOKEN": token}
+        env.setdefault("PYTHONUNBUFFERED", "1")
+        argv = [
+            sys.executable,
+            "-m",
+            "referee.launch",
+            f"--cpu-seconds={spec.limits.cpu_seconds}",
+            f"--memory-mb={spec.limits.memory_mb}",
+            "--",
+            *spec.command,
+        ]
+        with open(log_path, "ab") as log:
+            proc = await asyncio.create_subprocess_exec(
+                *argv,
+                cwd=spec.workdir,
+                env=env,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=log,
+                stderr=log,
+                start_new_session=True,
+            )
+        return cls(spec, proc, log_path)
+
+    @property
+    def returncode(self) -> int | None:
+        """The exit status once the process has ended (negative: killed by that signal)."""
+        return self.proc.returncode
+
+    def describe_exit(self) -> str:
+        """The process's end in words, for a fault detail."""
+        code = self.proc.returncode
+        if code is None:
+            return "still running"
+        if code < 0:
+            try:
+                return f"killed by {signal.Signals(-code).name}"
+            except ValueError:
+                return f"killed by signal {-code}"
+        return f"exited with status {code}"
+
+    async def stop(self, grace: float = 2.0) -> None:
+        """End the whole process group: SIGTERM, then SIGKILL after ``grace`` seconds."""
+        _kill_group(self.proc.pid, signal.SIGTERM)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.proc.wait(), grace)
+        # The leader may be gone while children it started live on: kill the group.
+        _kill_group(self.proc.pid, signal.SIGKILL)
+        if self.proc.returncode is None:
+            await self.proc.wait()
+        _LIVE.discard(self)
+
+
+def _kill_group(pgid: int, sig: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
+
+
+def kill_all_bots() -> None:
+    """Kill every bot process group still alive (called when the referee exits)."""
+    for bot in list(_LIVE):
+        _kill_group(bot.proc.pid, signal.SIGKILL)

@@ -1,0 +1,52 @@
+"""Start a bot command under resource limits: ``python -m referee.launch [limits] -- CMD...``.
+
+The referee starts every command bot through this small launcher, which sets the limits
+on itself and then replaces itself with the bot (``exec``), so the limits apply to the
+bot and everything it starts. Doing it here rather than in a ``preexec_fn`` keeps the
+referee's own (threaded) process safe. On Linux the bot is also killed if the referee
+dies (``PR_SET_PDEATHSIG``), so even a referee killed with SIGKILL leaves no bot behind.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import os
+import resource
+import signal
+import sys
+
+_PR_SET_PDEATHSIG = 1
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Apply the limits and exec the bot command."""
+    parser = argparse.ArgumentParser(prog="python -m referee.launch")
+    parser.add_argument("--cpu-seconds", type=int, required=True)
+    parser.add_argument("--memory-mb", type=int, required=True)
+    parser.add_argument("command", nargs=argparse.REMAINDER)
+    args = parser.parse_args(argv)
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    if not command:
+        parser.error("no bot command given after --")
+    resource.setrlimit(resource.RLIMIT_CPU, (args.cpu_seconds, args.cpu_seconds + 5))
+    memory = args.memory_mb * 1024 * 1024
+    resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+    if sys.platform.startswith("linux"):
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+            # The referee may already be gone between fork and prctl.
+            if os.getppid() == 1:
+                sys.exit(1)
+        except OSError:
+            pass
+    try:
+        os.execvp(command[0], command)
+    except OSError as exc:
+        print(f"referee.launch: cannot start {command[0]!r}: {exc.strerror}", file=sys.stderr)
+        sys.exit(127)
+
+
+if __name__ == "__main__":
+    main()

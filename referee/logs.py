@@ -1,0 +1,35 @@
+"""structlog, configured once at the entry point.
+
+On a terminal: readable key=value lines on stderr. Elsewhere (CI, containers, pipes):
+one JSON object per line. Context such as ``match_id`` and ``seat`` is bound by the code
+that knows it (``log.bind`` or ``structlog.contextvars.bind_contextvars``).
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+
+import structlog
+
+
+def configure(level: str = "info", json: bool | None = None) -> None:
+    """Configure structlog for the ``referee`` command."""
+    if json is None:
+        json = not sys.stderr.isatty()
+    renderer: structlog.typing.Processor = (
+        structlog.processors.JSONRenderer() if json else structlog.dev.ConsoleRenderer(colors=False)
+    )
+    structlog.configure(
+        processors=[
+            structlog.contextvars.merge_contextvars,
+            structlog.processors.add_log_level,
+            structlog.processors.TimeStamper(fmt="iso", utc=True),
+            renderer,
+        ],
+        wrapper_class=structlog.make_filtering_bound_logger(
+            logging.getLevelNamesMapping()[level.upper()]
+        ),
+        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        cache_logger_on_first_use=True,
+    )

@@ -1,0 +1,232 @@
+"""Match records: one JSON Lines file per match (format in docs/match-record.md), and replay.
+
+Each line is one JSON object with a ``type``. Cards are written in their short text form
+(``"H12"``). The writer flushes at every round end and at the match end, so a killed
+referee loses at most the round in progress, and a record without its ``end`` line is
+recognisably unfinished.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from referee.rules import (
+    IllegalAction,
+    Match,
+    Phase,
+    cards_str,
+    from_table,
+    parse_card,
+)
+from referee.rules import card_str as cs
+
+RECORD_VERSION = 1
+
+
+class RecordWriter:
+    """Appends a match's events to its JSON Lines file."""
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self._file: IO[str] = open(path, "w", encoding="utf-8")  # noqa: SIM115 - closed in close()
+        self._dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
+
+    def write(self, obj: dict[str, Any]) -> None:
+        """Append one line."""
+        self._file.write(self._dumps(obj))
+        self._file.write("\n")
+
+    def flush(self) -> None:
+        """Push what was written to the operating system."""
+        self._file.flush()
+
+    def close(self) -> None:
+        """Flush and close the file."""
+        if not self._file.closed:
+            self._file.flush()
+            self._file.close()
+
+
+def cards_text(cards: Sequence[int]) -> list[str]:
+    """Cards as their short text forms, for a record line."""
+    return [cs(c) for c in cards]
+
+
+def read_record(path: str | Path) -> Iterator[dict[str, Any]]:
+    """The lines of a record as objects; raises ReplayError on a line that is not JSON."""
+    with open(path, encoding="utf-8") as f:
+        for number, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise ReplayError(f"line {number}: not JSON ({exc.msg})") from None
+            if not isinstance(obj, dict) or "type" not in obj:
+                raise ReplayError(f"line {number}: not a record line (no 'type')")
+            obj["_line"] = number
+            yield obj
+
+
+class ReplayError(ValueError):
+    """The record disagrees with the engine; the message names the first discrepancy."""
+
+
+@dataclass
+class ReplayResult:
+    """What a successful replay found: the account text and the final totals."""
+
+    lines: list[str] = field(default_factory=list)
+    totals: list[int] = field(default_factory=list)
+    places: list[int] = field(default_factory=list)
+    finished: bool = False
+
+
+def replay(path: str | Path) -> ReplayResult:
+    """Re-check a match record with the engine; raise :class:`ReplayError` at the first
+    discrepancy, else return a readable trick-by-trick account."""
+    out = ReplayResult()
+    say = out.lines.append
+    lines = read_record(path)
+    header = next(lines, None)
+    if header is None or header.get("type") != "header":
+        raise ReplayError("line 1: the record does not start with a header line")
+    if header.get("version") != RECORD_VERSION:
+        raise ReplayError(
+            f"line 1: record version {header.get('version')!r} is not supported; this referee reads version {RECORD_VERSION}"
+        )
+    try:
+        rules = from_table(header["rules"])
+        seating: list[str] = list(header["seating"])
+        seed = int(header["seed"])
+        match = Match(rules, len(seating), seed)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ReplayError(f"line 1: bad header: {exc}") from None
+    nonce = bytes.fromhex(header.get("nonce", ""))
+    commitment = hashlib.sha256(b"sticheln/seed/v1" + seed.to_bytes(8, "big") + nonce).hexdigest()
+    if commitment != header.get("commitment"):
+        raise ReplayError("line 1: the seed does not hash to the commitment")
+    say(
+        f"match {header.get('match_id', '?')}: {len(seating)} players, rules {rules.preset}, seed {seed}"
+    )
+    say("seating: " + ", ".join(f"{s}={name}" for s, name in enumerate(seating)))
+    forfeited: set[int] = set()
+    trick_number = 0
+    # The round being replayed: the match deals the next one as soon as a round is scored,
+    # but that round's trick and end lines still follow.
+    rnd = match.round
+    for obj in lines:
+        n = obj["_line"]
+        kind = obj["type"]
+
+        def fail(msg: str, n: int = n) -> ReplayError:
+            return ReplayError(f"line {n}: {msg}")
+
+        if kind == "round_start":
+            trick_number = 0
+            rnd = match.round
+            if obj.get("round") != rnd.round_index or obj.get("dealer") != rnd.dealer:
+                raise fail(
+                    f"round {obj.get('round')} dealt by seat {obj.get('dealer')}; the engine has round {rnd.round_index} dealt by seat {rnd.dealer}"
+                )
+            hands = [[parse_card(c) for c in h] for h in obj.get("hands", [])]
+            if hands != rnd.hands:
+                seat = next(
+                    (
+                        s
+                        for s in range(len(hands))
+                        if s >= len(rnd.hands) or hands[s] != rnd.hands[s]
+                    ),
+                    0,
+                )
+                raise fail(f"seat {seat}'s dealt hand differs from the engine's deal from the seed")
+            say(f"\nround {rnd.round_index + 1}: dealer seat {rnd.dealer}")
+            for s, hand in enumerate(rnd.hands):
+                say(f"  seat {s} {seating[s]:<12} {cards_str(hand)}")
+        elif kind == "pain":
+            seat = int(obj["seat"])
+            cards = tuple(parse_card(c) for c in obj["cards"])
+            try:
+                rnd.apply(seat, cards)
+            except IllegalAction as exc:
+                raise fail(f"pain choice not legal: {exc}") from None
+        elif kind == "reveal":
+            if rnd.phase is not Phase.PLAY:
+                raise fail("reveal before every seat chose its pain card")
+            say(
+                "  pain: "
+                + ", ".join(f"seat {s} {cards_str(p or ())}" for s, p in enumerate(rnd.pain))
+            )
+        elif kind == "play":
+            seat = int(obj["seat"])
+            card = parse_card(obj["card"])
+            if seat != rnd.to_play:
+                raise fail(f"seat {seat} plays, but the engine has seat {rnd.to_play} to play")
+            try:
+                match.apply(seat, card)
+            except IllegalAction as exc:
+                raise fail(f"play not legal: {exc}") from None
+        elif kind == "trick":
+            trick_number += 1
+            if not rnd.tricks or len(rnd.tricks) < trick_number:
+                raise fail("trick line before the trick was complete")
+            trick = rnd.tricks[trick_number - 1]
+            if [parse_card(c) for c in obj["cards"]] != list(trick.cards) or obj.get(
+                "winner"
+            ) != trick.winner:
+                raise fail(
+                    f"trick {trick_number} recorded as won by seat {obj.get('winner')}; the engine says seat {trick.winner}"
+                )
+            who = (
+                "nobody (set aside)"
+                if trick.winner < 0
+                else f"seat {trick.winner} {seating[trick.winner]}"
+            )
+            say(
+                f"  trick {trick_number:2}: seat {trick.leader} leads {cards_str(trick.cards):<28} -> {who} ({trick.reason.value}{', tie' if trick.tie else ''})"
+            )
+        elif kind == "fault":
+            if obj.get("forfeited"):
+                forfeited.add(int(obj["seat"]))
+            say(
+                f"  fault: seat {obj['seat']} {obj['reason']} ({obj.get('detail', '')}), strikes {obj.get('strikes')}"
+            )
+        elif kind == "round_end":
+            result = match.results[-1] if match.results else None
+            if result is None or result.round_index != obj.get("round"):
+                raise fail("round end before the round was over")
+            if list(result.scores) != obj.get("scores"):
+                raise fail(
+                    f"round {result.round_index} scores {obj.get('scores')}; the engine scores {list(result.scores)}"
+                )
+            say(
+                "  scores: "
+                + "  ".join(f"{seating[s]} {v:+d}" for s, v in enumerate(result.scores))
+            )
+        elif kind == "end":
+            if obj.get("reason", "completed") == "completed" and not match.is_over:
+                raise fail("the match ended before its last round was scored")
+            if obj.get("totals") != match.totals:
+                raise fail(f"totals {obj.get('totals')}; the engine has {match.totals}")
+            places = match.places(forfeited)
+            if obj.get("places") != places:
+                raise fail(f"places {obj.get('places')}; the engine ranks {places}")
+            out.totals = list(match.totals)
+            out.places = places
+            out.finished = True
+            say("\nresult:")
+            for s in sorted(range(len(seating)), key=lambda s: places[s]):
+                note = " (forfeited)" if s in forfeited else ""
+                say(f"  {places[s]}. {seating[s]:<12} {match.totals[s]:+d}{note}")
+        elif kind == "header":
+            raise fail("a second header line")
+        # Unknown line types are skipped: later versions may add some.
+    if not out.finished:
+        raise ReplayError("the record has no end line: the match did not finish")
+    return out

@@ -1,0 +1,672 @@
+"""The match runner: seats bots, asks them for decisions, enforces clocks and records faults.
+
+Every message to a seat is built from ``view(state, seat)``: a decision request carries the
+seat's whole view, and the events piggybacked on it carry only facts that the same view
+holds (cards played, trick results, revealed pain cards, scores). The pain choice is
+simultaneous: every seat is asked at once, and nothing about any pick reaches any seat
+until all are in (or defaulted). A fault is data: it is recorded with its reason, the
+fallback plays for the seat, and a strike is counted; at the strike limit, or on a
+disconnect, the seat forfeits and the fallback plays it to the end.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import os
+import secrets
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Protocol
+
+import structlog
+
+from referee.bots import BotProcess, BotSpec
+from referee.convert import round_result_to_proto, rules_to_proto, trick_to_proto, view_to_proto
+from referee.faults import (
+    FORFEIT_AT_ONCE,
+    NO_STRIKE,
+    Fault,
+    FaultReason,
+    check_decision,
+    fallback_action,
+)
+from referee.record import RECORD_VERSION, RecordWriter, cards_text
+from referee.rules import Action, Match, Phase, Round, RuleSet, Trick, card_str, view
+from referee.server import Malformed, RefereeServer, SeatSlot, SeatStream
+from sticheln.v1 import bot_pb2
+
+log = structlog.get_logger("referee.match")
+
+SEED_DOMAIN = b"sticheln/seed/v1"
+
+
+def seed_commitment(seed: int, nonce: bytes) -> bytes:
+    """SHA-256 over the domain, the seed (u64 big-endian) and the nonce."""
+    return hashlib.sha256(SEED_DOMAIN + seed.to_bytes(8, "big") + nonce).digest()
+
+
+@dataclass(frozen=True)
+class Clock:
+    """Time limits: per decision, a match time bank drawn on when a decision runs over,
+    and the time a started bot has to connect and complete its handshake."""
+
+    decision_ms: int = 1000
+    time_bank_ms: int = 0
+    startup_ms: int = 10_000
+
+    def __post_init__(self) -> None:
+        for name in ("decision_ms", "time_bank_ms", "startup_ms"):
+            value = getattr(self, name)
+            if type(value) is not int or value < 0 or (name != "time_bank_ms" and value == 0):
+                low = 0 if name == "time_bank_ms" else 1
+                raise ValueError(
+                    f"{name}: {value!r} is not allowed; allowed: a whole number of milliseconds >= {low}"
+                )
+
+
+class MatchObserver(Protocol):
+    """Hooks for metrics; every method is optional to implement (see NullObserver)."""
+
+    def decision(self, bot: str, phase: str, think_s: float) -> None: ...
+    def fault(self, bot: str, reason: FaultReason) -> None: ...
+    def trick(self) -> None: ...
+    def round(self) -> None: ...
+
+
+class NullObserver:
+    """An observer that records nothing."""
+
+    def decision(self, bot: str, phase: str, think_s: float) -> None:
+        pass
+
+    def fault(self, bot: str, reason: FaultReason) -> None:
+        pass
+
+    def trick(self) -> None:
+        pass
+
+    def round(self) -> None:
+        pass
+
+
+@dataclass
+class SeatResult:
+    """One seat's outcome of a match."""
+
+    seat: int
+    bot: str
+    total: int
+    place: int
+    forfeited: bool
+    positive_rounds: int
+    faults: list[Fault]
+    think_s: list[float]
+
+
+@dataclass
+class MatchResult:
+    """A finished match: per-seat results, the record's path and the seed."""
+
+    match_id: str
+    seats: list[SeatResult]
+    record_path: Path
+    seed: int
+    duration_s: float
+    decisions: int
+    reason: str = "completed"
+
+    @property
+    def places(self) -> list[int]:
+        """Places by seat."""
+        return [s.place for s in self.seats]
+
+    @property
+    def totals(self) -> list[int]:
+        """Totals by seat."""
+        return [s.total for s in self.seats]
+
+
+@dataclass
+class _Seat:
+    index: int
+    spec: BotSpec
+    slot: SeatSlot
+    process: BotProcess | None = None
+    stream: SeatStream | None = None
+    strikes: int = 0
+    forfeited: bool = False
+    bank_s: float = 0.0
+    faults: list[Fault] = field(default_factory=list)
+    think: list[float] = field(default_factory=list)
+    events: list[tuple[Any, ...]] = field(default_factory=list)
+    watcher: asyncio.Task[None] | None = None
+
+
+_KIND = {Phase.PAIN: bot_pb2.DECISION_KIND_PAIN_CHOICE, Phase.PLAY: bot_pb2.DECISION_KIND_CARD_PLAY}
+_FAULT_PROTO = {r: getattr(bot_pb2, f"FAULT_REASON_{r.name}") for r in FaultReason}
+
+
+class MatchRunner:
+    """Plays one match between bots connected to ``server``."""
+
+    def __init__(
+        self,
+        server: RefereeServer,
+        bots: Sequence[BotSpec],
+        rules: RuleSet,
+        *,
+        seed: int | None = None,
+        match_id: str | None = None,
+        clock: Clock | None = None,
+        strike_limit: int = 3,
+        out_dir: Path = Path("results"),
+        observer: MatchObserver | None = None,
+    ) -> None:
+        rules.check_players(len(bots))
+        if strike_limit < 1:
+            raise ValueError(f"strike_limit: {strike_limit} is not allowed; allowed: 1 or more")
+        self.server = server
+        self.rules = rules
+        self.seed = secrets.randbits(64) if seed is None else seed
+        self.nonce = os.urandom(16)
+        self.match_id = match_id or datetime.now(UTC).strftime(
+            "%Y%m%dT%H%M%S-"
+        ) + secrets.token_hex(3)
+        self.clock = clock or Clock()
+        self.strike_limit = strike_limit
+        self.out_dir = out_dir
+        self.observer: MatchObserver = observer or NullObserver()
+        self.match = Match(rules, len(bots), self.seed)
+        self.seats = [
+            _Seat(
+                i, spec, server.registry.open_seat(self.match_id, i, spec.name, spec.token or None)
+            )
+            for i, spec in enumerate(bots)
+        ]
+        self._next_request = 0
+        self._decisions = 0
+        self._record: RecordWriter | None = None
+        self._log = log.bind(match_id=self.match_id)
+
+    @property
+    def record_path(self) -> Path:
+        """Where the match record is written."""
+        return self.out_dir / "matches" / f"{self.match_id}.jsonl"
+
+    # -- the match ------------------------------------------------------------------------
+
+    async def run(self) -> MatchResult:
+        """Start the bots, play every round, end the match; always cleans up."""
+        started = time.perf_counter()
+        self._record = RecordWriter(self.record_path)
+        try:
+            await self._seat_bots()
+            self._write_header()
+            self._log.info(
+                "match_start",
+                seating=[s.spec.name for s in self.seats],
+                rules=self.rules.preset,
+                seed_commitment=seed_commitment(self.seed, self.nonce).hex(),
+            )
+            await self._send_match_start()
+            while not self.match.is_over:
+                await self._play_round(self.match.round)
+            return await self._finish(time.perf_counter() - started)
+        finally:
+            await self._cleanup()
+
+    async def _seat_bots(self) -> None:
+        address = self.server.address
+        logs = self.out_dir / "logs"
+
+        async def start(seat: _Seat) -> None:
+            if not seat.spec.external:
+                log_path = logs / f"{self.match_id}-seat{seat.index}-{_safe(seat.spec.name)}.log"
+                try:
+                    seat.process = await BotProcess.start(
+                        seat.spec, address, seat.slot.token, log_path
+                    )
+                except OSError as exc:
+                    self._fault(
+                        seat, FaultReason.HANDSHAKE_FAILED, f"cannot start the bot: {exc}", 0
+                    )
+                    return
+            await self._await_handshake(seat)
+
+        await asyncio.gather(*(start(s) for s in self.seats))
+
+    async def _await_handshake(self, seat: _Seat) -> None:
+        timeout = self.clock.startup_ms / 1000
+        waiters: list[asyncio.Future[Any]] = [asyncio.ensure_future(seat.slot.attached.wait())]
+        if seat.process is not None:
+            waiters.append(asyncio.ensure_future(seat.process.proc.wait()))
+        _, pending = await asyncio.wait(
+            waiters, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
+        )
+        for w in pending:
+            w.cancel()
+        if seat.slot.attached.is_set() and seat.slot.stream is not None:
+            seat.stream = seat.slot.stream
+            seat.stream.on_fault = lambda reason, detail, rid, seat=seat: self._fault(
+                seat, reason, detail, rid
+            )
+            seat.watcher = asyncio.ensure_future(self._watch(seat, seat.stream))
+            return
+        why = seat.slot.handshake_error or f"no valid handshake within {timeout:g} s"
+        if seat.process is not None and seat.process.returncode is not None:
+            why += f"; the bot process {seat.process.describe_exit()}"
+        self._fault(seat, FaultReason.HANDSHAKE_FAILED, why, 0)
+
+    async def _watch(self, seat: _Seat, stream: SeatStream) -> None:
+        """Forfeit a seat as soon as its stream ends during the match."""
+        await stream.closed.wait()
+        if self.match.is_over or seat.forfeited:
+            return
+        reason, detail = FaultReason.DISCONNECT, stream.close_detail
+        if seat.process is not None:
+            # A stream that ends because its process died is a crash, not a disconnect.
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(seat.process.proc.wait()), 1.0)
+            if seat.process.returncode is not None:
+                reason, detail = (
+                    FaultReason.CRASH,
+                    f"the bot process {seat.process.describe_exit()}",
+                )
+        if not self.match.is_over and not seat.forfeited:
+            self._fault(seat, reason, detail, 0)
+
+    async def _send_match_start(self) -> None:
+        clock = bot_pb2.Clock(
+            decision_ms=self.clock.decision_ms,
+            time_bank_ms=self.clock.time_bank_ms,
+            startup_ms=self.clock.startup_ms,
+        )
+        rules = rules_to_proto(self.rules)
+        commitment = seed_commitment(self.seed, self.nonce)
+        seating = [s.spec.name for s in self.seats]
+        for seat in self.seats:
+            seat.bank_s = self.clock.time_bank_ms / 1000
+            msg = bot_pb2.RefereeMessage(
+                match_start=bot_pb2.MatchStart(
+                    match_id=self.match_id,
+                    seat=seat.index,
+                    seating=seating,
+                    rules=rules,
+                    clock=clock,
+                    seed_commitment=commitment,
+                    rounds_total=self.match.rounds_total,
+                    strike_limit=self.strike_limit,
+                )
+            )
+            await self._send(seat, msg)
+
+    async def _play_round(self, rnd: Round) -> None:
+        record = self._write
+        record(
+            {
+                "type": "round_start",
+                "round": rnd.round_index,
+                "dealer": rnd.dealer,
+                "hands": [cards_text(h) for h in rnd.hands],
+                "set_aside": cards_text(rnd.set_aside),
+            }
+        )
+        for seat in self.seats:
+            seat.events.append(
+                ("start", rnd.round_index, rnd.dealer, tuple(view(rnd, seat.index).hand))
+            )
+        # Pain choice: everyone is asked at once, from views built before any pick is in.
+        requests = [self._prepare(seat) for seat in self.seats]
+        answers = await asyncio.gather(
+            *(self._ask(seat, req) for seat, req in zip(self.seats, requests, strict=True))
+        )
+        for seat, (action, think, fallback) in zip(self.seats, answers, strict=True):
+            rnd.apply(seat.index, action)
+            record(
+                {
+                    "type": "pain",
+                    "round": rnd.round_index,
+                    "seat": seat.index,
+                    "cards": cards_text(action if isinstance(action, tuple) else (action,)),
+                    "think_us": round(think * 1e6),
+                    "fallback": fallback,
+                }
+            )
+        record(
+            {
+                "type": "reveal",
+                "round": rnd.round_index,
+                "pain": [cards_text(p or ()) for p in rnd.pain],
+            }
+        )
+        for seat in self.seats:
+            seat.events.append(("reveal", view(rnd, seat.index).pain))
+        # Tricks.
+        match = self.match
+        tricks_seen = 0
+        while rnd.phase is Phase.PLAY:
+            seat = self.seats[rnd.to_play]
+            action, think, fallback = await self._ask(seat, self._prepare(seat))
+            assert isinstance(action, int)
+            match.apply(seat.index, action)
+            self._write(
+                {
+                    "type": "play",
+                    "round": rnd.round_index,
+                    "seat": seat.index,
+                    "card": card_str(action),
+                    "think_us": round(think * 1e6),
+                    "fallback": fallback,
+                }
+            )  # type: ignore[arg-type]
+            for other in self.seats:
+                if other is not seat:
+                    other.events.append(("card", seat.index, action))
+            if len(rnd.tricks) > tricks_seen:
+                tricks_seen = len(rnd.tricks)
+                self._trick_done(rnd.tricks[-1], rnd.round_index)
+        self._round_done(rnd)
+
+    def _trick_done(self, trick: Trick, round_index: int) -> None:
+        self._write(
+            {
+                "type": "trick",
+                "round": round_index,
+                "leader": trick.leader,
+                "cards": cards_text(trick.cards),
+                "winner": trick.winner,
+                "reason": trick.reason.value,
+                "tie": trick.tie,
+            }
+        )
+        for seat in self.seats:
+            seat.events.append(("trick", trick))
+        self.observer.trick()
+
+    def _round_done(self, rnd: Round) -> None:
+        result = self.match.results[-1]
+        self._write(
+            {
+                "type": "round_end",
+                "round": rnd.round_index,
+                "scores": list(result.scores),
+                "totals": list(self.match.totals),
+            }
+        )
+        assert self._record is not None
+        self._record.flush()
+        totals = tuple(self.match.totals)
+        for seat in self.seats:
+            # Once scored, every pick is public (also under secret visibility).
+            seat.events.append(("reveal", view(rnd, seat.index).pain))
+            seat.events.append(("scores", result, totals))
+        self.observer.round()
+
+    # -- one decision -----------------------------------------------------------------------
+
+    def _prepare(self, seat: _Seat) -> bot_pb2.RefereeMessage | None:
+        """The request for ``seat``'s decision, built from its view (None: no one to ask)."""
+        if seat.forfeited or seat.stream is None:
+            return None
+        rnd = self.match.round
+        self._next_request += 1
+        msg = bot_pb2.RefereeMessage()
+        self._flush_events(seat, msg)
+        req = msg.request
+        req.request_id = self._next_request
+        req.kind = _KIND[rnd.phase]
+        req.count = self.rules.pain_cards_per_player if rnd.phase is Phase.PAIN else 1
+        req.timeout_ms = self.clock.decision_ms
+        req.time_bank_ms = int(seat.bank_s * 1000)
+        view_to_proto(view(self.match, seat.index), req.view)
+        return msg
+
+    async def _ask(
+        self, seat: _Seat, msg: bot_pb2.RefereeMessage | None
+    ) -> tuple[Action, float, bool]:
+        """The seat's action for the current decision: (action, think time, was fallback)."""
+        rnd = self.match.round
+        stream = seat.stream
+        if msg is None or stream is None or seat.forfeited:
+            return fallback_action(rnd, seat.index), 0.0, True
+        rid = msg.request.request_id
+        answer = stream.expect(rid)
+        try:
+            await stream.write(msg)
+        except Exception:
+            stream.close(FaultReason.DISCONNECT, "the stream broke while sending a request")
+        sent = time.perf_counter()
+        limit = self.clock.decision_ms / 1000 + seat.bank_s
+        try:
+            async with asyncio.timeout(limit):
+                message, arrived = await answer
+        except TimeoutError:
+            stream.settle()
+            seat.bank_s = 0.0 if self.clock.time_bank_ms else seat.bank_s
+            self._fault(
+                seat,
+                FaultReason.TIMEOUT,
+                f"no answer to request {rid} within {limit * 1000:.0f} ms",
+                rid,
+            )
+            return fallback_action(rnd, seat.index), limit, True
+        except ConnectionError:
+            stream.settle()
+            if seat.watcher is not None:
+                await seat.watcher
+            return fallback_action(rnd, seat.index), 0.0, True
+        stream.settle()
+        think = max(0.0, arrived - sent)
+        over = think - self.clock.decision_ms / 1000
+        if over > 0:
+            seat.bank_s = max(0.0, seat.bank_s - over)
+        seat.think.append(think)
+        self._decisions += 1
+        self.observer.decision(seat.spec.name, rnd.phase.value, think)
+        if isinstance(message, Malformed):
+            self._fault(seat, FaultReason.MALFORMED_MESSAGE, message.detail, rid)
+            return fallback_action(rnd, seat.index), think, True
+        action, reason, detail = check_decision(rnd, seat.index, message.decision.cards)
+        if action is None:
+            assert reason is not None
+            self._fault(seat, reason, detail, rid)
+            return fallback_action(rnd, seat.index), think, True
+        return action, think, False
+
+    # -- faults, events, messages -------------------------------------------------------------
+
+    def _fault(self, seat: _Seat, reason: FaultReason, detail: str, request_id: int) -> None:
+        if reason not in NO_STRIKE:
+            seat.strikes += 1
+        newly_forfeited = not seat.forfeited and (
+            reason in FORFEIT_AT_ONCE or seat.strikes >= self.strike_limit
+        )
+        if newly_forfeited:
+            seat.forfeited = True
+        fault = Fault(
+            seat.index,
+            reason,
+            detail,
+            self.match.round_index,
+            request_id,
+            seat.strikes,
+            seat.forfeited,
+        )
+        seat.faults.append(fault)
+        self._write(
+            {
+                "type": "fault",
+                "round": fault.round_index,
+                "seat": seat.index,
+                "bot": seat.spec.name,
+                "request_id": request_id,
+                "reason": reason.value,
+                "detail": detail,
+                "strikes": seat.strikes,
+                "forfeited": seat.forfeited,
+            }
+        )
+        seat.events.append(("fault", fault))
+        self._log.warning(
+            "fault",
+            seat=seat.index,
+            bot=seat.spec.name,
+            reason=reason.value,
+            detail=detail,
+            strikes=seat.strikes,
+            forfeited=seat.forfeited,
+        )
+        self.observer.fault(seat.spec.name, reason)
+
+    def _flush_events(self, seat: _Seat, msg: bot_pb2.RefereeMessage) -> None:
+        events = msg.events
+        for ev in seat.events:
+            kind = ev[0]
+            if kind == "card":
+                played = events.add().card_played
+                played.seat = ev[1]
+                played.card = ev[2]
+            elif kind == "trick":
+                events.add().trick_result.trick.CopyFrom(trick_to_proto(ev[1]))
+            elif kind == "start":
+                start = events.add().round_start
+                start.round_index, start.dealer = ev[1], ev[2]
+                start.hand.extend(ev[3])
+            elif kind == "reveal":
+                reveal = events.add().pain_reveal
+                for pick in ev[1]:
+                    reveal.pain.add().cards.extend(pick or ())
+            elif kind == "scores":
+                scores = events.add().round_scores
+                scores.result.CopyFrom(round_result_to_proto(ev[1]))
+                scores.totals.extend(ev[2])
+            elif kind == "fault":
+                f: Fault = ev[1]
+                if f.seat != seat.index:
+                    continue  # a seat hears of its own faults only
+                notice = events.add().fault
+                notice.request_id, notice.reason, notice.detail = (
+                    f.request_id,
+                    _FAULT_PROTO[f.reason],
+                    f.detail,
+                )
+                notice.strikes, notice.forfeited, notice.seat = f.strikes, f.forfeited, f.seat
+        seat.events.clear()
+
+    async def _send(self, seat: _Seat, msg: bot_pb2.RefereeMessage) -> None:
+        if seat.stream is None or seat.stream.closed.is_set():
+            return
+        try:
+            await seat.stream.write(msg)
+        except Exception:
+            seat.stream.close(FaultReason.DISCONNECT, "the stream broke while sending")
+
+    def _write(self, obj: dict[str, Any]) -> None:
+        assert self._record is not None
+        self._record.write(obj)
+
+    def _write_header(self) -> None:
+        self._write(
+            {
+                "type": "header",
+                "version": RECORD_VERSION,
+                "match_id": self.match_id,
+                "rules": self.rules.to_table(),
+                "players": len(self.seats),
+                "seating": [s.spec.name for s in self.seats],
+                "seed": str(self.seed),
+                "nonce": self.nonce.hex(),
+                "commitment": seed_commitment(self.seed, self.nonce).hex(),
+                "clock": {
+                    "decision_ms": self.clock.decision_ms,
+                    "time_bank_ms": self.clock.time_bank_ms,
+                    "startup_ms": self.clock.startup_ms,
+                },
+                "strike_limit": self.strike_limit,
+                "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
+            }
+        )
+
+    # -- the end ------------------------------------------------------------------------------
+
+    async def _finish(self, duration: float) -> MatchResult:
+        match = self.match
+        forfeited = {s.index for s in self.seats if s.forfeited}
+        places = match.places(forfeited)
+        positive = match.positive_rounds()
+        self._write(
+            {
+                "type": "end",
+                "reason": "completed",
+                "totals": list(match.totals),
+                "places": places,
+                "forfeited": sorted(forfeited),
+                "decisions": self._decisions,
+                "finished_at": datetime.now(UTC).isoformat(timespec="seconds"),
+            }
+        )
+        assert self._record is not None
+        self._record.close()
+        for seat in self.seats:
+            msg = bot_pb2.RefereeMessage()
+            self._flush_events(seat, msg)
+            end = msg.match_end
+            end.totals.extend(match.totals)
+            end.places.extend(places)
+            for round_result in match.results:
+                end.rounds.add().CopyFrom(round_result_to_proto(round_result))
+            end.seed = self.seed
+            end.seed_nonce = self.nonce
+            end.forfeited_seats.extend(sorted(forfeited))
+            end.reason = "completed"
+            await self._send(seat, msg)
+        result = MatchResult(
+            match_id=self.match_id,
+            seats=[
+                SeatResult(
+                    s.index,
+                    s.spec.name,
+                    match.totals[s.index],
+                    places[s.index],
+                    s.forfeited,
+                    positive[s.index],
+                    s.faults,
+                    s.think,
+                )
+                for s in self.seats
+            ],
+            record_path=self.record_path,
+            seed=self.seed,
+            duration_s=duration,
+            decisions=self._decisions,
+        )
+        self._log.info(
+            "match_end",
+            totals=list(match.totals),
+            places=places,
+            forfeited=sorted(forfeited),
+            duration_s=round(duration, 3),
+        )
+        return result
+
+    async def _cleanup(self) -> None:
+        for seat in self.seats:
+            if seat.stream is not None:
+                seat.stream.end()
+            if seat.watcher is not None:
+                seat.watcher.cancel()
+            self.server.registry.close_seat(seat.slot)
+        await asyncio.gather(
+            *(s.process.stop() for s in self.seats if s.process is not None), return_exceptions=True
+        )
+        if self._record is not None:
+            self._record.close()
+
+
+def _safe(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)[:40]

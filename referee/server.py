@@ -1,0 +1,364 @@
+"""The referee's gRPC server: one port for every bot stream, health and reflection.
+
+The servicer is thin. It checks a stream's handshake, finds the seat its token opens in
+the :class:`SeatRegistry`, and from then on only moves messages: decisions go to the
+seat's :class:`SeatStream`, which the match runner awaits; the runner writes requests
+back through the same object. Domain errors map to gRPC status codes in one place
+(:func:`_refuse`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import grpc
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
+
+from referee import __version__
+from referee.faults import FaultReason
+from sticheln.v1 import bot_pb2
+
+PROTOCOL_VERSION = 1
+SERVICE_NAME = "sticheln.v1.Referee"
+_EOF: Any = grpc.aio.EOF  # type: ignore[attr-defined]  # the end of a stream, from context.read()
+
+
+class Malformed:
+    """Stands for a message from a bot that could not be parsed."""
+
+    __slots__ = ("detail",)
+
+    def __init__(self, detail: str) -> None:
+        self.detail = detail
+
+
+def _parse_bot_message(data: bytes) -> bot_pb2.BotMessage | Malformed:
+    # A tolerant deserializer: garbage becomes a recorded fault, not a dead stream.
+    try:
+        return bot_pb2.BotMessage.FromString(data)
+    except Exception as exc:  # the protobuf runtime raises DecodeError or RuntimeWarning
+        return Malformed(f"{len(data)} bytes that are not a BotMessage ({type(exc).__name__})")
+
+
+class SeatStream:
+    """An attached bot stream for one seat: the runner's handle to write and await."""
+
+    def __init__(self, context: grpc.aio.ServicerContext[Any, Any], hello: bot_pb2.Hello) -> None:
+        self.context = context
+        self.hello = hello
+        self.closed = asyncio.Event()
+        self.close_reason = FaultReason.DISCONNECT
+        self.close_detail = ""
+        self.finished = asyncio.Event()
+        self._pending_id = 0
+        self._pending: asyncio.Future[tuple[bot_pb2.BotMessage | Malformed, float]] | None = None
+        self._last_issued = 0
+        #: Called with (reason, detail, request_id) for faults outside a pending request.
+        self.on_fault: Callable[[FaultReason, str, int], None] | None = None
+
+    async def write(self, message: bot_pb2.RefereeMessage) -> None:
+        """Send one message to the bot."""
+        await self.context.write(message)
+
+    def expect(
+        self, request_id: int
+    ) -> asyncio.Future[tuple[bot_pb2.BotMessage | Malformed, float]]:
+        """Arm the answer for ``request_id``; the future gets (message, arrival time)."""
+        fut: asyncio.Future[tuple[bot_pb2.BotMessage | Malformed, float]] = (
+            asyncio.get_running_loop().create_future()
+        )
+        if self.closed.is_set():
+            fut.set_exception(ConnectionError(self.close_detail or "stream closed"))
+        self._pending = fut
+        self._pending_id = request_id
+        self._last_issued = request_id
+        return fut
+
+    def settle(self) -> None:
+        """The pending request is over (answered or timed out): later answers are stale."""
+        self._pending = None
+        self._pending_id = 0
+
+    def deliver(self, message: bot_pb2.BotMessage | Malformed, arrived: float) -> None:
+        """Route one message from the bot."""
+        pending = self._pending
+        if isinstance(message, Malformed):
+            if pending is not None and not pending.done():
+                pending.set_result((message, arrived))
+            elif self.on_fault:
+                self.on_fault(FaultReason.MALFORMED_MESSAGE, message.detail, 0)
+            return
+        kind = message.WhichOneof("kind")
+        if kind != "decision":
+            detail = (
+                "a Hello after the handshake" if kind == "hello" else "a message with no kind set"
+            )
+            if pending is not None and not pending.done():
+                pending.set_result((Malformed(detail), arrived))
+            elif self.on_fault:
+                self.on_fault(FaultReason.MALFORMED_MESSAGE, detail, 0)
+            return
+        rid = message.decision.request_id
+        if pending is not None and rid == self._pending_id and not pending.done():
+            pending.set_result((message, arrived))
+        elif self.on_fault:
+            if 0 < rid <= self._last_issued:
+                self.on_fault(
+                    FaultReason.STALE_REQUEST_ID, f"answer to old request {rid} dropped", rid
+                )
+            else:
+                self.on_fault(
+                    FaultReason.UNKNOWN_REQUEST_ID,
+                    f"answer names request {rid}, which was never sent",
+                    rid,
+                )
+
+    def close(self, reason: FaultReason, detail: str) -> None:
+        """The stream has ended; a pending request fails at once."""
+        if self.closed.is_set():
+            return
+        self.close_reason = reason
+        self.close_detail = detail
+        self.closed.set()
+        if self._pending is not None and not self._pending.done():
+            self._pending.set_exception(ConnectionError(detail))
+
+    def end(self) -> None:
+        """The referee is done with this stream: the RPC ends with status OK."""
+        self.finished.set()
+
+
+@dataclass
+class SeatSlot:
+    """One seat of one match, waiting for the stream whose Hello carries its token."""
+
+    match_id: str
+    seat: int
+    bot_name: str
+    token: str
+    attached: asyncio.Event = field(default_factory=asyncio.Event)
+    stream: SeatStream | None = None
+    handshake_error: str = ""
+
+
+class SeatRegistry:
+    """Tokens to seats. A token opens exactly one seat of one match, once at a time."""
+
+    def __init__(self) -> None:
+        self._slots: dict[str, SeatSlot] = {}
+
+    def open_seat(
+        self, match_id: str, seat: int, bot_name: str, token: str | None = None
+    ) -> SeatSlot:
+        """Make a seat claimable by ``token`` (a fresh random one when not given)."""
+        token = token or secrets.token_urlsafe(24)
+        if token in self._slots:
+            raise ValueError(
+                f"token for seat {seat} of match {match_id} is already in use by another seat"
+            )
+        slot = SeatSlot(match_id, seat, bot_name, token)
+        self._slots[token] = slot
+        return slot
+
+    def close_seat(self, slot: SeatSlot) -> None:
+        """Forget a seat: its token opens nothing any more."""
+        if self._slots.get(slot.token) is slot:
+            del self._slots[slot.token]
+
+    def find(self, token: str) -> SeatSlot | None:
+        """The seat ``token`` opens, if any (constant-time comparison per candidate)."""
+        slot = self._slots.get(token)
+        if slot is not None and secrets.compare_digest(slot.token, token):
+            return slot
+        return None
+
+
+class RefereeServicer:
+    """``sticheln.v1.Referee``: handshake, then message moving."""
+
+    def __init__(self, registry: SeatRegistry, handshake_timeout: float = 10.0) -> None:
+        self.registry = registry
+        self.handshake_timeout = handshake_timeout
+
+    async def Play(
+        self,
+        requests: object,
+        context: grpc.aio.ServicerContext[Any, Any],
+    ) -> None:
+        """One bot stream for one seat."""
+        try:
+            first = await asyncio.wait_for(context.read(), self.handshake_timeout)
+        except TimeoutError:
+            await _refuse(
+                context,
+                grpc.StatusCode.DEADLINE_EXCEEDED,
+                f"no Hello within {self.handshake_timeout:g} s of opening the stream",
+            )
+            return
+        if first is _EOF:
+            return
+        if isinstance(first, Malformed) or first.WhichOneof("kind") != "hello":
+            await _refuse(
+                context,
+                grpc.StatusCode.INVALID_ARGUMENT,
+                "the first message on a stream must be a Hello",
+            )
+            return
+        hello = first.hello
+        slot = self.registry.find(hello.token)
+        if slot is None:
+            what = "no token" if not hello.token else "the token is not valid"
+            await _refuse(
+                context,
+                grpc.StatusCode.UNAUTHENTICATED,
+                f"{what}: send the token the referee gave this seat (STICHELN_TOKEN) in Hello.token",
+            )
+            return
+        if hello.protocol_version != PROTOCOL_VERSION:
+            slot.handshake_error = f"protocol version {hello.protocol_version} is not supported"
+            await _refuse(
+                context,
+                grpc.StatusCode.FAILED_PRECONDITION,
+                f"protocol version {hello.protocol_version} is not supported: this referee speaks "
+                f"version {PROTOCOL_VERSION} (sticheln.v1); set Hello.protocol_version = {PROTOCOL_VERSION}",
+            )
+            return
+        if slot.stream is not None:
+            await _refuse(
+                context,
+                grpc.StatusCode.ALREADY_EXISTS,
+                f"seat {slot.seat} of match {slot.match_id} already has a stream; one stream per seat",
+            )
+            return
+        stream = SeatStream(context, hello)
+        slot.stream = stream
+        await context.write(
+            bot_pb2.RefereeMessage(
+                welcome=bot_pb2.Welcome(
+                    protocol_version=PROTOCOL_VERSION,
+                    referee_version=__version__,
+                    message=f"seated as seat {slot.seat} of match {slot.match_id}",
+                )
+            )
+        )
+        slot.attached.set()
+        reader = asyncio.ensure_future(self._read(stream, context))
+        done = asyncio.ensure_future(stream.finished.wait())
+        try:
+            await asyncio.wait((reader, done), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            reader.cancel()
+            done.cancel()
+            stream.close(FaultReason.DISCONNECT, "the stream ended")
+
+    async def _read(self, stream: SeatStream, context: grpc.aio.ServicerContext[Any, Any]) -> None:
+        clock = time.perf_counter
+        try:
+            while True:
+                message = await context.read()
+                if message is _EOF:
+                    stream.close(FaultReason.DISCONNECT, "the bot closed its stream")
+                    return
+                stream.deliver(message, clock())
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            stream.close(FaultReason.DISCONNECT, f"the stream broke: {exc}")
+
+
+async def _refuse(
+    context: grpc.aio.ServicerContext[Any, Any], code: grpc.StatusCode, message: str
+) -> None:
+    """End a stream with a status the bot author can act on."""
+    await context.abort(code, message)
+
+
+@dataclass
+class TlsConfig:
+    """Certificate and key files for serving TLS."""
+
+    cert_file: Path
+    key_file: Path
+
+
+class RefereeServer:
+    """The gRPC server with the referee service, health checking and reflection."""
+
+    def __init__(
+        self, registry: SeatRegistry | None = None, handshake_timeout: float = 10.0
+    ) -> None:
+        self.registry = registry or SeatRegistry()
+        self.servicer = RefereeServicer(self.registry, handshake_timeout)
+        self.health = (
+            health.aio.HealthServicer() if hasattr(health, "aio") else health.HealthServicer()
+        )
+        self._server: grpc.aio.Server | None = None
+        self.port = 0
+        self.host = ""
+
+    @property
+    def address(self) -> str:
+        """``host:port`` for bots to dial."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{host}:{self.port}"
+
+    async def start(
+        self, host: str = "127.0.0.1", port: int = 0, tls: TlsConfig | None = None
+    ) -> None:
+        """Bind (port 0 picks a free port; see :attr:`port`) and start serving."""
+        server = grpc.aio.server(
+            options=[
+                ("grpc.so_reuseport", 0),
+                ("grpc.max_receive_message_length", 1 << 20),
+                ("grpc.keepalive_permit_without_calls", 1),
+                ("grpc.http2.min_ping_interval_without_data_ms", 10_000),
+            ]
+        )
+        handler = grpc.method_handlers_generic_handler(
+            SERVICE_NAME,
+            {
+                "Play": grpc.stream_stream_rpc_method_handler(
+                    self.servicer.Play,
+                    request_deserializer=_parse_bot_message,
+                    response_serializer=bot_pb2.RefereeMessage.SerializeToString,
+                )
+            },
+        )
+        server.add_generic_rpc_handlers((handler,))
+        health_pb2_grpc.add_HealthServicer_to_server(self.health, server)
+        reflection.enable_server_reflection(
+            (SERVICE_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME), server
+        )
+        bind = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+        if tls is None:
+            self.port = server.add_insecure_port(bind)
+        else:
+            creds = grpc.ssl_server_credentials(
+                [(tls.key_file.read_bytes(), tls.cert_file.read_bytes())]
+            )
+            self.port = server.add_secure_port(bind, creds)
+        self.host = host
+        await server.start()
+        await _set_health(self.health, health_pb2.HealthCheckResponse.SERVING)
+        self._server = server
+
+    async def stop(self, grace: float = 2.0) -> None:
+        """Stop serving; streams still open get ``grace`` seconds to finish."""
+        if self._server is not None:
+            await _set_health(self.health, health_pb2.HealthCheckResponse.NOT_SERVING)
+            await self._server.stop(grace)
+            self._server = None
+
+
+async def _set_health(servicer: object, status: int) -> None:
+    for name in ("", SERVICE_NAME):
+        result = servicer.set(name, status)  # type: ignore[attr-defined]
+        if asyncio.iscoroutine(result):
+            await result

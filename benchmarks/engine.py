@@ -83,7 +83,9 @@ def main() -> None:
     import referee.rules.round as engine_round
 
     compiled = not engine_round.__file__.endswith(".py")
-    print(f"engine: {'compiled with mypyc' if compiled else 'pure Python'} ({engine_round.__file__})")
+    print(
+        f"engine: {'compiled with mypyc' if compiled else 'pure Python'} ({engine_round.__file__})"
+    )
     ours: list[float] = []
     us: list[float] = []
     theirs: list[float] = []

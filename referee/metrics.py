@@ -1,0 +1,120 @@
+"""Prometheus metrics, all named ``sticheln_*`` and documented in docs/metrics.md.
+
+Every metric is created on an injected :class:`CollectorRegistry` (tests build a fresh
+one). Labels stay low-cardinality: bot name, phase, fault reason; never a match id.
+:class:`MetricsObserver` is the match runner's hook; it caches the labelled children so
+that a decision costs a dictionary lookup and two increments.
+"""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+
+from referee.faults import FaultReason
+
+# Think times from 100 µs to the default 1 s clock and beyond.
+THINK_BUCKETS = (
+    0.0001,
+    0.00025,
+    0.0005,
+    0.001,
+    0.0025,
+    0.005,
+    0.01,
+    0.025,
+    0.05,
+    0.1,
+    0.25,
+    0.5,
+    0.75,
+    1.0,
+    2.5,
+    5.0,
+)
+MATCH_BUCKETS = (0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0)
+
+
+class RefereeMetrics:
+    """The referee's metrics on one registry."""
+
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        self.registry = registry if registry is not None else CollectorRegistry()
+        r = self.registry
+        self.matches = Counter("sticheln_matches", "Matches finished.", registry=r)
+        self.rounds = Counter("sticheln_rounds", "Rounds played.", registry=r)
+        self.tricks = Counter("sticheln_tricks", "Tricks played.", registry=r)
+        self.decisions = Counter(
+            "sticheln_decisions",
+            "Decisions answered by bots, by bot and phase.",
+            ["bot", "phase"],
+            registry=r,
+        )
+        self.faults = Counter(
+            "sticheln_faults", "Faults by bot and reason.", ["bot", "reason"], registry=r
+        )
+        self.think = Histogram(
+            "sticheln_think_time_seconds",
+            "Time from a decision request to its answer, by bot and phase.",
+            ["bot", "phase"],
+            buckets=THINK_BUCKETS,
+            registry=r,
+        )
+        self.match_duration = Histogram(
+            "sticheln_match_duration_seconds",
+            "Wall time of a match, bot start-up included.",
+            buckets=MATCH_BUCKETS,
+            registry=r,
+        )
+        self.elo = Gauge("sticheln_elo", "Live Elo rating by bot.", ["bot"], registry=r)
+        self.planned = Gauge("sticheln_matches_planned", "Matches in the schedule.", registry=r)
+        self.finished = Gauge(
+            "sticheln_matches_finished", "Matches of the schedule finished.", registry=r
+        )
+        self.running = Gauge("sticheln_matches_running", "Matches being played now.", registry=r)
+        self.connected = Gauge(
+            "sticheln_connected_bots", "Bot streams attached to the referee now.", registry=r
+        )
+        self._decision_children: dict[tuple[str, str], tuple[Counter, Histogram]] = {}
+        self._fault_children: dict[tuple[str, str], Counter] = {}
+
+    def serve(self, port: int, addr: str = "127.0.0.1") -> int:
+        """Serve the exposition over HTTP on ``addr:port`` (0 = any free port); returns the port."""
+        server, _thread = start_http_server(port, addr=addr, registry=self.registry)
+        bound: int = server.server_port
+        return bound
+
+    # -- the runner's observer hooks ---------------------------------------------------------
+
+    def decision(self, bot: str, phase: str, think_s: float) -> None:
+        """A bot answered a request."""
+        children = self._decision_children.get((bot, phase))
+        if children is None:
+            children = (self.decisions.labels(bot, phase), self.think.labels(bot, phase))
+            self._decision_children[(bot, phase)] = children
+        children[0].inc()
+        children[1].observe(think_s)
+
+    def fault(self, bot: str, reason: FaultReason) -> None:
+        """A seat faulted."""
+        child = self._fault_children.get((bot, reason.value))
+        if child is None:
+            child = self._fault_children[(bot, reason.value)] = self.faults.labels(
+                bot, reason.value
+            )
+        child.inc()
+
+    def trick(self) -> None:
+        """A trick was completed."""
+        self.tricks.inc()
+
+    def round(self) -> None:
+        """A round was scored."""
+        self.rounds.inc()
+
+    def stream_attached(self) -> None:
+        """A bot stream completed its handshake."""
+        self.connected.inc()
+
+    def stream_closed(self) -> None:
+        """An attached bot stream ended."""
+        self.connected.dec()

@@ -1,0 +1,1 @@
+"""Tournaments: configuration, deterministic schedules, persistence and the run loop."""

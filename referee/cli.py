@@ -111,6 +111,73 @@ def _match(args: argparse.Namespace) -> int:
         loop.close()
 
 
+def _tournament(args: argparse.Namespace) -> int:
+    """Run (or resume) a tournament from its file; print the standings."""
+    from referee import logs
+    from referee.bots import kill_all_bots
+    from referee.metrics import RefereeMetrics
+    from referee.tournament.config import ConfigError, load_config
+    from referee.tournament.run import run_tournament
+    from referee.tournament.schedule import make_schedule, pair_counts, seat_balance
+    from referee.tournament.storage import ResumeRefused
+
+    logs.configure(args.log_level)
+    try:
+        config = load_config(args.file)
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from None
+    if args.parallel:
+        import dataclasses
+
+        config = dataclasses.replace(config, parallel=args.parallel)
+    if args.dry_run:
+        schedule = make_schedule(config)
+        tables = len({m.table for m in schedule})
+        print(
+            f"tournament {config.name}: {len(schedule)} matches, {tables} tables of {config.table_size}, mode {config.mode}, rules {config.rules.preset}"
+        )
+        pairs = pair_counts(schedule)
+        if pairs:
+            print(
+                f"pairs sharing a table: {min(pairs.values())} to {max(pairs.values())} matches per pair"
+            )
+        balance = seat_balance(schedule)
+        print(
+            "seat positions per bot: " + "; ".join(f"{b} {c}" for b, c in sorted(balance.items()))
+        )
+        for m in schedule:
+            print(f"{m.index:5d}  deal {m.deal:4d}  seed {m.seed:20d}  {' '.join(m.seating)}")
+        return 0
+    metrics = RefereeMetrics()
+    if args.metrics_port is not None:
+        port = metrics.serve(args.metrics_port, args.metrics_addr)
+        print(f"metrics on http://{args.metrics_addr}:{port}/metrics", file=sys.stderr)
+
+    async def run() -> int:
+        outcome = await run_tournament(config, metrics=metrics, host=args.host, port=args.port)
+        print(outcome.table)
+        print(f"{outcome.finished}/{outcome.planned} matches finished; exports in {config.out}")
+        return 0 if outcome.finished == outcome.planned else 1
+
+    loop = asyncio.new_event_loop()
+    main_task = loop.create_task(run())
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, main_task.cancel)
+    try:
+        return loop.run_until_complete(main_task)
+    except ResumeRefused as exc:
+        raise UsageError(str(exc)) from None
+    except asyncio.CancelledError:
+        print(
+            "interrupted: finished matches are kept; run the same command again to resume",
+            file=sys.stderr,
+        )
+        return 130
+    finally:
+        kill_all_bots()
+        loop.close()
+
+
 def _replay(args: argparse.Namespace) -> int:
     """Re-check a match record with the engine and print a trick-by-trick account."""
     from referee.record import ReplayError, replay
@@ -178,6 +245,31 @@ def build_parser() -> argparse.ArgumentParser:
         "--log-level", default="warning", choices=["debug", "info", "warning", "error"]
     )
     match.set_defaults(func=_match)
+
+    tour = sub.add_parser("tournament", help="run or resume a tournament from its TOML file")
+    tour.add_argument("file", help="the tournament file, e.g. examples/league.toml")
+    tour.add_argument(
+        "--dry-run", action="store_true", help="print the schedule and its size; contact no bot"
+    )
+    tour.add_argument(
+        "--parallel", type=int, default=0, help="matches at once (overrides the file)"
+    )
+    tour.add_argument(
+        "--metrics-port", type=int, default=None, help="serve Prometheus metrics on this port"
+    )
+    tour.add_argument(
+        "--metrics-addr", default="127.0.0.1", help="address for the metrics (default 127.0.0.1)"
+    )
+    tour.add_argument(
+        "--host", default="127.0.0.1", help="address to serve bots on (default 127.0.0.1)"
+    )
+    tour.add_argument(
+        "--port", type=int, default=0, help="port for bots (default 0: any free port)"
+    )
+    tour.add_argument(
+        "--log-level", default="warning", choices=["debug", "info", "warning", "error"]
+    )
+    tour.set_defaults(func=_tournament)
 
     rp = sub.add_parser("replay", help="re-check a match record and print it trick by trick")
     rp.add_argument("file", help="a match record (.jsonl)")

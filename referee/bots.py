@@ -91,7 +91,7 @@ def bot_from_table(data: dict[str, Any], base: Path = Path("."), source: str = "
     name = data.get("name")
     if not isinstance(name, str) or not name.strip():
         raise BotConfigError(f"{source}: 'name' must be a non-empty string")
-    command = data.get("command", ())
+    command = data.get("command", [])
     if isinstance(command, str):
         command = tuple(shlex.split(command))
     elif isinstance(command, list) and all(isinstance(c, str) for c in command):

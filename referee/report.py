@@ -1,0 +1,381 @@
+"""Publishing the standings: a terminal table, JSON and CSV files, and a one-file HTML report.
+
+Every writer takes the values computed elsewhere (:mod:`referee.ratings` and the
+tournament's database) and only formats them. Bot names are user input: the terminal
+table shows control characters escaped, and the HTML escapes all text.
+
+Floats are written in full (``repr``) to JSON and CSV, so the files read back to the same
+values; a missing value (NaN, e.g. no think times, no bootstrap) is ``null`` in JSON and an
+empty cell in CSV.
+"""
+
+from __future__ import annotations
+
+import csv
+import html
+import json
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+from referee.ratings import BotStats, Standing
+
+#: Columns of the ratings JSON entries and of the ratings CSV, in order.
+RATINGS_COLUMNS = (
+    "rank",
+    "bot",
+    "rating",
+    "ci_low",
+    "ci_high",
+    "games",
+    "live_elo",
+    "matches",
+    "mean_score",
+    "mean_place",
+    "faults",
+    "think_p50_ms",
+    "think_p99_ms",
+)
+
+RATINGS_FORMAT_VERSION = 1
+
+
+@dataclass(frozen=True, slots=True)
+class ResultRow:
+    """One seat of one match, a line of the results CSV.
+
+    Columns, in order: ``tournament`` (its name or id), ``match_index`` (0-based order of
+    the match in the tournament), ``match_id``, ``seat`` (0-based), ``bot``, ``total``
+    (the seat's match score), ``place`` (1 = best, competition ranking, forfeited seats
+    last), ``forfeited`` (``true``/``false``), ``faults`` (number of faults of the seat).
+    """
+
+    tournament: str
+    match_index: int
+    match_id: str
+    seat: int
+    bot: str
+    total: int
+    place: int
+    forfeited: bool
+    faults: int
+
+
+RESULTS_COLUMNS = tuple(f.name for f in fields(ResultRow))
+
+
+def _ranks(standings: Sequence[Standing]) -> list[int]:
+    """Competition ranks (1, 2, 2, 4) of standings sorted best first."""
+    ranks: list[int] = []
+    for i, s in enumerate(standings):
+        same = i > 0 and s.rating == standings[i - 1].rating
+        ranks.append(ranks[-1] if same else i + 1)
+    return ranks
+
+
+def _finite(x: float | None) -> float | None:
+    return None if x is None or math.isnan(x) else x
+
+
+def _rows(
+    standings: Sequence[Standing],
+    stats: Mapping[str, BotStats] | None,
+    live_elo: Mapping[str, float] | None,
+) -> list[dict[str, Any]]:
+    """One dict per bot with every RATINGS_COLUMNS value; missing values are None."""
+    rows = []
+    for rank, s in zip(_ranks(standings), standings, strict=True):
+        st = (stats or {}).get(s.bot)
+        rows.append(
+            {
+                "rank": rank,
+                "bot": s.bot,
+                "rating": s.rating,
+                "ci_low": _finite(s.ci_low),
+                "ci_high": _finite(s.ci_high),
+                "games": s.games,
+                "live_elo": _finite((live_elo or {}).get(s.bot)),
+                "matches": st.matches if st else None,
+                "mean_score": _finite(st.mean_score) if st else None,
+                "mean_place": _finite(st.mean_place) if st else None,
+                "faults": st.faults if st else None,
+                "think_p50_ms": _finite(st.think_p50_ms) if st else None,
+                "think_p99_ms": _finite(st.think_p99_ms) if st else None,
+            }
+        )
+    return rows
+
+
+def _terminal_safe(text: str) -> str:
+    """A bot name with control characters (escape sequences, newlines) shown escaped."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
+def _fmt(x: float | int | None, digits: int = 0) -> str:
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "–"
+    if isinstance(x, int):
+        return str(x)
+    return f"{x:.{digits}f}"
+
+
+def standings_table(
+    standings: Sequence[Standing],
+    stats: Mapping[str, BotStats],
+    live_elo: Mapping[str, float],
+) -> str:
+    """The standings as an aligned terminal table, best first (no trailing newline)."""
+    header = (
+        "rank",
+        "bot",
+        "rating",
+        "95% CI",
+        "live Elo",
+        "matches",
+        "mean score",
+        "mean place",
+        "faults",
+        "think p50/p99 ms",
+    )
+    lines: list[tuple[str, ...]] = [header]
+    for row in _rows(standings, stats, live_elo):
+        ci = "–" if row["ci_low"] is None else f"{_fmt(row['ci_low'])}–{_fmt(row['ci_high'])}"
+        lines.append(
+            (
+                str(row["rank"]),
+                _terminal_safe(row["bot"]),
+                _fmt(row["rating"]),
+                ci,
+                _fmt(row["live_elo"]),
+                _fmt(row["matches"]),
+                _fmt(row["mean_score"], 1),
+                _fmt(row["mean_place"], 2),
+                _fmt(row["faults"]),
+                f"{_fmt(row['think_p50_ms'], 1)}/{_fmt(row['think_p99_ms'], 1)}",
+            )
+        )
+    widths = [max(len(line[c]) for line in lines) for c in range(len(header))]
+    left = {1}  # the bot name; numbers are right-aligned
+    out = []
+    for n, line in enumerate(lines):
+        cells = [
+            cell.ljust(widths[c]) if c in left else cell.rjust(widths[c])
+            for c, cell in enumerate(line)
+        ]
+        out.append("  ".join(cells).rstrip())
+        if n == 0:
+            out.append("  ".join("-" * w for w in widths))
+    return "\n".join(out)
+
+
+def write_ratings_json(
+    path: Path,
+    standings: Sequence[Standing],
+    stats: Mapping[str, BotStats] | None = None,
+    live_elo: Mapping[str, float] | None = None,
+    *,
+    meta: Mapping[str, Any] | None = None,
+) -> None:
+    """The standings as JSON: ``{"version": 1, "meta": {...}, "standings": [{...}, ...]}``.
+
+    Each entry has the keys of :data:`RATINGS_COLUMNS`; ``meta`` is free-form (tournament,
+    anchor, number of resamples, ...).
+    """
+    doc = {
+        "version": RATINGS_FORMAT_VERSION,
+        "meta": dict(meta or {}),
+        "standings": _rows(standings, stats, live_elo),
+    }
+    text = json.dumps(doc, ensure_ascii=False, indent=2, allow_nan=False)
+    Path(path).write_text(text + "\n", encoding="utf-8")
+
+
+def _csv_value(x: object) -> str:
+    """A CSV cell: floats in full, booleans as true/false, None as empty."""
+    if x is None:
+        return ""
+    if isinstance(x, bool):
+        return "true" if x else "false"
+    if isinstance(x, float):
+        return repr(x)
+    return str(x)
+
+
+def write_ratings_csv(
+    path: Path,
+    standings: Sequence[Standing],
+    stats: Mapping[str, BotStats] | None = None,
+    live_elo: Mapping[str, float] | None = None,
+) -> None:
+    """The standings as CSV with a header line of :data:`RATINGS_COLUMNS`."""
+    with open(path, "w", encoding="utf-8", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(RATINGS_COLUMNS)
+        for row in _rows(standings, stats, live_elo):
+            writer.writerow(_csv_value(row[c]) for c in RATINGS_COLUMNS)
+
+
+def write_results_csv(path: Path, rows: Iterable[ResultRow | Mapping[str, Any]]) -> None:
+    """Every seat of every match as CSV, with a header line of :data:`RESULTS_COLUMNS`.
+
+    A row is a :class:`ResultRow` (its docstring describes the columns) or a mapping with
+    those keys.
+    """
+    with open(path, "w", encoding="utf-8", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(RESULTS_COLUMNS)
+        for r in rows:
+            if isinstance(r, ResultRow):
+                writer.writerow(_csv_value(getattr(r, c)) for c in RESULTS_COLUMNS)
+            else:
+                writer.writerow(_csv_value(r[c]) for c in RESULTS_COLUMNS)
+
+
+# --- HTML ------------------------------------------------------------------------------
+
+_CSS = """
+body { font: 14px/1.4 system-ui, sans-serif; margin: 2em auto; max-width: 60em;
+       color: #222; background: #fff; padding: 0 1em; }
+h1 { font-size: 1.6em; } h2 { font-size: 1.25em; margin-top: 2em; }
+h3 { font-size: 1.05em; margin: 1.5em 0 .3em; }
+table { border-collapse: collapse; margin: .5em 0; }
+th, td { padding: .25em .7em; border-bottom: 1px solid #ddd; text-align: right; }
+th { background: #f4f4f4; } td.bot, th.bot { text-align: left; }
+svg { display: block; margin: 1em 0; }
+svg text { font: 12px system-ui, sans-serif; fill: #222; }
+svg .grid { stroke: #e4e4e4; } svg .axis { stroke: #888; }
+svg .errorbar line { stroke: #2a6fb0; stroke-width: 2; }
+svg .point { fill: #c0392b; }
+.none { color: #888; }
+"""
+
+
+def _e(text: object) -> str:
+    return html.escape(str(text), quote=True)
+
+
+def _nice_ticks(lo: float, hi: float, count: int = 6) -> list[float]:
+    """Round tick values from at or below ``lo`` to at or above ``hi``."""
+    raw = max(hi - lo, 1.0) / count
+    magnitude = 10 ** math.floor(math.log10(raw))
+    step = next(m * magnitude for m in (1, 2, 2.5, 5, 10) if m * magnitude >= raw)
+    first, last = math.floor(lo / step), math.ceil(hi / step)
+    return [k * step for k in range(first, max(last, first + 1) + 1)]
+
+
+def ratings_svg(standings: Sequence[Standing]) -> str:
+    """An inline SVG chart: one row per bot, its rating as a dot and its 95% CI as a bar."""
+    label_w, plot_w, row_h, top, bottom = 170, 520, 24, 10, 34
+    values = [s.rating for s in standings]
+    values += [v for s in standings for v in (s.ci_low, s.ci_high) if not math.isnan(v)]
+    ticks = _nice_ticks(min(values), max(values)) if values else [1500.0]
+    lo, hi = ticks[0], max(ticks[-1], ticks[0] + 1.0)
+
+    def x(v: float) -> float:
+        return label_w + (v - lo) / (hi - lo) * plot_w
+
+    height = top + row_h * len(standings) + bottom
+    width = label_w + plot_w + 20
+    axis_y = top + row_h * len(standings)
+    parts = [
+        f'<svg width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
+        'role="img" aria-label="ratings with 95% confidence intervals">'
+    ]
+    for t in ticks:
+        parts.append(
+            f'<line class="grid" x1="{x(t):.1f}" y1="{top}" x2="{x(t):.1f}" y2="{axis_y}"/>'
+            f'<text x="{x(t):.1f}" y="{axis_y + 16}" text-anchor="middle">{t:g}</text>'
+        )
+    parts.append(
+        f'<line class="axis" x1="{label_w}" y1="{axis_y}" x2="{label_w + plot_w}" y2="{axis_y}"/>'
+    )
+    for i, s in enumerate(standings):
+        y = top + row_h * i + row_h / 2
+        name = s.bot if len(s.bot) <= 24 else s.bot[:23] + "…"
+        parts.append(f'<text x="{label_w - 8}" y="{y + 4:.1f}" text-anchor="end">{_e(name)}</text>')
+        tip = f"{s.bot}: {s.rating:.0f}"
+        if not math.isnan(s.ci_low):
+            tip += f" (95% CI {s.ci_low:.0f}–{s.ci_high:.0f})"
+            x1, x2 = x(s.ci_low), x(s.ci_high)
+            parts.append(
+                f'<g class="errorbar"><title>{_e(tip)}</title>'
+                f'<line x1="{x1:.1f}" y1="{y:.1f}" x2="{x2:.1f}" y2="{y:.1f}"/>'
+                f'<line x1="{x1:.1f}" y1="{y - 5:.1f}" x2="{x1:.1f}" y2="{y + 5:.1f}"/>'
+                f'<line x1="{x2:.1f}" y1="{y - 5:.1f}" x2="{x2:.1f}" y2="{y + 5:.1f}"/></g>'
+            )
+        parts.append(
+            f'<circle class="point" cx="{x(s.rating):.1f}" cy="{y:.1f}" r="4">'
+            f"<title>{_e(tip)}</title></circle>"
+        )
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _cell(x: float | int | None, digits: int = 0) -> str:
+    text = _fmt(x, digits)
+    return '<td class="none">–</td>' if text == "–" else f"<td>{_e(text)}</td>"
+
+
+def write_report_html(
+    path: Path,
+    title: str,
+    standings: Sequence[Standing],
+    stats: Mapping[str, BotStats],
+    faults_by_reason: Mapping[str, Mapping[str, int]],
+    think: Mapping[str, tuple[float, float]],
+    *,
+    live_elo: Mapping[str, float] | None = None,
+) -> None:
+    """A self-contained HTML report: standings table, ratings chart and a section per bot.
+
+    No external assets: the CSS and the SVG chart are inline. ``faults_by_reason`` maps
+    bot → fault reason → count; ``think`` maps bot → (p50, p99) think time in ms.
+    """
+    rows = _rows(standings, stats, live_elo)
+    out = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>{_e(title)}</title><style>{_CSS}</style></head><body>",
+        f"<h1>{_e(title)}</h1>",
+        "<h2>Standings</h2>",
+        '<table><thead><tr><th>Rank</th><th class="bot">Bot</th><th>Rating</th>'
+        "<th>95% CI</th><th>Live Elo</th><th>Matches</th><th>Mean score</th>"
+        "<th>Mean place</th><th>Faults</th></tr></thead><tbody>",
+    ]
+    for row in rows:
+        ci = (
+            '<td class="none">–</td>'
+            if row["ci_low"] is None
+            else f"<td>{_fmt(row['ci_low'])}–{_fmt(row['ci_high'])}</td>"
+        )
+        out.append(
+            f'<tr><td>{row["rank"]}</td><td class="bot">{_e(row["bot"])}</td>'
+            f"{_cell(row['rating'])}{ci}{_cell(row['live_elo'])}{_cell(row['matches'])}"
+            f"{_cell(row['mean_score'], 1)}{_cell(row['mean_place'], 2)}"
+            f"{_cell(row['faults'])}</tr>"
+        )
+    out.append("</tbody></table>")
+    out.append("<h2>Ratings with 95% confidence intervals</h2>")
+    out.append(ratings_svg(standings))
+    out.append("<h2>Bots</h2>")
+    for s in standings:
+        p50, p99 = think.get(s.bot, (math.nan, math.nan))
+        out.append(f"<h3>{_e(s.bot)}</h3>")
+        out.append(
+            '<table class="bot-detail"><tbody>'
+            f'<tr><th class="bot">Think p50 ms</th>{_cell(p50, 1)}</tr>'
+            f'<tr><th class="bot">Think p99 ms</th>{_cell(p99, 1)}</tr>'
+        )
+        reasons = faults_by_reason.get(s.bot, {})
+        if not reasons:
+            out.append('<tr><th class="bot">Faults</th><td class="none">none</td></tr>')
+        for reason, count in sorted(reasons.items(), key=lambda rc: (-rc[1], rc[0])):
+            out.append(f'<tr><th class="bot">Fault: {_e(reason)}</th><td>{count}</td></tr>')
+        out.append("</tbody></table>")
+    out.append("</body></html>")
+    Path(path).write_text("\n".join(out) + "\n", encoding="utf-8")

@@ -1,0 +1,208 @@
+"""Report writers: JSON and CSV read back to the same values; the HTML stands alone and escapes."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from referee.ratings import BotStats, Standing
+from referee.report import (
+    RATINGS_COLUMNS,
+    RESULTS_COLUMNS,
+    ResultRow,
+    standings_table,
+    write_ratings_csv,
+    write_ratings_json,
+    write_report_html,
+    write_results_csv,
+)
+
+STANDINGS = [
+    Standing("<script>", 1612.345678901234, 1580.1, 1650.9, 120),
+    Standing("plain", 1500.0000000000002, 1470.25, 1531.5, 120),
+    Standing('quo"te & amp', 1387.6543210987654, 1350.0, 1420.125, 120),
+]
+STATS = {
+    "<script>": BotStats("<script>", 40, 5.25, 1.7, 0, 12.5, 80.125),
+    "plain": BotStats("plain", 40, -1.0, 2.0, 3, 3.0, 9.0),
+    'quo"te & amp': BotStats('quo"te & amp', 40, -4.25, 2.3, 1, math.nan, math.nan),
+}
+LIVE = {"<script>": 1620.5, "plain": 1499.0, 'quo"te & amp': 1380.5}
+FAULTS = {"plain": {"timeout": 2, "illegal_card_not_in_hand": 1}, 'quo"te & amp': {"crash": 1}}
+THINK = {"<script>": (12.5, 80.125), "plain": (3.0, 9.0)}
+
+
+def test_ratings_json_round_trips_the_values(tmp_path: Path) -> None:
+    path = tmp_path / "ratings.json"
+    write_ratings_json(path, STANDINGS, STATS, LIVE, meta={"tournament": "t1", "anchor": None})
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    assert doc["version"] == 1
+    assert doc["meta"] == {"tournament": "t1", "anchor": None}
+    rows = doc["standings"]
+    assert [list(r) for r in rows] == [list(RATINGS_COLUMNS)] * 3
+    for row, s in zip(rows, STANDINGS, strict=True):
+        assert (row["bot"], row["rating"], row["ci_low"], row["ci_high"], row["games"]) == (
+            s.bot,
+            s.rating,
+            s.ci_low,
+            s.ci_high,
+            s.games,
+        )
+        st = STATS[s.bot]
+        assert row["live_elo"] == LIVE[s.bot]
+        assert (row["matches"], row["mean_score"], row["mean_place"], row["faults"]) == (
+            st.matches,
+            st.mean_score,
+            st.mean_place,
+            st.faults,
+        )
+    assert [r["rank"] for r in rows] == [1, 2, 3]
+    assert rows[0]["think_p99_ms"] == 80.125
+    assert rows[2]["think_p50_ms"] is None  # NaN is written as null
+
+
+def test_ratings_csv_round_trips_the_values(tmp_path: Path) -> None:
+    path = tmp_path / "ratings.csv"
+    write_ratings_csv(path, STANDINGS, STATS, LIVE)
+    with open(path, encoding="utf-8", newline="") as f:
+        reader = csv.DictReader(f)
+        assert tuple(reader.fieldnames or ()) == RATINGS_COLUMNS
+        rows = list(reader)
+    for row, s in zip(rows, STANDINGS, strict=True):
+        assert row["bot"] == s.bot
+        assert float(row["rating"]) == s.rating  # written in full
+        assert float(row["ci_low"]) == s.ci_low and float(row["ci_high"]) == s.ci_high
+        assert int(row["games"]) == s.games
+        assert float(row["live_elo"]) == LIVE[s.bot]
+        assert float(row["mean_score"]) == STATS[s.bot].mean_score
+        assert int(row["faults"]) == STATS[s.bot].faults
+    assert rows[2]["think_p50_ms"] == ""
+
+
+def test_results_csv_round_trips_the_values(tmp_path: Path) -> None:
+    results = [
+        ResultRow("t1", 0, "m-0", seat, bot, total, place, forfeited, faults)
+        for seat, (bot, total, place, forfeited, faults) in enumerate(
+            [("a,b", 12, 1, False, 0), ('q"x', -3, 2, False, 1), ("c\nd", -20, 3, True, 3)]
+        )
+    ]
+    path = tmp_path / "results.csv"
+    write_results_csv(path, results)
+    with open(path, encoding="utf-8", newline="") as f:
+        reader = csv.DictReader(f)
+        assert tuple(reader.fieldnames or ()) == RESULTS_COLUMNS
+        rows = list(reader)
+    back = [
+        ResultRow(
+            r["tournament"],
+            int(r["match_index"]),
+            r["match_id"],
+            int(r["seat"]),
+            r["bot"],
+            int(r["total"]),
+            int(r["place"]),
+            {"true": True, "false": False}[r["forfeited"]],
+            int(r["faults"]),
+        )
+        for r in rows
+    ]
+    assert back == results
+
+
+def write_html(tmp_path: Path) -> str:
+    path = tmp_path / "report.html"
+    write_report_html(path, "Cup <1> & co", STANDINGS, STATS, FAULTS, THINK, live_elo=LIVE)
+    return path.read_text(encoding="utf-8")
+
+
+def test_html_has_no_external_references(tmp_path: Path) -> None:
+    text = write_html(tmp_path)
+    assert "http" not in text
+    assert "<link" not in text
+    assert "@import" not in text and "url(" not in text
+    for src in re.findall(r"""src\s*=\s*["']?([^"'\s>]*)""", text):
+        assert src.startswith("data:")
+
+
+def test_html_escapes_bot_names_and_title(tmp_path: Path) -> None:
+    text = write_html(tmp_path)
+    assert "<script" not in text.lower()
+    assert "&lt;script&gt;" in text
+    assert "quo&quot;te &amp; amp" in text
+    assert "Cup &lt;1&gt; &amp; co" in text
+
+
+def test_html_has_one_error_bar_per_bot(tmp_path: Path) -> None:
+    text = write_html(tmp_path)
+    assert text.count("<svg") == 1
+    assert text.count('<g class="errorbar">') == len(STANDINGS)
+    assert text.count('<circle class="point"') == len(STANDINGS)
+
+
+def test_html_shows_faults_by_reason_and_think_times(tmp_path: Path) -> None:
+    text = write_html(tmp_path)
+    assert "illegal_card_not_in_hand" in text and "timeout" in text and "crash" in text
+    assert "80.1" in text  # <script>'s think p99
+    assert text.count('<table class="bot-detail">') == len(STANDINGS)  # one table per bot
+    assert text.count('<td class="none">none</td>') == 1  # only <script> has no faults
+
+
+def test_standings_table_lists_every_bot_in_rank_order() -> None:
+    table = standings_table(STANDINGS, STATS, LIVE)
+    lines = table.splitlines()
+    assert lines[0].split()[:3] == ["rank", "bot", "rating"]
+    body = lines[2:]
+    assert len(body) == 3
+    assert body[0].split()[:2] == ["1", "<script>"]
+    assert "1612" in body[0] and "1580–1651" in body[0] and "1620" in body[0]
+    assert "12.5/80.1" in body[0]
+    assert "–/–" in body[2]  # no think times
+    assert len({len(line) for line in lines[:2]}) == 1  # header and rule line up
+
+
+def test_standings_table_escapes_control_characters() -> None:
+    evil = Standing("x\x1b[31mred\nnext", 1500.0, math.nan, math.nan, 0)
+    table = standings_table([evil], {}, {})
+    assert "\x1b" not in table and "\n" not in table.splitlines()[-1]
+    assert len(table.splitlines()) == 3
+    assert r"x\x1b[31mred\nnext" in table
+
+
+def test_equal_ratings_share_a_rank(tmp_path: Path) -> None:
+    tied = [Standing("a", 1500.0, 1, 2, 4), Standing("b", 1500.0, 1, 2, 4)]
+    tied.append(Standing("c", 1400.0, 1, 2, 4))
+    path = tmp_path / "r.json"
+    write_ratings_json(path, tied)
+    ranks = [r["rank"] for r in json.loads(path.read_text())["standings"]]
+    assert ranks == [1, 1, 3]
+
+
+@pytest.mark.parametrize("writer", [write_ratings_json, write_ratings_csv])
+def test_writers_accept_missing_stats(tmp_path: Path, writer: Callable[..., None]) -> None:
+    path = tmp_path / "out"
+    writer(path, STANDINGS)
+    assert path.read_text(encoding="utf-8")
+
+
+def test_html_chart_draws_every_bar_inside_its_axis(tmp_path: Path) -> None:
+    text = write_html(tmp_path)
+    grid = [float(x) for x in re.findall(r'<line class="grid" x1="([\d.]+)"', text)]
+    bars = re.findall(r'<g class="errorbar">(.*?)</g>', text)
+    xs = [float(x) for bar in bars for x in re.findall(r'x[12]="([\d.]+)"', bar)]
+    xs += [float(x) for x in re.findall(r'<circle class="point" cx="([\d.]+)"', text)]
+    assert grid and xs
+    assert min(grid) <= min(xs) and max(xs) <= max(grid)
+
+
+def test_results_csv_takes_mappings_too(tmp_path: Path) -> None:
+    row = ResultRow("t1", 3, "m-3", 1, "b", -2, 2, True, 4)
+    as_dict = {c: getattr(row, c) for c in RESULTS_COLUMNS}
+    write_results_csv(tmp_path / "a.csv", [row])
+    write_results_csv(tmp_path / "b.csv", [as_dict])
+    assert (tmp_path / "a.csv").read_text() == (tmp_path / "b.csv").read_text()

@@ -121,7 +121,7 @@ def _tournament(args: argparse.Namespace) -> int:
     from referee.tournament.schedule import make_schedule, pair_counts, seat_balance
     from referee.tournament.storage import ResumeRefused
 
-    logs.configure(args.log_level)
+    logs.configure(args.log_level or ("warning" if sys.stderr.isatty() else "info"))
     try:
         config = load_config(args.file)
     except ConfigError as exc:
@@ -149,6 +149,7 @@ def _tournament(args: argparse.Namespace) -> int:
             print(f"{m.index:5d}  deal {m.deal:4d}  seed {m.seed:20d}  {' '.join(m.seating)}")
         return 0
     metrics = RefereeMetrics()
+    metrics.planned.set(len(make_schedule(config)))  # known before the first scrape
     if args.metrics_port is not None:
         port = metrics.serve(args.metrics_port, args.metrics_addr)
         print(f"metrics on http://{args.metrics_addr}:{port}/metrics", file=sys.stderr)

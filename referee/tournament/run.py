@@ -1,0 +1,289 @@
+"""Running a tournament: the schedule, ``parallel`` matches at once, resume, exports.
+
+Each match starts its own bot processes (one per seat), so no bot process or stream ever
+serves two matches at once. Results go to the database as each match finishes; a
+tournament killed at any moment and started again with the same command replays only
+the matches that had not finished, and ends with the same standings.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import structlog
+
+from referee.metrics import RefereeMetrics
+from referee.ratings import BotStats, LiveElo, MatchOutcome, Standing, fit_standings, quantile
+from referee.report import (
+    standings_table,
+    write_ratings_csv,
+    write_ratings_json,
+    write_report_html,
+    write_results_csv,
+)
+from referee.runner import MatchRunner
+from referee.server import RefereeServer
+from referee.tournament.config import TournamentConfig
+from referee.tournament.schedule import ScheduledMatch, make_schedule
+from referee.tournament.storage import Store, StoredResult
+
+log = structlog.get_logger("referee.tournament")
+
+
+def match_id_of(config: TournamentConfig, m: ScheduledMatch) -> str:
+    """The deterministic id of a scheduled match: ``<tournament>-<index>``."""
+    return f"{config.name}-{m.index:05d}"
+
+
+@dataclass
+class TournamentOutcome:
+    """What a finished (or partly finished) tournament produced."""
+
+    standings: list[Standing]
+    stats: dict[str, BotStats]
+    live_elo: dict[str, float]
+    finished: int
+    planned: int
+    table: str
+    exports: dict[str, Path]
+
+
+class Progress:
+    """Matches done / planned, ETA and the current leader: a bar on a terminal, log lines elsewhere."""
+
+    def __init__(self, planned: int, done: int, tty: bool | None = None) -> None:
+        self.planned = planned
+        self.done = done
+        self.start_done = done
+        self.started = time.monotonic()
+        self.tty = sys.stderr.isatty() if tty is None else tty
+
+    def update(self, done: int, leader: str, leader_elo: float, running: int) -> None:
+        """Show the state after a match finished."""
+        self.done = done
+        elapsed = time.monotonic() - self.started
+        new = done - self.start_done
+        eta = elapsed / new * (self.planned - done) if new else float("nan")
+        if self.tty:
+            width = 30
+            filled = int(width * done / max(1, self.planned))
+            eta_text = "?" if eta != eta else f"{int(eta // 60)}m{int(eta % 60):02d}s"
+            line = f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{self.planned} matches  ETA {eta_text}  leader {leader} ({leader_elo:.0f})  running {running}"
+            sys.stderr.write(line)
+            if done >= self.planned:
+                sys.stderr.write("\n")
+            sys.stderr.flush()
+        else:
+            log.info(
+                "progress",
+                done=done,
+                planned=self.planned,
+                eta_s=None if eta != eta else round(eta, 1),
+                leader=leader,
+                leader_elo=round(leader_elo, 1),
+                running=running,
+            )
+
+
+def outcomes_from(results: Sequence[StoredResult]) -> list[MatchOutcome]:
+    """Group stored seat rows into match outcomes, in finishing order."""
+    by_match: dict[int, list[StoredResult]] = {}
+    for r in results:
+        by_match.setdefault(r.idx, []).append(r)
+    out = []
+    for idx, rows in by_match.items():
+        rows.sort(key=lambda r: r.seat)
+        out.append(
+            MatchOutcome(
+                bots=tuple(r.bot for r in rows),
+                places=tuple(r.place for r in rows),
+                key=f"{idx:08d}",
+            )
+        )
+    return out
+
+
+def bot_stats(results: Sequence[StoredResult]) -> dict[str, BotStats]:
+    """Per bot: matches, mean score and place, faults, think-time p50/p99."""
+    acc: dict[str, list[StoredResult]] = {}
+    for r in results:
+        acc.setdefault(r.bot, []).append(r)
+    stats = {}
+    for bot, rows in acc.items():
+        think = [t / 1000 for r in rows for t in r.think_us]
+        stats[bot] = BotStats(
+            bot=bot,
+            matches=len(rows),
+            mean_score=sum(r.total for r in rows) / len(rows),
+            mean_place=sum(r.place for r in rows) / len(rows),
+            faults=sum(r.faults for r in rows),
+            think_p50_ms=quantile(think, 0.5) if think else 0.0,
+            think_p99_ms=quantile(think, 0.99) if think else 0.0,
+        )
+    return stats
+
+
+async def run_tournament(
+    config: TournamentConfig,
+    *,
+    metrics: RefereeMetrics | None = None,
+    progress: bool | None = None,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    indices: Sequence[int] | None = None,
+) -> TournamentOutcome:
+    """Play every unfinished match of ``config`` (or of ``indices``) and export the standings."""
+    schedule = make_schedule(config)
+    if indices is not None:
+        wanted = set(indices)
+        schedule = [m for m in schedule if m.index in wanted]
+    metrics = metrics or RefereeMetrics()
+    store = Store(config.database)
+    try:
+        resumed = store.open_tournament(
+            config.name, config.fingerprint(), config.fingerprint_hash()
+        )
+        store.plan(config.name, schedule, lambda m: match_id_of(config, m))
+        interrupted = store.reset_interrupted(config.name)
+        finished = store.finished_indices(config.name)
+        todo = [m for m in schedule if m.index not in finished]
+        log.info(
+            "tournament_start",
+            tournament=config.name,
+            planned=len(schedule),
+            finished=len(finished & {m.index for m in schedule}),
+            replaying_interrupted=interrupted,
+            resumed=resumed,
+        )
+        elo = LiveElo()
+        for outcome in outcomes_from(store.results(config.name)):
+            elo.update(outcome)
+        for bot, value in elo.ratings().items():
+            metrics.elo.labels(bot).set(value)
+        metrics.planned.set(len(schedule))
+        done = len(schedule) - len(todo)
+        metrics.finished.set(done)
+        bar = Progress(len(schedule), done, progress)
+        bots = {b.name: b for b in config.bots}
+        server = RefereeServer()
+        await server.start(host, port)
+        queue: asyncio.Queue[ScheduledMatch] = asyncio.Queue()
+        for m in todo:
+            queue.put_nowait(m)
+
+        running = 0
+
+        async def worker() -> None:
+            nonlocal done, running
+            while True:
+                try:
+                    m = queue.get_nowait()
+                except asyncio.QueueEmpty:
+                    return
+                runner = MatchRunner(
+                    server,
+                    [bots[name] for name in m.seating],
+                    config.rules,
+                    seed=m.seed,
+                    match_id=match_id_of(config, m),
+                    clock=config.clock,
+                    strike_limit=config.strike_limit,
+                    out_dir=config.out,
+                    observer=metrics,
+                )
+                store.mark_running(config.name, m.index, runner.record_path)
+                running += 1
+                metrics.running.set(running)
+                try:
+                    result = await runner.run()
+                finally:
+                    running -= 1
+                    metrics.running.set(running)
+                store.save_result(config.name, m.index, result)
+                metrics.matches.inc()
+                metrics.match_duration.observe(result.duration_s)
+                elo.update(
+                    MatchOutcome(bots=m.seating, places=tuple(result.places), key=f"{m.index:08d}")
+                )
+                for bot, value in elo.ratings().items():
+                    metrics.elo.labels(bot).set(value)
+                done += 1
+                metrics.finished.set(done)
+                ratings = elo.ratings()
+                leader = max(ratings, key=lambda b: ratings[b])
+                bar.update(done, leader, ratings[leader], running)
+
+        try:
+            await asyncio.gather(
+                *(worker() for _ in range(min(config.parallel, max(1, len(todo)))))
+            )
+        finally:
+            await server.stop(1.0)
+        return export(config, store, elo)
+    finally:
+        store.close()
+
+
+def export(config: TournamentConfig, store: Store, elo: LiveElo | None = None) -> TournamentOutcome:
+    """Fit the published standings from the database and write every export."""
+    results = store.results(config.name)
+    outcomes = outcomes_from(results)
+    if elo is None:
+        elo = LiveElo()
+        for outcome in outcomes:
+            elo.update(outcome)
+    stats = bot_stats(results)
+    standings = fit_standings(outcomes, anchor=config.anchor or None) if outcomes else []
+    live = elo.ratings()
+    out = config.out
+    out.mkdir(parents=True, exist_ok=True)
+    exports = {
+        "ratings.json": out / "ratings.json",
+        "ratings.csv": out / "ratings.csv",
+        "results.csv": out / "results.csv",
+        "report.html": out / "report.html",
+    }
+    write_ratings_json(exports["ratings.json"], standings, stats, live)
+    write_ratings_csv(exports["ratings.csv"], standings, stats, live)
+    write_results_csv(
+        exports["results.csv"],
+        [
+            {
+                "tournament": config.name,
+                "match_index": r.idx,
+                "match_id": r.match_id,
+                "seat": r.seat,
+                "bot": r.bot,
+                "total": r.total,
+                "place": r.place,
+                "forfeited": r.forfeited,
+                "faults": r.faults,
+            }
+            for r in sorted(results, key=lambda r: (r.idx, r.seat))
+        ],
+    )
+    think = {bot: (s.think_p50_ms, s.think_p99_ms) for bot, s in stats.items()}
+    write_report_html(
+        exports["report.html"],
+        f"Tournament {config.name}",
+        standings,
+        stats,
+        store.faults_by_reason(config.name),
+        think,
+    )
+    rows = store.match_rows(config.name)
+    finished = sum(1 for r in rows if r["status"] == "finished")
+    return TournamentOutcome(
+        standings,
+        stats,
+        live,
+        finished,
+        len(rows),
+        standings_table(standings, stats, live),
+        exports,
+    )

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Install the referee (into .venv) and run the demo.
+# Install the referee (into .venv) and run the demo: a short round robin of the sample bots.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
@@ -8,4 +8,4 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/python -m pip install -q --disable-pip-version-check --upgrade pip >/dev/null
 .venv/bin/python -m pip install -q --disable-pip-version-check -e .
-exec .venv/bin/referee demo "$@"
+exec .venv/bin/referee tournament examples/demo.toml "$@"

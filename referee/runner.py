@@ -43,6 +43,8 @@ from sticheln.v1 import bot_pb2
 log = structlog.get_logger("referee.match")
 
 SEED_DOMAIN = b"sticheln/seed/v1"
+#: How long a bot may take to exit by itself after its last stream ended, before SIGTERM.
+EXIT_GRACE_S = 1.0
 
 
 def seed_commitment(seed: int, nonce: bytes) -> bytes:
@@ -145,6 +147,7 @@ class _Seat:
     think: list[float] = field(default_factory=list)
     events: list[tuple[Any, ...]] = field(default_factory=list)
     watcher: asyncio.Task[None] | None = None
+    asked: bool = False
 
 
 _KIND = {Phase.PAIN: bot_pb2.DECISION_KIND_PAIN_CHOICE, Phase.PLAY: bot_pb2.DECISION_KIND_CARD_PLAY}
@@ -205,8 +208,9 @@ class MatchRunner:
         started = time.perf_counter()
         self._record = RecordWriter(self.record_path)
         try:
-            await self._seat_bots()
+            # The header first: a handshake that fails while seating is already a fault line.
             self._write_header()
+            await self._seat_bots()
             self._log.info(
                 "match_start",
                 seating=[s.spec.name for s in self.seats],
@@ -272,7 +276,8 @@ class MatchRunner:
             # A stream that ends because its process died is a crash, not a disconnect.
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(asyncio.shield(seat.process.proc.wait()), 1.0)
-            if seat.process.returncode is not None:
+            # A bot that closed its stream and then exited normally did not crash.
+            if seat.process.returncode not in (None, 0):
                 reason, detail = (
                     FaultReason.CRASH,
                     f"the bot process {seat.process.describe_exit()}",
@@ -422,6 +427,10 @@ class MatchRunner:
         req.kind = _KIND[rnd.phase]
         req.count = self.rules.pain_cards_per_player if rnd.phase is Phase.PAIN else 1
         req.timeout_ms = self.clock.decision_ms
+        if not seat.asked:
+            # The startup time is added to the seat's first decision (bot.proto, Clock).
+            req.timeout_ms += self.clock.startup_ms
+            seat.asked = True
         req.time_bank_ms = int(seat.bank_s * 1000)
         view_to_proto(view(self.match, seat.index), req.view)
         return msg
@@ -441,10 +450,14 @@ class MatchRunner:
         except Exception:
             stream.close(FaultReason.DISCONNECT, "the stream broke while sending a request")
         sent = time.perf_counter()
-        limit = self.clock.decision_ms / 1000 + seat.bank_s
+        allowed = msg.request.timeout_ms / 1000
+        limit = allowed + seat.bank_s
         try:
             async with asyncio.timeout(limit):
                 message, arrived = await answer
+            if arrived - sent > limit:
+                # A busy event loop ran the timer after the answer came: it is late all the same.
+                raise TimeoutError
         except TimeoutError:
             stream.settle()
             seat.bank_s = 0.0 if self.clock.time_bank_ms else seat.bank_s
@@ -462,7 +475,7 @@ class MatchRunner:
             return fallback_action(rnd, seat.index), 0.0, True
         stream.settle()
         think = max(0.0, arrived - sent)
-        over = think - self.clock.decision_ms / 1000
+        over = think - allowed
         if over > 0:
             seat.bank_s = max(0.0, seat.bank_s - over)
         seat.think.append(think)
@@ -655,12 +668,29 @@ class MatchRunner:
         return result
 
     async def _cleanup(self) -> None:
+        # A bot that was sent MatchEnd exits by itself when its stream ends; it gets a
+        # moment to read it before the signals come.
+        exits = [
+            asyncio.ensure_future(s.process.proc.wait())
+            for s in self.seats
+            if self.match.is_over
+            and s.process is not None
+            and s.process.returncode is None
+            and s.stream is not None
+            and not s.stream.closed.is_set()
+        ]
         for seat in self.seats:
-            if seat.stream is not None:
-                seat.stream.end()
+            # Also a stream that attached only after its handshake had failed.
+            stream = seat.stream or seat.slot.stream
+            if stream is not None:
+                stream.end()
             if seat.watcher is not None:
                 seat.watcher.cancel()
             self.server.registry.close_seat(seat.slot)
+        if exits:
+            await asyncio.wait(exits, timeout=EXIT_GRACE_S)
+            for waiter in exits:
+                waiter.cancel()
         await asyncio.gather(
             *(s.process.stop() for s in self.seats if s.process is not None), return_exceptions=True
         )

@@ -59,7 +59,9 @@ class SeatStream:
         self.finished = asyncio.Event()
         self._pending_id = 0
         self._pending: asyncio.Future[tuple[bot_pb2.BotMessage | Malformed, float]] | None = None
-        self._last_issued = 0
+        # Every request id sent on this stream: an answer to one of them is stale, to any
+        # other id (say another seat's) unknown.
+        self._issued: set[int] = set()
         #: Called with (reason, detail, request_id) for faults outside a pending request.
         self.on_fault: Callable[[FaultReason, str, int], None] | None = None
 
@@ -78,7 +80,7 @@ class SeatStream:
             fut.set_exception(ConnectionError(self.close_detail or "stream closed"))
         self._pending = fut
         self._pending_id = request_id
-        self._last_issued = request_id
+        self._issued.add(request_id)
         return fut
 
     def settle(self) -> None:
@@ -109,7 +111,7 @@ class SeatStream:
         if pending is not None and rid == self._pending_id and not pending.done():
             pending.set_result((message, arrived))
         elif self.on_fault:
-            if 0 < rid <= self._last_issued:
+            if rid in self._issued:
                 self.on_fault(
                     FaultReason.STALE_REQUEST_ID, f"answer to old request {rid} dropped", rid
                 )

@@ -46,16 +46,26 @@ def test_the_example_league_file_loads() -> None:
         ("[clock]\ndecision_ms = -5\n", 4, "decision_ms: -5 is not allowed"),
         ("[clock]\nthink_ms = 5\n", 4, "[clock] has unknown key 'think_ms'"),
         ('[tournament]\nmode = "swiss"\n', 4, "mode = 'swiss' is not allowed"),
-        ('[tournament]\nmode = "duplicate"\nmatches_per_table = 6\n', 4, "not allowed in duplicate mode"),
+        (
+            '[tournament]\nmode = "duplicate"\nmatches_per_table = 6\n',
+            4,
+            "not allowed in duplicate mode",
+        ),
         ("[tournament]\nparallel = 0\n", 4, "parallel = 0 is not allowed"),
         ('[tournament]\nanchor = "nobody"\n', 4, "anchor = 'nobody' is not one of the bots"),
         ("[tournament\n", 4, "not valid TOML"),
-        ('[rules]\npreset = "french-2-14"\n[tournament]\ntable_size = 3\n', 4, "does not fit the rules"),
+        (
+            '[rules]\npreset = "french-2-14"\n[tournament]\ntable_size = 3\n',
+            4,
+            "does not fit the rules",
+        ),
         ('[[bots]]\nname = "b0"\ncommand = "x"\n', 3, "bot name 'b0' is declared twice"),
         ('[[bots]]\nname = "ext"\ntoken = "t"\n', 3, "has no command"),
     ],
 )
-def test_bad_files_are_refused_with_one_line(tmp_path: Path, body: str, bots: int, expected: str) -> None:
+def test_bad_files_are_refused_with_one_line(
+    tmp_path: Path, body: str, bots: int, expected: str
+) -> None:
     with pytest.raises(ConfigError) as info:
         load_config(write(tmp_path, body, bots))
     message = str(info.value)
@@ -66,7 +76,10 @@ def test_bad_files_are_refused_with_one_line(tmp_path: Path, body: str, bots: in
 def test_the_command_prints_the_error_and_exits_2(tmp_path: Path) -> None:
     path = write(tmp_path, "[tournament]\ntable_size = 9\n")
     proc = subprocess.run(
-        [sys.executable, "-m", "referee.cli", "tournament", str(path)], capture_output=True, text=True, timeout=60
+        [sys.executable, "-m", "referee.cli", "tournament", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert proc.returncode == 2
     lines = proc.stderr.strip().splitlines()
@@ -83,13 +96,19 @@ def test_dry_run_prints_the_schedule_without_contacting_bots(tmp_path: Path) -> 
     )
     assert proc.returncode == 0, proc.stderr
     assert "12 matches, 4 tables of 3" in proc.stdout
-    assert len([line for line in proc.stdout.splitlines() if "deal" in line and "seed" in line]) == 12
+    assert (
+        len([line for line in proc.stdout.splitlines() if "deal" in line and "seed" in line]) == 12
+    )
     assert not (tmp_path / "results").exists()  # nothing was started or stored
 
 
 def test_describe_changes_names_the_changed_keys() -> None:
     old = {"seed": 1, "rules": {"trump_rule": "highest"}, "bots": [{"name": "a", "command": ["x"]}]}
-    new = {"seed": 2, "rules": {"trump_rule": "last_suit"}, "bots": [{"name": "a", "command": ["y"]}]}
+    new = {
+        "seed": 2,
+        "rules": {"trump_rule": "last_suit"},
+        "bots": [{"name": "a", "command": ["y"]}],
+    }
     changes = describe_changes(old, new)
     assert "seed: 1 -> 2" in changes
     assert "rules.trump_rule: 'highest' -> 'last_suit'" in changes

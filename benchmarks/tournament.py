@@ -1,0 +1,106 @@
+"""Tournament throughput: six random bots, tables of four, ``parallel`` 1, 2, 4 and 8.
+
+Each run plays a fresh round robin (every 4-subset of the six bots is a table, one match
+per table: 15 matches, each starting its four bot processes) in this process, on the
+embedded defaults (SQLite, local processes), and measures:
+
+- matches/s: matches finished per wall-clock second, bot start-up included;
+- the referee's CPU per decision: this process's user+system CPU seconds (the referee:
+  engine, views, messages, records, metrics and storage; bot processes are children and
+  not counted) divided by the decisions answered.
+
+Prints every run and the median of ``--runs`` runs per setting. The last line is exactly:
+``matches_per_s_p1=<a> matches_per_s_p4=<b> scaling=<b/a> referee_cpu_us_per_decision=<c>``
+(the CPU figure is the median over all runs at every setting).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import resource
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from referee.metrics import RefereeMetrics
+from referee.tournament.config import config_from_table
+from referee.tournament.run import run_tournament
+from referee.tournament.storage import Store
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def one_run(parallel: int, seed: int, matches_per_table: int) -> tuple[float, float, int]:
+    """(matches/s, referee CPU µs per decision, matches) for one fresh tournament."""
+    with tempfile.TemporaryDirectory(prefix="sticheln-bench-") as tmp:
+        table = {
+            "tournament": {
+                "name": f"bench-p{parallel}",
+                "seed": seed,
+                "table_size": 4,
+                "matches_per_table": matches_per_table,
+                "parallel": parallel,
+                "out": tmp,
+            },
+            "clock": {"decision_ms": 5000, "startup_ms": 30000},
+            "bots": [
+                {
+                    "name": f"random{i}",
+                    "command": [sys.executable, "python/random_bot.py"],
+                    "workdir": str(ROOT / "sample_bots"),
+                }
+                for i in range(6)
+            ],
+        }
+        config = config_from_table(table, base=Path(tmp), source=Path(tmp) / "bench.toml")
+        cpu0, t0 = _cpu(), time.perf_counter()
+        outcome = asyncio.run(run_tournament(config, metrics=RefereeMetrics(), progress=False))
+        wall, cpu = time.perf_counter() - t0, _cpu() - cpu0
+        store = Store(config.database)
+        try:
+            decisions = sum(len(r.think_us) for r in store.results(config.name))
+        finally:
+            store.close()
+        if outcome.finished != outcome.planned:
+            raise SystemExit(f"only {outcome.finished} of {outcome.planned} matches finished")
+        return outcome.finished / wall, cpu / max(1, decisions) * 1e6, outcome.finished
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=3, help="runs per setting (median)")
+    parser.add_argument("--matches-per-table", type=int, default=1)
+    parser.add_argument("--parallel", default="1,2,4,8", help="settings to measure")
+    args = parser.parse_args()
+    settings = [int(p) for p in args.parallel.split(",")]
+    rates: dict[int, list[float]] = {p: [] for p in settings}
+    cpus: list[float] = []
+    for run in range(args.runs):
+        for p in settings:  # interleaved, so machine noise hits every setting alike
+            rate, cpu_us, n = one_run(p, seed=run + 1, matches_per_table=args.matches_per_table)
+            rates[p].append(rate)
+            cpus.append(cpu_us)
+            print(
+                f"run {run + 1} parallel {p}: {n} matches, {rate:.2f} matches/s, referee {cpu_us:.0f} µs CPU/decision",
+                flush=True,
+            )
+    for p in settings:
+        print(f"median parallel {p}: {statistics.median(rates[p]):.2f} matches/s")
+    a = statistics.median(rates[settings[0]])
+    b = statistics.median(rates[4]) if 4 in rates else float("nan")
+    c = statistics.median(cpus)
+    print(
+        f"matches_per_s_p1={a:.2f} matches_per_s_p4={b:.2f} scaling={b / a:.2f} referee_cpu_us_per_decision={c:.0f}"
+    )
+
+
+if __name__ == "__main__":
+    main()

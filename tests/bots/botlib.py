@@ -1,0 +1,161 @@
+"""Plumbing shared by the test bots: dial the referee, say Hello, answer requests.
+
+Every test bot is a small script on top of :func:`run`. It uses only the generated stubs
+and ``grpc.aio``. The stream is opened with an identity serializer, so a bot can also
+write raw bytes that are not a ``BotMessage`` at all.
+
+Environment (besides the referee's ``STICHELN_REFEREE`` and ``STICHELN_TOKEN``):
+
+- ``CAPTURE``: append every message received, base64 of its wire bytes, one per line;
+- ``REPORT``: write the gRPC status the stream ended with (``CODE details``);
+- ``SLEEP_MS``: think this long before every answer;
+- ``ROOT_CERT``: dial with TLS, trusting this certificate file (PEM).
+
+Command-line arguments are ignored: tests put a marker there to find the process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import os
+from collections.abc import Awaitable, Callable
+
+import grpc
+
+from sticheln.v1 import bot_pb2, bot_pb2_grpc
+
+PLAY = "/sticheln.v1.Referee/Play"
+assert bot_pb2_grpc.RefereeStub  # the method path above is the stub's
+
+
+def _serialize(message: bot_pb2.BotMessage | bytes) -> bytes:
+    return message if isinstance(message, bytes) else message.SerializeToString()
+
+
+def lowest(request: bot_pb2.DecisionRequest) -> list[int]:
+    """The referee's fallback choice: the lowest card (plus the lowest of another suit)."""
+    hand = sorted(request.view.hand)
+    if request.count == 2:
+        other = next((c for c in hand if c >> 4 != hand[0] >> 4), hand[1])
+        return [hand[0], other]
+    return hand[: request.count]
+
+
+def highest(request: bot_pb2.DecisionRequest) -> list[int]:
+    """The highest card (plus the highest of another suit): never the fallback's choice."""
+    hand = sorted(request.view.hand, reverse=True)
+    if request.count == 2:
+        other = next((c for c in hand if c >> 4 != hand[0] >> 4), hand[1])
+        return [hand[0], other]
+    return hand[: request.count]
+
+
+def decision(request_id: int, cards: list[int]) -> bot_pb2.BotMessage:
+    """A ``Decision`` message."""
+    return bot_pb2.BotMessage(decision=bot_pb2.Decision(request_id=request_id, cards=cards))
+
+
+def hello(
+    name: str, token: str | None = None, version: int = bot_pb2.PROTOCOL_VERSION_1
+) -> bot_pb2.BotMessage:
+    """A ``Hello`` with the seat's token (from the environment unless given)."""
+    return bot_pb2.BotMessage(
+        hello=bot_pb2.Hello(
+            bot_name=name,
+            bot_version="test",
+            protocol_version=version,
+            token=os.environ.get("STICHELN_TOKEN", "") if token is None else token,
+        )
+    )
+
+
+class Stream:
+    """One ``Play`` stream: write messages (or raw bytes), read what the referee sends."""
+
+    def __init__(self, channel: grpc.aio.Channel) -> None:
+        play = channel.stream_stream(
+            PLAY,
+            request_serializer=_serialize,
+            response_deserializer=bot_pb2.RefereeMessage.FromString,
+        )
+        self.call = play()
+        self._writing = asyncio.Lock()
+        self._capture = None
+        if os.environ.get("CAPTURE"):
+            self._capture = open(os.environ["CAPTURE"], "a", encoding="ascii")  # noqa: SIM115
+
+    async def write(self, message: bot_pb2.BotMessage | bytes) -> None:
+        async with self._writing:  # one write at a time, also from background tasks
+            await self.call.write(message)
+
+    async def read(self) -> bot_pb2.RefereeMessage | None:
+        """The next message, or None at the end of the stream."""
+        message = await self.call.read()
+        if message is grpc.aio.EOF:
+            return None
+        if self._capture is not None:
+            self._capture.write(base64.b64encode(message.SerializeToString()).decode() + "\n")
+            self._capture.flush()
+        return message
+
+
+Decide = Callable[[Stream, bot_pb2.DecisionRequest, int], Awaitable[None]]
+
+
+async def answer_lowest(stream: Stream, request: bot_pb2.DecisionRequest, n: int) -> None:
+    """The well-behaved answer: the lowest card(s), after ``SLEEP_MS``."""
+    sleep_ms = int(os.environ.get("SLEEP_MS", "0"))
+    if sleep_ms:
+        await asyncio.sleep(sleep_ms / 1000)
+    await stream.write(decision(request.request_id, lowest(request)))
+
+
+def report(text: str) -> None:
+    """Tell the test something (the status the stream ended with)."""
+    path = os.environ.get("REPORT")
+    if path:
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text + "\n")
+
+
+def channel() -> grpc.aio.Channel:
+    """A channel to the referee: TLS when ``ROOT_CERT`` names a certificate."""
+    address = os.environ["STICHELN_REFEREE"]
+    cert = os.environ.get("ROOT_CERT")
+    if cert:
+        with open(cert, "rb") as f:
+            credentials = grpc.ssl_channel_credentials(root_certificates=f.read())
+        return grpc.aio.secure_channel(address, credentials)
+    return grpc.aio.insecure_channel(address)
+
+
+async def serve(
+    decide: Decide,
+    name: str = "bot",
+    first: bot_pb2.BotMessage | bytes | None = None,
+) -> None:
+    """Dial the referee, send ``first`` (a Hello by default), then call ``decide`` with
+    every request and its number (1, 2, ...) until the stream ends."""
+    async with channel() as dialled:
+        stream = Stream(dialled)
+        await stream.write(hello(name) if first is None else first)
+        n = 0
+        try:
+            while (message := await stream.read()) is not None:
+                if message.HasField("request"):
+                    n += 1
+                    await decide(stream, message.request, n)
+            report("OK")
+        except grpc.aio.AioRpcError as exc:
+            report(f"{exc.code().name} {exc.details()}")
+
+
+def run(decide: Decide = answer_lowest, name: str = "bot", **kwargs: object) -> None:
+    """Run :func:`serve` to the end of the stream."""
+    asyncio.run(serve(decide, name, **kwargs))  # type: ignore[arg-type]
+
+
+def numbers(variable: str) -> set[int]:
+    """Request numbers from a comma-separated environment variable (``"2,5"``)."""
+    return {int(x) for x in os.environ.get(variable, "").split(",") if x.strip()}

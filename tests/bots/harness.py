@@ -1,0 +1,215 @@
+"""Test helpers for matches with real bot processes on a real loopback server.
+
+Not a bot: the tests import it as ``bots.harness``. Every bot command carries a marker
+argument unique to its test, so :func:`processes_with` finds any process a test left.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import time
+import uuid
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from referee.bots import BotSpec, bot_from_table
+from referee.faults import fallback_action
+from referee.record import replay
+from referee.rules import Match, Phase, RuleSet, from_table, parse_card, preset
+from referee.runner import Clock, MatchResult, MatchRunner
+from referee.server import RefereeServer
+
+BOTS_DIR = Path(__file__).resolve().parent
+
+#: Short clocks keep the suite fast; a well-behaved bot answers in about a millisecond.
+FAST = Clock(decision_ms=300, time_bank_ms=0, startup_ms=5000)
+
+
+def new_marker() -> str:
+    """A unique string for one test's bot command lines."""
+    return f"sticheln-test-{uuid.uuid4().hex}"
+
+
+def bot_table(
+    script: str,
+    marker: str,
+    name: str | None = None,
+    env: dict[str, str] | None = None,
+    limits: dict[str, int] | None = None,
+) -> dict[str, Any]:
+    """A bot file's table for ``tests/bots/<script>``, started with this interpreter."""
+    table: dict[str, Any] = {
+        "name": name or script.removesuffix(".py").removesuffix("_bot"),
+        "command": [sys.executable, script, f"--marker={marker}"],
+        "workdir": str(BOTS_DIR),
+        "env": dict(env or {}),
+    }
+    if limits:
+        table["limits"] = dict(limits)
+    return table
+
+
+def bot(script: str, marker: str, **kwargs: Any) -> BotSpec:
+    """A command bot from ``tests/bots/``, through the bot-file loader."""
+    return bot_from_table(bot_table(script, marker, **kwargs), source=script)
+
+
+def toml_text(table: dict[str, Any]) -> str:
+    """A bot file's text (enough TOML for what :func:`bot_table` produces)."""
+    lines = []
+    for key, value in table.items():
+        if not isinstance(value, dict):
+            lines.append(f"{key} = {json.dumps(value)}")
+    for key, value in table.items():
+        if isinstance(value, dict):
+            lines.append(f"[{key}]")
+            lines.extend(f"{k} = {json.dumps(v)}" for k, v in value.items())
+    return "\n".join(lines) + "\n"
+
+
+def processes_with(marker: str) -> list[int]:
+    """Live processes whose command line contains ``marker``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if marker.encode() in cmdline:
+            found.append(int(entry.name))
+    return found
+
+
+def assert_no_processes(marker: str, within: float = 3.0) -> None:
+    """Every process with ``marker`` is gone (a killed one may take a moment to vanish)."""
+    deadline = time.monotonic() + within
+    while (left := processes_with(marker)) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert not left, f"bot processes left behind: {left}"
+
+
+async def play_match(
+    bots: Sequence[BotSpec],
+    rules: RuleSet | None = None,
+    *,
+    out_dir: Path,
+    seed: int = 7,
+    clock: Clock = FAST,
+    strike_limit: int = 3,
+    server: RefereeServer | None = None,
+) -> MatchResult:
+    """One match on a fresh loopback server (or ``server``)."""
+    own = server is None
+    if server is None:
+        server = RefereeServer()
+        await server.start("127.0.0.1", 0)
+    try:
+        runner = MatchRunner(
+            server,
+            bots,
+            rules or preset("sticheln"),
+            seed=seed,
+            clock=clock,
+            strike_limit=strike_limit,
+            out_dir=out_dir,
+        )
+        async with asyncio.timeout(90):
+            return await runner.run()
+    finally:
+        if own:
+            await server.stop(0.5)
+
+
+def run_match(bots: Sequence[BotSpec], rules: RuleSet | None = None, **kwargs: Any) -> MatchResult:
+    """:func:`play_match` in a fresh event loop."""
+    return asyncio.run(play_match(bots, rules, **kwargs))
+
+
+def record_lines(path: Path) -> list[dict[str, Any]]:
+    """A match record's lines."""
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def record_faults(lines: Iterable[dict[str, Any]], seat: int) -> list[dict[str, Any]]:
+    """The record's fault lines of one seat."""
+    return [x for x in lines if x["type"] == "fault" and x["seat"] == seat]
+
+
+def check_finished(result: MatchResult) -> list[dict[str, Any]]:
+    """The match completed: an end line that replay accepts, and the record's faults are
+    the result's. Returns the record's lines."""
+    lines = record_lines(result.record_path)
+    assert lines[-1]["type"] == "end"
+    assert lines[-1]["reason"] == "completed"
+    account = replay(result.record_path)
+    assert account.finished
+    assert account.totals == result.totals
+    assert account.places == result.places
+    for seat in result.seats:
+        recorded = record_faults(lines, seat.seat)
+        assert [(f["reason"], f["request_id"], f["strikes"]) for f in recorded] == [
+            (f.reason.value, f.request_id, f.strikes) for f in seat.faults
+        ]
+    return lines
+
+
+def check_decisions(
+    lines: Sequence[dict[str, Any]], lowest_seats: Iterable[int]
+) -> list[tuple[int, Any, Any]]:
+    """Replay the record's decisions through the engine and check them.
+
+    Every fallback decision is the documented fallback, and every decision of a seat in
+    ``lowest_seats`` (a lowest-card bot) is its own, equal to the fallback's choice. Returns
+    the other seats' own (non-fallback) decisions as (seat, action, fallback action).
+    """
+    lowest = set(lowest_seats)
+    header = lines[0]
+    match = Match(from_table(header["rules"]), header["players"], int(header["seed"]))
+    others = []
+    for line in lines:
+        if line["type"] not in ("pain", "play"):
+            continue
+        rnd = match.round
+        seat = line["seat"]
+        expected = fallback_action(rnd, seat)
+        if line["type"] == "pain":
+            action: Any = tuple(parse_card(c) for c in line["cards"])
+            assert rnd.phase is Phase.PAIN
+        else:
+            action = parse_card(line["card"])
+        if line["fallback"] or seat in lowest:
+            assert action == expected, line
+        else:
+            others.append((seat, action, expected))
+        if seat in lowest:
+            assert not line["fallback"], line
+        if line["type"] == "pain":
+            rnd.apply(seat, action)
+        else:
+            match.apply(seat, action)
+    assert match.is_over
+    return others
+
+
+def read_capture(path: Path) -> list[Any]:
+    """The messages a bot captured (``CAPTURE``), in the order it received them."""
+    import base64
+
+    from sticheln.v1 import bot_pb2
+
+    if not path.exists():
+        return []
+    return [
+        bot_pb2.RefereeMessage.FromString(base64.b64decode(line))
+        for line in path.read_text(encoding="ascii").split()
+    ]
+
+
+def requests_in(messages: Iterable[Any]) -> list[Any]:
+    """The decision requests among captured messages."""
+    return [m.request for m in messages if m.HasField("request")]

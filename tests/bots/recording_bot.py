@@ -1,0 +1,26 @@
+"""A well-behaved bot that records every message it receives (``CAPTURE``, base64 lines).
+
+It plays a legal card picked deterministically from the request id, so the captures cover
+varied play, not only the lowest cards.
+"""
+
+import botlib
+
+from sticheln.v1 import bot_pb2
+
+
+def pick(request: bot_pb2.DecisionRequest) -> list[int]:
+    hand = sorted(request.view.hand)
+    i = (request.request_id * 7919) % len(hand)
+    if request.count == 1:
+        return [hand[i]]
+    rest = hand[i + 1 :] + hand[:i]
+    other = next((c for c in rest if c >> 4 != hand[i] >> 4), rest[0])
+    return [hand[i], other]
+
+
+async def decide(stream: botlib.Stream, request: bot_pb2.DecisionRequest, n: int) -> None:
+    await stream.write(botlib.decision(request.request_id, pick(request)))
+
+
+botlib.run(decide, name="recorder")

@@ -1,0 +1,209 @@
+"""The referee's gRPC server: health, reflection, TLS and the handshake's refusals."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import subprocess
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
+from pathlib import Path
+from typing import Any
+
+import grpc
+import pytest
+from bots.harness import (
+    assert_no_processes,
+    bot,
+    check_decisions,
+    check_finished,
+    new_marker,
+    play_match,
+)
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
+
+from referee.rules import preset
+from referee.server import RefereeServer, TlsConfig
+from sticheln.v1 import bot_pb2
+
+pytestmark = pytest.mark.timeout(60)
+
+
+@pytest.fixture
+def marker() -> Iterator[str]:
+    mark = new_marker()
+    yield mark
+    assert_no_processes(mark)
+
+
+def with_server(test: Callable[[RefereeServer], Coroutine[Any, Any, None]], **kwargs: Any) -> None:
+    """Run ``test`` against a fresh server on a free loopback port."""
+
+    async def main() -> None:
+        server = RefereeServer(**kwargs)
+        await server.start("127.0.0.1", 0)
+        assert server.port > 0
+        try:
+            async with asyncio.timeout(30):
+                await test(server)
+        finally:
+            await server.stop(0.2)
+
+    asyncio.run(main())
+
+
+def test_health_answers_serving_for_the_server_and_the_referee_service() -> None:
+    async def check(server: RefereeServer) -> None:
+        async with grpc.aio.insecure_channel(server.address) as channel:
+            stub = health_pb2_grpc.HealthStub(channel)
+            for service in ("", "sticheln.v1.Referee"):
+                reply = await stub.Check(health_pb2.HealthCheckRequest(service=service))
+                assert reply.status == health_pb2.HealthCheckResponse.SERVING
+
+    with_server(check)
+
+
+def test_reflection_lists_and_describes_the_referee_service() -> None:
+    async def check(server: RefereeServer) -> None:
+        async with grpc.aio.insecure_channel(server.address) as channel:
+            stub = reflection_pb2_grpc.ServerReflectionStub(channel)
+
+            async def ask() -> AsyncIterator[reflection_pb2.ServerReflectionRequest]:
+                yield reflection_pb2.ServerReflectionRequest(list_services="")
+                yield reflection_pb2.ServerReflectionRequest(
+                    file_containing_symbol="sticheln.v1.Referee"
+                )
+
+            replies = [r async for r in stub.ServerReflectionInfo(ask())]
+        names = {s.name for s in replies[0].list_services_response.service}
+        assert {"sticheln.v1.Referee", "grpc.health.v1.Health"} <= names
+        files = replies[1].file_descriptor_response.file_descriptor_proto
+        assert files and any(b"sticheln/v1/bot.proto" in f for f in files)
+
+    with_server(check)
+
+
+async def _open(server: RefereeServer, first: bot_pb2.BotMessage | bytes | None) -> Any:
+    """Open a Play stream, send ``first`` (raw bytes are sent as they are), read once."""
+    async with grpc.aio.insecure_channel(server.address) as channel:
+        play = channel.stream_stream(
+            "/sticheln.v1.Referee/Play",
+            request_serializer=lambda m: m if isinstance(m, bytes) else m.SerializeToString(),
+            response_deserializer=bot_pb2.RefereeMessage.FromString,
+        )
+        call = play()
+        if first is not None:
+            await call.write(first)
+        with pytest.raises(grpc.aio.AioRpcError) as refused:
+            await call.read()
+        return refused.value
+
+
+@pytest.mark.parametrize(
+    ("first", "code", "words"),
+    [
+        (
+            bot_pb2.BotMessage(decision=bot_pb2.Decision(request_id=1)),
+            grpc.StatusCode.INVALID_ARGUMENT,
+            "must be a Hello",
+        ),
+        (b"\xff\xff\xff", grpc.StatusCode.INVALID_ARGUMENT, "must be a Hello"),
+        (
+            bot_pb2.BotMessage(hello=bot_pb2.Hello(protocol_version=1)),
+            grpc.StatusCode.UNAUTHENTICATED,
+            "no token",
+        ),
+        (
+            bot_pb2.BotMessage(hello=bot_pb2.Hello(protocol_version=1, token="made-up")),
+            grpc.StatusCode.UNAUTHENTICATED,
+            "the token is not valid",
+        ),
+        (None, grpc.StatusCode.DEADLINE_EXCEEDED, "no Hello within 0.3 s"),
+    ],
+    ids=["decision-first", "garbage-first", "no-token", "wrong-token", "silence"],
+)
+def test_a_stream_without_a_valid_hello_is_refused_with_a_reason(
+    first: bot_pb2.BotMessage | bytes | None, code: grpc.StatusCode, words: str
+) -> None:
+    async def check(server: RefereeServer) -> None:
+        error = await _open(server, first)
+        assert error.code() is code
+        assert words in error.details()
+
+    with_server(check, handshake_timeout=0.3)
+
+
+def test_a_wrong_protocol_version_is_refused_naming_the_supported_one() -> None:
+    async def check(server: RefereeServer) -> None:
+        server.registry.open_seat("m1", 0, "bot", token="seat-token")
+        error = await _open(
+            server,
+            bot_pb2.BotMessage(hello=bot_pb2.Hello(protocol_version=0, token="seat-token")),
+        )
+        assert error.code() is grpc.StatusCode.FAILED_PRECONDITION
+        assert "protocol version 0 is not supported" in error.details()
+        assert "version 1" in error.details()
+
+    with_server(check)
+
+
+def _self_signed(folder: Path) -> TlsConfig:
+    if shutil.which("openssl") is None:
+        pytest.skip("needs the openssl command to make a certificate")
+    cert, key = folder / "cert.pem", folder / "key.pem"
+    subprocess.run(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+            "-nodes",
+            "-keyout",
+            str(key),
+            "-out",
+            str(cert),
+            "-days",
+            "1",
+            "-subj",
+            "/CN=localhost",
+            "-addext",
+            "subjectAltName=IP:127.0.0.1,DNS:localhost",
+        ],
+        check=True,
+        capture_output=True,
+        timeout=30,
+    )
+    return TlsConfig(cert_file=cert, key_file=key)
+
+
+def test_bots_play_a_match_over_tls(tmp_path: Path, marker: str) -> None:
+    tls = _self_signed(tmp_path)
+    env = {"ROOT_CERT": str(tls.cert_file)}
+
+    async def main() -> None:
+        server = RefereeServer()
+        await server.start("127.0.0.1", 0, tls)
+        try:
+            # A plaintext client gets nowhere on the TLS port.
+            async with grpc.aio.insecure_channel(server.address) as channel:
+                with pytest.raises(grpc.aio.AioRpcError):
+                    await health_pb2_grpc.HealthStub(channel).Check(
+                        health_pb2.HealthCheckRequest(), timeout=2
+                    )
+            lowest = bot("lowest_bot.py", marker, env=env)
+            result = await play_match(
+                [lowest, lowest, lowest],
+                preset("sticheln", rounds=1),
+                out_dir=tmp_path,
+                server=server,
+            )
+        finally:
+            await server.stop(0.2)
+        assert all(s.faults == [] for s in result.seats)
+        check_decisions(check_finished(result), lowest_seats=[0, 1, 2])
+
+    asyncio.run(main())
+    assert_no_processes(marker)

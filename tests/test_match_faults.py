@@ -24,6 +24,7 @@ from bots.harness import (
     play_match,
     read_capture,
     requests_in,
+    run,
     run_match,
 )
 
@@ -510,7 +511,7 @@ def test_a_stream_cannot_answer_for_another_seat_nor_open_it_twice(
             await server.stop(0.5)
         return result, seen
 
-    result, seen = asyncio.run(scenario())
+    result, seen = run(scenario())
     lines = finished(result, marker, faulty={1})
     code, details = seen["twin"]
     assert code is grpc.StatusCode.ALREADY_EXISTS
@@ -530,9 +531,7 @@ def test_faults_of_a_seat_reach_only_that_seat(tmp_path: Path, marker: str) -> N
     illegal = bot("illegal_bot.py", marker, env={"ILLEGAL_AT": "2"})
     watcher = bot("lowest_bot.py", marker, env={"CAPTURE": str(watch)})
     lowest = bot("lowest_bot.py", marker)
-    result = asyncio.run(
-        play_match([illegal, watcher, lowest], ONE_ROUND, out_dir=tmp_path, seed=3)
-    )
+    result = run(play_match([illegal, watcher, lowest], ONE_ROUND, out_dir=tmp_path, seed=3))
     finished(result, marker, faulty={0})
     assert reasons(result, 0) == [FaultReason.ILLEGAL_CARD_NOT_IN_HAND]
     assert not any(e.HasField("fault") for m in read_capture(watch) for e in m.events)
@@ -579,7 +578,7 @@ def test_a_stream_that_attaches_after_its_handshake_failed_ends_with_the_match(
             await server.stop(0.5)
         return result, seen
 
-    result, seen = asyncio.run(scenario())
+    result, seen = run(scenario())
     lines = check_finished(result)
     assert reasons(result, 0) == reasons(result, 2) == []
     assert reasons(result, 1) == [FaultReason.HANDSHAKE_FAILED]

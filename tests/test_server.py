@@ -18,6 +18,7 @@ from bots.harness import (
     check_finished,
     new_marker,
     play_match,
+    run,
 )
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
@@ -49,7 +50,7 @@ def with_server(test: Callable[[RefereeServer], Coroutine[Any, Any, None]], **kw
         finally:
             await server.stop(0.2)
 
-    asyncio.run(main())
+    run(main())
 
 
 def test_health_answers_serving_for_the_server_and_the_referee_service() -> None:
@@ -205,5 +206,5 @@ def test_bots_play_a_match_over_tls(tmp_path: Path, marker: str) -> None:
         assert all(s.faults == [] for s in result.seats)
         check_decisions(check_finished(result), lowest_seats=[0, 1, 2])
 
-    asyncio.run(main())
+    run(main())
     assert_no_processes(marker)

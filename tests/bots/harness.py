@@ -7,13 +7,14 @@ argument unique to its test, so :func:`processes_with` finds any process a test 
 from __future__ import annotations
 
 import asyncio
+import atexit
 import json
 import sys
 import time
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Coroutine, Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from referee.bots import BotSpec, bot_from_table
 from referee.faults import fallback_action
@@ -23,6 +24,7 @@ from referee.runner import Clock, MatchResult, MatchRunner
 from referee.server import RefereeServer
 
 BOTS_DIR = Path(__file__).resolve().parent
+T = TypeVar("T")
 
 #: Short clocks keep the suite fast; a well-behaved bot answers in about a millisecond.
 FAST = Clock(decision_ms=300, time_bank_ms=0, startup_ms=5000)
@@ -125,9 +127,20 @@ async def play_match(
             await server.stop(0.5)
 
 
+# One event loop for every test: grpc.aio binds itself to a loop, and moving it from loop
+# to loop (a new one per test) is where grpc is least robust (grpc/grpc#31441).
+_RUNNER = asyncio.Runner()
+atexit.register(_RUNNER.close)
+
+
+def run(coroutine: Coroutine[Any, Any, T]) -> T:
+    """Run ``coroutine`` on the tests' shared event loop."""
+    return _RUNNER.run(coroutine)
+
+
 def run_match(bots: Sequence[BotSpec], rules: RuleSet | None = None, **kwargs: Any) -> MatchResult:
-    """:func:`play_match` in a fresh event loop."""
-    return asyncio.run(play_match(bots, rules, **kwargs))
+    """:func:`play_match` on the tests' event loop."""
+    return run(play_match(bots, rules, **kwargs))
 
 
 def record_lines(path: Path) -> list[dict[str, Any]]:

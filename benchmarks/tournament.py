@@ -1,8 +1,8 @@
 """Tournament throughput: six random bots, tables of four, ``parallel`` 1, 2, 4 and 8.
 
-Each run plays a fresh round robin (every 4-subset of the six bots is a table, one match
-per table: 15 matches, each starting its four bot processes) in this process, on the
-embedded defaults (SQLite, local processes), and measures:
+Each run plays a fresh round robin (every 4-subset of the six bots is a table; by default
+two matches per table: 30 matches) in this process, on the embedded defaults (SQLite,
+local bot processes, kept between matches by the tournament's bot pool), and measures:
 
 - matches/s: matches finished per wall-clock second, bot start-up included;
 - the referee's CPU per decision: this process's user+system CPU seconds (the referee:
@@ -25,6 +25,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from referee import logs
 from referee.metrics import RefereeMetrics
 from referee.tournament.config import config_from_table
 from referee.tournament.run import run_tournament
@@ -77,9 +78,10 @@ def one_run(parallel: int, seed: int, matches_per_table: int) -> tuple[float, fl
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=3, help="runs per setting (median)")
-    parser.add_argument("--matches-per-table", type=int, default=1)
+    parser.add_argument("--matches-per-table", type=int, default=2)
     parser.add_argument("--parallel", default="1,2,4,8", help="settings to measure")
     args = parser.parse_args()
+    logs.configure("warning")
     settings = [int(p) for p in args.parallel.split(",")]
     rates: dict[int, list[float]] = {p: [] for p in settings}
     cpus: list[float] = []

@@ -155,7 +155,9 @@ class BotProcess:
         env = {**os.environ, **spec.env, "STICHELN_REFEREE": address, "STICHELN_TOKEN": token}
         # The referee's own interpreter comes first on the bot's PATH, so that a bot file's
         # "python3" is the environment the referee was installed in (with grpc and protobuf).
-        env["PATH"] = os.pathsep.join([os.path.dirname(sys.executable), env.get("PATH", os.defpath)])
+        env["PATH"] = os.pathsep.join(
+            [os.path.dirname(sys.executable), env.get("PATH", os.defpath)]
+        )
         env.setdefault("PYTHONUNBUFFERED", "1")
         argv = [
             sys.executable,

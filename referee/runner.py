@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
+import itertools
 import os
 import secrets
 import time
@@ -35,6 +36,7 @@ from referee.faults import (
     check_decision,
     fallback_action,
 )
+from referee.pool import BotPool, PooledBot, StartFailed
 from referee.record import RECORD_VERSION, RecordWriter, cards_text
 from referee.rules import Action, Match, Phase, Round, RuleSet, Trick, card_str, view
 from referee.server import Malformed, RefereeServer, SeatSlot, SeatStream
@@ -43,6 +45,9 @@ from sticheln.v1 import bot_pb2
 log = structlog.get_logger("referee.match")
 
 SEED_DOMAIN = b"sticheln/seed/v1"
+# Request ids are unique in the whole process: a stream that serves several matches (a
+# pooled bot) can never mistake a late answer from one match for an answer in the next.
+_REQUEST_IDS = itertools.count(1)
 #: How long a bot may take to exit by itself after its last stream ended, before SIGTERM.
 EXIT_GRACE_S = 1.0
 
@@ -169,6 +174,7 @@ class MatchRunner:
         strike_limit: int = 3,
         out_dir: Path = Path("results"),
         observer: MatchObserver | None = None,
+        pool: BotPool | None = None,
     ) -> None:
         rules.check_players(len(bots))
         if strike_limit < 1:
@@ -191,7 +197,8 @@ class MatchRunner:
             )
             for i, spec in enumerate(bots)
         ]
-        self._next_request = 0
+        self.pool = pool
+        self._lent: dict[int, PooledBot] = {}
         self._decisions = 0
         self._record: RecordWriter | None = None
         self._log = log.bind(match_id=self.match_id)
@@ -229,6 +236,19 @@ class MatchRunner:
         logs = self.out_dir / "logs"
 
         async def start(seat: _Seat) -> None:
+            if self.pool is not None and not seat.spec.external:
+                try:
+                    bot = await self.pool.acquire(seat.spec)
+                except StartFailed as exc:
+                    self._fault(seat, FaultReason.HANDSHAKE_FAILED, str(exc), 0)
+                    return
+                self._lent[seat.index] = bot
+                seat.process, seat.stream = bot.process, bot.stream
+                seat.stream.on_fault = lambda reason, detail, rid, seat=seat: self._fault(
+                    seat, reason, detail, rid
+                )
+                seat.watcher = asyncio.ensure_future(self._watch(seat, seat.stream))
+                return
             if not seat.spec.external:
                 log_path = logs / f"{self.match_id}-seat{seat.index}-{_safe(seat.spec.name)}.log"
                 try:
@@ -419,11 +439,11 @@ class MatchRunner:
         if seat.forfeited or seat.stream is None:
             return None
         rnd = self.match.round
-        self._next_request += 1
+        request_id = next(_REQUEST_IDS)
         msg = bot_pb2.RefereeMessage()
         self._flush_events(seat, msg)
         req = msg.request
-        req.request_id = self._next_request
+        req.request_id = request_id
         req.kind = _KIND[rnd.phase]
         req.count = self.rules.pain_cards_per_player if rnd.phase is Phase.PAIN else 1
         req.timeout_ms = self.clock.decision_ms
@@ -668,6 +688,16 @@ class MatchRunner:
         return result
 
     async def _cleanup(self) -> None:
+        if self.pool is not None:
+            # Pooled bots go back to the pool, their streams open for the next match.
+            for seat in self.seats:
+                if seat.watcher is not None:
+                    seat.watcher.cancel()
+                bot = self._lent.pop(seat.index, None)
+                if bot is not None:
+                    self.pool.release(bot)
+                    seat.process = None
+                    seat.stream = None
         # A bot that was sent MatchEnd exits by itself when its stream ends; it gets a
         # moment to read it before the signals come.
         exits = [

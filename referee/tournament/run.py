@@ -18,6 +18,7 @@ from pathlib import Path
 import structlog
 
 from referee.metrics import RefereeMetrics
+from referee.pool import BotPool
 from referee.ratings import BotStats, LiveElo, MatchOutcome, Standing, fit_standings, quantile
 from referee.report import (
     standings_table,
@@ -172,6 +173,13 @@ async def run_tournament(
         bots = {b.name: b for b in config.bots}
         server = RefereeServer()
         await server.start(host, port)
+        # Bot processes are kept between matches (one match at a time each), except in
+        # duplicate mode, where every replay starts the bots afresh.
+        pool = (
+            None
+            if config.mode == "duplicate"
+            else BotPool(server, config.out / "logs", config.clock.startup_ms / 1000)
+        )
         queue: asyncio.Queue[ScheduledMatch] = asyncio.Queue()
         for m in todo:
             queue.put_nowait(m)
@@ -195,6 +203,7 @@ async def run_tournament(
                     strike_limit=config.strike_limit,
                     out_dir=config.out,
                     observer=metrics,
+                    pool=pool,
                 )
                 store.mark_running(config.name, m.index, runner.record_path)
                 running += 1
@@ -223,6 +232,8 @@ async def run_tournament(
                 *(worker() for _ in range(min(config.parallel, max(1, len(todo)))))
             )
         finally:
+            if pool is not None:
+                await pool.close()
             await server.stop(1.0)
         return export(config, store, elo)
     finally:

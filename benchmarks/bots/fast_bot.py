@@ -1,0 +1,98 @@
+"""A minimal bot for benchmarks: answers every request at once with the lowest legal choice.
+
+It uses only the generated stubs (``sticheln.v1.bot_pb2`` and ``bot_pb2_grpc``) and
+grpc.aio, so what a benchmark measures with it is the protocol, not a bot's thinking. A
+card play is the lowest card of the hand (any card may be played in Sticheln); a pain
+choice is the lowest card, plus for two pain cards the lowest card of another suit (the
+two lowest cards when the hand holds a single suit) -- the referee's own fallback.
+
+Benchmark hooks, all optional, through the environment:
+
+- ``STICHELN_BENCH_READY`` (a folder) and ``STICHELN_BENCH_GO`` (a file): once imported,
+  the bot creates a file named after its pid in the folder, then waits for the go file
+  before dialing the referee, so that many matches can start playing at the same moment.
+- ``STICHELN_BENCH_SIZES`` (a file): at ``MatchEnd`` the bot appends one line
+  ``<requests> <request bytes> <decision bytes>``: the serialized sizes of the
+  ``RefereeMessage`` requests it got and of the ``BotMessage`` decisions it sent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+
+import grpc
+
+from sticheln.v1 import bot_pb2, bot_pb2_grpc
+
+
+def choose(request: bot_pb2.DecisionRequest) -> list[int]:
+    """The lowest ``count`` cards of distinct suits where possible."""
+    hand = sorted(request.view.hand)
+    count = request.count
+    if count <= 1:
+        return hand[:1]
+    picked = [hand[0]]
+    suits = {hand[0] >> 4}
+    for c in hand[1:]:
+        if len(picked) == count:
+            break
+        if c >> 4 not in suits:
+            picked.append(c)
+            suits.add(c >> 4)
+    for c in hand:
+        if len(picked) == count:
+            break
+        if c not in picked:
+            picked.append(c)
+    return picked
+
+
+async def play(address: str, token: str, sizes: str | None) -> None:
+    requests = request_bytes = decision_bytes = 0
+    async with grpc.aio.insecure_channel(address) as channel:
+        call = bot_pb2_grpc.RefereeStub(channel).Play()
+        await call.write(
+            bot_pb2.BotMessage(
+                hello=bot_pb2.Hello(bot_name="fast", protocol_version=1, token=token)
+            )
+        )
+        while True:
+            msg = await call.read()
+            if msg is grpc.aio.EOF:
+                return
+            kind = msg.WhichOneof("kind")
+            if kind == "request":
+                req = msg.request
+                answer = bot_pb2.BotMessage(
+                    decision=bot_pb2.Decision(request_id=req.request_id, cards=choose(req))
+                )
+                await call.write(answer)
+                if sizes:
+                    requests += 1
+                    request_bytes += msg.ByteSize()
+                    decision_bytes += answer.ByteSize()
+            elif kind == "match_end" and sizes:
+                with open(sizes, "a", encoding="utf-8") as f:
+                    f.write(f"{requests} {request_bytes} {decision_bytes}\n")
+
+
+def main() -> None:
+    go = os.environ.get("STICHELN_BENCH_GO")
+    if go:
+        ready = os.environ["STICHELN_BENCH_READY"]
+        open(os.path.join(ready, str(os.getpid())), "w").close()
+        while not os.path.exists(go):
+            time.sleep(0.005)
+    asyncio.run(
+        play(
+            os.environ["STICHELN_REFEREE"],
+            os.environ["STICHELN_TOKEN"],
+            os.environ.get("STICHELN_BENCH_SIZES"),
+        )
+    )
+
+
+if __name__ == "__main__":
+    main()

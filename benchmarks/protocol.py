@@ -28,7 +28,9 @@ Each run measures, and the script prints:
    server writes a message and awaits the answer, as the referee does. The messages are
    ``google.protobuf.BytesValue`` padded to the average serialized sizes of the
    referee's ``RefereeMessage`` requests and the bot's ``BotMessage`` decisions, which
-   the bot measured in a warm-up match (``STICHELN_BENCH_SIZES``).
+   the bot measured in a warm-up match (``STICHELN_BENCH_SIZES``). For reference it also
+   times the same ping-pong with 4 client processes served in turn, as a match's seats
+   are: each client then sleeps between its turns, and waking it costs extra.
 3. **aggregate decisions/s, 8 matches at once** (``--concurrent``): 8 runners on the one
    server, 32 bot processes. The bots wait at a barrier (``STICHELN_BENCH_GO``) after
    start-up, so all matches play at the same time; the window runs from the moment the
@@ -41,8 +43,9 @@ Each run measures, and the script prints:
 The figures of every run are printed, then their medians; the last line is exactly
 ``decisions_per_s=<n> pingpong_per_s=<m> ratio=<n/m> overhead_us=<1e6/n - 1e6/m>`` with
 ``n`` the median decisions/s of one match at a time (the play window) and ``m`` the median
-ping-pong round trips/s. ``overhead_us`` is what the referee path adds to a bare round
-trip, per decision. ``--profile FILE`` runs the one-match-at-a-time part under cProfile
+ping-pong round trips/s (one client). ``overhead_us`` is what the referee path adds to a
+bare round trip, per decision. "CPU" figures are this process's CPU time (all threads) per
+decision or round trip. ``--profile FILE`` runs the one-match-at-a-time part under cProfile
 too (slower; the figures of that part are then not comparable) and writes pstats.
 """
 

@@ -209,6 +209,11 @@ class BotProcess:
         _LIVE.discard(self)
 
 
+def log_name(name: str) -> str:
+    """A bot name made safe for a log file name."""
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)[:40]
+
+
 def _kill_group(pgid: int, sig: signal.Signals) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, sig)

@@ -15,7 +15,7 @@ import contextlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from referee.bots import BotProcess, BotSpec
+from referee.bots import BotProcess, BotSpec, log_name
 from referee.server import RefereeServer, SeatSlot, SeatStream
 
 
@@ -78,7 +78,7 @@ class BotPool:
         self._started += 1
         n = self._started
         slot = self.server.registry.open_seat("pool", n, spec.name)
-        log_path = self.log_dir / f"{_safe(spec.name)}-{n}.log"
+        log_path = self.log_dir / f"{log_name(spec.name)}-{n}.log"
         try:
             process = await BotProcess.start(spec, self.server.address, slot.token, log_path)
         except OSError as exc:
@@ -122,7 +122,3 @@ class BotPool:
     def started(self) -> int:
         """How many processes the pool has started."""
         return self._started
-
-
-def _safe(name: str) -> str:
-    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)[:40]

@@ -26,7 +26,7 @@ from typing import Any, Protocol
 
 import structlog
 
-from referee.bots import BotProcess, BotSpec
+from referee.bots import BotProcess, BotSpec, log_name
 from referee.convert import round_result_to_proto, rules_to_proto, trick_to_proto, view_to_proto
 from referee.faults import (
     FORFEIT_AT_ONCE,
@@ -250,7 +250,7 @@ class MatchRunner:
                 seat.watcher = asyncio.ensure_future(self._watch(seat, seat.stream))
                 return
             if not seat.spec.external:
-                log_path = logs / f"{self.match_id}-seat{seat.index}-{_safe(seat.spec.name)}.log"
+                log_path = logs / f"{self.match_id}-seat{seat.index}-{log_name(seat.spec.name)}.log"
                 try:
                     seat.process = await BotProcess.start(
                         seat.spec, address, seat.slot.token, log_path
@@ -726,7 +726,3 @@ class MatchRunner:
         )
         if self._record is not None:
             self._record.close()
-
-
-def _safe(name: str) -> str:
-    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)[:40]

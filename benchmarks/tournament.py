@@ -5,9 +5,10 @@ two matches per table: 30 matches) in this process, on the embedded defaults (SQ
 local bot processes, kept between matches by the tournament's bot pool), and measures:
 
 - matches/s: matches finished per wall-clock second, bot start-up included;
-- the referee's CPU per decision: this process's user+system CPU seconds (the referee:
-  engine, views, messages, records, metrics and storage; bot processes are children and
-  not counted) divided by the decisions answered.
+- the referee's CPU per decision: the user+system CPU seconds of this process and of the
+  referee worker processes it starts for parallel matches (engine, views, messages,
+  records, metrics and storage; bot processes are not counted) divided by the decisions
+  answered.
 
 Prints every run and the median of ``--runs`` runs per setting. The last line is exactly:
 ``matches_per_s_p1=<a> matches_per_s_p4=<b> scaling=<b/a> referee_cpu_us_per_decision=<c>``
@@ -18,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import resource
 import statistics
 import sys
 import tempfile
@@ -32,11 +32,6 @@ from referee.tournament.run import run_tournament
 from referee.tournament.storage import Store
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def _cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
 
 
 def one_run(parallel: int, seed: int, matches_per_table: int) -> tuple[float, float, int]:
@@ -62,9 +57,9 @@ def one_run(parallel: int, seed: int, matches_per_table: int) -> tuple[float, fl
             ],
         }
         config = config_from_table(table, base=Path(tmp), source=Path(tmp) / "bench.toml")
-        cpu0, t0 = _cpu(), time.perf_counter()
+        cpu0, t0 = time.process_time(), time.perf_counter()
         outcome = asyncio.run(run_tournament(config, metrics=RefereeMetrics(), progress=False))
-        wall, cpu = time.perf_counter() - t0, _cpu() - cpu0
+        wall, cpu = time.perf_counter() - t0, outcome.referee_cpu_s - cpu0
         store = Store(config.database)
         try:
             decisions = sum(len(r.think_us) for r in store.results(config.name))

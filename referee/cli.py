@@ -7,8 +7,9 @@ import asyncio
 import random
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Coroutine, Sequence
 from pathlib import Path
+from typing import Any
 
 from referee.rules import PRESETS, Round, RuleError, cards_str, preset
 
@@ -49,7 +50,7 @@ def _demo(args: argparse.Namespace) -> int:
 def _match(args: argparse.Namespace) -> int:
     """Play one match between bots declared in TOML files and print the result table."""
     from referee import logs
-    from referee.bots import BotConfigError, kill_all_bots, load_bot
+    from referee.bots import BotConfigError, load_bot
     from referee.runner import Clock, MatchRunner
     from referee.server import RefereeServer, TlsConfig
 
@@ -97,31 +98,20 @@ def _match(args: argparse.Namespace) -> int:
         print(f"record: {result.record_path}")
         return 0
 
-    loop = asyncio.new_event_loop()
-    main_task = loop.create_task(run())
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, main_task.cancel)
-    try:
-        return loop.run_until_complete(main_task)
-    except asyncio.CancelledError:
-        print("interrupted: match abandoned, bots stopped", file=sys.stderr)
-        return 130
-    finally:
-        kill_all_bots()
-        loop.close()
+    return _run_until_done(run(), "interrupted: match abandoned, bots stopped")
 
 
 def _tournament(args: argparse.Namespace) -> int:
     """Run (or resume) a tournament from its file; print the standings."""
     from referee import logs
-    from referee.bots import kill_all_bots
     from referee.metrics import RefereeMetrics
     from referee.tournament.config import ConfigError, load_config
     from referee.tournament.run import run_tournament
     from referee.tournament.schedule import make_schedule, pair_counts, seat_balance
     from referee.tournament.storage import ResumeRefused
 
-    logs.configure(args.log_level or ("warning" if sys.stderr.isatty() else "info"))
+    level = args.log_level or ("warning" if sys.stderr.isatty() else "info")
+    logs.configure(level)
     try:
         config = load_config(args.file)
     except ConfigError as exc:
@@ -130,6 +120,8 @@ def _tournament(args: argparse.Namespace) -> int:
         import dataclasses
 
         config = dataclasses.replace(config, parallel=args.parallel)
+    if args.workers is not None and args.workers < 1:
+        raise UsageError(f"--workers: {args.workers} is not allowed; allowed: 1 or more")
     if args.dry_run:
         schedule = make_schedule(config)
         tables = len({m.table for m in schedule})
@@ -155,24 +147,39 @@ def _tournament(args: argparse.Namespace) -> int:
         print(f"metrics on http://{args.metrics_addr}:{port}/metrics", file=sys.stderr)
 
     async def run() -> int:
-        outcome = await run_tournament(config, metrics=metrics, host=args.host, port=args.port)
+        outcome = await run_tournament(
+            config,
+            metrics=metrics,
+            host=args.host,
+            port=args.port,
+            workers=args.workers,
+            log_level=level,
+        )
         print(outcome.table)
         print(f"{outcome.finished}/{outcome.planned} matches finished; exports in {config.out}")
         return 0 if outcome.finished == outcome.planned else 1
 
+    try:
+        return _run_until_done(
+            run(), "interrupted: finished matches are kept; run the same command again to resume"
+        )
+    except ResumeRefused as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _run_until_done(main: Coroutine[Any, Any, int], interrupted: str) -> int:
+    """Run ``main`` on a new event loop; SIGINT or SIGTERM cancels it, prints
+    ``interrupted`` and returns 130. Every bot process is killed on the way out."""
+    from referee.bots import kill_all_bots
+
     loop = asyncio.new_event_loop()
-    main_task = loop.create_task(run())
+    main_task = loop.create_task(main)
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, main_task.cancel)
     try:
         return loop.run_until_complete(main_task)
-    except ResumeRefused as exc:
-        raise UsageError(str(exc)) from None
     except asyncio.CancelledError:
-        print(
-            "interrupted: finished matches are kept; run the same command again to resume",
-            file=sys.stderr,
-        )
+        print(interrupted, file=sys.stderr)
         return 130
     finally:
         kill_all_bots()
@@ -269,6 +276,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     tour.add_argument(
         "--log-level", default="warning", choices=["debug", "info", "warning", "error"]
+    )
+    tour.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        metavar="N",
+        help="referee processes for parallel matches (default: one per core, at most "
+        "`parallel`; 1 plays every match in this process)",
     )
     tour.set_defaults(func=_tournament)
 

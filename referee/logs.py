@@ -12,9 +12,14 @@ import sys
 
 import structlog
 
+LEVEL = "info"
+"""The level last configured (referee worker processes are started with it)."""
+
 
 def configure(level: str = "info", json: bool | None = None) -> None:
     """Configure structlog for the ``referee`` command."""
+    global LEVEL
+    LEVEL = level.lower()
     if json is None:
         json = not sys.stderr.isatty()
     renderer: structlog.typing.Processor = (

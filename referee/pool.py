@@ -14,9 +14,27 @@ import asyncio
 import contextlib
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from referee.bots import BotProcess, BotSpec, log_name
 from referee.server import RefereeServer, SeatSlot, SeatStream
+
+
+async def await_handshake(slot: SeatSlot, process: BotProcess | None, timeout_s: float) -> str:
+    """Wait until ``slot``'s stream completes its handshake, ``process`` exits, or the
+    start-up time is up. Returns "" when the stream is attached, otherwise why not."""
+    waiters: list[asyncio.Future[Any]] = [asyncio.ensure_future(slot.attached.wait())]
+    if process is not None:
+        waiters.append(asyncio.ensure_future(process.proc.wait()))
+    _, pending = await asyncio.wait(waiters, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED)
+    for waiter in pending:
+        waiter.cancel()
+    if slot.attached.is_set() and slot.stream is not None:
+        return ""
+    why = slot.handshake_error or f"no valid handshake within {timeout_s:g} s"
+    if process is not None and process.returncode is not None:
+        why += f"; the bot process {process.describe_exit()}"
+    return why
 
 
 class StartFailed(Exception):
@@ -84,17 +102,8 @@ class BotPool:
         except OSError as exc:
             self.server.registry.close_seat(slot)
             raise StartFailed(f"cannot start the bot: {exc}") from None
-        attached = asyncio.ensure_future(slot.attached.wait())
-        exited = asyncio.ensure_future(process.proc.wait())
-        await asyncio.wait(
-            (attached, exited), timeout=self.startup_s, return_when=asyncio.FIRST_COMPLETED
-        )
-        attached.cancel()
-        exited.cancel()
-        if slot.stream is None:
-            why = slot.handshake_error or f"no valid handshake within {self.startup_s:g} s"
-            if process.returncode is not None:
-                why += f"; the bot process {process.describe_exit()}"
+        why = await await_handshake(slot, process, self.startup_s)
+        if why or slot.stream is None:
             self.server.registry.close_seat(slot)
             await process.stop()
             raise StartFailed(why)

@@ -36,7 +36,7 @@ from referee.faults import (
     check_decision,
     fallback_action,
 )
-from referee.pool import BotPool, PooledBot, StartFailed
+from referee.pool import BotPool, PooledBot, StartFailed, await_handshake
 from referee.record import RECORD_VERSION, RecordWriter, cards_text
 from referee.rules import Action, Match, Phase, Round, RuleSet, Trick, card_str, view
 from referee.server import Malformed, RefereeServer, SeatSlot, SeatStream
@@ -265,25 +265,14 @@ class MatchRunner:
         await asyncio.gather(*(start(s) for s in self.seats))
 
     async def _await_handshake(self, seat: _Seat) -> None:
-        timeout = self.clock.startup_ms / 1000
-        waiters: list[asyncio.Future[Any]] = [asyncio.ensure_future(seat.slot.attached.wait())]
-        if seat.process is not None:
-            waiters.append(asyncio.ensure_future(seat.process.proc.wait()))
-        _, pending = await asyncio.wait(
-            waiters, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
-        )
-        for w in pending:
-            w.cancel()
-        if seat.slot.attached.is_set() and seat.slot.stream is not None:
+        why = await await_handshake(seat.slot, seat.process, self.clock.startup_ms / 1000)
+        if not why and seat.slot.stream is not None:
             seat.stream = seat.slot.stream
             seat.stream.on_fault = lambda reason, detail, rid, seat=seat: self._fault(
                 seat, reason, detail, rid
             )
             seat.watcher = asyncio.ensure_future(self._watch(seat, seat.stream))
             return
-        why = seat.slot.handshake_error or f"no valid handshake within {timeout:g} s"
-        if seat.process is not None and seat.process.returncode is not None:
-            why += f"; the bot process {seat.process.describe_exit()}"
         self._fault(seat, FaultReason.HANDSHAKE_FAILED, why, 0)
 
     async def _watch(self, seat: _Seat, stream: SeatStream) -> None:

@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
@@ -182,12 +182,25 @@ class SeatRegistry:
         return None
 
 
+class StreamObserver(Protocol):
+    """Told when a bot stream completes its handshake and when it ends (metrics)."""
+
+    def stream_attached(self) -> None: ...
+    def stream_closed(self) -> None: ...
+
+
 class RefereeServicer:
     """``sticheln.v1.Referee``: handshake, then message moving."""
 
-    def __init__(self, registry: SeatRegistry, handshake_timeout: float = 10.0) -> None:
+    def __init__(
+        self,
+        registry: SeatRegistry,
+        handshake_timeout: float = 10.0,
+        observer: StreamObserver | None = None,
+    ) -> None:
         self.registry = registry
         self.handshake_timeout = handshake_timeout
+        self.observer = observer
 
     async def Play(
         self,
@@ -251,6 +264,8 @@ class RefereeServicer:
             )
         )
         slot.attached.set()
+        if self.observer is not None:
+            self.observer.stream_attached()
         reader = asyncio.ensure_future(self._read(stream, context))
         done = asyncio.ensure_future(stream.finished.wait())
         try:
@@ -259,6 +274,8 @@ class RefereeServicer:
             reader.cancel()
             done.cancel()
             stream.close(FaultReason.DISCONNECT, "the stream ended")
+            if self.observer is not None:
+                self.observer.stream_closed()
 
     async def _read(self, stream: SeatStream, context: grpc.aio.ServicerContext[Any, Any]) -> None:
         clock = time.perf_counter
@@ -294,10 +311,13 @@ class RefereeServer:
     """The gRPC server with the referee service, health checking and reflection."""
 
     def __init__(
-        self, registry: SeatRegistry | None = None, handshake_timeout: float = 10.0
+        self,
+        registry: SeatRegistry | None = None,
+        handshake_timeout: float = 10.0,
+        observer: StreamObserver | None = None,
     ) -> None:
         self.registry = registry or SeatRegistry()
-        self.servicer = RefereeServicer(self.registry, handshake_timeout)
+        self.servicer = RefereeServicer(self.registry, handshake_timeout, observer)
         self.health = (
             health.aio.HealthServicer() if hasattr(health, "aio") else health.HealthServicer()
         )

@@ -1,7 +1,9 @@
 """Running a tournament: the schedule, ``parallel`` matches at once, resume, exports.
 
-Each match starts its own bot processes (one per seat), so no bot process or stream ever
-serves two matches at once. Results go to the database as each match finishes; a
+Every seat of a match has its own bot process and stream (kept between matches by the
+bot pool, one match at a time each), so no bot process or stream ever serves two
+matches at once. With ``parallel`` matches on several cores, matches are played in
+referee worker processes (:mod:`referee.tournament.workers`). Results go to the database as each match finishes; a
 tournament killed at any moment and started again with the same command replays only
 the matches that had not finished, and ends with the same standings.
 """
@@ -17,8 +19,8 @@ from pathlib import Path
 
 import structlog
 
+from referee import logs
 from referee.metrics import RefereeMetrics
-from referee.pool import BotPool
 from referee.ratings import BotStats, LiveElo, MatchOutcome, Standing, fit_standings, quantile
 from referee.report import (
     standings_table,
@@ -27,11 +29,18 @@ from referee.report import (
     write_report_html,
     write_results_csv,
 )
-from referee.runner import MatchRunner
-from referee.server import RefereeServer
+from referee.runner import MatchResult
 from referee.tournament.config import TournamentConfig
 from referee.tournament.schedule import ScheduledMatch, make_schedule
 from referee.tournament.storage import Store, StoredResult
+from referee.tournament.workers import (
+    InProcess,
+    MatchJob,
+    MatchPlayer,
+    WorkerDied,
+    WorkerProcesses,
+    default_workers,
+)
 
 log = structlog.get_logger("referee.tournament")
 
@@ -52,6 +61,7 @@ class TournamentOutcome:
     planned: int
     table: str
     exports: dict[str, Path]
+    referee_cpu_s: float = 0.0
 
 
 class Progress:
@@ -137,6 +147,8 @@ async def run_tournament(
     host: str = "127.0.0.1",
     port: int = 0,
     indices: Sequence[int] | None = None,
+    workers: int | None = None,
+    log_level: str | None = None,
 ) -> TournamentOutcome:
     """Play every unfinished match of ``config`` (or of ``indices``) and export the standings."""
     schedule = make_schedule(config)
@@ -171,20 +183,56 @@ async def run_tournament(
         metrics.finished.set(done)
         bar = Progress(len(schedule), done, progress)
         bots = {b.name: b for b in config.bots}
-        server = RefereeServer()
-        await server.start(host, port)
         # Bot processes are kept between matches (one match at a time each), except in
         # duplicate mode, where every replay starts the bots afresh.
-        pool = (
-            None
-            if config.mode == "duplicate"
-            else BotPool(server, config.out / "logs", config.clock.startup_ms / 1000)
-        )
+        pooled = config.mode != "duplicate"
+        log_dir = config.out / "logs"
+        startup_s = config.clock.startup_ms / 1000
+        count = _worker_count(config, workers, port, len(todo))
+        player: MatchPlayer
+        if count > 1:
+            processes = WorkerProcesses(
+                count,
+                metrics,
+                log_dir=log_dir,
+                startup_s=startup_s,
+                pooled=pooled,
+                host=host,
+                log_level=log_level or logs.LEVEL,
+            )
+            player = processes
+            await processes.start()
+        else:
+            here = InProcess(metrics, log_dir, startup_s, pooled)
+            player = here
+            await here.start(host, port)
         queue: asyncio.Queue[ScheduledMatch] = asyncio.Queue()
         for m in todo:
             queue.put_nowait(m)
 
         running = 0
+
+        async def play(m: ScheduledMatch) -> MatchResult:
+            job = MatchJob(
+                index=m.index,
+                bots=tuple(bots[name] for name in m.seating),
+                rules=config.rules,
+                seed=m.seed,
+                match_id=match_id_of(config, m),
+                clock=config.clock,
+                strike_limit=config.strike_limit,
+                out_dir=config.out,
+            )
+            for attempt in range(1, WORKER_RETRIES + 2):
+                try:
+                    return await player.play(
+                        job, lambda path: store.mark_running(config.name, m.index, path)
+                    )
+                except WorkerDied as exc:
+                    if attempt > WORKER_RETRIES:
+                        raise
+                    log.warning("match_replayed", match_index=m.index, why=str(exc))
+            raise AssertionError("unreachable")
 
         async def worker() -> None:
             nonlocal done, running
@@ -193,23 +241,10 @@ async def run_tournament(
                     m = queue.get_nowait()
                 except asyncio.QueueEmpty:
                     return
-                runner = MatchRunner(
-                    server,
-                    [bots[name] for name in m.seating],
-                    config.rules,
-                    seed=m.seed,
-                    match_id=match_id_of(config, m),
-                    clock=config.clock,
-                    strike_limit=config.strike_limit,
-                    out_dir=config.out,
-                    observer=metrics,
-                    pool=pool,
-                )
-                store.mark_running(config.name, m.index, runner.record_path)
                 running += 1
                 metrics.running.set(running)
                 try:
-                    result = await runner.run()
+                    result = await play(m)
                 finally:
                     running -= 1
                     metrics.running.set(running)
@@ -232,12 +267,26 @@ async def run_tournament(
                 *(worker() for _ in range(min(config.parallel, max(1, len(todo)))))
             )
         finally:
-            if pool is not None:
-                await pool.close()
-            await server.stop(1.0)
-        return export(config, store, elo)
+            await player.close()
+            referee_cpu_s = player.cpu_seconds()
+        exported = export(config, store, elo)
+        exported.referee_cpu_s = referee_cpu_s
+        return exported
     finally:
         store.close()
+
+
+WORKER_RETRIES = 2
+
+
+def _worker_count(config: TournamentConfig, workers: int | None, port: int, todo: int) -> int:
+    """Referee processes to use: ``workers`` if given, else one per core when the matches
+    run in parallel and every bot is started by the referee (an external bot dials one
+    fixed port, which only this process serves)."""
+    if any(b.external for b in config.bots) or port != 0:
+        return 1
+    wanted = default_workers(config.parallel) if workers is None else workers
+    return max(1, min(wanted, config.parallel, todo))
 
 
 def export(config: TournamentConfig, store: Store, elo: LiveElo | None = None) -> TournamentOutcome:

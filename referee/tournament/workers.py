@@ -1,0 +1,416 @@
+"""Where a tournament's matches are played: in this process, or in referee worker processes.
+
+One Python process moves gRPC messages on one core at a time. With ``parallel`` matches
+at once on a machine with several cores, the tournament therefore starts referee worker
+processes (``python -m referee.tournament.worker``), each with its own gRPC server, bot
+pool and event loop, and lends every match to the least busy one. The tournament process
+keeps everything that must be single: the schedule, the database, the live Elo, the
+progress bar and the metrics endpoint. Workers send it, over their stdin/stdout pipes,
+when a match starts (its record path), the match's metric events in small batches, and
+the finished :class:`~referee.runner.MatchResult`.
+
+A worker never outlives the tournament: it exits when its stdin closes (the tournament
+process ended, even by SIGKILL) and is killed by the kernel when its parent dies
+(``PR_SET_PDEATHSIG`` on Linux); its bots are killed with it. A worker that dies during a
+match loses only that match, which the tournament plays again on a fresh worker.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import pickle
+import struct
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+import structlog
+
+from referee.bots import BotSpec
+from referee.faults import FaultReason
+from referee.metrics import RefereeMetrics
+from referee.pool import BotPool
+from referee.rules import RuleSet
+from referee.runner import Clock, MatchResult, MatchRunner
+from referee.server import RefereeServer
+
+log = structlog.get_logger("referee.tournament")
+
+_FRAME = struct.Struct(">I")
+
+
+@dataclass(frozen=True)
+class MatchJob:
+    """Everything a worker needs to play one scheduled match."""
+
+    index: int
+    bots: tuple[BotSpec, ...]
+    rules: RuleSet
+    seed: int
+    match_id: str
+    clock: Clock
+    strike_limit: int
+    out_dir: Path
+
+
+class WorkerDied(Exception):
+    """A referee worker process ended while it was playing a match."""
+
+
+class MatchPlayer(Protocol):
+    """Plays matches; ``started`` is called with the record path once the match begins."""
+
+    async def play(self, job: MatchJob, started: Callable[[Path], None]) -> MatchResult: ...
+    async def close(self) -> None: ...
+    def cpu_seconds(self) -> float: ...
+
+
+class InProcess:
+    """Every match in this process, on one gRPC server (the only choice for external bots)."""
+
+    def __init__(
+        self, metrics: RefereeMetrics, log_dir: Path, startup_s: float, pooled: bool
+    ) -> None:
+        self.metrics = metrics
+        self.server = RefereeServer(observer=metrics)
+        self.log_dir = log_dir
+        self.startup_s = startup_s
+        self.pooled = pooled
+        self.pool: BotPool | None = None
+
+    async def start(self, host: str, port: int) -> None:
+        """Start the gRPC server (and the bot pool)."""
+        await self.server.start(host, port)
+        if self.pooled:
+            self.pool = BotPool(self.server, self.log_dir, self.startup_s)
+
+    async def play(self, job: MatchJob, started: Callable[[Path], None]) -> MatchResult:
+        """Play ``job`` here."""
+        runner = _runner(self.server, job, self.metrics, self.pool)
+        started(runner.record_path)
+        return await runner.run()
+
+    async def close(self) -> None:
+        """Stop the bots and the server."""
+        if self.pool is not None:
+            await self.pool.close()
+        await self.server.stop(1.0)
+
+    def cpu_seconds(self) -> float:
+        """This process's CPU time."""
+        return time.process_time()
+
+
+def _runner(
+    server: RefereeServer, job: MatchJob, observer: Any, pool: BotPool | None
+) -> MatchRunner:
+    return MatchRunner(
+        server,
+        list(job.bots),
+        job.rules,
+        seed=job.seed,
+        match_id=job.match_id,
+        clock=job.clock,
+        strike_limit=job.strike_limit,
+        out_dir=job.out_dir,
+        observer=observer,
+        pool=pool,
+    )
+
+
+# -- the tournament's side of the pipes -------------------------------------------------------
+
+
+@dataclass(eq=False)
+class _Worker:
+    proc: asyncio.subprocess.Process
+    reader: asyncio.Task[None] | None = None
+    pending: dict[int, tuple[asyncio.Future[MatchResult], Callable[[Path], None]]] = field(
+        default_factory=dict
+    )
+    ready: asyncio.Future[str] = field(
+        default_factory=lambda: asyncio.get_running_loop().create_future()
+    )
+    cpu_s: asyncio.Future[float] = field(
+        default_factory=lambda: asyncio.get_running_loop().create_future()
+    )
+    dead: bool = False
+
+
+class WorkerProcesses:
+    """Matches spread over ``count`` referee worker processes."""
+
+    def __init__(
+        self,
+        count: int,
+        metrics: RefereeMetrics,
+        *,
+        log_dir: Path,
+        startup_s: float,
+        pooled: bool,
+        host: str = "127.0.0.1",
+        log_level: str = "info",
+    ) -> None:
+        self.count = count
+        self.metrics = metrics
+        self.args = [
+            "--log-dir",
+            str(log_dir),
+            "--startup-s",
+            repr(startup_s),
+            "--host",
+            host,
+            "--log-level",
+            log_level,
+        ] + (["--pooled"] if pooled else [])
+        self.workers: list[_Worker] = []
+        self._cpu_done = 0.0
+        self._lock = asyncio.Lock()
+
+    async def start(self) -> None:
+        """Start every worker and wait until each serves."""
+        await asyncio.gather(*(self._spawn() for _ in range(self.count)))
+
+    async def _spawn(self) -> _Worker:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "referee.tournament.worker",
+            *self.args,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+        )
+        worker = _Worker(proc)
+        worker.reader = asyncio.ensure_future(self._read(worker))
+        self.workers.append(worker)
+        address = await worker.ready
+        log.debug("worker_ready", pid=proc.pid, address=address)
+        return worker
+
+    async def play(self, job: MatchJob, started: Callable[[Path], None]) -> MatchResult:
+        """Lend ``job`` to the least busy worker; a fresh worker replaces one that died."""
+        async with self._lock:
+            live = [w for w in self.workers if not w.dead]
+            worker = min(live, key=lambda w: len(w.pending)) if live else await self._spawn()
+        future: asyncio.Future[MatchResult] = asyncio.get_running_loop().create_future()
+        worker.pending[job.index] = (future, started)
+        _send(worker, ("match", job))
+        return await future
+
+    async def _read(self, worker: _Worker) -> None:
+        stdout = worker.proc.stdout
+        assert stdout is not None
+        why = "it exited"
+        try:
+            while True:
+                try:
+                    head = await stdout.readexactly(_FRAME.size)
+                    body = await stdout.readexactly(_FRAME.unpack(head)[0])
+                except asyncio.IncompleteReadError:
+                    break
+                self._handle(worker, pickle.loads(body))
+        except Exception as exc:  # a broken pipe or a bad frame: treat the worker as dead
+            why = f"its pipe broke: {exc}"
+        worker.dead = True
+        code = await worker.proc.wait()
+        if not worker.ready.done():
+            worker.ready.set_exception(
+                WorkerDied(f"a referee worker process did not start ({why}, exit status {code})")
+            )
+        if not worker.cpu_s.done():
+            worker.cpu_s.set_result(0.0)
+        for index, (future, _) in worker.pending.items():
+            if not future.done():
+                future.set_exception(
+                    WorkerDied(
+                        f"the referee worker playing match {index} died ({why}, exit status {code})"
+                    )
+                )
+        worker.pending.clear()
+
+    def _handle(self, worker: _Worker, message: tuple[Any, ...]) -> None:
+        kind = message[0]
+        if kind == "metrics":
+            _apply(self.metrics, message[1])
+        elif kind == "started":
+            entry = worker.pending.get(message[1])
+            if entry is not None:
+                entry[1](message[2])
+        elif kind == "done":
+            done = worker.pending.pop(message[1], None)
+            if done is not None and not done[0].done():
+                done[0].set_result(message[2])
+        elif kind == "failed":
+            failed = worker.pending.pop(message[1], None)
+            if failed is not None and not failed[0].done():
+                failed[0].set_exception(RuntimeError(message[2]))
+        elif kind == "ready":
+            worker.ready.set_result(message[1])
+        elif kind == "cpu":
+            worker.cpu_s.set_result(message[1])
+
+    async def close(self) -> None:
+        """Ask every worker to stop its bots and exit; kill one that does not."""
+        for worker in self.workers:
+            if not worker.dead:
+                with contextlib.suppress(Exception):
+                    _send(worker, ("stop",))
+                    assert worker.proc.stdin is not None
+                    worker.proc.stdin.close()
+        for worker in self.workers:
+            try:
+                await asyncio.wait_for(asyncio.shield(worker.proc.wait()), 10.0)
+            except TimeoutError:
+                worker.proc.kill()
+                await worker.proc.wait()
+            if worker.reader is not None:
+                await worker.reader
+            self._cpu_done += await worker.cpu_s
+        self.workers.clear()
+
+    def cpu_seconds(self) -> float:
+        """This process's CPU time plus that of the workers that have stopped."""
+        return time.process_time() + self._cpu_done
+
+
+def _send(worker: _Worker, message: tuple[Any, ...]) -> None:
+    stdin = worker.proc.stdin
+    assert stdin is not None
+    body = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+    stdin.write(_FRAME.pack(len(body)) + body)
+
+
+def _apply(metrics: RefereeMetrics, events: list[tuple[Any, ...]]) -> None:
+    for event in events:
+        kind = event[0]
+        if kind == "d":
+            metrics.decision(event[1], event[2], event[3])
+        elif kind == "f":
+            metrics.fault(event[1], FaultReason(event[2]))
+        elif kind == "t":
+            metrics.trick()
+        elif kind == "r":
+            metrics.round()
+        elif kind == "+":
+            metrics.stream_attached()
+        elif kind == "-":
+            metrics.stream_closed()
+
+
+# -- the worker's side -------------------------------------------------------------------------
+
+
+class _Batch:
+    """The match runner's observer in a worker: metric events, sent in small batches."""
+
+    def __init__(self, out: Callable[[tuple[Any, ...]], None], every_s: float = 0.25) -> None:
+        self.out = out
+        self.every_s = every_s
+        self.events: list[tuple[Any, ...]] = []
+        self._timer: asyncio.TimerHandle | None = None
+
+    def _add(self, event: tuple[Any, ...]) -> None:
+        self.events.append(event)
+        if self._timer is None:
+            self._timer = asyncio.get_running_loop().call_later(self.every_s, self.flush)
+
+    def flush(self) -> None:
+        """Send what has gathered."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if self.events:
+            events, self.events = self.events, []
+            self.out(("metrics", events))
+
+    def decision(self, bot: str, phase: str, think_s: float) -> None:
+        self._add(("d", bot, phase, think_s))
+
+    def fault(self, bot: str, reason: FaultReason) -> None:
+        self._add(("f", bot, reason.value))
+
+    def trick(self) -> None:
+        self._add(("t",))
+
+    def round(self) -> None:
+        self._add(("r",))
+
+    def stream_attached(self) -> None:
+        self._add(("+",))
+
+    def stream_closed(self) -> None:
+        self._add(("-",))
+
+
+async def serve_worker(
+    host: str, log_dir: Path, startup_s: float, pooled: bool, inbox: Any, outbox: Any
+) -> None:
+    """A worker's life: serve gRPC, play the matches the tournament sends, stop on "stop"
+    or when the tournament's end of the pipe closes."""
+    write = outbox.write
+    flush = outbox.flush
+
+    def out(message: tuple[Any, ...]) -> None:
+        body = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+        write(_FRAME.pack(len(body)) + body)
+        flush()
+
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader()
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), inbox)
+    batch = _Batch(out)
+    server = RefereeServer(observer=batch)
+    await server.start(host, 0)
+    pool = BotPool(server, log_dir, startup_s) if pooled else None
+    matches: set[asyncio.Task[None]] = set()
+
+    async def play(job: MatchJob) -> None:
+        runner = _runner(server, job, batch, pool)
+        out(("started", job.index, runner.record_path))
+        try:
+            result = await runner.run()
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            batch.flush()
+            out(("failed", job.index, f"match {job.match_id} failed in the referee: {exc!r}"))
+            return
+        batch.flush()
+        out(("done", job.index, result))
+
+    out(("ready", server.address))
+    try:
+        while True:
+            try:
+                head = await reader.readexactly(_FRAME.size)
+                message = pickle.loads(await reader.readexactly(_FRAME.unpack(head)[0]))
+            except asyncio.IncompleteReadError:
+                break
+            if message[0] == "stop":
+                break
+            task = asyncio.ensure_future(play(message[1]))
+            matches.add(task)
+            task.add_done_callback(matches.discard)
+        if matches:
+            # Stopped while matches run: the tournament is ending (interrupted).
+            for task in list(matches):
+                task.cancel()
+            await asyncio.gather(*matches, return_exceptions=True)
+    finally:
+        if pool is not None:
+            await pool.close()
+        await server.stop(0.5)
+        batch.flush()
+        with contextlib.suppress(OSError):
+            out(("cpu", time.process_time()))
+
+
+def default_workers(parallel: int) -> int:
+    """Worker processes for ``parallel`` matches at once: one per core, at most one per match."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return max(1, min(parallel, cores or 1))

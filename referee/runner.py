@@ -199,6 +199,8 @@ class MatchRunner:
         ]
         self.pool = pool
         self._lent: dict[int, PooledBot] = {}
+        #: Some seat was granted the "events" capability.
+        self._live = False
         self._decisions = 0
         self._record: RecordWriter | None = None
         self._log = log.bind(match_id=self.match_id)
@@ -295,6 +297,7 @@ class MatchRunner:
             self._fault(seat, reason, detail, 0)
 
     async def _send_match_start(self) -> None:
+        self._live = any(s.stream is not None and s.stream.live_events for s in self.seats)
         clock = bot_pb2.Clock(
             decision_ms=self.clock.decision_ms,
             time_bank_ms=self.clock.time_bank_ms,
@@ -360,6 +363,7 @@ class MatchRunner:
         )
         for seat in self.seats:
             seat.events.append(("reveal", view(rnd, seat.index).pain))
+        await self._push_events()
         # Tricks.
         match = self.match
         tricks_seen = 0
@@ -384,7 +388,10 @@ class MatchRunner:
             if len(rnd.tricks) > tricks_seen:
                 tricks_seen = len(rnd.tricks)
                 self._trick_done(rnd.tricks[-1], rnd.round_index)
+            if self._live:
+                await self._push_events()
         self._round_done(rnd)
+        await self._push_events()
 
     def _trick_done(self, trick: Trick, round_index: int) -> None:
         self._write(
@@ -579,6 +586,21 @@ class MatchRunner:
                 )
                 notice.strikes, notice.forfeited, notice.seat = f.strikes, f.forfeited, f.seat
         seat.events.clear()
+
+    async def _push_events(self) -> None:
+        """Send pending events now to the seats granted the "events" capability."""
+        if not self._live:
+            return
+        sends = []
+        for seat in self.seats:
+            stream = seat.stream
+            if seat.events and stream is not None and stream.live_events:
+                msg = bot_pb2.RefereeMessage()
+                self._flush_events(seat, msg)
+                if msg.events:
+                    sends.append(self._send(seat, msg))
+        if sends:
+            await asyncio.gather(*sends)
 
     async def _send(self, seat: _Seat, msg: bot_pb2.RefereeMessage) -> None:
         if seat.stream is None or seat.stream.closed.is_set():

@@ -47,12 +47,20 @@ def _parse_bot_message(data: bytes) -> bot_pb2.BotMessage | Malformed:
         return Malformed(f"{len(data)} bytes that are not a BotMessage ({type(exc).__name__})")
 
 
+#: The ``Hello.capabilities`` this referee knows and grants.
+CAPABILITIES = frozenset({"events"})
+
+
 class SeatStream:
     """An attached bot stream for one seat: the runner's handle to write and await."""
 
     def __init__(self, context: grpc.aio.ServicerContext[Any, Any], hello: bot_pb2.Hello) -> None:
         self.context = context
         self.hello = hello
+        #: The capabilities granted on this stream (of those the bot asked for).
+        self.capabilities = [c for c in hello.capabilities if c in CAPABILITIES]
+        #: Events are sent as they happen ("events" capability).
+        self.live_events = "events" in self.capabilities
         self.closed = asyncio.Event()
         self.close_reason = FaultReason.DISCONNECT
         self.close_detail = ""
@@ -260,6 +268,7 @@ class RefereeServicer:
                     protocol_version=PROTOCOL_VERSION,
                     referee_version=__version__,
                     message=f"seated as seat {slot.seat} of match {slot.match_id}",
+                    capabilities=stream.capabilities,
                 )
             )
         )

@@ -96,14 +96,16 @@ class RefereeMessage(_message.Message):
     def __init__(self, events: _Optional[_Iterable[_Union[Event, _Mapping]]] = ..., welcome: _Optional[_Union[Welcome, _Mapping]] = ..., match_start: _Optional[_Union[MatchStart, _Mapping]] = ..., request: _Optional[_Union[DecisionRequest, _Mapping]] = ..., match_end: _Optional[_Union[MatchEnd, _Mapping]] = ...) -> None: ...
 
 class Welcome(_message.Message):
-    __slots__ = ("protocol_version", "referee_version", "message")
+    __slots__ = ("protocol_version", "referee_version", "message", "capabilities")
     PROTOCOL_VERSION_FIELD_NUMBER: _ClassVar[int]
     REFEREE_VERSION_FIELD_NUMBER: _ClassVar[int]
     MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    CAPABILITIES_FIELD_NUMBER: _ClassVar[int]
     protocol_version: int
     referee_version: str
     message: str
-    def __init__(self, protocol_version: _Optional[int] = ..., referee_version: _Optional[str] = ..., message: _Optional[str] = ...) -> None: ...
+    capabilities: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, protocol_version: _Optional[int] = ..., referee_version: _Optional[str] = ..., message: _Optional[str] = ..., capabilities: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class Clock(_message.Message):
     __slots__ = ("decision_ms", "time_bank_ms", "startup_ms")

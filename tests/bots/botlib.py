@@ -66,6 +66,7 @@ def hello(
             bot_version="test",
             protocol_version=version,
             token=os.environ.get("STICHELN_TOKEN", "") if token is None else token,
+            capabilities=[c for c in os.environ.get("CAPABILITIES", "").split(",") if c],
         )
     )
 

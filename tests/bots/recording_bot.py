@@ -1,8 +1,11 @@
 """A well-behaved bot that records every message it receives (``CAPTURE``, base64 lines).
 
 It plays a legal card picked deterministically from the request id, so the captures cover
-varied play, not only the lowest cards.
+varied play, not only the lowest cards (``PICK=lowest``: the lowest cards instead).
+``CAPABILITIES`` (comma-separated) go into its Hello.
 """
+
+import os
 
 import botlib
 
@@ -10,6 +13,8 @@ from sticheln.v1 import bot_pb2
 
 
 def pick(request: bot_pb2.DecisionRequest) -> list[int]:
+    if os.environ.get("PICK") == "lowest":
+        return botlib.lowest(request)
     hand = sorted(request.view.hand)
     i = (request.request_id * 7919) % len(hand)
     if request.count == 1:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 from itertools import combinations
-from math import comb
+from math import comb, factorial
 
 import pytest
 from hypothesis import given, settings
@@ -105,3 +105,27 @@ def test_sampled_schedule_spreads_pairs_and_appearances_evenly(
 def test_duplicate_and_sampling_refuse_nothing_silently() -> None:
     with pytest.raises(ValueError, match="table_size"):
         build_schedule(bots(3), table_size=4, matches_per_table=4, seed=1)
+
+
+@settings(max_examples=20, deadline=None)
+@given(
+    k=st.integers(3, 5),
+    seed=st.integers(0, 2**64 - 1),
+    mode=st.sampled_from(["round_robin", "duplicate"]),
+)
+def test_all_cyclic_orders_give_every_bot_every_neighbour_equally(
+    k: int, seed: int, mode: str
+) -> None:
+    # One table, k * (k-1)! matches: every cyclic order of the table played once in full.
+    m = k * factorial(k - 1)
+    schedule = build_schedule(bots(k), table_size=k, matches_per_table=m, seed=seed, mode=mode)
+    left = Counter((x.seating[i], x.seating[(i + 1) % k]) for x in schedule for i in range(k))
+    assert len(left) == k * (k - 1)  # every ordered pair of different bots
+    assert len(set(left.values())) == 1
+    seats = seat_balance(schedule)
+    assert all(len(set(counts)) == 1 for counts in seats.values())
+    # Blocks of k matches are the k rotations of one order.
+    for b in range(0, m, k):
+        block = [x.seating for x in schedule[b : b + k]]
+        first = block[0]
+        assert sorted(block) == sorted(tuple(first[r:] + first[:r]) for r in range(k))

@@ -4,12 +4,15 @@ Everything follows from the tournament seed: the order of the tables, the seatin
 match and each match's deal seed. The same configuration always gives the same schedule,
 which is what lets a killed tournament resume, and shards split it.
 
-- **Round robin**: every k-subset of the bots is a table. A table's matches cycle through
-  the k rotations of its seating, so that over whole cycles every bot sits in every seat
-  position equally often; leftover matches (``matches_per_table`` not a multiple of k)
-  take the rotation that keeps each bot's seat counts most even.
+- **Round robin**: every k-subset of the bots is a table. A table's matches come in
+  blocks of k, the k rotations of one cyclic seating order, so that over whole blocks
+  every bot sits in every seat position equally often; successive blocks take different
+  cyclic orders (all (k-1)! of them in turn), so that every bot also has every other bot
+  as its neighbour equally often. Leftover matches (``matches_per_table`` not a multiple
+  of k) take the rotations that keep each bot's seat counts most even.
 - **Duplicate**: each deal is played under all k cyclic rotations of the seating, with the
-  same deal seed, so the luck of the deal cancels out (as in duplicate bridge).
+  same deal seed, so the luck of the deal cancels out (as in duplicate bridge); successive
+  deals take different cyclic orders.
 - **Balanced sample**: when every k-subset would exceed ``max_matches``, tables are chosen
   greedily so that every pair of bots shares a table as equally as possible.
 """
@@ -20,8 +23,8 @@ import hashlib
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
-from itertools import combinations
-from math import comb
+from itertools import combinations, permutations
+from math import comb, factorial
 
 from referee.tournament.config import TournamentConfig
 
@@ -93,16 +96,17 @@ def build_schedule(
     plans: list[tuple[tuple[str, ...], list[tuple[str, ...]]]] = []  # per table: its seatings
     leftover: list[tuple[list[tuple[str, ...]], tuple[tuple[str, ...], ...]]] = []
     for table in tables:
-        base = list(table)
-        rng.shuffle(base)
-        rotations = [tuple(base[r:] + base[:r]) for r in range(k)]
+        blocks = -(-matches_per_table // k)
+        orders = _cyclic_orders(table, blocks, rng)
+        cycles = [[tuple(o[r:] + o[:r]) for r in range(k)] for o in orders]
         if mode == "duplicate":
-            plans.append((table, rotations * (matches_per_table // k)))
+            plans.append((table, [s for b in range(blocks) for s in cycles[b % len(cycles)]]))
             continue
         whole = matches_per_table - matches_per_table % k
-        seatings = [rotations[j % k] for j in range(whole)]
+        seatings = [cycles[(j // k) % len(cycles)][j % k] for j in range(whole)]
         for seating in seatings:
             _count(seat_counts, seating)
+        rotations = cycles[(whole // k) % len(cycles)]
         chosen: tuple[tuple[str, ...], ...] = ()
         if whole < matches_per_table:
             # The leftover matches take distinct rotations: first greedily, the set that
@@ -132,6 +136,26 @@ def build_schedule(
             out.append(ScheduledMatch(len(out), tuple(table), seating, deal_seed(seed, deal), deal))
             deal += 1
     return out
+
+
+def _cyclic_orders(table: Sequence[str], wanted: int, rng: random.Random) -> list[list[str]]:
+    """``wanted`` distinct cyclic orders of ``table`` (all (k-1)! of them, shuffled, when
+    there are no more than that): each block of k matches plays the k rotations of one.
+    Over all the orders every bot has every other bot as its left (and right) neighbour
+    equally often, so no bot always plays just before the same opponent."""
+    first, rest = table[0], list(table[1:])
+    if factorial(len(rest)) <= wanted:
+        orders = [[first, *p] for p in permutations(rest)]
+        rng.shuffle(orders)
+        return orders
+    seen: set[tuple[str, ...]] = set()
+    orders = []
+    while len(orders) < wanted:
+        rng.shuffle(rest)
+        if tuple(rest) not in seen:
+            seen.add(tuple(rest))
+            orders.append([first, *rest])
+    return orders
 
 
 def _balance_leftovers(

@@ -42,6 +42,10 @@ class RecordWriter:
         self._file.write(self._dumps(obj))
         self._file.write("\n")
 
+    def write_line(self, line: str) -> None:
+        """Append one line already formatted as JSON (ending in a newline)."""
+        self._file.write(line)
+
     def flush(self) -> None:
         """Push what was written to the operating system."""
         self._file.flush()

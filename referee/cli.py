@@ -275,7 +275,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--port", type=int, default=0, help="port for bots (default 0: any free port)"
     )
     tour.add_argument(
-        "--log-level", default="warning", choices=["debug", "info", "warning", "error"]
+        "--log-level",
+        default=None,
+        choices=["debug", "info", "warning", "error"],
+        help="default: warning on a terminal (the progress bar shows), info elsewhere "
+        "(JSON lines, progress included)",
     )
     tour.add_argument(
         "--workers",

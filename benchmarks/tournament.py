@@ -1,14 +1,18 @@
 """Tournament throughput: six random bots, tables of four, ``parallel`` 1, 2, 4 and 8.
 
 Each run plays a fresh round robin (every 4-subset of the six bots is a table; by default
-two matches per table: 30 matches) in this process, on the embedded defaults (SQLite,
-local bot processes, kept between matches by the tournament's bot pool), and measures:
+four matches per table, one whole seat rotation: 60 matches) as ``referee tournament``
+does, on the embedded defaults (SQLite, local bot processes kept between matches by the
+bot pool; with ``parallel`` above 1, one referee worker process per core), and measures:
 
 - matches/s: matches finished per wall-clock second, bot start-up included;
 - the referee's CPU per decision: the user+system CPU seconds of this process and of the
   referee worker processes it starts for parallel matches (engine, views, messages,
   records, metrics and storage; bot processes are not counted) divided by the decisions
   answered.
+
+It also measures a bare grpc.aio ping-pong server's CPU per round trip (the gRPC floor
+of one decision: no referee can spend less and still move the two messages).
 
 Prints every run and the median of ``--runs`` runs per setting. The last line is exactly:
 ``matches_per_s_p1=<a> matches_per_s_p4=<b> scaling=<b/a> referee_cpu_us_per_decision=<c>``
@@ -70,10 +74,36 @@ def one_run(parallel: int, seed: int, matches_per_table: int) -> tuple[float, fl
         return outcome.finished / wall, cpu / max(1, decisions) * 1e6, outcome.finished
 
 
+def grpc_floor_us(runs: int) -> float:
+    """Median CPU µs per round trip of a bare grpc.aio bidirectional ping-pong server (from
+    ``benchmarks/protocol.py``, messages of a decision's size): what one decision costs
+    the serving process in gRPC alone."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "protocol_bench", Path(__file__).with_name("protocol.py")
+    )
+    assert spec is not None and spec.loader is not None
+    protocol = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(protocol)
+
+    async def measure() -> list[float]:
+        server, pingpong, port = await protocol.start_pingpong()
+        try:
+            return [
+                (await protocol.pingpong_run(pingpong, port, 267, 8, 5000))[1] * 1e6
+                for _ in range(runs)
+            ]
+        finally:
+            await server.stop(0)
+
+    return statistics.median(asyncio.run(measure()))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=3, help="runs per setting (median)")
-    parser.add_argument("--matches-per-table", type=int, default=2)
+    parser.add_argument("--matches-per-table", type=int, default=4)
     parser.add_argument("--parallel", default="1,2,4,8", help="settings to measure")
     args = parser.parse_args()
     logs.configure("warning")
@@ -94,6 +124,11 @@ def main() -> None:
     a = statistics.median(rates[settings[0]])
     b = statistics.median(rates[4]) if 4 in rates else float("nan")
     c = statistics.median(cpus)
+    floor = grpc_floor_us(args.runs)
+    print(
+        f"bare grpc.aio ping-pong server: {floor:.0f} µs CPU per round trip "
+        "(the gRPC floor of one decision in the serving process)"
+    )
     print(
         f"matches_per_s_p1={a:.2f} matches_per_s_p4={b:.2f} scaling={b / a:.2f} referee_cpu_us_per_decision={c:.0f}"
     )

@@ -85,6 +85,7 @@ def grpc_floor_us(runs: int) -> float:
     )
     assert spec is not None and spec.loader is not None
     protocol = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = protocol
     spec.loader.exec_module(protocol)
 
     async def measure() -> list[float]:

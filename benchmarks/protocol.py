@@ -69,6 +69,7 @@ import grpc
 import structlog
 from google.protobuf.wrappers_pb2 import BytesValue
 
+from referee import eventloop
 from referee.bots import BotSpec, load_bot
 from referee.rules import preset
 from referee.runner import Clock, MatchResult, MatchRunner
@@ -457,7 +458,7 @@ def main() -> None:
         "--roundtrips", type=int, default=5000, help="ping-pong round trips per run"
     )
     parser.add_argument("--profile", metavar="FILE", help="cProfile the one-match part to FILE")
-    asyncio.run(bench(parser.parse_args()))
+    eventloop.run(bench(parser.parse_args()))
 
 
 if __name__ == "__main__":

@@ -22,14 +22,13 @@ Prints every run and the median of ``--runs`` runs per setting. The last line is
 from __future__ import annotations
 
 import argparse
-import asyncio
 import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from referee import logs
+from referee import eventloop, logs
 from referee.metrics import RefereeMetrics
 from referee.tournament.config import config_from_table
 from referee.tournament.run import run_tournament
@@ -62,7 +61,7 @@ def one_run(parallel: int, seed: int, matches_per_table: int) -> tuple[float, fl
         }
         config = config_from_table(table, base=Path(tmp), source=Path(tmp) / "bench.toml")
         cpu0, t0 = time.process_time(), time.perf_counter()
-        outcome = asyncio.run(run_tournament(config, metrics=RefereeMetrics(), progress=False))
+        outcome = eventloop.run(run_tournament(config, metrics=RefereeMetrics(), progress=False))
         wall, cpu = time.perf_counter() - t0, outcome.referee_cpu_s - cpu0
         store = Store(config.database)
         try:
@@ -98,7 +97,7 @@ def grpc_floor_us(runs: int) -> float:
         finally:
             await server.stop(0)
 
-    return statistics.median(asyncio.run(measure()))
+    return statistics.median(eventloop.run(measure()))
 
 
 def main() -> None:

@@ -170,9 +170,10 @@ def _tournament(args: argparse.Namespace) -> int:
 def _run_until_done(main: Coroutine[Any, Any, int], interrupted: str) -> int:
     """Run ``main`` on a new event loop; SIGINT or SIGTERM cancels it, prints
     ``interrupted`` and returns 130. Every bot process is killed on the way out."""
+    from referee import eventloop
     from referee.bots import kill_all_bots
 
-    loop = asyncio.new_event_loop()
+    loop = eventloop.new_event_loop()
     main_task = loop.create_task(main)
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, main_task.cancel)

@@ -45,10 +45,13 @@ def standings(out: Path) -> list[tuple[str, float, float, float]]:
 
 
 def finished(db: Path) -> int:
+    """Finished matches in the database (0 while the tournament is still creating it)."""
     with sqlite3.connect(db) as con:
-        return int(
-            con.execute("SELECT COUNT(*) FROM matches WHERE status = 'finished'").fetchone()[0]
-        )
+        try:
+            row = con.execute("SELECT COUNT(*) FROM matches WHERE status = 'finished'").fetchone()
+        except sqlite3.OperationalError:  # the tables do not exist yet
+            return 0
+        return int(row[0])
 
 
 def test_tournament_plays_every_match_stores_and_exports(tmp_path: Path) -> None:

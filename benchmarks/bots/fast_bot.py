@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import os
 import time
+from typing import Any
 
 import grpc
 
@@ -78,6 +79,16 @@ async def play(address: str, token: str, sizes: str | None) -> None:
                     f.write(f"{requests} {request_bytes} {decision_bytes}\n")
 
 
+def _run(main: Any) -> None:
+    """uvloop when installed, as the referee (referee/eventloop.py) and the sample bots do."""
+    try:
+        import uvloop
+    except ImportError:
+        asyncio.run(main)
+    else:
+        uvloop.run(main)
+
+
 def main() -> None:
     go = os.environ.get("STICHELN_BENCH_GO")
     if go:
@@ -85,7 +96,7 @@ def main() -> None:
         open(os.path.join(ready, str(os.getpid())), "w").close()
         while not os.path.exists(go):
             time.sleep(0.005)
-    asyncio.run(
+    _run(
         play(
             os.environ["STICHELN_REFEREE"],
             os.environ["STICHELN_TOKEN"],

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+from typing import Any
 
 import grpc
 from google.protobuf.wrappers_pb2 import BytesValue
@@ -34,5 +35,15 @@ async def main(address: str, payload: int) -> None:
             await call.write(pong)
 
 
+def _run(main: Any) -> None:
+    """uvloop when installed, as the referee (referee/eventloop.py) and the sample bots do."""
+    try:
+        import uvloop
+    except ImportError:
+        asyncio.run(main)
+    else:
+        uvloop.run(main)
+
+
 if __name__ == "__main__":
-    asyncio.run(main(sys.argv[1], int(sys.argv[2])))
+    _run(main(sys.argv[1], int(sys.argv[2])))

@@ -14,7 +14,7 @@ import signal
 import sys
 from pathlib import Path
 
-from referee import logs
+from referee import eventloop, logs
 from referee.bots import kill_all_bots
 from referee.tournament.workers import serve_worker
 
@@ -51,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
         await serve_worker(args.host, args.log_dir, args.startup_s, args.pooled, inbox, outbox)
 
     try:
-        asyncio.run(run())
+        eventloop.run(run())
     except asyncio.CancelledError:
         return 0
     finally:

@@ -467,6 +467,17 @@ def arg_parser(bot_name: str) -> argparse.ArgumentParser:
     return parser
 
 
+def _event_loop_run(main: Any) -> None:
+    """Run ``main`` on uvloop when it is installed (less CPU per message), else asyncio."""
+    try:
+        import uvloop
+    except ImportError:
+        asyncio.run(main)
+        return
+    os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
+    uvloop.run(main)
+
+
 def run(
     bot: Bot, argv: Sequence[str] | None = None, args: argparse.Namespace | None = None
 ) -> None:
@@ -484,7 +495,7 @@ def run(
         )
         sys.exit(2)
     try:
-        asyncio.run(play(bot, args.referee, args.token, args.tls_ca))
+        _event_loop_run(play(bot, args.referee, args.token, args.tls_ca))
     except Refused as exc:
         if exc.code == grpc.StatusCode.UNAVAILABLE:
             what = f"cannot reach the referee at {args.referee}"

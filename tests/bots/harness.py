@@ -16,6 +16,7 @@ from collections.abc import Coroutine, Iterable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
+from referee import eventloop
 from referee.bots import BotSpec, bot_from_table
 from referee.faults import fallback_action
 from referee.record import replay
@@ -129,7 +130,7 @@ async def play_match(
 
 # One event loop for every test: grpc.aio binds itself to a loop, and moving it from loop
 # to loop (a new one per test) is where grpc is least robust (grpc/grpc#31441).
-_RUNNER = asyncio.Runner()
+_RUNNER = asyncio.Runner(loop_factory=eventloop.new_event_loop)
 atexit.register(_RUNNER.close)
 
 

@@ -1,0 +1,248 @@
+#!/usr/bin/env node
+// A Sticheln bot in Node.js: the rule-of-thumb strategy of the Python heuristic bot, on
+// the referee's gRPC bot protocol (proto/sticheln/v1/bot.proto), loaded at run time from
+// the project's proto files with @grpc/proto-loader.
+//
+//   node bot.js [--referee HOST:PORT] [--token TOKEN] [--name NAME] [--proto DIR]
+//
+// The referee's address and the seat's token come from STICHELN_REFEREE and
+// STICHELN_TOKEN when the referee starts the bot (or from --referee and --token). The
+// bot opens one Referee.Play stream, says Hello, answers every DecisionRequest with one
+// Decision, checks the seed commitment at every MatchEnd, and exits 0 when the referee
+// ends the stream with status OK; 1 (one line on stderr) when the referee refuses the
+// stream or cannot be reached; 2 for a usage error.
+//
+// The strategy, in the order it matters:
+// - Pain choice: the card whose suit costs least: its own rank (it scores against us),
+//   plus half the ranks of the other cards of that suit in the hand (each must be shed).
+// - A card that does not take the trick now can never win it later, so it is a safe way
+//   to shed a card of our pain suit, or to feed a card of the pain suit of the seat that
+//   is winning the trick.
+// - Take a trick only when it is worth it: never one holding our own pain cards.
+// - Zeros never win a trick: they are safe leads and dumps, worth keeping.
+"use strict";
+
+const path = require("node:path");
+const crypto = require("node:crypto");
+const grpc = require("@grpc/grpc-js");
+const protoLoader = require("@grpc/proto-loader");
+
+const PROTOCOL_VERSION = 1;
+const SEED_DOMAIN = Buffer.from("sticheln/seed/v1", "ascii");
+
+// -- cards: suit * 16 + rank; a zero (rank 0) never wins a trick ----------------------------
+const suit = (card) => card >> 4;
+const rank = (card) => card & 15;
+const SUIT_LETTERS = "?CSHDKWPR";
+const cardText = (card) => `${SUIT_LETTERS[suit(card)] || "?"}${rank(card)}`;
+
+// -- the rules a bot needs (RULES.md) --------------------------------------------------------
+
+// The position (0 = the leader's card) of the card winning `cards` so far, or -1 (none
+// yet, or only zeros). The first card's suit is the lead suit; a non-zero card of another
+// suit beats the lead suit: the highest such card wins ("highest"), or the highest of the
+// off-suit played most recently ("last_suit"); otherwise the highest lead-suit card.
+// Equal ranks: the earlier card wins.
+function trickWinner(cards, lastSuit) {
+  if (cards.length === 0) return -1;
+  const lead = suit(cards[0]);
+  let candidates = [];
+  cards.forEach((c, i) => {
+    if (rank(c) && suit(c) !== lead) candidates.push(i);
+  });
+  if (candidates.length && lastSuit) {
+    const latest = suit(cards[candidates[candidates.length - 1]]);
+    candidates = candidates.filter((i) => suit(cards[i]) === latest);
+  }
+  if (!candidates.length) {
+    cards.forEach((c, i) => {
+      if (rank(c)) candidates.push(i);
+    });
+  }
+  let best = -1;
+  for (const i of candidates) if (best < 0 || rank(cards[i]) > rank(cards[best])) best = i;
+  return best;
+}
+
+// RULES.md rule 8: a card of one of the taker's pain suits costs its rank; any other +1.
+function scoreOf(cards, painSuits) {
+  return cards.reduce((sum, c) => sum + (painSuits.has(suit(c)) ? -rank(c) : 1), 0);
+}
+
+// -- the strategy ----------------------------------------------------------------------------
+
+// The pain card(s): `count` cards of the hand, two of different suits when it has two.
+function choosePain(view, count) {
+  const hand = view.hand;
+  const keptInHand = view.rules.pain_card === "PAIN_CARD_RULE_KEPT_IN_HAND";
+  const suitRanks = new Map();
+  for (const c of hand) suitRanks.set(suit(c), (suitRanks.get(suit(c)) || 0) + rank(c));
+  const cost = (c) => (keptInHand ? 0.5 : 1) * rank(c) + 0.5 * (suitRanks.get(suit(c)) - rank(c));
+  const sorted = [...hand].sort((a, b) => cost(a) - cost(b) || a - b);
+  if (count === 1) return [sorted[0]];
+  let best = null;
+  for (let i = 0; i < hand.length; i++) {
+    for (let j = i + 1; j < hand.length; j++) {
+      if (suit(hand[i]) === suit(hand[j])) continue;
+      const total = cost(hand[i]) + cost(hand[j]);
+      if (best === null || total < best.total) best = { total, cards: [hand[i], hand[j]] };
+    }
+  }
+  return best ? best.cards : sorted.slice(0, 2); // a hand of one suit: any two cards
+}
+
+// The pain suits of `seat` as far as this seat knows them (empty while secret).
+function painSuits(view, seat) {
+  const pick = view.pain[seat];
+  return new Set(pick ? pick.cards.map(suit) : []);
+}
+
+// The card to play: any card of the hand is legal (there is no duty to follow suit).
+function chooseCard(view) {
+  const own = painSuits(view, view.seat);
+  const hand = view.hand;
+  const trick = view.trick;
+  const keep = (c) => (rank(c) === 0 ? 0.4 : own.has(suit(c)) ? 0 : 0.05 * rank(c));
+  if (trick.length === 0) {
+    // Lead: a zero if we have one (it never takes the trick), else our lowest safe card.
+    const zeros = hand.filter((c) => rank(c) === 0);
+    const pool = zeros.length ? zeros : hand;
+    return pool.reduce((a, b) => (leadKey(b, own) < leadKey(a, own) ? b : a));
+  }
+  const lastSuit = view.rules.trump_rule === "TRUMP_RULE_LAST_SUIT";
+  const later = view.players - trick.length - 1; // seats still to play after us
+  let best = hand[0];
+  let bestValue = -Infinity;
+  for (const card of hand) {
+    const cards = [...trick, card];
+    const position = trickWinner(cards, lastSuit);
+    const shed = own.has(suit(card)) ? 0.8 * rank(card) : 0;
+    let value;
+    if (position === trick.length) {
+      // We take the trick, at least for now; later seats may still beat us.
+      const hold = later === 0 ? 1 : Math.pow(0.6, later);
+      value = hold * scoreOf(cards, own) + (1 - hold) * (shed - 0.2) - keep(card);
+    } else {
+      const winner = position < 0 ? -1 : (view.leader + position) % view.players;
+      const feed = winner >= 0 && painSuits(view, winner).has(suit(card)) ? 0.6 * rank(card) : -0.2;
+      value = shed + feed - keep(card);
+    }
+    if (value > bestValue || (value === bestValue && card < best)) {
+      best = card;
+      bestValue = value;
+    }
+  }
+  return best;
+}
+
+function leadKey(card, own) {
+  return (own.has(suit(card)) ? 1000 : 0) + rank(card) * 200 + card;
+}
+
+// The answer to one request; a strategy bug answers the lowest card(s) instead of timing out.
+function decide(request) {
+  const view = request.view;
+  try {
+    if (request.kind === "DECISION_KIND_PAIN_CHOICE") return choosePain(view, request.count);
+    return [chooseCard(view)];
+  } catch (err) {
+    console.error(err);
+    const sorted = [...view.hand].sort((a, b) => a - b);
+    const other = sorted.find((c) => suit(c) !== suit(sorted[0]));
+    return request.count === 2 ? [sorted[0], other === undefined ? sorted[1] : other] : [sorted[0]];
+  }
+}
+
+// True when the revealed seed and nonce are the ones MatchStart committed to:
+// SHA-256("sticheln/seed/v1" || seed as u64 big-endian || nonce).
+function seedMatches(commitment, seed, nonce) {
+  const seedBytes = Buffer.alloc(8);
+  seedBytes.writeBigUInt64BE(BigInt(seed));
+  const digest = crypto.createHash("sha256").update(SEED_DOMAIN).update(seedBytes).update(nonce).digest();
+  return digest.equals(Buffer.from(commitment));
+}
+
+// -- the protocol loop -----------------------------------------------------------------------
+
+function parseArgs(argv) {
+  const args = {
+    referee: process.env.STICHELN_REFEREE || "",
+    token: process.env.STICHELN_TOKEN || "",
+    name: "node-heuristic",
+    proto: process.env.STICHELN_PROTO_DIR || path.join(__dirname, "..", "..", "proto"),
+  };
+  for (let i = 0; i < argv.length; i += 2) {
+    const key = argv[i].replace(/^--/, "");
+    if (!(key in args) || i + 1 >= argv.length) {
+      console.error(`node bot: unknown or incomplete option ${argv[i]}; allowed: --referee, --token, --name, --proto`);
+      process.exit(2);
+    }
+    args[key] = argv[i + 1];
+  }
+  if (!args.referee) {
+    console.error("node bot: no referee address: set STICHELN_REFEREE or pass --referee host:port");
+    process.exit(2);
+  }
+  return args;
+}
+
+function main() {
+  const args = parseArgs(process.argv.slice(2));
+  const definition = protoLoader.loadSync("sticheln/v1/bot.proto", {
+    includeDirs: [args.proto],
+    keepCase: true, // field names as in the .proto: request_id, match_start, ...
+    longs: String, // uint64 (request ids, the seed) as decimal strings
+    enums: String, // enum values by name: "DECISION_KIND_CARD_PLAY"
+    defaults: true, // unset fields as their defaults (0, [], "")
+    oneofs: true, // message.kind names the field set
+  });
+  const v1 = grpc.loadPackageDefinition(definition).sticheln.v1;
+  const client = new v1.Referee(args.referee, grpc.credentials.createInsecure());
+  const call = client.Play();
+  let start = null;
+
+  call.write({
+    hello: {
+      bot_name: args.name,
+      bot_version: "1.0",
+      protocol_version: PROTOCOL_VERSION,
+      token: args.token,
+    },
+  });
+  call.on("data", (message) => {
+    if (message.kind === "request") {
+      const request = message.request;
+      call.write({ decision: { request_id: request.request_id, cards: decide(request) } });
+    } else if (message.kind === "match_start") {
+      start = message.match_start;
+    } else if (message.kind === "match_end") {
+      const end = message.match_end;
+      if (start && !seedMatches(start.seed_commitment, end.seed, end.seed_nonce)) {
+        console.error(`${args.name}: warning: the revealed seed ${end.seed} does not match the commitment of match ${start.match_id}`);
+      }
+      // The stream may carry the next MatchStart; the referee ends it when it is done.
+    }
+    for (const event of message.events) {
+      if (event.kind === "fault") {
+        const f = event.fault;
+        console.error(`${args.name}: fault on request ${f.request_id}: ${f.reason}: ${f.detail} (strikes ${f.strikes})`);
+      }
+    }
+  });
+  call.on("end", () => call.end());
+  call.on("error", (err) => {
+    const what = err.code === grpc.status.UNAVAILABLE ? "cannot reach the referee at" : "the referee refused the stream at";
+    console.error(`${args.name}: ${what} ${args.referee}: ${grpc.status[err.code]}: ${err.details}`);
+    process.exit(1);
+  });
+  call.on("status", (status) => {
+    if (status.code === grpc.status.OK) {
+      client.close();
+      process.exit(0);
+    }
+  });
+}
+
+if (require.main === module) main();
+
+module.exports = { trickWinner, scoreOf, choosePain, chooseCard, seedMatches, cardText };

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import random
+import secrets
 import signal
 import sys
 from collections.abc import Coroutine, Sequence
@@ -187,6 +188,95 @@ def _run_until_done(main: Coroutine[Any, Any, int], interrupted: str) -> int:
         loop.close()
 
 
+def _check_bot(args: argparse.Namespace) -> int:
+    """Play one bot through the scripted scenarios; print PASS/FAIL per scenario."""
+    import shutil
+    import tempfile
+
+    from referee import logs
+    from referee.bots import BotConfigError, BotSpec, kill_all_bots, load_bot
+    from referee.checkbot import check_bot, scenarios
+
+    logs.configure(args.log_level)
+    all_scenarios = scenarios(rounds=args.rounds)
+    if args.list:
+        for s in all_scenarios:
+            print(f"{s.name:<28} {s.about}")
+        return 0
+    names = [s.name for s in all_scenarios]
+    unknown = [n for n in args.scenario or () if n not in names]
+    if unknown:
+        raise UsageError(f"unknown scenario {unknown[0]!r}; allowed: {', '.join(names)}")
+    chosen = [s for s in all_scenarios if not args.scenario or s.name in args.scenario]
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    ways = sum((bool(command), bool(args.bot), args.connect))
+    if ways != 1:
+        raise UsageError("give exactly one of: -- COMMAND..., --bot FILE, --connect")
+    token = ""
+    try:
+        if args.bot:
+            bot = load_bot(args.bot)
+            if bot.external:
+                raise UsageError(f"{args.bot}: the bot has no command; use --connect for it")
+        elif args.connect:
+            token = args.token or secrets.token_urlsafe(24)
+            bot = BotSpec(name=args.name, token=token, source="--connect")
+        else:
+            bot = BotSpec(name=args.name, command=tuple(command), workdir=Path.cwd())
+    except BotConfigError as exc:
+        raise UsageError(str(exc)) from None
+    keep = args.out is not None
+    out = Path(args.out) if keep else Path(tempfile.mkdtemp(prefix="check-bot-"))
+
+    def ready(address: str) -> None:
+        if args.connect:
+            print(
+                f"connect the bot to {address} with token {token}: one Referee.Play stream "
+                f"per scenario ({len(chosen)}), a new one after each stream ends with OK",
+                file=sys.stderr,
+                flush=True,
+            )
+
+    def show(outcome: object) -> None:
+        print("\n".join(outcome.lines()), flush=True)  # type: ignore[attr-defined]
+
+    async def run() -> int:
+        outcomes = await check_bot(
+            bot,
+            chosen,
+            seed=args.seed,
+            out_dir=out,
+            host=args.host,
+            port=args.port,
+            strike_limit=args.strikes,
+            startup_ms=args.startup_ms or (60_000 if args.connect else None),
+            on_ready=ready,
+            on_outcome=show,
+        )
+        failed = [o.scenario.name for o in outcomes if not o.passed]
+        if failed:
+            print(f"{len(failed)} of {len(outcomes)} scenarios FAILED: {', '.join(failed)}")
+            print(f"match records and bot logs: {out}")
+            return 1
+        print(f"all {len(outcomes)} scenarios passed")
+        if not keep:
+            shutil.rmtree(out, ignore_errors=True)
+        return 0
+
+    loop = asyncio.new_event_loop()
+    main_task = loop.create_task(run())
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, main_task.cancel)
+    try:
+        return loop.run_until_complete(main_task)
+    except asyncio.CancelledError:
+        print("interrupted: bot stopped", file=sys.stderr)
+        return 130
+    finally:
+        kill_all_bots()
+        loop.close()
+
+
 def _replay(args: argparse.Namespace) -> int:
     """Re-check a match record with the engine and print a trick-by-trick account."""
     from referee.record import ReplayError, replay
@@ -291,6 +381,50 @@ def build_parser() -> argparse.ArgumentParser:
         "`parallel`; 1 plays every match in this process)",
     )
     tour.set_defaults(func=_tournament)
+
+    chk = sub.add_parser(
+        "check-bot",
+        help="play a bot through scripted scenarios and report every non-conforming answer",
+        description="Play a bot through scripted scenarios (every preset, 3 and 8 players, "
+        "secret pain suits, two pain cards, a pain card kept in the hand, a short clock) "
+        "against the referee's house bots; report each non-conforming answer with what the "
+        "bot sent and what was expected. Exit status 1 when any scenario fails.",
+    )
+    chk.add_argument(
+        "command", nargs=argparse.REMAINDER, help="after --: the command that starts the bot"
+    )
+    chk.add_argument("--bot", metavar="FILE", help="a bot file (TOML) instead of a command")
+    chk.add_argument(
+        "--connect",
+        action="store_true",
+        help="the bot dials in by itself: print the address and the token to use",
+    )
+    chk.add_argument("--token", default="", help="with --connect: the token (default: random)")
+    chk.add_argument("--name", default="candidate", help="the bot's name in the seating")
+    chk.add_argument(
+        "--scenario", action="append", metavar="NAME", help="play only this scenario (repeatable)"
+    )
+    chk.add_argument("--list", action="store_true", help="list the scenarios and exit")
+    chk.add_argument("--rounds", type=int, default=2, help="rounds per scenario (default 2)")
+    chk.add_argument("--seed", type=_u64, default=1, help="seed of the first scenario (default 1)")
+    chk.add_argument(
+        "--strikes", type=int, default=3, help="faults before the seat forfeits (default 3)"
+    )
+    chk.add_argument(
+        "--startup-ms",
+        type=int,
+        default=0,
+        help="time the bot has to connect (default 10000; 60000 with --connect)",
+    )
+    chk.add_argument("--out", help="keep match records and bot logs here (default: a temp folder)")
+    chk.add_argument(
+        "--host", default="127.0.0.1", help="address to serve bots on (default 127.0.0.1)"
+    )
+    chk.add_argument("--port", type=int, default=0, help="port (default 0: any free port)")
+    chk.add_argument(
+        "--log-level", default="error", choices=["debug", "info", "warning", "error"]
+    )
+    chk.set_defaults(func=_check_bot)
 
     rp = sub.add_parser("replay", help="re-check a match record and print it trick by trick")
     rp.add_argument("file", help="a match record (.jsonl)")

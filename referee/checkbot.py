@@ -1,0 +1,385 @@
+"""``referee check-bot``: play one bot through scripted scenarios and report what it got wrong.
+
+Each scenario is one real match on a real referee server: the bot under test takes one
+seat, the other seats are played by the referee's own house bots (in-process gRPC
+clients that always play the lowest card(s), the fallback's choice). The scenarios cover
+every preset, the smallest and the largest table, secret pain suits, two pain cards, a
+pain card kept in the hand and a short clock. Every fault of the bot's seat in the
+match result is one non-conforming answer; the report names the scenario, the request,
+what the bot sent (recorded off its stream) and what was expected (the legal set, from
+the request's view).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import secrets
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import grpc
+
+from referee import __version__
+from referee.bots import BotSpec
+from referee.faults import Fault, FaultReason
+from referee.rules import PRESETS, RuleSet, card_str, cards_str, preset
+from referee.runner import Clock, MatchResult, MatchRunner
+from referee.server import Malformed, RefereeServer, SeatRegistry, SeatSlot, SeatStream
+from sticheln.v1 import bot_pb2, bot_pb2_grpc
+
+HOUSE_NAME = "house-lowest"
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """One scripted match: rules, table size, clock and the seat of the bot under test."""
+
+    name: str
+    about: str
+    rules: RuleSet
+    players: int
+    seat: int
+    clock: Clock = field(default_factory=Clock)
+
+
+def scenarios(rounds: int = 2) -> list[Scenario]:
+    """Every scenario, in the order they are played; ``rounds`` rounds per match."""
+
+    def rules(name: str, **overrides: object) -> RuleSet:
+        return preset(name, rounds=rounds, **overrides)
+
+    out = [
+        Scenario(f"preset-{name}", f"preset {name}, 4 players", rules(name), 4, i % 4)
+        for i, name in enumerate(PRESETS)
+    ]
+    out += [
+        Scenario("players-3", "sticheln, 3 players", rules("sticheln"), 3, 2),
+        Scenario("players-8", "sticheln, 8 players", rules("sticheln"), 8, 5),
+        Scenario(
+            "secret-pain",
+            "pain suits secret until the round is scored, 5 players",
+            rules("sticheln", pain_visibility="secret"),
+            5,
+            1,
+        ),
+        Scenario(
+            "two-pain-cards",
+            "two pain cards of two suits each, 4 players",
+            rules("sticheln", pain_cards_per_player=2),
+            4,
+            3,
+        ),
+        Scenario(
+            "pain-kept-in-hand",
+            "the pain card stays in the hand and is played, 4 players",
+            rules("sticheln", pain_card="kept_in_hand"),
+            4,
+            0,
+        ),
+        Scenario(
+            "two-pain-cards-kept-secret",
+            "two pain cards kept in the hand, secret, 3 players",
+            rules(
+                "sticheln",
+                pain_cards_per_player=2,
+                pain_card="kept_in_hand",
+                pain_visibility="secret",
+            ),
+            3,
+            1,
+        ),
+        Scenario(
+            "short-clock",
+            "150 ms per decision and a 1 s time bank, 4 players",
+            rules("sticheln"),
+            4,
+            2,
+            Clock(decision_ms=150, time_bank_ms=1000),
+        ),
+    ]
+    return out
+
+
+@dataclass
+class Finding:
+    """One non-conforming answer (or other fault) of the bot in one scenario."""
+
+    fault: Fault
+    sent: str
+    expected: str
+
+    def line(self) -> str:
+        """The finding as one report line."""
+        f = self.fault
+        where = f"round {f.round_index + 1}"
+        if f.request_id:
+            where += f", request {f.request_id}"
+        text = f"{where}: {f.reason.value}: {f.detail}"
+        if self.sent:
+            text += f"; sent {self.sent}"
+        if self.expected:
+            text += f"; expected {self.expected}"
+        if f.forfeited:
+            text += " (seat forfeited)"
+        return text
+
+
+@dataclass
+class Outcome:
+    """The result of one scenario."""
+
+    scenario: Scenario
+    findings: list[Finding]
+    decisions: int = 0
+    slowest_ms: float = 0.0
+    error: str = ""
+
+    @property
+    def passed(self) -> bool:
+        """True when the bot answered every request as the rules ask."""
+        return not self.findings and not self.error
+
+    def lines(self) -> list[str]:
+        """The report of this scenario: a PASS or FAIL line, then one line per finding."""
+        s = self.scenario
+        head = f"{'PASS' if self.passed else 'FAIL'} {s.name} ({s.about}; seat {s.seat})"
+        if self.passed:
+            head += f": {self.decisions} decisions, slowest {self.slowest_ms:.0f} ms"
+        out = [head]
+        if self.error:
+            out.append(f"    {self.error}")
+        out.extend(f"    {f.line()}" for f in self.findings)
+        return out
+
+
+# -- what the bot sent, recorded off its stream ----------------------------------------------
+
+
+class _Tap:
+    """Every request sent to one seat and the bot's answers, by request id."""
+
+    def __init__(self) -> None:
+        self.requests: dict[int, bot_pb2.DecisionRequest] = {}
+        self.answers: dict[int, list[int]] = {}
+
+    def attach(self, stream: SeatStream) -> None:
+        write, deliver = stream.write, stream.deliver
+
+        async def tapped_write(message: bot_pb2.RefereeMessage) -> None:
+            if message.WhichOneof("kind") == "request":
+                self.requests[message.request.request_id] = message.request
+            await write(message)
+
+        def tapped_deliver(message: bot_pb2.BotMessage | Malformed, arrived: float) -> None:
+            if not isinstance(message, Malformed) and message.WhichOneof("kind") == "decision":
+                self.answers.setdefault(message.decision.request_id, list(message.decision.cards))
+            deliver(message, arrived)
+
+        setattr(stream, "write", tapped_write)  # noqa: B010  (an instance override)
+        setattr(stream, "deliver", tapped_deliver)  # noqa: B010
+
+
+class _TappingRegistry(SeatRegistry):
+    """A seat registry that taps the stream of the seats it is told to watch."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.taps: dict[tuple[str, int], _Tap] = {}
+        self._arming: set[asyncio.Task[None]] = set()
+
+    def find(self, token: str) -> SeatSlot | None:
+        slot = super().find(token)
+        tap = None if slot is None else self.taps.get((slot.match_id, slot.seat))
+        if slot is not None and tap is not None and slot.stream is None:
+            # The servicer attaches the stream right after this lookup; no request can be
+            # written to it before the match has started, long after it is tapped.
+            task = asyncio.ensure_future(_arm(slot, tap))
+            self._arming.add(task)
+            task.add_done_callback(self._arming.discard)
+        return slot
+
+
+async def _arm(slot: SeatSlot, tap: _Tap) -> None:
+    await slot.attached.wait()
+    if slot.stream is not None:
+        tap.attach(slot.stream)
+
+
+# -- the house bots ---------------------------------------------------------------------------
+
+
+def lowest_cards(hand: Sequence[int], count: int) -> list[int]:
+    """The fallback's choice: the lowest card, plus the lowest card of another suit."""
+    ordered = sorted(hand)
+    if count == 1 or len(ordered) < 2:
+        return ordered[:count]
+    other = next((c for c in ordered if c >> 4 != ordered[0] >> 4), ordered[1])
+    return [ordered[0], other]
+
+
+async def house_bot(address: str, token: str) -> None:
+    """A referee-internal seat: dials ``address`` and plays the lowest card(s) at once."""
+    async with grpc.aio.insecure_channel(address) as channel:
+        call = bot_pb2_grpc.RefereeStub(channel).Play()
+        hello = bot_pb2.Hello(
+            bot_name=HOUSE_NAME,
+            bot_version=__version__,
+            protocol_version=bot_pb2.PROTOCOL_VERSION_1,
+            token=token,
+        )
+        await call.write(bot_pb2.BotMessage(hello=hello))
+        with contextlib.suppress(grpc.aio.AioRpcError):
+            while True:
+                message = await call.read()
+                if message is grpc.aio.EOF:  # type: ignore[attr-defined]
+                    return
+                if message.WhichOneof("kind") == "request":
+                    request = message.request
+                    answer = bot_pb2.BotMessage()
+                    answer.decision.request_id = request.request_id
+                    answer.decision.cards.extend(lowest_cards(request.view.hand, request.count))
+                    await call.write(answer)
+
+
+# -- playing the scenarios --------------------------------------------------------------------
+
+
+def expected_text(request: bot_pb2.DecisionRequest) -> str:
+    """The legal answers to ``request`` in words, from its view."""
+    hand = sorted(request.view.hand)
+    shown = cards_str(hand)
+    if request.kind == bot_pb2.DECISION_KIND_PAIN_CHOICE and request.count == 2:
+        if len({c >> 4 for c in hand}) > 1:
+            return f"2 different cards of two suits from the hand {shown}"
+        return f"2 different cards of the hand {shown}"
+    what = "pain card" if request.kind == bot_pb2.DECISION_KIND_PAIN_CHOICE else "card to play"
+    return f"1 {what} from the hand {shown} (any of them)"
+
+
+def sent_text(cards: Sequence[int]) -> str:
+    """Card codes as the bot sent them, each with its name when it is a card."""
+    if not cards:
+        return "no cards"
+    return "[" + ", ".join(_card_name(c) for c in cards) + "]"
+
+
+def _card_name(code: int) -> str:
+    return f"{card_str(code)} (code {code})" if 16 <= code < 144 else f"code {code}"
+
+
+def findings_of(faults: Sequence[Fault], tap: _Tap) -> list[Finding]:
+    """Each fault of the seat with what it sent and what was expected."""
+    out = []
+    for fault in faults:
+        request = tap.requests.get(fault.request_id)
+        sent = ""
+        if fault.reason is FaultReason.TIMEOUT:
+            sent = "nothing in time"
+        elif fault.request_id in tap.answers:
+            sent = sent_text(tap.answers[fault.request_id])
+        out.append(Finding(fault, sent, expected_text(request) if request is not None else ""))
+    return out
+
+
+async def run_scenario(
+    server: RefereeServer,
+    registry: _TappingRegistry,
+    bot: BotSpec,
+    scenario: Scenario,
+    *,
+    seed: int,
+    out_dir: Path,
+    strike_limit: int = 3,
+    startup_ms: int | None = None,
+) -> Outcome:
+    """Play one scenario; the bot's faults become findings."""
+    clock = scenario.clock
+    if startup_ms is not None:
+        clock = Clock(clock.decision_ms, clock.time_bank_ms, startup_ms)
+    house = [
+        BotSpec(name=f"{HOUSE_NAME}-{i}", token=secrets.token_urlsafe(24))
+        for i in range(scenario.players)
+    ]
+    specs = [bot if i == scenario.seat else house[i] for i in range(scenario.players)]
+    match_id = f"check-{scenario.name}-{secrets.token_hex(3)}"
+    tap = _Tap()
+    registry.taps[(match_id, scenario.seat)] = tap
+    runner = MatchRunner(
+        server,
+        specs,
+        scenario.rules,
+        seed=seed,
+        match_id=match_id,
+        clock=clock,
+        strike_limit=strike_limit,
+        out_dir=out_dir,
+    )
+    tasks = [
+        asyncio.ensure_future(house_bot(server.address, house[i].token))
+        for i in range(scenario.players)
+        if i != scenario.seat
+    ]
+    try:
+        result: MatchResult = await runner.run()
+    finally:
+        registry.taps.pop((match_id, scenario.seat), None)
+        done, pending = await asyncio.wait(tasks, timeout=5) if tasks else (set(), set())
+        for task in pending:
+            task.cancel()
+        for task in done:
+            if not task.cancelled() and task.exception() is not None:
+                raise RuntimeError(f"a house bot failed: {task.exception()!r}")
+    seat = result.seats[scenario.seat]
+    findings = findings_of(seat.faults, tap)
+    # The house bots only ever play legal cards at once: a fault of theirs is the referee's.
+    house_faults = [f for s in result.seats if s.seat != scenario.seat for f in s.faults]
+    error = f"a house seat faulted: {house_faults[0].detail}" if house_faults else ""
+    return Outcome(
+        scenario,
+        findings,
+        decisions=len(seat.think_s),
+        slowest_ms=max(seat.think_s, default=0.0) * 1000,
+        error=error,
+    )
+
+
+async def check_bot(
+    bot: BotSpec,
+    chosen: Sequence[Scenario],
+    *,
+    seed: int = 1,
+    out_dir: Path,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    strike_limit: int = 3,
+    startup_ms: int | None = None,
+    on_ready: Callable[[str], None] | None = None,
+    on_outcome: Callable[[Outcome], None] | None = None,
+) -> list[Outcome]:
+    """Play ``bot`` through ``chosen`` on one server; ``on_ready`` gets its address."""
+    registry = _TappingRegistry()
+    server = RefereeServer(registry)
+    await server.start(host, port)
+    outcomes = []
+    try:
+        if on_ready is not None:
+            on_ready(server.address)
+        for i, scenario in enumerate(chosen):
+            outcome = await run_scenario(
+                server,
+                registry,
+                bot,
+                scenario,
+                seed=seed + i,
+                out_dir=out_dir,
+                strike_limit=strike_limit,
+                startup_ms=startup_ms,
+            )
+            outcomes.append(outcome)
+            if on_outcome is not None:
+                on_outcome(outcome)
+    finally:
+        await server.stop(0.5)
+    return outcomes

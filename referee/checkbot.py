@@ -18,6 +18,7 @@ import secrets
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import grpc
 
@@ -222,7 +223,8 @@ def lowest_cards(hand: Sequence[int], count: int) -> list[int]:
 async def house_bot(address: str, token: str) -> None:
     """A referee-internal seat: dials ``address`` and plays the lowest card(s) at once."""
     async with grpc.aio.insecure_channel(address) as channel:
-        call = bot_pb2_grpc.RefereeStub(channel).Play()
+        stub: Any = bot_pb2_grpc.RefereeStub(channel)  # type: ignore[no-untyped-call]
+        call = stub.Play()
         hello = bot_pb2.Hello(
             bot_name=HOUSE_NAME,
             bot_version=__version__,

@@ -195,7 +195,7 @@ def _check_bot(args: argparse.Namespace) -> int:
 
     from referee import logs
     from referee.bots import BotConfigError, BotSpec, kill_all_bots, load_bot
-    from referee.checkbot import check_bot, scenarios
+    from referee.checkbot import Outcome, check_bot, scenarios
 
     logs.configure(args.log_level)
     all_scenarios = scenarios(rounds=args.rounds)
@@ -237,8 +237,8 @@ def _check_bot(args: argparse.Namespace) -> int:
                 flush=True,
             )
 
-    def show(outcome: object) -> None:
-        print("\n".join(outcome.lines()), flush=True)  # type: ignore[attr-defined]
+    def show(outcome: Outcome) -> None:
+        print("\n".join(outcome.lines()), flush=True)
 
     async def run() -> int:
         outcomes = await check_bot(
@@ -421,9 +421,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--host", default="127.0.0.1", help="address to serve bots on (default 127.0.0.1)"
     )
     chk.add_argument("--port", type=int, default=0, help="port (default 0: any free port)")
-    chk.add_argument(
-        "--log-level", default="error", choices=["debug", "info", "warning", "error"]
-    )
+    chk.add_argument("--log-level", default="error", choices=["debug", "info", "warning", "error"])
     chk.set_defaults(func=_check_bot)
 
     rp = sub.add_parser("replay", help="re-check a match record and print it trick by trick")

@@ -1,0 +1,205 @@
+"""``referee check-bot``: the sample bots pass every scenario; a bot that plays a card it
+does not hold fails, and the report names the scenario, the card and the legal set.
+
+Every run is the real command in a subprocess: a real server on loopback, real bot
+processes, the referee's house bots on the other seats.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from referee.checkbot import lowest_cards, scenarios
+from referee.rules import PRESETS, parse_card
+from referee.runner import Clock
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLE_BOTS = ROOT / "sample_bots"
+TEST_BOTS = ROOT / "tests" / "bots"
+ALL = len(scenarios())
+
+
+def _env(**extra: str) -> dict[str, str]:
+    # The bot files say "python3": this interpreter's folder first on PATH, as in a venv.
+    path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
+    return {**os.environ, "PATH": path, **extra}
+
+
+def check_bot(*args: str, timeout: float = 120, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "referee.cli", "check-bot", *args],
+        capture_output=True,
+        text=True,
+        env=_env(**env),
+        timeout=timeout,
+        cwd=ROOT,
+    )
+
+
+def test_the_scenarios_cover_what_a_bot_must_handle() -> None:
+    chosen = scenarios()
+    rules = [s.rules for s in chosen]
+    assert {r.preset for r in rules} >= set(PRESETS)
+    assert {s.players for s in chosen} >= {3, 8}
+    assert any(r.pain_visibility == "secret" for r in rules)
+    assert any(r.pain_cards_per_player == 2 for r in rules)
+    assert any(r.pain_card == "kept_in_hand" for r in rules)
+    assert any(s.clock.decision_ms < Clock().decision_ms for s in chosen)
+    assert len({s.name for s in chosen}) == len(chosen)
+    for s in chosen:
+        s.rules.check_players(s.players)
+        assert 0 <= s.seat < s.players
+
+
+def test_house_bots_play_the_fallbacks_choice() -> None:
+    hand = [parse_card(t) for t in ["H3", "C5", "C2", "S9"]]
+    assert lowest_cards(hand, 1) == [parse_card("C2")]
+    assert lowest_cards(hand, 2) == [parse_card("C2"), parse_card("S9")]
+    one_suit = [parse_card(t) for t in ["C7", "C1", "C4"]]
+    assert lowest_cards(one_suit, 2) == [parse_card("C1"), parse_card("C4")]
+
+
+@pytest.mark.timeout(150)
+@pytest.mark.parametrize("name", ["random", "heuristic", "montecarlo"])
+def test_the_python_sample_bots_pass_every_scenario(name: str) -> None:
+    done = check_bot("--bot", str(SAMPLE_BOTS / f"{name}.toml"), MONTECARLO_CAP_MS="5")
+    assert done.returncode == 0, done.stdout + done.stderr
+    passes = [line for line in done.stdout.splitlines() if line.startswith("PASS ")]
+    assert len(passes) == ALL, done.stdout
+    assert "FAIL" not in done.stdout
+    assert done.stdout.strip().endswith(f"all {ALL} scenarios passed")
+
+
+@pytest.mark.timeout(150)
+def test_the_node_bot_passes_every_scenario() -> None:
+    if shutil.which("node") is None:
+        pytest.skip("node is not installed")
+    assert (SAMPLE_BOTS / "node" / "node_modules").is_dir(), "run npm ci in sample_bots/node"
+    done = check_bot("--bot", str(SAMPLE_BOTS / "node.toml"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    passes = [line for line in done.stdout.splitlines() if line.startswith("PASS ")]
+    assert len(passes) == ALL, done.stdout
+
+
+FINDING = re.compile(
+    r"round \d+, request \d+: illegal_card_not_in_hand: .*; sent \[(?P<sent>[^\]]*)\]; "
+    r"expected 1 (?:card to play|pain card) from the hand (?P<hand>[A-Z0-9 ]+) \(any of them\)"
+)
+
+
+@pytest.mark.timeout(120)
+def test_a_bot_playing_a_card_it_does_not_hold_fails_with_a_useful_report(
+    tmp_path: Path,
+) -> None:
+    picked = ["preset-sticheln", "players-8", "pain-kept-in-hand"]
+    done = check_bot(
+        *(arg for name in picked for arg in ("--scenario", name)),
+        "--out",
+        str(tmp_path),
+        "--",
+        sys.executable,
+        str(TEST_BOTS / "illegal_bot.py"),
+        ILLEGAL="not_in_hand",
+        ILLEGAL_AT="2",  # only its second answer is illegal: one finding per scenario
+    )
+    assert done.returncode == 1, done.stdout + done.stderr
+    out = done.stdout.splitlines()
+    for name in picked:
+        (head,) = [line for line in out if line.startswith(f"FAIL {name} (")]
+        finding = out[out.index(head) + 1]
+        match = FINDING.search(finding)
+        assert match is not None, finding
+        # The card it sent, named and coded, is not in the legal set the report lists.
+        sent = match["sent"]
+        name_part, code = re.fullmatch(r"(\w+) \(code (\d+)\)", sent).groups()  # type: ignore[union-attr]
+        assert parse_card(name_part) == int(code)
+        assert name_part not in match["hand"].split()
+        assert f"played card {sent}" in finding or f"chose pain card {sent}" in finding
+        assert "forfeited" not in finding
+    assert out[-2] == f"3 of 3 scenarios FAILED: {', '.join(picked)}"
+    assert out[-1] == f"match records and bot logs: {tmp_path}"
+    assert len(list((tmp_path / "matches").glob("check-*.jsonl"))) == 3
+
+
+@pytest.mark.timeout(60)
+def test_a_bot_that_always_cheats_is_forfeited_and_every_scenario_fails() -> None:
+    done = check_bot(
+        "--scenario",
+        "two-pain-cards",
+        "--scenario",
+        "short-clock",
+        "--",
+        sys.executable,
+        str(TEST_BOTS / "illegal_bot.py"),
+        ILLEGAL="wrong_count",
+    )
+    assert done.returncode == 1, done.stdout + done.stderr
+    out = done.stdout
+    assert "FAIL two-pain-cards" in out and "FAIL short-clock" in out
+    # A pain choice of three cards where two are asked, reported with all three sent.
+    assert re.search(
+        r"sent 3 pain cards; expected 2; sent \[\w+ \(code \d+\)(, \w+ \(code \d+\)){2}\]", out
+    ), out
+    assert "expected 2 different cards of two suits from the hand" in out
+    assert out.count("(seat forfeited)") == 2  # the third strike, once per scenario
+
+
+@pytest.mark.timeout(60)
+def test_connect_mode_prints_the_address_and_token_and_checks_a_bot_that_dials_in() -> None:
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            *("-m", "referee.cli", "check-bot", "--connect", "--startup-ms", "20000"),
+            *("--scenario", "players-3", "--scenario", "two-pain-cards"),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=_env(),
+    )
+    try:
+        assert proc.stderr is not None
+        line = proc.stderr.readline()
+        found = re.search(r"connect the bot to (\S+) with token (\S+):", line)
+        assert found is not None, line
+        address, token = found.groups()
+        bot_env = _env(STICHELN_REFEREE=address, STICHELN_TOKEN=token)
+        # One stream per scenario: dial again after each stream ends, until it is done.
+        deadline = time.monotonic() + 40
+        runs = 0
+        while proc.poll() is None and time.monotonic() < deadline:
+            bot = subprocess.run(
+                [sys.executable, str(SAMPLE_BOTS / "python" / "heuristic_bot.py")],
+                env=bot_env,
+                capture_output=True,
+                timeout=30,
+            )
+            runs += 1 if bot.returncode == 0 else 0
+        out, err = proc.communicate(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0, out + err
+    assert runs >= 2
+    assert "PASS players-3" in out and "PASS two-pain-cards" in out
+
+
+def test_usage_errors_are_one_line_and_status_2() -> None:
+    for args, want in [
+        ((), "give exactly one of"),
+        (("--scenario", "nope", "--connect"), "unknown scenario 'nope'"),
+        (("--bot", "missing.toml"), "bot file not found"),
+    ]:
+        done = check_bot(*args, timeout=30)
+        assert done.returncode == 2, done.stderr
+        lines = done.stderr.strip().splitlines()
+        assert len(lines) == 1 and want in lines[0], done.stderr

@@ -17,6 +17,10 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/python -m pip install -q --disable-pip-version-check --upgrade pip >/dev/null
 .venv/bin/python -m pip install -q --disable-pip-version-check -e '.[test]'
+# The Node.js sample bot's packages (pinned by its package-lock.json), when Node is here.
+if command -v npm >/dev/null && [ ! -d sample_bots/node/node_modules ]; then
+  (cd sample_bots/node && npm ci --no-audit --no-fund --loglevel=error)
+fi
 export PATH="$PWD/.venv/bin:$PATH"
 echo "== ruff"; ruff check . && ruff format --check .
 echo "== mypy"; mypy

@@ -3,7 +3,7 @@
 // the referee's gRPC bot protocol (proto/sticheln/v1/bot.proto), loaded at run time from
 // the project's proto files with @grpc/proto-loader.
 //
-//   node bot.js [--referee HOST:PORT] [--token TOKEN] [--name NAME] [--proto DIR]
+//   node bot.js [--referee HOST:PORT] [--token TOKEN] [--tls-ca PEM] [--name NAME] [--proto DIR]
 //
 // The referee's address and the seat's token come from STICHELN_REFEREE and
 // STICHELN_TOKEN when the referee starts the bot (or from --referee and --token). The
@@ -22,6 +22,7 @@
 // - Zeros never win a trick: they are safe leads and dumps, worth keeping.
 "use strict";
 
+const fs = require("node:fs");
 const path = require("node:path");
 const crypto = require("node:crypto");
 const grpc = require("@grpc/grpc-js");
@@ -168,13 +169,14 @@ function parseArgs(argv) {
   const args = {
     referee: process.env.STICHELN_REFEREE || "",
     token: process.env.STICHELN_TOKEN || "",
+    "tls-ca": process.env.STICHELN_TLS_CA || "",
     name: "node-heuristic",
     proto: process.env.STICHELN_PROTO_DIR || path.join(__dirname, "..", "..", "proto"),
   };
   for (let i = 0; i < argv.length; i += 2) {
     const key = argv[i].replace(/^--/, "");
     if (!(key in args) || i + 1 >= argv.length) {
-      console.error(`node bot: unknown or incomplete option ${argv[i]}; allowed: --referee, --token, --name, --proto`);
+      console.error(`node bot: unknown or incomplete option ${argv[i]}; allowed: --referee, --token, --tls-ca, --name, --proto`);
       process.exit(2);
     }
     args[key] = argv[i + 1];
@@ -197,7 +199,11 @@ function main() {
     oneofs: true, // message.kind names the field set
   });
   const v1 = grpc.loadPackageDefinition(definition).sticheln.v1;
-  const client = new v1.Referee(args.referee, grpc.credentials.createInsecure());
+  // With --tls-ca the stream is TLS, trusting that CA certificate (PEM).
+  const credentials = args["tls-ca"]
+    ? grpc.credentials.createSsl(fs.readFileSync(args["tls-ca"]))
+    : grpc.credentials.createInsecure();
+  const client = new v1.Referee(args.referee, credentials);
   const call = client.Play();
   let start = null;
 

@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 from conftest import reference_score
+from test_server import _self_signed
 
 from referee.record import replay
 from referee.rules import TrumpRule, parse_card, trick_winner
@@ -198,3 +199,29 @@ def test_a_refused_node_bot_exits_with_one_line() -> None:
     assert code == 1
     lines = err.strip().splitlines()
     assert len(lines) == 1 and "UNAUTHENTICATED" in lines[0], err
+
+
+@pytest.mark.timeout(120)
+def test_the_node_bot_plays_over_tls(tmp_path: Path) -> None:
+    tls = _self_signed(tmp_path)
+    bot_file = tmp_path / "node-tls.toml"
+    bot_file.write_text(
+        f'name = "node-tls"\ncommand = ["node", {json.dumps(str(NODE_DIR / "bot.js"))}]\n'
+        f"env = {{ STICHELN_TLS_CA = {json.dumps(str(tls.cert_file))} }}\n"
+    )
+    played = subprocess.run(
+        [
+            sys.executable,
+            *("-m", "referee.cli", "match", "--bot", str(bot_file), "--bot", str(bot_file)),
+            *("--bot", str(bot_file), "--seed", "4", "--out", str(tmp_path / "out")),
+            *("--tls-cert", str(tls.cert_file), "--tls-key", str(tls.key_file)),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=100,
+    )
+    assert played.returncode == 0, played.stdout + played.stderr
+    (record,) = (tmp_path / "out" / "matches").glob("*.jsonl")
+    lines = [json.loads(line) for line in record.read_text().splitlines()]
+    assert [x for x in lines if x["type"] == "fault"] == []
+    assert lines[-1]["type"] == "end" and lines[-1]["reason"] == "completed"

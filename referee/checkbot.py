@@ -281,7 +281,10 @@ def findings_of(faults: Sequence[Fault], tap: _Tap) -> list[Finding]:
             sent = "nothing in time"
         elif fault.request_id in tap.answers:
             sent = sent_text(tap.answers[fault.request_id])
-        out.append(Finding(fault, sent, expected_text(request) if request is not None else ""))
+        # A late answer is reported for what it held; what was expected is on its timeout.
+        late = fault.reason is FaultReason.STALE_REQUEST_ID
+        expected = expected_text(request) if request is not None and not late else ""
+        out.append(Finding(fault, sent, expected))
     return out
 
 

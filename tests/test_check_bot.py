@@ -153,6 +153,24 @@ def test_a_bot_that_always_cheats_is_forfeited_and_every_scenario_fails() -> Non
 
 
 @pytest.mark.timeout(60)
+def test_a_bot_that_thinks_a_fixed_half_second_fails_only_the_short_clock() -> None:
+    done = check_bot(
+        *("--scenario", "preset-sticheln", "--scenario", "short-clock"),
+        *("--", sys.executable, str(TEST_BOTS / "slow_bot.py")),
+        SLOW="3,4,5,6",
+        SLOW_MS="500",
+    )
+    assert done.returncode == 1, done.stdout + done.stderr
+    out = done.stdout.splitlines()
+    assert out[0].startswith("PASS preset-sticheln")
+    assert out[1].startswith("FAIL short-clock")
+    assert re.match(
+        r"    round 1, request \d+: timeout: no answer .*; sent nothing in time; expected 1 card to play from the hand",
+        out[2],
+    ), out[2]
+
+
+@pytest.mark.timeout(60)
 def test_connect_mode_prints_the_address_and_token_and_checks_a_bot_that_dials_in() -> None:
     proc = subprocess.Popen(
         [

@@ -130,8 +130,9 @@ def test_a_bot_playing_a_card_it_does_not_hold_fails_with_a_useful_report(
 
 
 @pytest.mark.timeout(60)
-def test_a_bot_that_always_cheats_is_forfeited_and_every_scenario_fails() -> None:
+def test_a_bot_that_always_cheats_is_forfeited_and_every_scenario_fails(tmp_path: Path) -> None:
     done = check_bot(
+        *("--out", str(tmp_path)),
         "--scenario",
         "two-pain-cards",
         "--scenario",
@@ -153,8 +154,9 @@ def test_a_bot_that_always_cheats_is_forfeited_and_every_scenario_fails() -> Non
 
 
 @pytest.mark.timeout(60)
-def test_a_bot_that_thinks_a_fixed_half_second_fails_only_the_short_clock() -> None:
+def test_a_bot_that_thinks_a_fixed_half_second_fails_only_the_short_clock(tmp_path: Path) -> None:
     done = check_bot(
+        *("--out", str(tmp_path)),
         *("--scenario", "preset-sticheln", "--scenario", "short-clock"),
         *("--", sys.executable, str(TEST_BOTS / "slow_bot.py")),
         SLOW="3,4,5,6",

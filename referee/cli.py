@@ -194,7 +194,7 @@ def _check_bot(args: argparse.Namespace) -> int:
     import tempfile
 
     from referee import logs
-    from referee.bots import BotConfigError, BotSpec, kill_all_bots, load_bot
+    from referee.bots import BotConfigError, BotSpec, load_bot
     from referee.checkbot import Outcome, check_bot, scenarios
 
     logs.configure(args.log_level)
@@ -263,18 +263,7 @@ def _check_bot(args: argparse.Namespace) -> int:
             shutil.rmtree(out, ignore_errors=True)
         return 0
 
-    loop = asyncio.new_event_loop()
-    main_task = loop.create_task(run())
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, main_task.cancel)
-    try:
-        return loop.run_until_complete(main_task)
-    except asyncio.CancelledError:
-        print("interrupted: bot stopped", file=sys.stderr)
-        return 130
-    finally:
-        kill_all_bots()
-        loop.close()
+    return _run_until_done(run(), f"interrupted: bot stopped; records and logs in {out}")
 
 
 def _replay(args: argparse.Namespace) -> int:

@@ -198,6 +198,12 @@ def _check_bot(args: argparse.Namespace) -> int:
     from referee.checkbot import Outcome, check_bot, scenarios
 
     logs.configure(args.log_level)
+    if type(args.rounds) is not int or args.rounds < 1:
+        raise UsageError(f"--rounds: {args.rounds} is not allowed; allowed: 1 or more")
+    if args.strikes < 1:
+        raise UsageError(f"--strikes: {args.strikes} is not allowed; allowed: 1 or more")
+    if args.startup_ms < 0:
+        raise UsageError(f"--startup-ms: {args.startup_ms} is not allowed; allowed: 1 or more")
     all_scenarios = scenarios(rounds=args.rounds)
     if args.list:
         for s in all_scenarios:

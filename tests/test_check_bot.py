@@ -218,6 +218,8 @@ def test_usage_errors_are_one_line_and_status_2() -> None:
         ((), "give exactly one of"),
         (("--scenario", "nope", "--connect"), "unknown scenario 'nope'"),
         (("--bot", "missing.toml"), "bot file not found"),
+        (("--rounds", "0", "--connect"), "--rounds: 0 is not allowed"),
+        (("--strikes", "0", "--connect"), "--strikes: 0 is not allowed"),
     ]:
         done = check_bot(*args, timeout=30)
         assert done.returncode == 2, done.stderr

@@ -20,7 +20,7 @@ from conftest import reference_score
 from test_server import _self_signed
 
 from referee.record import replay
-from referee.rules import TrumpRule, parse_card, trick_winner
+from referee.rules import DECK_PLAYERS, Deck, TrumpRule, deck_for, parse_card, preset, trick_winner
 from referee.runner import seed_commitment
 from referee.server import RefereeServer
 
@@ -80,6 +80,23 @@ def test_trick_winner_and_scores_agree_with_the_engine() -> None:
         assert score == reference_score(trick, pain)
 
 
+def test_decks_are_the_engines_decks() -> None:
+    cases = []
+    for deck in Deck:
+        lo, hi = DECK_PLAYERS[deck]
+        for players in range(lo, hi + 1):
+            for long_hands in (False, True) if deck is Deck.FRENCH_ZERO_ACE else (False,):
+                cases.append((deck, players, long_hands))
+    got = node_eval(
+        "console.log(JSON.stringify(data.map(([deck, players, long]) =>"
+        "bot.deckCards({deck: 'DECK_' + deck.toUpperCase(), long_hands_3p: long}, players))))",
+        [(d.value, p, lh) for d, p, lh in cases],
+    )
+    for (deck, players, long_hands), cards in zip(cases, got, strict=True):
+        rules = preset("sticheln", deck=deck, long_hands_3p=long_hands)
+        assert sorted(cards) == sorted(deck_for(rules, players)[0]), (deck, players)
+
+
 def test_seed_check_accepts_the_referees_commitment_and_nothing_else() -> None:
     seed, nonce = 2**64 - 3, bytes(range(16))
     commitment = seed_commitment(seed, nonce)
@@ -96,8 +113,14 @@ def test_seed_check_accepts_the_referees_commitment_and_nothing_else() -> None:
 
 def _view(**fields: Any) -> dict[str, Any]:
     view: dict[str, Any] = {
-        "rules": {"pain_card": "PAIN_CARD_RULE_SET_ASIDE", "trump_rule": "TRUMP_RULE_HIGHEST"},
+        "rules": {
+            "deck": "DECK_SUITS_PER_PLAYER",
+            "pain_card": "PAIN_CARD_RULE_SET_ASIDE",
+            "pain_visibility": "PAIN_VISIBILITY_REVEALED",
+            "trump_rule": "TRUMP_RULE_HIGHEST",
+        },
         "players": 4,
+        "tricks": [],
         "seat": 0,
         "leader": 1,
         "trick": [],

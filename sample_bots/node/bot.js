@@ -70,6 +70,50 @@ function scoreOf(cards, painSuits) {
   return cards.reduce((sum, c) => sum + (painSuits.has(suit(c)) ? -rank(c) : 1), 0);
 }
 
+// The deck of the rule set for `players` (RULES.md, docs/deal.md), as card codes.
+function deckCards(rules, players) {
+  const cards = (suits, ranks) => suits.flatMap((su) => ranks.map((r) => su * 16 + r));
+  const range = (a, b) => Array.from({ length: b - a }, (_, i) => a + i);
+  const zeroAce = [0, ...range(2, 14)];
+  switch (rules.deck) {
+    case "DECK_AMIGO": {
+      const top = { 3: 9, 4: 12 }[players] || 15;
+      return cards(range(1, players >= 6 ? 7 : 6), range(0, top));
+    }
+    case "DECK_FRENCH_ZERO_ACE": {
+      if (players === 3) return cards(range(1, 5), zeroAce.filter((r) => r <= (rules.long_hands_3p ? 12 : 9)));
+      const deck = cards(range(1, 5), zeroAce);
+      if (players === 5) return deck.filter((c) => c !== 18 && c !== 34);
+      return players >= 6 ? deck.filter((c) => rank(c) !== 2) : deck;
+    }
+    case "DECK_FRENCH_2_14":
+      return cards(range(1, 5), range(2, 15));
+    default: // DECK_SUITS_PER_PLAYER
+      return cards(range(1, players + 1), range(0, 15));
+  }
+}
+
+// The cards this seat has not seen: in other hands, or set aside at the deal. Under
+// "kept in hand" another seat's revealed pain card is still unseen (it is in its hand).
+function unseenCards(view) {
+  const seen = new Set([...view.hand, ...view.trick]);
+  for (const t of view.tricks) for (const c of t.cards) seen.add(c);
+  const keptInHand = view.rules.pain_card === "PAIN_CARD_RULE_KEPT_IN_HAND";
+  view.pain.forEach((pick, seat) => {
+    if (!keptInHand || seat === view.seat) for (const c of pick.cards) seen.add(c);
+  });
+  return deckCards(view.rules, view.players).filter((c) => !seen.has(c));
+}
+
+// True when `other`, played after `card` (which takes the trick now), takes it instead.
+function beats(other, card, lead, lastSuit) {
+  if (!rank(other)) return false;
+  if (suit(card) === lead) return suit(other) !== lead || rank(other) > rank(card);
+  if (suit(other) === lead) return false;
+  if (lastSuit) return suit(other) !== suit(card) || rank(other) > rank(card);
+  return rank(other) > rank(card);
+}
+
 // -- the strategy ----------------------------------------------------------------------------
 
 // The pain card(s): `count` cards of the hand, two of different suits when it has two.
@@ -78,7 +122,14 @@ function choosePain(view, count) {
   const keptInHand = view.rules.pain_card === "PAIN_CARD_RULE_KEPT_IN_HAND";
   const suitRanks = new Map();
   for (const c of hand) suitRanks.set(suit(c), (suitRanks.get(suit(c)) || 0) + rank(c));
-  const cost = (c) => (keptInHand ? 0.5 : 1) * rank(c) + 0.5 * (suitRanks.get(suit(c)) - rank(c));
+  const deckRanks = new Map();
+  for (const c of deckCards(view.rules, view.players)) deckRanks.set(suit(c), (deckRanks.get(suit(c)) || 0) + rank(c));
+  // Its own rank, half the rest of its suit in the hand (to shed later), and a little for
+  // the suit's cards in other hands (they may be fed to us).
+  const cost = (c) => {
+    const inHand = suitRanks.get(suit(c));
+    return (keptInHand ? 0.5 : 1) * rank(c) + 0.5 * (inHand - rank(c)) + 0.04 * ((deckRanks.get(suit(c)) || 0) - inHand);
+  };
   const sorted = [...hand].sort((a, b) => cost(a) - cost(b) || a - b);
   if (count === 1) return [sorted[0]];
   let best = null;
@@ -112,6 +163,26 @@ function chooseCard(view) {
   }
   const lastSuit = view.rules.trump_rule === "TRUMP_RULE_LAST_SUIT";
   const later = view.players - trick.length - 1; // seats still to play after us
+  const lead = suit(trick[0]);
+  const unseen = unseenCards(view);
+  const held = hand.length; // each seat after us holds as many cards as we do
+  // The chance that no seat after us beats `card`, from the unseen cards that would.
+  const hold = (card) => {
+    if (later === 0) return 1;
+    const beaters = unseen.filter((u) => beats(u, card, lead, lastSuit)).length;
+    if (!beaters || !unseen.length) return 1;
+    const noneHeld = Math.pow(1 - beaters / unseen.length, held);
+    return Math.pow(1 - 0.6 * (1 - noneHeld), later);
+  };
+  // What one more card in a trick we take is worth to us: once our pain suit is known,
+  // a seat holding one of its cards will feed it to us.
+  let future = 1;
+  const ownPainCards = unseen.filter((u) => own.has(suit(u)));
+  if (own.size && view.rules.pain_visibility === "PAIN_VISIBILITY_REVEALED" && ownPainCards.length) {
+    const fed = 1 - Math.pow(1 - ownPainCards.length / unseen.length, held);
+    const meanRank = ownPainCards.reduce((sum, u) => sum + rank(u), 0) / ownPainCards.length;
+    future = 1 - fed - fed * meanRank;
+  }
   let best = hand[0];
   let bestValue = -Infinity;
   for (const card of hand) {
@@ -121,12 +192,12 @@ function chooseCard(view) {
     let value;
     if (position === trick.length) {
       // We take the trick, at least for now; later seats may still beat us.
-      const hold = later === 0 ? 1 : Math.pow(0.6, later);
-      value = hold * scoreOf(cards, own) + (1 - hold) * (shed - 0.2) - keep(card);
+      const h = hold(card);
+      value = h * (scoreOf(cards, own) + later * future) + (1 - h) * (shed - 0.2) - keep(card);
     } else {
       const winner = position < 0 ? -1 : (view.leader + position) % view.players;
-      const feed = winner >= 0 && painSuits(view, winner).has(suit(card)) ? 0.6 * rank(card) : -0.2;
-      value = shed + feed - keep(card);
+      const feeds = winner >= 0 && painSuits(view, winner).has(suit(card));
+      value = shed + (feeds ? (later ? 0.5 : 0.7) * rank(card) : -0.2) - keep(card);
     }
     if (value > bestValue || (value === bestValue && card < best)) {
       best = card;
@@ -251,4 +322,4 @@ function main() {
 
 if (require.main === module) main();
 
-module.exports = { trickWinner, scoreOf, choosePain, chooseCard, seedMatches, cardText };
+module.exports = { trickWinner, scoreOf, deckCards, choosePain, chooseCard, seedMatches, cardText };

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import math
 import random
 import secrets
 import signal
@@ -123,6 +124,10 @@ def _tournament(args: argparse.Namespace) -> int:
         config = dataclasses.replace(config, parallel=args.parallel)
     if args.workers is not None and args.workers < 1:
         raise UsageError(f"--workers: {args.workers} is not allowed; allowed: 1 or more")
+    if not args.metrics_linger >= 0:  # also refuses nan
+        raise UsageError(
+            f"--metrics-linger: {args.metrics_linger} is not allowed; allowed: 0 or more seconds, or inf"
+        )
     if args.dry_run:
         schedule = make_schedule(config)
         tables = len({m.table for m in schedule})
@@ -156,9 +161,15 @@ def _tournament(args: argparse.Namespace) -> int:
             workers=args.workers,
             log_level=level,
         )
-        print(outcome.table)
-        print(f"{outcome.finished}/{outcome.planned} matches finished; exports in {config.out}")
-        return 0 if outcome.finished == outcome.planned else 1
+        print(outcome.table, flush=True)
+        print(
+            f"{outcome.finished}/{outcome.planned} matches finished; exports in {config.out}",
+            flush=True,
+        )
+        status = 0 if outcome.finished == outcome.planned else 1
+        if args.metrics_linger:
+            await _linger(args.metrics_linger, args.host, args.port)
+        return status
 
     try:
         return _run_until_done(
@@ -166,6 +177,32 @@ def _tournament(args: argparse.Namespace) -> int:
         )
     except ResumeRefused as exc:
         raise UsageError(str(exc)) from None
+
+
+async def _linger(seconds: float, host: str, port: int) -> None:
+    """After the tournament: keep the process up for ``seconds`` (or until SIGTERM/SIGINT),
+    so that the metrics endpoint answers a last scrape with the final values. On a fixed
+    ``port`` the gRPC health service answers too: the server SERVING (the process is
+    healthy), ``sticheln.v1.Referee`` NOT_SERVING (no more matches)."""
+    from referee.server import SERVICE_NAME, RefereeServer
+
+    server: RefereeServer | None = None
+    if port:
+        server = RefereeServer()
+        await server.start(host, port)
+        await server.set_serving(SERVICE_NAME, False)
+    until = "until stopped" if math.isinf(seconds) else f"for {seconds:g} s"
+    print(f"tournament over; serving metrics {until}", file=sys.stderr, flush=True)
+    try:
+        if math.isinf(seconds):
+            await asyncio.Event().wait()
+        else:
+            await asyncio.sleep(seconds)
+    except asyncio.CancelledError:
+        pass  # SIGTERM or SIGINT ends the linger early; the tournament's result stands
+    finally:
+        if server is not None:
+            await server.stop(0)
 
 
 def _run_until_done(main: Coroutine[Any, Any, int], interrupted: str) -> int:
@@ -355,10 +392,22 @@ def build_parser() -> argparse.ArgumentParser:
         "--metrics-addr", default="127.0.0.1", help="address for the metrics (default 127.0.0.1)"
     )
     tour.add_argument(
+        "--metrics-linger",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="after the tournament, keep serving metrics (and, with --port, the gRPC health "
+        "service) this long, e.g. for a last scrape; inf: until stopped (default 0)",
+    )
+    tour.add_argument(
         "--host", default="127.0.0.1", help="address to serve bots on (default 127.0.0.1)"
     )
     tour.add_argument(
-        "--port", type=int, default=0, help="port for bots (default 0: any free port)"
+        "--port",
+        type=int,
+        default=0,
+        help="port for bots and the gRPC health service (default 0: any free port; a fixed "
+        "port plays every match in this process)",
     )
     tour.add_argument(
         "--log-level",

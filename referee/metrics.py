@@ -74,6 +74,11 @@ class RefereeMetrics:
         self.connected = Gauge(
             "sticheln_connected_bots", "Bot streams attached to the referee now.", registry=r
         )
+        self.decision_limit = Gauge(
+            "sticheln_decision_limit_seconds",
+            "The clock's per-decision time limit (what think times are measured against).",
+            registry=r,
+        )
         self._decision_children: dict[tuple[str, str], tuple[Counter, Histogram]] = {}
         self._fault_children: dict[tuple[str, str], Counter] = {}
 

@@ -380,6 +380,17 @@ class RefereeServer:
         await _set_health(self.health, health_pb2.HealthCheckResponse.SERVING)
         self._server = server
 
+    async def set_serving(self, service: str, serving: bool) -> None:
+        """Report ``service`` (``""``: the whole server) as SERVING or NOT_SERVING."""
+        status = (
+            health_pb2.HealthCheckResponse.SERVING
+            if serving
+            else health_pb2.HealthCheckResponse.NOT_SERVING
+        )
+        result = self.health.set(service, status)
+        if asyncio.iscoroutine(result):
+            await result
+
     async def stop(self, grace: float = 2.0) -> None:
         """Stop serving; streams still open get ``grace`` seconds to finish."""
         if self._server is not None:

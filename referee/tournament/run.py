@@ -156,6 +156,7 @@ async def run_tournament(
         wanted = set(indices)
         schedule = [m for m in schedule if m.index in wanted]
     metrics = metrics or RefereeMetrics()
+    metrics.decision_limit.set(config.clock.decision_ms / 1000)
     store = Store(config.database)
     try:
         resumed = store.open_tournament(

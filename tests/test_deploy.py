@@ -269,9 +269,7 @@ def test_the_dashboard_shows_what_an_operator_watches() -> None:
 
 def test_grafana_provisioning_points_at_the_dashboards_and_prometheus() -> None:
     prov = DEPLOY / "grafana" / "provisioning"
-    (source,) = yaml.safe_load((prov / "datasources" / "prometheus.yml").read_text())[
-        "datasources"
-    ]
+    (source,) = yaml.safe_load((prov / "datasources" / "prometheus.yml").read_text())["datasources"]
     assert source["type"] == "prometheus" and source["url"] == "http://prometheus:9090"
     (provider,) = yaml.safe_load((prov / "dashboards" / "sticheln.yml").read_text())["providers"]
     grafana = _compose()["services"]["grafana"]

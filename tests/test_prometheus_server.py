@@ -206,12 +206,17 @@ def test_prometheus_scrapes_the_tournament_results(
             60,
         )
         assert api.scalar("sticheln_matches_planned") == 12
-        # ... and after it: the referee lingers with the final values.
+        # ... and after it: the referee lingers with the final values. The health service
+        # on the fixed port reports the referee service NOT_SERVING from when the exports
+        # are written (SERVING while matches are played, nothing between the two).
+        address = f"127.0.0.1:{grpc_port}"
+        lingering = (False, f"{address}: service 'sticheln.v1.Referee' is NOT_SERVING")
         _poll(
-            "the tournament to finish",
-            lambda: True if (config.out / "ratings.json").is_file() else None,
+            "the tournament to finish and linger",
+            lambda: True if check(address, "sticheln.v1.Referee", timeout=2) == lingering else None,
             180,
         )
+        assert check(address, timeout=2) == (True, f"{address}: the server is SERVING")
         assert referee.poll() is None, referee.communicate()
 
         def final() -> float | None:
@@ -262,17 +267,6 @@ def test_prometheus_scrapes_the_tournament_results(
         }
         assert all(r["health"] in {"ok", "unknown"} for r in loaded.values()), loaded
         assert api.get("/api/v1/alerts")["data"]["alerts"] == []
-        # While lingering, the gRPC health service still answers on the fixed port.
-        address = f"127.0.0.1:{grpc_port}"
-        _poll(
-            "the lingering health service",
-            lambda: True if check(address, timeout=2)[0] else None,
-            20,
-        )
-        assert check(address, "sticheln.v1.Referee", timeout=2) == (
-            False,
-            f"{address}: service 'sticheln.v1.Referee' is NOT_SERVING",
-        )
         # SIGTERM ends the linger; the finished tournament's status stands.
         referee.send_signal(signal.SIGTERM)
         out, err = referee.communicate(timeout=20)

@@ -242,6 +242,9 @@ def test_prometheus_scrapes_the_tournament_results(
         _poll(f"decisions per bot to reach {decisions}", settled, 30)
         assert api.scalar("sticheln_matches_total") == matches
         assert api.scalar("sticheln_matches_running") == 0
+        # Scrapes taken while the matches were played saw them being played.
+        assert api.scalar("max_over_time(sticheln_matches_running[10m])") in (1, 2)
+        assert api.scalar("min_over_time(sticheln_matches_finished[10m])") < matches
         assert api.scalar("sticheln_match_duration_seconds_count") == matches
         assert api.scalar("sticheln_decision_limit_seconds") == 1.5
         assert api.scalar("sum(sticheln_think_time_seconds_count)") == sum(decisions.values())

@@ -93,6 +93,10 @@ class PrometheusApi:
         except OSError:
             return None
 
+    def target_tried(self) -> bool | None:
+        targets = self.get("/api/v1/targets")["data"]["activeTargets"]
+        return True if targets and targets[0]["health"] in ("up", "down") else None
+
     def query(self, expr: str) -> dict[tuple[tuple[str, str], ...], float]:
         """Instant query: label set (without __name__) -> value."""
         data = self.get("/api/v1/query", query=expr)
@@ -152,6 +156,9 @@ def prometheus(tmp_path: Path) -> Iterator[tuple[PrometheusApi, int]]:
     try:
         api = PrometheusApi(port)
         _poll("Prometheus to be ready", lambda: api.ready() if proc.poll() is None else None, 30)
+        # Scraping begins a few seconds after start-up (target updates are batched): wait
+        # for the first attempt, so that the tournament is scraped from its start.
+        _poll("Prometheus to try the target", lambda: api.target_tried(), 30)
         yield api, metrics_port
     finally:
         _stop(proc)

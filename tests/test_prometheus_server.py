@@ -295,3 +295,85 @@ def test_prometheus_scrapes_the_tournament_results(
     while _processes_with_env(marker) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert _processes_with_env(marker) == [], "bot processes left behind"
+
+
+def _scrape(port: int) -> dict[str, float] | None:
+    """The referee's exposition as name{labels} -> value, or None while it is not up."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=2) as reply:
+            text = reply.read().decode()
+    except OSError:
+        return None
+    samples = {}
+    for line in text.splitlines():
+        if line and not line.startswith("#"):
+            name, value = line.rsplit(" ", 1)
+            samples[name] = float(value)
+    return samples
+
+
+def test_a_finite_linger_serves_the_final_metrics_then_exits(tmp_path: Path) -> None:
+    marker = f"sticheln-test-{uuid.uuid4().hex}"
+    league = _league(tmp_path, marker)
+    league.write_text(league.read_text().replace("matches_per_table = 3", "matches_per_table = 1"))
+    planned = 4  # one match per table of 3 of the 4 bots
+    metrics_port = _free_port()
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    referee = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "referee.cli",
+            "tournament",
+            str(league),
+            f"--metrics-port={metrics_port}",
+            "--metrics-linger=3",
+            "--log-level=warning",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    try:
+
+        def finished() -> dict[str, float] | None:
+            samples = _scrape(metrics_port)
+            if samples and samples.get("sticheln_matches_finished") == planned:
+                return samples
+            return None
+
+        samples = _poll("the final metrics", finished, 60)
+        assert samples["sticheln_matches_total"] == planned
+        out, err = referee.communicate(timeout=30)  # it ends by itself after the linger
+        assert referee.returncode == 0, err
+        assert f"{planned}/{planned} matches finished" in out
+        assert "tournament over; serving metrics for 3 s" in err
+        assert _scrape(metrics_port) is None
+    finally:
+        _stop(referee)
+    assert _processes_with_env(marker) == []
+
+
+@pytest.mark.parametrize("value", ["-1", "nan"])
+def test_a_bad_linger_is_refused_with_one_line(tmp_path: Path, value: str) -> None:
+    league = _league(tmp_path, "unused")
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "referee.cli",
+            "tournament",
+            str(league),
+            f"--metrics-linger={value}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert result.returncode == 2
+    assert result.stderr.splitlines() == [
+        f"referee tournament: --metrics-linger: {float(value)} is not allowed; "
+        "allowed: 0 or more seconds, or inf"
+    ]
+    assert not (tmp_path / "out").exists()  # refused before anything was started or written

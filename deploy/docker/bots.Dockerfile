@@ -25,11 +25,12 @@ RUN python -m venv /opt/venv \
  && STICHELN_PURE_PYTHON=1 /opt/venv/bin/pip install --no-cache-dir --disable-pip-version-check .
 
 FROM python:3.11-slim
-# node (from the official image, Debian bookworm like this one) links libstdc++.
+# The official image's node binary needs only glibc and libstdc++.
 RUN apt-get update \
  && apt-get install -y --no-install-recommends libstdc++6 \
  && rm -rf /var/lib/apt/lists/* \
- && useradd --system --uid 10002 --user-group --create-home --home-dir /home/bot bot
+ && groupadd --system --gid 10002 bot \
+ && useradd --system --uid 10002 --gid 10002 --create-home --home-dir /home/bot bot
 COPY --from=node /usr/local/bin/node /usr/local/bin/node
 COPY --from=build /opt/venv /opt/venv
 ENV PATH=/opt/venv/bin:$PATH \

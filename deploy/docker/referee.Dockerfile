@@ -20,7 +20,8 @@ RUN python -m venv /opt/venv \
  && /opt/venv/bin/pip install --no-cache-dir --disable-pip-version-check . "psycopg[binary]>=3.1"
 
 FROM python:3.11-slim
-RUN useradd --system --uid 10001 --user-group --create-home --home-dir /home/referee referee
+RUN groupadd --system --gid 10001 referee \
+ && useradd --system --uid 10001 --gid 10001 --create-home --home-dir /home/referee referee
 COPY --from=build /opt/venv /opt/venv
 # The referee starts bots with "python3" from its own virtualenv first on PATH.
 ENV PATH=/opt/venv/bin:$PATH \

@@ -3,8 +3,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
-# Debian packages the tests start for real: Prometheus (promtool and a server) and PostgreSQL.
+# Debian packages the tests start for real: Prometheus (promtool and a server), PostgreSQL,
+# and docker-compose (its `config` checks deploy/compose.yaml; no Docker daemon needed).
 need=()
+command -v docker-compose >/dev/null || need+=(docker-compose)
 { command -v promtool && command -v prometheus; } >/dev/null || need+=(prometheus)
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need+=(postgresql)
 if [ ${#need[@]} -gt 0 ]; then

@@ -303,6 +303,29 @@ def test_every_compose_image_is_built_here_or_official() -> None:
             assert OFFICIAL_IMAGES.match(service["image"]), f"{name}: {service['image']}"
 
 
+def _compose_config(path: Path) -> subprocess.CompletedProcess[str]:
+    """``docker-compose config`` (Debian's docker-compose 1.29, which needs no daemon):
+    the file against the Compose specification's schema, every profile included."""
+    tool = shutil.which("docker-compose")
+    if tool is None:
+        pytest.fail(
+            "docker-compose not found: apt-get install docker-compose (scripts/test.sh does)"
+        )
+    return _run(tool, "-f", str(path), "--profile", "match", "config", "-q")
+
+
+def test_the_compose_file_is_valid_compose(tmp_path: Path) -> None:
+    result = _compose_config(DEPLOY / "compose.yaml")
+    assert result.returncode == 0, result.stderr
+    # The check can fail: the same file with a service's ports of the wrong type.
+    broken = _compose()
+    broken["services"]["referee"]["ports"] = "9464"
+    (tmp_path / "compose.yaml").write_text(yaml.safe_dump(broken))
+    result = _compose_config(tmp_path / "compose.yaml")
+    assert result.returncode != 0
+    assert "ports" in result.stderr
+
+
 def test_compose_mounts_files_that_exist() -> None:
     for name, service in _compose()["services"].items():
         for volume in service.get("volumes", []):

@@ -225,6 +225,53 @@ def _run_until_done(main: Coroutine[Any, Any, int], interrupted: str) -> int:
         loop.close()
 
 
+def _serve(args: argparse.Namespace) -> int:
+    """Run a league until SIGTERM or SIGINT; exit 0 after a graceful stop."""
+    import dataclasses
+
+    from referee import eventloop, logs
+    from referee.league.config import load_league_config
+    from referee.league.service import League
+    from referee.metrics import RefereeMetrics
+    from referee.tournament.config import ConfigError
+    from referee.tournament.storage import ResumeRefused
+
+    logs.configure(args.log_level)
+    try:
+        config = load_league_config(args.config)
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from None
+    if args.host is not None:
+        config = dataclasses.replace(config, host=args.host)
+    if args.port is not None:
+        config = dataclasses.replace(config, port=args.port)
+    metrics = RefereeMetrics()
+    if config.metrics_port is not None:
+        port = metrics.serve(config.metrics_port, config.metrics_host)
+        print(f"metrics on http://{config.metrics_host}:{port}/metrics", file=sys.stderr)
+
+    async def run() -> int:
+        league = League(config, metrics)
+        try:
+            await league.start()
+        except ResumeRefused as exc:
+            raise UsageError(str(exc)) from None
+        except OSError as exc:
+            raise UsageError(f"cannot serve on {config.host}:{config.port}: {exc}") from None
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        # The first line on stdout is the address (port 0 picks a free one).
+        print(f"league {config.name} serving on {league.server.address}", flush=True)
+        await stop.wait()
+        print("stopping: running matches get the grace period to finish", file=sys.stderr)
+        await league.stop()
+        return 0
+
+    return eventloop.run(run())
+
+
 def _check_bot(args: argparse.Namespace) -> int:
     """Play one bot through the scripted scenarios; print PASS/FAIL per scenario."""
     import shutil
@@ -425,6 +472,23 @@ def build_parser() -> argparse.ArgumentParser:
         "`parallel`; 1 plays every match in this process)",
     )
     tour.set_defaults(func=_tournament)
+
+    srv = sub.add_parser(
+        "serve",
+        help="run a league: bots join over the network with their tokens and play continuously",
+    )
+    srv.add_argument(
+        "--config",
+        required=True,
+        metavar="FILE",
+        help="the league file, e.g. examples/league-service.toml",
+    )
+    srv.add_argument("--host", default=None, help="address to serve on (overrides the file)")
+    srv.add_argument(
+        "--port", type=int, default=None, help="port (overrides the file; 0: any free port)"
+    )
+    srv.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    srv.set_defaults(func=_serve)
 
     chk = sub.add_parser(
         "check-bot",

@@ -69,6 +69,10 @@ class BotPool:
     _started: int = 0
     _discarding: set[asyncio.Task[None]] = field(default_factory=set)
 
+    def serves(self, spec: BotSpec) -> bool:
+        """The pool starts command bots; an external bot dials in for each seat itself."""
+        return not spec.external
+
     async def acquire(self, spec: BotSpec) -> PooledBot:
         """An idle, healthy process of ``spec`` for one match; starts one when none is idle."""
         idle = self._idle.setdefault(spec.name, [])

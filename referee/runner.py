@@ -18,7 +18,7 @@ import itertools
 import os
 import secrets
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -36,7 +36,7 @@ from referee.faults import (
     check_decision,
     fallback_action,
 )
-from referee.pool import BotPool, PooledBot, StartFailed, await_handshake
+from referee.pool import StartFailed, await_handshake
 from referee.record import RECORD_VERSION, RecordWriter, cards_text
 from referee.rules import Action, Match, Phase, Round, RuleSet, Trick, card_str, view
 from referee.server import Malformed, RefereeServer, SeatSlot, SeatStream
@@ -83,6 +83,32 @@ class MatchObserver(Protocol):
     def fault(self, bot: str, reason: FaultReason) -> None: ...
     def trick(self) -> None: ...
     def round(self) -> None: ...
+
+
+class LentSeat(Protocol):
+    """A bot stream lent to one match by a :class:`SeatPool` (with its process, if any)."""
+
+    @property
+    def process(self) -> BotProcess | None: ...
+    @property
+    def stream(self) -> SeatStream: ...
+
+
+class SeatPool(Protocol):
+    """Lends the match runner attached bot streams, one match at a time each (the
+    tournament's :class:`~referee.pool.BotPool`, or a league's connected bots)."""
+
+    def serves(self, spec: BotSpec) -> bool:
+        """True when the pool seats ``spec`` (else the runner starts it or awaits it)."""
+        ...
+
+    async def acquire(self, spec: BotSpec) -> LentSeat:
+        """A stream for one seat of ``spec``; raises StartFailed saying why not."""
+        ...
+
+    def release(self, bot: Any) -> None:
+        """The match is over for the stream ``acquire`` returned."""
+        ...
 
 
 class NullObserver:
@@ -180,7 +206,8 @@ class MatchRunner:
         strike_limit: int = 3,
         out_dir: Path = Path("results"),
         observer: MatchObserver | None = None,
-        pool: BotPool | None = None,
+        pool: SeatPool | None = None,
+        on_record: Callable[[dict[str, Any]], None] | None = None,
     ) -> None:
         rules.check_players(len(bots))
         if strike_limit < 1:
@@ -204,7 +231,9 @@ class MatchRunner:
             for i, spec in enumerate(bots)
         ]
         self.pool = pool
-        self._lent: dict[int, PooledBot] = {}
+        #: Called with every record line as it is written (a league's spectators).
+        self.on_record = on_record
+        self._lent: dict[int, LentSeat] = {}
         #: Some seat was granted the "events" capability.
         self._live = False
         self._decisions = 0
@@ -244,7 +273,7 @@ class MatchRunner:
         logs = self.out_dir / "logs"
 
         async def start(seat: _Seat) -> None:
-            if self.pool is not None and not seat.spec.external:
+            if self.pool is not None and self.pool.serves(seat.spec):
                 try:
                     bot = await self.pool.acquire(seat.spec)
                 except StartFailed as exc:
@@ -386,6 +415,17 @@ class MatchRunner:
                 f'"card":"{card_str(action)}","think_us":{round(think * 1e6)},'
                 f'"fallback":{"true" if fallback else "false"}}}\n'
             )
+            if self.on_record is not None:
+                self.on_record(
+                    {
+                        "type": "play",
+                        "round": rnd.round_index,
+                        "seat": seat.index,
+                        "card": card_str(action),
+                        "think_us": round(think * 1e6),
+                        "fallback": fallback,
+                    }
+                )
             for other in self.seats:
                 if other is not seat:
                     other.events.append(("card", seat.index, action))
@@ -620,6 +660,8 @@ class MatchRunner:
     def _write(self, obj: dict[str, Any]) -> None:
         assert self._record is not None
         self._record.write(obj)
+        if self.on_record is not None:
+            self.on_record(obj)
 
     def _write_header(self) -> None:
         self._write(

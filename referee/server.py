@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import secrets
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -156,6 +156,8 @@ class SeatSlot:
     attached: asyncio.Event = field(default_factory=asyncio.Event)
     stream: SeatStream | None = None
     handshake_error: str = ""
+    #: ``Welcome.message`` for the stream (default: which seat of which match it is).
+    welcome: str = ""
 
 
 class SeatRegistry:
@@ -190,6 +192,32 @@ class SeatRegistry:
         return None
 
 
+class Refused(Exception):
+    """A stream or call refused with a gRPC status and a message saying what to fix."""
+
+    def __init__(self, code: grpc.StatusCode, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+class Lobby(Protocol):
+    """Admits streams whose token opens no seat of the :class:`SeatRegistry`: a league
+    seats such streams in matches of its own choosing, one match at a time each."""
+
+    def admit(self, hello: bot_pb2.Hello) -> SeatSlot:
+        """A slot for the stream, or :class:`Refused` (wrong token, too many streams)."""
+        ...
+
+    def joined(self, slot: SeatSlot) -> None:
+        """The admitted stream completed its handshake (``slot.stream`` is set)."""
+        ...
+
+    def left(self, slot: SeatSlot) -> None:
+        """The admitted stream ended (also after a handshake refused after admission)."""
+        ...
+
+
 class StreamObserver(Protocol):
     """Told when a bot stream completes its handshake and when it ends (metrics)."""
 
@@ -205,10 +233,12 @@ class RefereeServicer:
         registry: SeatRegistry,
         handshake_timeout: float = 10.0,
         observer: StreamObserver | None = None,
+        lobby: Lobby | None = None,
     ) -> None:
         self.registry = registry
         self.handshake_timeout = handshake_timeout
         self.observer = observer
+        self.lobby = lobby
 
     async def Play(
         self,
@@ -236,6 +266,17 @@ class RefereeServicer:
             return
         hello = first.hello
         slot = self.registry.find(hello.token)
+        if slot is None and self.lobby is not None:
+            try:
+                slot = self.lobby.admit(hello)
+            except Refused as exc:
+                await _refuse(context, exc.code, exc.message)
+                return
+            try:
+                await self._serve(slot, hello, context, self.lobby)
+            finally:
+                self.lobby.left(slot)
+            return
         if slot is None:
             what = "no token" if not hello.token else "the token is not valid"
             await _refuse(
@@ -244,6 +285,17 @@ class RefereeServicer:
                 f"{what}: send the token the referee gave this seat (STICHELN_TOKEN) in Hello.token",
             )
             return
+        await self._serve(slot, hello, context)
+
+    async def _serve(
+        self,
+        slot: SeatSlot,
+        hello: bot_pb2.Hello,
+        context: grpc.aio.ServicerContext[Any, Any],
+        lobby: Lobby | None = None,
+    ) -> None:
+        """The rest of the handshake for ``slot``, then message moving until the end;
+        ``lobby`` is told when the stream has joined."""
         if hello.protocol_version != PROTOCOL_VERSION:
             slot.handshake_error = f"protocol version {hello.protocol_version} is not supported"
             await _refuse(
@@ -267,12 +319,14 @@ class RefereeServicer:
                 welcome=bot_pb2.Welcome(
                     protocol_version=PROTOCOL_VERSION,
                     referee_version=__version__,
-                    message=f"seated as seat {slot.seat} of match {slot.match_id}",
+                    message=slot.welcome or f"seated as seat {slot.seat} of match {slot.match_id}",
                     capabilities=stream.capabilities,
                 )
             )
         )
         slot.attached.set()
+        if lobby is not None:
+            lobby.joined(slot)
         if self.observer is not None:
             self.observer.stream_attached()
         reader = asyncio.ensure_future(self._read(stream, context))
@@ -324,9 +378,13 @@ class RefereeServer:
         registry: SeatRegistry | None = None,
         handshake_timeout: float = 10.0,
         observer: StreamObserver | None = None,
+        lobby: Lobby | None = None,
+        services: Sequence[tuple[str, grpc.GenericRpcHandler[Any, Any]]] = (),
     ) -> None:
         self.registry = registry or SeatRegistry()
-        self.servicer = RefereeServicer(self.registry, handshake_timeout, observer)
+        self.servicer = RefereeServicer(self.registry, handshake_timeout, observer, lobby)
+        #: More services on the same port: (full service name, handler), e.g. the league's.
+        self.services = tuple(services)
         self.health = (
             health.aio.HealthServicer() if hasattr(health, "aio") else health.HealthServicer()
         )
@@ -362,10 +420,16 @@ class RefereeServer:
                 )
             },
         )
-        server.add_generic_rpc_handlers((handler,))
+        server.add_generic_rpc_handlers((handler, *(h for _, h in self.services)))
         health_pb2_grpc.add_HealthServicer_to_server(self.health, server)
         reflection.enable_server_reflection(
-            (SERVICE_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME), server
+            (
+                SERVICE_NAME,
+                *(name for name, _ in self.services),
+                health.SERVICE_NAME,
+                reflection.SERVICE_NAME,
+            ),
+            server,
         )
         bind = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
         if tls is None:
@@ -377,7 +441,7 @@ class RefereeServer:
             self.port = server.add_secure_port(bind, creds)
         self.host = host
         await server.start()
-        await _set_health(self.health, health_pb2.HealthCheckResponse.SERVING)
+        await _set_health(self.health, health_pb2.HealthCheckResponse.SERVING, self._names())
         self._server = server
 
     async def set_serving(self, service: str, serving: bool) -> None:
@@ -391,16 +455,21 @@ class RefereeServer:
         if asyncio.iscoroutine(result):
             await result
 
+    def _names(self) -> tuple[str, ...]:
+        return (SERVICE_NAME, *(name for name, _ in self.services))
+
     async def stop(self, grace: float = 2.0) -> None:
         """Stop serving; streams still open get ``grace`` seconds to finish."""
         if self._server is not None:
-            await _set_health(self.health, health_pb2.HealthCheckResponse.NOT_SERVING)
+            await _set_health(
+                self.health, health_pb2.HealthCheckResponse.NOT_SERVING, self._names()
+            )
             await self._server.stop(grace)
             self._server = None
 
 
-async def _set_health(servicer: object, status: int) -> None:
-    for name in ("", SERVICE_NAME):
+async def _set_health(servicer: object, status: int, names: Sequence[str]) -> None:
+    for name in ("", *names):
         result = servicer.set(name, status)  # type: ignore[attr-defined]
         if asyncio.iscoroutine(result):
             await result

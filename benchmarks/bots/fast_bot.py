@@ -14,10 +14,18 @@ Benchmark hooks, all optional, through the environment:
 - ``STICHELN_BENCH_SIZES`` (a file): at ``MatchEnd`` the bot appends one line
   ``<requests> <request bytes> <decision bytes>``: the serialized sizes of the
   ``RefereeMessage`` requests it got and of the ``BotMessage`` decisions it sent.
+
+In a league (``referee serve``) the bot sends ``STICHELN_BOT_NAME`` (default "fast") in
+its Hello and opens ``STICHELN_SEATS`` streams at once (default 1), each declaring that
+many seats. ``STICHELN_BENCH_LATENCY`` (a file prefix): on exit each stream writes
+``<prefix>.<pid>.<n>``, the microseconds from each answer it sent to the next request it
+received (native-endian unsigned 32-bit integers), the referee's turnaround as the bot
+sees it.
 """
 
 from __future__ import annotations
 
+import array
 import asyncio
 import os
 import time
@@ -50,13 +58,24 @@ def choose(request: bot_pb2.DecisionRequest) -> list[int]:
     return picked
 
 
-async def play(address: str, token: str, sizes: str | None) -> None:
+async def play(
+    address: str,
+    token: str,
+    sizes: str | None,
+    name: str = "fast",
+    seats: int = 1,
+    latency: array.array[int] | None = None,
+) -> None:
     requests = request_bytes = decision_bytes = 0
+    clock = time.perf_counter
+    answered = 0.0
     async with grpc.aio.insecure_channel(address) as channel:
         call = bot_pb2_grpc.RefereeStub(channel).Play()
         await call.write(
             bot_pb2.BotMessage(
-                hello=bot_pb2.Hello(bot_name="fast", protocol_version=1, token=token)
+                hello=bot_pb2.Hello(
+                    bot_name=name, protocol_version=1, token=token, max_concurrent_matches=seats
+                )
             )
         )
         while True:
@@ -65,16 +84,22 @@ async def play(address: str, token: str, sizes: str | None) -> None:
                 return
             kind = msg.WhichOneof("kind")
             if kind == "request":
+                if latency is not None and answered:
+                    latency.append(min(int((clock() - answered) * 1e6), 0xFFFFFFFF))
                 req = msg.request
                 answer = bot_pb2.BotMessage(
                     decision=bot_pb2.Decision(request_id=req.request_id, cards=choose(req))
                 )
                 await call.write(answer)
+                answered = clock()
                 if sizes:
                     requests += 1
                     request_bytes += msg.ByteSize()
                     decision_bytes += answer.ByteSize()
-            elif kind == "match_end" and sizes:
+            elif kind == "match_end":
+                answered = 0.0  # the next request is another match's first
+                if not sizes:
+                    continue
                 with open(sizes, "a", encoding="utf-8") as f:
                     f.write(f"{requests} {request_bytes} {decision_bytes}\n")
 
@@ -96,13 +121,34 @@ def main() -> None:
         open(os.path.join(ready, str(os.getpid())), "w").close()
         while not os.path.exists(go):
             time.sleep(0.005)
-    _run(
-        play(
-            os.environ["STICHELN_REFEREE"],
-            os.environ["STICHELN_TOKEN"],
-            os.environ.get("STICHELN_BENCH_SIZES"),
+    seats = int(os.environ.get("STICHELN_SEATS", "1"))
+    prefix = os.environ.get("STICHELN_BENCH_LATENCY")
+    samples = [array.array("I") for _ in range(seats)] if prefix else [None] * seats
+
+    async def streams() -> None:
+        await asyncio.gather(
+            *(
+                play(
+                    os.environ["STICHELN_REFEREE"],
+                    os.environ["STICHELN_TOKEN"],
+                    os.environ.get("STICHELN_BENCH_SIZES"),
+                    os.environ.get("STICHELN_BOT_NAME", "fast"),
+                    seats,
+                    sample,
+                )
+                for sample in samples
+            ),
+            return_exceptions=seats > 1,
         )
-    )
+
+    try:
+        _run(streams())
+    finally:
+        if prefix:
+            for n, sample in enumerate(samples):
+                assert sample is not None
+                with open(f"{prefix}.{os.getpid()}.{n}", "wb") as f:
+                    sample.tofile(f)
 
 
 if __name__ == "__main__":

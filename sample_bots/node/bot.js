@@ -3,7 +3,8 @@
 // the referee's gRPC bot protocol (proto/sticheln/v1/bot.proto), loaded at run time from
 // the project's proto files with @grpc/proto-loader.
 //
-//   node bot.js [--referee HOST:PORT] [--token TOKEN] [--tls-ca PEM] [--name NAME] [--proto DIR]
+//   node bot.js [--referee HOST:PORT] [--token TOKEN] [--tls-ca PEM] [--name NAME]
+//               [--seats N] [--proto DIR]
 //
 // The referee's address and the seat's token come from STICHELN_REFEREE and
 // STICHELN_TOKEN when the referee starts the bot (or from --referee and --token). The
@@ -11,6 +12,11 @@
 // Decision, checks the seed commitment at every MatchEnd, and exits 0 when the referee
 // ends the stream with status OK; 1 (one line on stderr) when the referee refuses the
 // stream or cannot be reached; 2 for a usage error.
+//
+// To join a league (referee serve), pass the bot token the league issued as the token,
+// the registered name as --name (or STICHELN_BOT_NAME), and --seats N (or STICHELN_SEATS)
+// to play N matches at once: the bot opens N streams, each declaring
+// Hello.max_concurrent_matches = N, and exits once the league has ended all of them.
 //
 // The strategy, in the order it matters:
 // - Pain choice: the card whose suit costs least: its own rank (it scores against us),
@@ -241,13 +247,14 @@ function parseArgs(argv) {
     referee: process.env.STICHELN_REFEREE || "",
     token: process.env.STICHELN_TOKEN || "",
     "tls-ca": process.env.STICHELN_TLS_CA || "",
-    name: "node-heuristic",
+    name: process.env.STICHELN_BOT_NAME || "node-heuristic",
+    seats: process.env.STICHELN_SEATS || "1",
     proto: process.env.STICHELN_PROTO_DIR || path.join(__dirname, "..", "..", "proto"),
   };
   for (let i = 0; i < argv.length; i += 2) {
     const key = argv[i].replace(/^--/, "");
     if (!(key in args) || i + 1 >= argv.length) {
-      console.error(`node bot: unknown or incomplete option ${argv[i]}; allowed: --referee, --token, --tls-ca, --name, --proto`);
+      console.error(`node bot: unknown or incomplete option ${argv[i]}; allowed: --referee, --token, --tls-ca, --name, --seats, --proto`);
       process.exit(2);
     }
     args[key] = argv[i + 1];
@@ -256,6 +263,12 @@ function parseArgs(argv) {
     console.error("node bot: no referee address: set STICHELN_REFEREE or pass --referee host:port");
     process.exit(2);
   }
+  const seats = Number(args.seats);
+  if (!Number.isInteger(seats) || seats < 1 || seats > 1024) {
+    console.error(`node bot: --seats ${args.seats} is not allowed; allowed: a whole number from 1 to 1024`);
+    process.exit(2);
+  }
+  args.seats = seats;
   return args;
 }
 
@@ -275,6 +288,20 @@ function main() {
     ? grpc.credentials.createSsl(fs.readFileSync(args["tls-ca"]))
     : grpc.credentials.createInsecure();
   const client = new v1.Referee(args.referee, credentials);
+  let open = args.seats;
+  for (let n = 0; n < args.seats; n++) {
+    playStream(client, args, () => {
+      open -= 1;
+      if (open === 0) {
+        client.close();
+        process.exit(0);
+      }
+    });
+  }
+}
+
+// One Referee.Play stream: one seat at a time; done() when the referee ends it with OK.
+function playStream(client, args, done) {
   const call = client.Play();
   let start = null;
 
@@ -284,6 +311,7 @@ function main() {
       bot_version: "1.0",
       protocol_version: PROTOCOL_VERSION,
       token: args.token,
+      max_concurrent_matches: args.seats,
     },
   });
   call.on("data", (message) => {
@@ -313,10 +341,7 @@ function main() {
     process.exit(1);
   });
   call.on("status", (status) => {
-    if (status.code === grpc.status.OK) {
-      client.close();
-      process.exit(0);
-    }
+    if (status.code === grpc.status.OK) done();
   });
 }
 

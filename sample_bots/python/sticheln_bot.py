@@ -22,6 +22,11 @@ the seat's token from ``STICHELN_TOKEN`` (or ``--referee`` / ``--token``), opens
 ``Decision`` and exits 0 when the referee ends the stream with status OK. A refused
 stream (for example ``UNAUTHENTICATED``) is one line on stderr and exit status 1.
 
+To join a league (``referee serve``) pass the bot token the league issued, the
+registered name (``--name`` or ``STICHELN_BOT_NAME``) and, to play several matches at
+once, ``--seats N`` (or ``STICHELN_SEATS``): the bot then opens N streams, each with its
+own copy of the bot object and ``Hello.max_concurrent_matches = N``.
+
 The rest are plain helpers an author needs anyway: card codes (:func:`suit`, :func:`rank`,
 :func:`card_text`), :class:`PlainView` (the proto ``View`` as plain Python values, see
 :func:`plain_view`), :func:`trick_winner` for both trump rules, and :func:`deck_cards`,
@@ -32,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import copy
 import hashlib
 import os
 import sys
@@ -378,10 +384,12 @@ class Refused(Exception):
         self.code = code
 
 
-async def play(bot: Bot, address: str, token: str, ca_file: str = "") -> None:
+async def play(bot: Bot, address: str, token: str, ca_file: str = "", seats: int = 1) -> None:
     """Play every match the referee seats this stream in; return when it ends with OK.
 
-    Raises :class:`Refused` when the referee refuses or breaks the stream.
+    ``seats`` is the number of streams this bot keeps open at once (sent as
+    ``Hello.max_concurrent_matches``). Raises :class:`Refused` when the referee refuses or
+    breaks the stream.
     """
     if ca_file:
         with open(ca_file, "rb") as f:
@@ -395,6 +403,7 @@ async def play(bot: Bot, address: str, token: str, ca_file: str = "") -> None:
             bot_version=bot.version,
             protocol_version=PROTOCOL_VERSION,
             token=token,
+            max_concurrent_matches=seats,
         )
         try:
             await call.write(bot_pb2.BotMessage(hello=hello))
@@ -459,6 +468,19 @@ def arg_parser(bot_name: str) -> argparse.ArgumentParser:
         help="the seat's token (default: $STICHELN_TOKEN)",
     )
     parser.add_argument(
+        "--name",
+        default=os.environ.get("STICHELN_BOT_NAME", ""),
+        help="the name to send in Hello, e.g. the name registered in a league "
+        "(default: $STICHELN_BOT_NAME, else the bot's own name)",
+    )
+    parser.add_argument(
+        "--seats",
+        type=int,
+        default=int(os.environ.get("STICHELN_SEATS", "1") or "1"),
+        help="streams to open at once, each serving one match at a time (default: "
+        "$STICHELN_SEATS, else 1)",
+    )
+    parser.add_argument(
         "--tls-ca",
         default=os.environ.get("STICHELN_TLS_CA", ""),
         metavar="PEM",
@@ -494,8 +516,20 @@ def run(
             file=sys.stderr,
         )
         sys.exit(2)
+    seats = getattr(args, "seats", 1)
+    if not 1 <= seats <= 1024:
+        print(f"{bot.name}: --seats {seats} is not allowed; allowed: 1 to 1024", file=sys.stderr)
+        sys.exit(2)
+    if getattr(args, "name", ""):
+        bot.name = args.name
+    # One bot object per stream: a bot keeps per-match state (its seat, MatchStart).
+    bots = [bot] + [copy.deepcopy(bot) for _ in range(seats - 1)]
+
+    async def streams() -> None:
+        await asyncio.gather(*(play(b, args.referee, args.token, args.tls_ca, seats) for b in bots))
+
     try:
-        _event_loop_run(play(bot, args.referee, args.token, args.tls_ca))
+        _event_loop_run(streams())
     except Refused as exc:
         if exc.code == grpc.StatusCode.UNAVAILABLE:
             what = f"cannot reach the referee at {args.referee}"

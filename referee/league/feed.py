@@ -1,0 +1,179 @@
+"""Spectating: a match's public events, built from its record lines.
+
+The match runner hands every record line to the match's :class:`MatchFeed` as it is
+written. The record holds everything (hands, the set-aside cards, every pain pick the
+moment it is made); :class:`PublicFilter` is the one place that decides what of it a
+spectator may see:
+
+- ``round_start`` becomes the dealer only: no hand, no set-aside card;
+- ``pain`` (a seat's pick as it is made) is never sent;
+- ``reveal`` (every pick is in) shows the picks, except under secret visibility, where
+  they stay hidden until ``round_end`` (as they do for the seats);
+- ``play``, ``trick``, ``fault`` and ``round_end`` are public (a fault without its
+  detail text, which may name the cards of the faulting seat's hand).
+
+A watcher may stay ``delay_rounds`` behind: an event of round r is released once round
+r + delay has been dealt, or the match is over.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Iterable
+from typing import Any
+
+from referee.convert import rules_to_proto
+from referee.rules import from_table, parse_card
+from sticheln.v1 import game_pb2, league_pb2
+
+
+def _cards(texts: Iterable[str]) -> list[int]:
+    return [parse_card(t) for t in texts]
+
+
+class PublicFilter:
+    """Turns a match's record lines, in order, into the public messages of a spectator."""
+
+    def __init__(self) -> None:
+        self.secret = False
+        self._picks: dict[int, list[list[int]]] = {}
+
+    def header(self, line: dict[str, Any]) -> league_pb2.WatchMatchResponse:
+        """The first message, from the record's header line."""
+        rules = from_table(dict(line["rules"]))
+        self.secret = str(line["rules"].get("pain_visibility", "")) == "secret"
+        return league_pb2.WatchMatchResponse(
+            match=league_pb2.WatchedMatch(
+                match_id=line["match_id"],
+                seating=line["seating"],
+                rules=rules_to_proto(rules),
+                seed_commitment=bytes.fromhex(line["commitment"]),
+            )
+        )
+
+    def event(self, line: dict[str, Any]) -> league_pb2.WatchMatchResponse | None:
+        """The public message of one record line after the header, or None (nothing public)."""
+        kind = line.get("type")
+        rnd = int(line.get("round", 0))
+        ev = league_pb2.PublicEvent(round_index=rnd)
+        if kind == "play":
+            ev.card_played.seat = line["seat"]
+            ev.card_played.card = parse_card(line["card"])
+        elif kind == "trick":
+            trick = ev.trick
+            trick.leader = line["leader"]
+            trick.cards.extend(_cards(line["cards"]))
+            trick.winner = line["winner"]
+            reason: Any = game_pb2.TrickReason.Value(f"TRICK_REASON_{line['reason'].upper()}")
+            trick.reason = reason
+            trick.tie = bool(line["tie"])
+        elif kind == "round_start":
+            ev.round_dealt.dealer = line["dealer"]
+        elif kind == "reveal":
+            picks = [_cards(p) for p in line["pain"]]
+            self._picks[rnd] = picks
+            for pick in picks:
+                ev.pain_revealed.pain.add().cards.extend([] if self.secret else pick)
+        elif kind == "round_end":
+            scored = ev.round_scored
+            scored.scores.extend(line["scores"])
+            scored.totals.extend(line["totals"])
+            for pick in self._picks.pop(rnd, []):
+                scored.pain.add().cards.extend(pick)
+        elif kind == "fault":
+            fault = ev.fault
+            fault.seat = line["seat"]
+            fault.reason = line["reason"]
+            fault.strikes = line["strikes"]
+            fault.forfeited = bool(line["forfeited"])
+        elif kind == "end":
+            return league_pb2.WatchMatchResponse(
+                end=league_pb2.MatchEnded(
+                    totals=line["totals"], places=line["places"], reason=line["reason"]
+                )
+            )
+        else:
+            return None  # "header" again, "pain", or a line type from a later version
+        return league_pb2.WatchMatchResponse(event=ev)
+
+
+class MatchFeed:
+    """The record lines of one running match, for any number of watchers."""
+
+    def __init__(self, match_id: str) -> None:
+        self.match_id = match_id
+        self.lines: list[dict[str, Any]] = []
+        #: The latest round dealt (-1 before the first).
+        self.dealt = -1
+        self.over = False
+        self._waiter: asyncio.Future[None] | None = None
+
+    def append(self, line: dict[str, Any]) -> None:
+        """One record line was written (the match runner's ``on_record`` hook)."""
+        self.lines.append(line)
+        if line.get("type") == "round_start":
+            self.dealt = int(line["round"])
+        self._wake()
+
+    def interrupt(self) -> None:
+        """The match was stopped before its end (it is replayed later)."""
+        if not self.over:
+            self.lines.append(
+                {
+                    "type": "end",
+                    "round": self.dealt,
+                    "totals": [],
+                    "places": [],
+                    "reason": "interrupted",
+                }
+            )
+        self.finish()
+
+    def finish(self) -> None:
+        """No more lines come."""
+        self.over = True
+        self._wake()
+
+    def _wake(self) -> None:
+        waiter, self._waiter = self._waiter, None
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    async def _changed(self) -> None:
+        if self._waiter is None:
+            self._waiter = asyncio.get_running_loop().create_future()
+        await asyncio.shield(self._waiter)
+
+    async def watch(self, delay_rounds: int = 0) -> AsyncIterator[league_pb2.WatchMatchResponse]:
+        """The public messages, ``delay_rounds`` rounds behind; ends after ``MatchEnded``."""
+        public = PublicFilter()
+        sent = 0
+        header_sent = False
+        while True:
+            lines = self.lines
+            if not header_sent and lines:
+                yield public.header(lines[0])
+                header_sent = True
+                sent = 1
+            while sent < len(lines):
+                line = lines[sent]
+                if not self.over and int(line.get("round", 0)) > self.dealt - delay_rounds:
+                    break
+                sent += 1
+                msg = public.event(line)
+                if msg is not None:
+                    yield msg
+                    if msg.WhichOneof("kind") == "end":
+                        return
+            if self.over and sent >= len(lines):
+                return
+            await self._changed()
+
+
+def replay_feed(match_id: str, lines: Iterable[dict[str, Any]]) -> MatchFeed:
+    """A finished match's feed, from its stored record."""
+    feed = MatchFeed(match_id)
+    for line in lines:
+        feed.append(line)
+    feed.finish()
+    return feed

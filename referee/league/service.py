@@ -1,0 +1,747 @@
+"""The league: a long-lived referee that bots join over the network (``referee serve``).
+
+One gRPC port serves the bot protocol (``sticheln.v1.Referee``), the ``sticheln.v1.League``
+service, health checking and reflection. A bot opens up to ``Hello.max_concurrent_matches``
+streams with its bot token; the league is the server's :class:`~referee.server.Lobby`: it
+admits those streams, keeps the idle ones, and whenever ``table_size`` different bots
+have an idle stream it starts a match (:mod:`referee.league.scheduler` chooses the table),
+lending the streams to the match runner like the tournament's bot pool does. A stream
+serves one match at a time; when the match ends it is idle again.
+
+Matches and ratings are the tournament's: the league is one "tournament" in the
+:class:`~referee.tournament.storage.Store` whose matches are planned one at a time as they
+start. A match is marked running when it starts and stored, all of it in one transaction,
+when it ends. On SIGTERM the league stops starting matches, gives the running ones
+``shutdown_grace_s`` to finish, and stops the rest; they stay planned in the database and
+are replayed from the start (same seed, same seating, same match id) as soon as their bots
+are connected again after a restart.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import json
+import math
+import random
+import secrets
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import grpc
+import structlog
+
+from referee.bots import BotProcess, BotSpec
+from referee.league.config import LeagueConfig
+from referee.league.feed import MatchFeed, replay_feed
+from referee.league.registry import BotEntry, BotRegistry, RegistryError
+from referee.league.scheduler import History, choose_table
+from referee.metrics import RefereeMetrics
+from referee.ratings import LiveElo, MatchOutcome, fit_standings
+from referee.record import ReplayError, read_record
+from referee.runner import MatchResult, MatchRunner
+from referee.server import RefereeServer, Refused, SeatSlot, SeatStream, TlsConfig
+from referee.tournament.run import bot_stats, outcomes_from
+from referee.tournament.schedule import ScheduledMatch, deal_seed
+from referee.tournament.storage import Store, StoredResult
+from sticheln.v1 import bot_pb2, league_pb2
+
+log = structlog.get_logger("referee.league")
+
+LEAGUE_SERVICE = "sticheln.v1.League"
+#: At most this many finished matches are kept in memory for ``RecentMatches``.
+RECENT = 500
+
+
+@dataclass(eq=False)
+class _Stream:
+    """A connected stream of a bot entry; lent to at most one match at a time."""
+
+    bot: str
+    slot: SeatSlot
+    stream: SeatStream
+    busy: bool = False
+    #: No process: a league bot runs wherever its owner runs it.
+    process: BotProcess | None = None
+
+    @property
+    def alive(self) -> bool:
+        return not self.stream.closed.is_set()
+
+
+class _Table:
+    """The match runner's seat pool for one match: the streams the league chose for it."""
+
+    def __init__(self, league: League, streams: dict[str, _Stream]) -> None:
+        self.league = league
+        self.streams = streams
+
+    def serves(self, spec: BotSpec) -> bool:
+        return spec.name in self.streams
+
+    async def acquire(self, spec: BotSpec) -> _Stream:
+        return self.streams[spec.name]
+
+    def release(self, bot: Any) -> None:
+        self.league._release(bot)
+
+
+@dataclass
+class _Running:
+    index: int
+    match_id: str
+    seating: tuple[str, ...]
+    feed: MatchFeed
+    task: asyncio.Task[None] | None = None
+
+
+@dataclass
+class _Published:
+    response: league_pb2.StandingsResponse = field(default_factory=league_pb2.StandingsResponse)
+
+
+def match_id_of(league: str, index: int) -> str:
+    """The id of the league's match number ``index``: ``<league>-<index>``."""
+    return f"{league}-{index:06d}"
+
+
+def _summary(
+    index: int, match_id: str, rows: list[StoredResult], order: int, at: float
+) -> league_pb2.MatchSummary:
+    rows = sorted(rows, key=lambda r: r.seat)
+    return league_pb2.MatchSummary(
+        match_id=match_id,
+        seating=[r.bot for r in rows],
+        totals=[r.total for r in rows],
+        places=[r.place for r in rows],
+        forfeited_seats=[r.seat for r in rows if r.forfeited],
+        finished_at=at,
+        finish_order=order,
+    )
+
+
+def compute_standings(
+    results: list[StoredResult], bootstrap: int, seed: int = 0
+) -> league_pb2.StandingsResponse:
+    """The published standings of ``results`` (every seat row of the finished matches
+    counted, in finishing order): Bradley–Terry with intervals, live Elo and statistics."""
+    outcomes = outcomes_from(results)
+    elo = LiveElo()
+    for outcome in outcomes:
+        elo.update(outcome)
+    live = elo.ratings()
+    stats = bot_stats(results)
+    fitted = fit_standings(outcomes, bootstrap=bootstrap, seed=seed) if outcomes else []
+    response = league_pb2.StandingsResponse(matches=len(outcomes), published_at=time.time())
+    for s in fitted:
+        st = stats[s.bot]
+        response.standings.add(
+            bot=s.bot,
+            rating=s.rating,
+            ci_low=s.ci_low,
+            ci_high=s.ci_high,
+            games=s.games,
+            live_elo=live.get(s.bot, math.nan),
+            matches=st.matches,
+            mean_place=st.mean_place,
+            mean_score=st.mean_score,
+            faults=st.faults,
+        )
+    return response
+
+
+class League:
+    """The league's state and its loop: admitted streams, scheduling, matches, standings."""
+
+    def __init__(self, config: LeagueConfig, metrics: RefereeMetrics | None = None) -> None:
+        self.config = config
+        self.metrics = metrics or RefereeMetrics()
+        self.registry = BotRegistry(config.database)
+        self.store = Store(config.database)
+        self.servicer = LeagueServicer(self)
+        self.server = RefereeServer(
+            handshake_timeout=config.handshake_timeout_s,
+            observer=self.metrics,
+            lobby=self,
+            services=[(LEAGUE_SERVICE, self.servicer.handler())],
+        )
+        #: Admitted streams by bot, handshake done or not (what max_concurrent_matches counts).
+        self._admitted: dict[str, set[int]] = {}
+        #: Streams that completed their handshake, by bot.
+        self._open: dict[str, list[_Stream]] = {}
+        self._by_slot: dict[int, _Stream] = {}
+        self._running: dict[str, _Running] = {}
+        self._replays: list[ScheduledMatch] = []
+        self._history = History()
+        self._elo = LiveElo()
+        self._recent: collections.deque[league_pb2.MatchSummary] = collections.deque(maxlen=RECENT)
+        self._records: dict[str, tuple[int, Path]] = {}
+        self._finished = 0
+        self._next_index = 0
+        self._published = _Published()
+        self._publishing: asyncio.Task[None] | None = None
+        self._last_publish = 0.0
+        self._wake = asyncio.Event()
+        self._stopping = False
+        self._scheduler: asyncio.Task[None] | None = None
+        self._rng = random.Random(config.seed)
+        self._streams_seen = 0
+
+    # -- start and stop ---------------------------------------------------------------------
+
+    def fingerprint(self) -> dict[str, Any]:
+        """What must not change while a league lives (its ratings compare like with like)."""
+        c = self.config
+        return {
+            "league": True,
+            "rules": c.rules.to_table(),
+            "table_size": c.table_size,
+            "strike_limit": c.strike_limit,
+            "clock": {
+                "decision_ms": c.clock.decision_ms,
+                "time_bank_ms": c.clock.time_bank_ms,
+                "startup_ms": c.clock.startup_ms,
+            },
+        }
+
+    async def start(self) -> None:
+        """Open the database (replays planned from an interrupted run), then serve."""
+        import hashlib
+
+        c = self.config
+        fingerprint = self.fingerprint()
+        digest = hashlib.sha256(json.dumps(fingerprint, sort_keys=True).encode()).hexdigest()
+        self.store.open_tournament(c.name, fingerprint, digest)
+        interrupted = self.store.reset_interrupted(c.name)
+        rows = self.store.match_rows(c.name)
+        self._next_index = max((r["idx"] for r in rows), default=-1) + 1
+        for r in rows:
+            if r["status"] == "planned":
+                seating = tuple(json.loads(r["seating"]))
+                self._replays.append(
+                    ScheduledMatch(
+                        r["idx"], tuple(sorted(seating)), seating, int(r["seed"]), r["deal"]
+                    )
+                )
+            elif r["status"] == "finished" and r["record_path"]:
+                self._records[r["match_id"]] = (r["idx"], Path(r["record_path"]))
+        results = self.store.results(c.name)
+        by_match: dict[int, list[StoredResult]] = {}
+        for res in results:
+            by_match.setdefault(res.idx, []).append(res)
+        for order, (idx, seat_rows) in enumerate(by_match.items(), 1):
+            seating = tuple(r.bot for r in sorted(seat_rows, key=lambda r: r.seat))
+            self._history.add(seating)
+            self._elo.update(
+                MatchOutcome(
+                    seating, tuple(r.place for r in sorted(seat_rows, key=lambda r: r.seat))
+                )
+            )
+            self._recent.appendleft(_summary(idx, seat_rows[0].match_id, seat_rows, order, 0.0))
+        self._finished = len(by_match)
+        self.metrics.finished.set(self._finished)
+        for bot, value in self._elo.ratings().items():
+            self.metrics.elo.labels(bot).set(value)
+        if results:
+            await self._publish()
+        tls = TlsConfig(c.tls_cert, c.tls_key) if c.tls_cert and c.tls_key else None
+        await self.server.start(c.host, c.port, tls)
+        self._scheduler = asyncio.ensure_future(self._schedule_loop())
+        log.info(
+            "league_start",
+            league=c.name,
+            address=self.server.address,
+            finished=self._finished,
+            replays=len(self._replays),
+            replaying_interrupted=interrupted,
+            bots=len(self.registry.entries()),
+        )
+
+    async def stop(self) -> None:
+        """Stop: no new match; running ones get the grace period, the rest are replayed later."""
+        self._stopping = True
+        self._wake.set()
+        if self._scheduler is not None:
+            await self._scheduler
+        tasks = [r.task for r in self._running.values() if r.task is not None]
+        if tasks:
+            log.info("league_stopping", running=len(tasks), grace_s=self.config.shutdown_grace_s)
+            _, pending = await asyncio.wait(tasks, timeout=self.config.shutdown_grace_s)
+            for task in pending:
+                task.cancel()
+            if pending:
+                await asyncio.wait(pending)
+        interrupted = self.store.reset_interrupted(self.config.name)
+        for streams in self._open.values():
+            for s in streams:
+                s.stream.end()
+        if self._publishing is not None:
+            with contextlib.suppress(Exception):
+                await self._publishing
+        await self.server.stop(1.0)
+        self.store.close()
+        self.registry.close()
+        log.info("league_stopped", finished=self._finished, interrupted=interrupted)
+
+    # -- the lobby: streams joining and leaving ----------------------------------------------
+
+    def admit(self, hello: bot_pb2.Hello) -> SeatSlot:
+        """Admit a stream with a bot token (the server's :class:`Lobby` hook)."""
+        if self._stopping:
+            raise Refused(
+                grpc.StatusCode.UNAVAILABLE, "the league is shutting down; try again later"
+            )
+        if not hello.token:
+            raise Refused(
+                grpc.StatusCode.UNAUTHENTICATED,
+                "no token: send the bot token the league issued (STICHELN_TOKEN) in Hello.token",
+            )
+        entry = self.registry.by_token(hello.token)
+        if entry is None:
+            raise Refused(
+                grpc.StatusCode.UNAUTHENTICATED,
+                "the token is not valid: send the bot token the league issued in Hello.token",
+            )
+        if not entry.active:
+            raise Refused(
+                grpc.StatusCode.UNAUTHENTICATED,
+                f"the token of bot {entry.name!r} was revoked; ask the league's administrator for a new version",
+            )
+        if hello.bot_name and hello.bot_name not in (entry.name, entry.family):
+            raise Refused(
+                grpc.StatusCode.PERMISSION_DENIED,
+                f"this token belongs to bot {entry.name!r}; it cannot play as {hello.bot_name!r} "
+                f"(send Hello.bot_name {entry.name!r} or leave it empty)",
+            )
+        declared = max(1, hello.max_concurrent_matches)
+        limit = min(declared, self.config.max_seats_per_bot)
+        streams = self._admitted.setdefault(entry.name, set())
+        if len(streams) >= limit:
+            why = (
+                f"Hello.max_concurrent_matches = {declared}"
+                if limit == declared
+                else f"the league's max_seats_per_bot = {limit}"
+            )
+            raise Refused(
+                grpc.StatusCode.RESOURCE_EXHAUSTED,
+                f"bot {entry.name!r} already has {len(streams)} stream(s) open, as many as {why} allows",
+            )
+        self._streams_seen += 1
+        slot = SeatSlot(
+            "lobby",
+            self._streams_seen,
+            entry.name,
+            "",
+            welcome=f"joined league {self.config.name} as {entry.name}; matches start when "
+            f"{self.config.table_size} bots are connected",
+        )
+        streams.add(id(slot))
+        return slot
+
+    def joined(self, slot: SeatSlot) -> None:
+        """An admitted stream completed its handshake: it is idle now."""
+        if slot.stream is None or id(slot) not in self._admitted.get(slot.bot_name, ()):
+            return
+        s = _Stream(slot.bot_name, slot, slot.stream)
+        self._by_slot[id(slot)] = s
+        self._open.setdefault(s.bot, []).append(s)
+        log.info("stream_joined", bot=s.bot, streams=len(self._open[s.bot]))
+        self._wake.set()
+
+    def left(self, slot: SeatSlot) -> None:
+        """An admitted stream ended (a running match forfeits the seat by itself)."""
+        self._admitted.get(slot.bot_name, set()).discard(id(slot))
+        s = self._by_slot.pop(id(slot), None)
+        if s is None:
+            return
+        streams = self._open.get(s.bot, [])
+        with contextlib.suppress(ValueError):
+            streams.remove(s)
+        log.info("stream_left", bot=s.bot, streams=len(streams), busy=s.busy)
+
+    def _release(self, s: _Stream) -> None:
+        """A match is over for ``s``: idle again (or ended when its bot was revoked)."""
+        s.busy = False
+        s.stream.on_fault = None
+        entry = self.registry.get(s.bot)
+        if entry is not None and not entry.active:
+            s.stream.end()
+        self._wake.set()
+
+    def connected(self, bot: str) -> int:
+        """Open streams of ``bot``."""
+        return len(self._admitted.get(bot, ()))
+
+    def revoked(self, entry: BotEntry) -> None:
+        """End the idle streams of a revoked bot (busy ones end after their match)."""
+        for s in self._open.get(entry.name, []):
+            if not s.busy:
+                s.stream.end()
+
+    # -- scheduling ---------------------------------------------------------------------------
+
+    def _idle(self) -> dict[str, list[_Stream]]:
+        idle: dict[str, list[_Stream]] = {}
+        for bot, streams in self._open.items():
+            entry = self.registry.get(bot)
+            if entry is None or not entry.active:
+                continue
+            free = [s for s in streams if s.alive and not s.busy]
+            if free:
+                idle[bot] = free
+        return idle
+
+    async def _schedule_loop(self) -> None:
+        while not self._stopping:
+            self._start_matches()
+            await self._wake.wait()
+            self._wake.clear()
+
+    def _start_matches(self) -> None:
+        size = self.config.table_size
+        while not self._stopping and len(self._running) < self.config.parallel:
+            idle = self._idle()
+            replay = next((m for m in self._replays if all(b in idle for b in m.seating)), None)
+            if replay is not None:
+                self._replays.remove(replay)
+                self._launch(replay, idle, replayed=True)
+                continue
+            if len(idle) < size:
+                return
+            seating = choose_table(list(idle), size, self._history, self._rng)
+            index = self._next_index
+            self._next_index += 1
+            m = ScheduledMatch(
+                index, tuple(sorted(seating)), seating, deal_seed(self.config.seed, index), index
+            )
+            self.store.plan(self.config.name, [m], lambda m: match_id_of(self.config.name, m.index))
+            self._launch(m, idle, replayed=False)
+
+    def _launch(self, m: ScheduledMatch, idle: dict[str, list[_Stream]], replayed: bool) -> None:
+        streams = {bot: idle[bot].pop(0) for bot in m.seating}
+        for s in streams.values():
+            s.busy = True
+        match_id = match_id_of(self.config.name, m.index)
+        running = _Running(m.index, match_id, m.seating, MatchFeed(match_id))
+        self._running[match_id] = running
+        self.metrics.running.set(len(self._running))
+        running.task = asyncio.ensure_future(self._play(m, running, streams, replayed))
+
+    async def _play(
+        self, m: ScheduledMatch, running: _Running, streams: dict[str, _Stream], replayed: bool
+    ) -> None:
+        c = self.config
+        runner = MatchRunner(
+            self.server,
+            [BotSpec(name=bot) for bot in m.seating],
+            c.rules,
+            seed=m.seed,
+            match_id=running.match_id,
+            clock=c.clock,
+            strike_limit=c.strike_limit,
+            out_dir=c.out,
+            observer=self.metrics,
+            pool=_Table(self, streams),
+            on_record=running.feed.append,
+        )
+        self.store.mark_running(c.name, m.index, runner.record_path)
+        log.info(
+            "match_started", match_id=running.match_id, seating=list(m.seating), replayed=replayed
+        )
+        try:
+            result = await runner.run()
+        except asyncio.CancelledError:
+            running.feed.interrupt()
+            log.warning("match_interrupted", match_id=running.match_id)
+            raise
+        except Exception as exc:
+            running.feed.interrupt()
+            log.error("match_failed", match_id=running.match_id, error=repr(exc))
+            return
+        finally:
+            for s in streams.values():
+                if s.busy:  # the runner did not get to lend it (a failure while seating)
+                    self._release(s)
+            del self._running[running.match_id]
+            self.metrics.running.set(len(self._running))
+            self._wake.set()
+        self._finished_match(m, running, result)
+
+    def _finished_match(self, m: ScheduledMatch, running: _Running, result: MatchResult) -> None:
+        c = self.config
+        self.store.save_result(c.name, m.index, result)
+        running.feed.finish()
+        self._finished += 1
+        self._history.add(m.seating)
+        self._elo.update(MatchOutcome(m.seating, tuple(result.places), running.match_id))
+        for bot, value in self._elo.ratings().items():
+            self.metrics.elo.labels(bot).set(value)
+        self.metrics.matches.inc()
+        self.metrics.finished.set(self._finished)
+        self.metrics.match_duration.observe(result.duration_s)
+        self._records[running.match_id] = (m.index, result.record_path)
+        self._recent.appendleft(
+            league_pb2.MatchSummary(
+                match_id=running.match_id,
+                seating=list(m.seating),
+                totals=result.totals,
+                places=result.places,
+                forfeited_seats=[s.seat for s in result.seats if s.forfeited],
+                finished_at=time.time(),
+                finish_order=self._finished,
+            )
+        )
+        log.info(
+            "match_finished",
+            match_id=running.match_id,
+            places=result.places,
+            duration_s=round(result.duration_s, 3),
+        )
+        if (
+            self._publishing is None
+            and time.monotonic() - self._last_publish >= c.publish_interval_s
+        ):
+            self._publishing = asyncio.ensure_future(self._publish())
+
+    async def _publish(self) -> None:
+        """Fit the standings from the database (in a thread) and publish them."""
+        try:
+            results = self.store.results(self.config.name)
+            response = await asyncio.to_thread(compute_standings, results, self.config.bootstrap)
+            self._published.response = response
+            self._history.set_uncertainty({s.bot: s.ci_high - s.ci_low for s in response.standings})
+            self._last_publish = time.monotonic()
+        finally:
+            self._publishing = None
+        if self._finished > response.matches and not self._stopping:
+            # Matches finished while fitting: publish again once the interval is over.
+            delay = max(0.0, self.config.publish_interval_s)
+            asyncio.get_running_loop().call_later(delay, self._publish_later)
+
+    def _publish_later(self) -> None:
+        if self._publishing is None and not self._stopping:
+            self._publishing = asyncio.ensure_future(self._publish())
+
+    # -- what the League service reads -----------------------------------------------------
+
+    def standings(self) -> league_pb2.StandingsResponse:
+        """The published standings."""
+        return self._published.response
+
+    def recent(self, limit: int) -> league_pb2.RecentMatchesResponse:
+        """The latest finished matches, newest first, and the running ones."""
+        response = league_pb2.RecentMatchesResponse(running=sorted(self._running))
+        for i, summary in enumerate(self._recent):
+            if i >= limit:
+                break
+            response.matches.append(summary)
+        return response
+
+    def record(self, match_id: str) -> tuple[league_pb2.MatchSummary, str]:
+        """A finished match's summary and record text."""
+        if match_id in self._running:
+            raise Refused(
+                grpc.StatusCode.FAILED_PRECONDITION,
+                f"match {match_id!r} is still running; watch it with WatchMatch",
+            )
+        found = self._records.get(match_id)
+        if found is None:
+            raise Refused(
+                grpc.StatusCode.NOT_FOUND, f"no finished match {match_id!r} in this league"
+            )
+        _, path = found
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise Refused(
+                grpc.StatusCode.DATA_LOSS, f"the record of {match_id!r} cannot be read: {exc}"
+            ) from None
+        summary = next((s for s in self._recent if s.match_id == match_id), None)
+        if summary is None:
+            summary = league_pb2.MatchSummary(match_id=match_id)
+            end = text.rstrip("\n").rsplit("\n", 1)[-1]
+            header = json.loads(text.split("\n", 1)[0])
+            summary.seating.extend(header.get("seating", []))
+            with contextlib.suppress(ValueError):
+                last = json.loads(end)
+                summary.totals.extend(last.get("totals", []))
+                summary.places.extend(last.get("places", []))
+                summary.forfeited_seats.extend(last.get("forfeited", []))
+        return summary, text
+
+    def feed(self, match_id: str) -> MatchFeed:
+        """The feed of a running match, or of a finished one replayed from its record."""
+        running = self._running.get(match_id)
+        if running is not None:
+            return running.feed
+        found = self._records.get(match_id)
+        if found is None:
+            raise Refused(grpc.StatusCode.NOT_FOUND, f"no match {match_id!r} in this league")
+        try:
+            return replay_feed(match_id, list(read_record(found[1])))
+        except (OSError, ReplayError) as exc:
+            raise Refused(
+                grpc.StatusCode.DATA_LOSS, f"the record of {match_id!r} cannot be read: {exc}"
+            ) from None
+
+    def bot_message(self, entry: BotEntry) -> league_pb2.Bot:
+        """The ``Bot`` message of an entry."""
+        return league_pb2.Bot(
+            name=entry.name,
+            owner=entry.owner,
+            description=entry.description,
+            previous_version=entry.previous,
+            version=entry.version,
+            active=entry.active,
+            connected_streams=self.connected(entry.name),
+            registered_at=entry.registered_at,
+        )
+
+
+# -- the gRPC service ----------------------------------------------------------------------
+
+_REGISTRY_CODES = {
+    "invalid": grpc.StatusCode.INVALID_ARGUMENT,
+    "exists": grpc.StatusCode.ALREADY_EXISTS,
+    "not_found": grpc.StatusCode.NOT_FOUND,
+}
+
+Context = grpc.aio.ServicerContext[Any, Any]
+
+
+def _mapped(
+    fn: Callable[[Any, Context], Awaitable[Any]],
+) -> Callable[[Any, Context], Awaitable[Any]]:
+    """Domain errors to gRPC status codes, in one place."""
+
+    async def call(request: Any, context: Context) -> Any:
+        try:
+            return await fn(request, context)
+        except Refused as exc:
+            await context.abort(exc.code, exc.message)
+        except RegistryError as exc:
+            await context.abort(_REGISTRY_CODES[exc.kind], str(exc))
+
+    return call
+
+
+class LeagueServicer:
+    """``sticheln.v1.League``: thin; the league holds the state."""
+
+    def __init__(self, league: League) -> None:
+        self.league = league
+
+    def _admin(self, context: Context) -> None:
+        """Refuse unless the call carries the admin token."""
+        metadata = {k.lower(): v for k, v in (context.invocation_metadata() or ())}
+        auth = metadata.get("authorization", "")
+        if isinstance(auth, bytes):
+            auth = auth.decode("utf-8", "replace")
+        if not auth.startswith("Bearer ") or not auth[7:].strip():
+            raise Refused(
+                grpc.StatusCode.UNAUTHENTICATED,
+                "an admin call needs the league's admin token as metadata 'authorization: Bearer <token>'",
+            )
+        token = auth[7:].strip()
+        admin = self.league.config.admin_token
+        if secrets.compare_digest(token.encode(), admin.encode()):
+            return
+        if self.league.registry.by_token(token) is not None:
+            raise Refused(
+                grpc.StatusCode.PERMISSION_DENIED,
+                "a bot token cannot make admin calls; use the league's admin token",
+            )
+        raise Refused(grpc.StatusCode.UNAUTHENTICATED, "the admin token is not valid")
+
+    async def RegisterBot(
+        self, request: league_pb2.RegisterBotRequest, context: Context
+    ) -> league_pb2.RegisterBotResponse:
+        self._admin(context)
+        entry, token = self.league.registry.register(
+            request.name, request.owner, request.description
+        )
+        log.info("bot_registered", bot=entry.name, owner=entry.owner)
+        return league_pb2.RegisterBotResponse(bot=self.league.bot_message(entry), token=token)
+
+    async def RegisterVersion(
+        self, request: league_pb2.RegisterVersionRequest, context: Context
+    ) -> league_pb2.RegisterBotResponse:
+        self._admin(context)
+        entry, token = self.league.registry.register_version(
+            request.previous_version, request.name, request.description
+        )
+        log.info("bot_version_registered", bot=entry.name, previous=entry.previous)
+        return league_pb2.RegisterBotResponse(bot=self.league.bot_message(entry), token=token)
+
+    async def RevokeToken(
+        self, request: league_pb2.RevokeTokenRequest, context: Context
+    ) -> league_pb2.RevokeTokenResponse:
+        self._admin(context)
+        entry = self.league.registry.revoke(request.name)
+        self.league.revoked(entry)
+        log.info("bot_revoked", bot=entry.name)
+        return league_pb2.RevokeTokenResponse(bot=self.league.bot_message(entry))
+
+    async def ListBots(
+        self, request: league_pb2.ListBotsRequest, context: Context
+    ) -> league_pb2.ListBotsResponse:
+        return league_pb2.ListBotsResponse(
+            bots=[self.league.bot_message(e) for e in self.league.registry.entries()]
+        )
+
+    async def Standings(
+        self, request: league_pb2.StandingsRequest, context: Context
+    ) -> league_pb2.StandingsResponse:
+        return self.league.standings()
+
+    async def RecentMatches(
+        self, request: league_pb2.RecentMatchesRequest, context: Context
+    ) -> league_pb2.RecentMatchesResponse:
+        limit = request.limit or 20
+        return self.league.recent(min(limit, RECENT))
+
+    async def GetMatchRecord(
+        self, request: league_pb2.GetMatchRecordRequest, context: Context
+    ) -> league_pb2.GetMatchRecordResponse:
+        summary, text = self.league.record(request.match_id)
+        return league_pb2.GetMatchRecordResponse(summary=summary, record_jsonl=text)
+
+    async def WatchMatch(self, request: league_pb2.WatchMatchRequest, context: Context) -> None:
+        try:
+            feed = self.league.feed(request.match_id)
+        except Refused as exc:
+            await context.abort(exc.code, exc.message)
+            return
+        messages: AsyncIterator[league_pb2.WatchMatchResponse] = feed.watch(request.delay_rounds)
+        async for msg in messages:
+            await context.write(msg)
+
+    def handler(self) -> grpc.GenericRpcHandler[Any, Any]:
+        """The generic handler registering every method on the server."""
+        unary: dict[str, tuple[Callable[[Any, Context], Awaitable[Any]], Any]] = {
+            "RegisterBot": (self.RegisterBot, league_pb2.RegisterBotRequest),
+            "RegisterVersion": (self.RegisterVersion, league_pb2.RegisterVersionRequest),
+            "RevokeToken": (self.RevokeToken, league_pb2.RevokeTokenRequest),
+            "ListBots": (self.ListBots, league_pb2.ListBotsRequest),
+            "Standings": (self.Standings, league_pb2.StandingsRequest),
+            "RecentMatches": (self.RecentMatches, league_pb2.RecentMatchesRequest),
+            "GetMatchRecord": (self.GetMatchRecord, league_pb2.GetMatchRecordRequest),
+        }
+        methods: dict[str, grpc.RpcMethodHandler[Any, Any]] = {
+            name: grpc.unary_unary_rpc_method_handler(
+                _mapped(fn),
+                request_deserializer=message.FromString,
+                response_serializer=lambda m: m.SerializeToString(),
+            )
+            for name, (fn, message) in unary.items()
+        }
+        methods["WatchMatch"] = grpc.unary_stream_rpc_method_handler(
+            self.WatchMatch,
+            request_deserializer=league_pb2.WatchMatchRequest.FromString,
+            response_serializer=lambda m: m.SerializeToString(),
+        )
+        return grpc.method_handlers_generic_handler(LEAGUE_SERVICE, methods)

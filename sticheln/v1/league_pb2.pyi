@@ -1,0 +1,262 @@
+from sticheln.v1 import game_pb2 as _game_pb2
+from google.protobuf.internal import containers as _containers
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class Bot(_message.Message):
+    __slots__ = ("name", "owner", "description", "previous_version", "version", "active", "connected_streams", "registered_at")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    OWNER_FIELD_NUMBER: _ClassVar[int]
+    DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
+    PREVIOUS_VERSION_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    ACTIVE_FIELD_NUMBER: _ClassVar[int]
+    CONNECTED_STREAMS_FIELD_NUMBER: _ClassVar[int]
+    REGISTERED_AT_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    owner: str
+    description: str
+    previous_version: str
+    version: int
+    active: bool
+    connected_streams: int
+    registered_at: float
+    def __init__(self, name: _Optional[str] = ..., owner: _Optional[str] = ..., description: _Optional[str] = ..., previous_version: _Optional[str] = ..., version: _Optional[int] = ..., active: _Optional[bool] = ..., connected_streams: _Optional[int] = ..., registered_at: _Optional[float] = ...) -> None: ...
+
+class RegisterBotRequest(_message.Message):
+    __slots__ = ("name", "owner", "description")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    OWNER_FIELD_NUMBER: _ClassVar[int]
+    DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    owner: str
+    description: str
+    def __init__(self, name: _Optional[str] = ..., owner: _Optional[str] = ..., description: _Optional[str] = ...) -> None: ...
+
+class RegisterBotResponse(_message.Message):
+    __slots__ = ("bot", "token")
+    BOT_FIELD_NUMBER: _ClassVar[int]
+    TOKEN_FIELD_NUMBER: _ClassVar[int]
+    bot: Bot
+    token: str
+    def __init__(self, bot: _Optional[_Union[Bot, _Mapping]] = ..., token: _Optional[str] = ...) -> None: ...
+
+class RegisterVersionRequest(_message.Message):
+    __slots__ = ("previous_version", "name", "description")
+    PREVIOUS_VERSION_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
+    previous_version: str
+    name: str
+    description: str
+    def __init__(self, previous_version: _Optional[str] = ..., name: _Optional[str] = ..., description: _Optional[str] = ...) -> None: ...
+
+class RevokeTokenRequest(_message.Message):
+    __slots__ = ("name",)
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    def __init__(self, name: _Optional[str] = ...) -> None: ...
+
+class RevokeTokenResponse(_message.Message):
+    __slots__ = ("bot",)
+    BOT_FIELD_NUMBER: _ClassVar[int]
+    bot: Bot
+    def __init__(self, bot: _Optional[_Union[Bot, _Mapping]] = ...) -> None: ...
+
+class ListBotsRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ListBotsResponse(_message.Message):
+    __slots__ = ("bots",)
+    BOTS_FIELD_NUMBER: _ClassVar[int]
+    bots: _containers.RepeatedCompositeFieldContainer[Bot]
+    def __init__(self, bots: _Optional[_Iterable[_Union[Bot, _Mapping]]] = ...) -> None: ...
+
+class StandingsRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class Standing(_message.Message):
+    __slots__ = ("bot", "rating", "ci_low", "ci_high", "games", "live_elo", "matches", "mean_place", "mean_score", "faults")
+    BOT_FIELD_NUMBER: _ClassVar[int]
+    RATING_FIELD_NUMBER: _ClassVar[int]
+    CI_LOW_FIELD_NUMBER: _ClassVar[int]
+    CI_HIGH_FIELD_NUMBER: _ClassVar[int]
+    GAMES_FIELD_NUMBER: _ClassVar[int]
+    LIVE_ELO_FIELD_NUMBER: _ClassVar[int]
+    MATCHES_FIELD_NUMBER: _ClassVar[int]
+    MEAN_PLACE_FIELD_NUMBER: _ClassVar[int]
+    MEAN_SCORE_FIELD_NUMBER: _ClassVar[int]
+    FAULTS_FIELD_NUMBER: _ClassVar[int]
+    bot: str
+    rating: float
+    ci_low: float
+    ci_high: float
+    games: int
+    live_elo: float
+    matches: int
+    mean_place: float
+    mean_score: float
+    faults: int
+    def __init__(self, bot: _Optional[str] = ..., rating: _Optional[float] = ..., ci_low: _Optional[float] = ..., ci_high: _Optional[float] = ..., games: _Optional[int] = ..., live_elo: _Optional[float] = ..., matches: _Optional[int] = ..., mean_place: _Optional[float] = ..., mean_score: _Optional[float] = ..., faults: _Optional[int] = ...) -> None: ...
+
+class StandingsResponse(_message.Message):
+    __slots__ = ("standings", "matches", "published_at")
+    STANDINGS_FIELD_NUMBER: _ClassVar[int]
+    MATCHES_FIELD_NUMBER: _ClassVar[int]
+    PUBLISHED_AT_FIELD_NUMBER: _ClassVar[int]
+    standings: _containers.RepeatedCompositeFieldContainer[Standing]
+    matches: int
+    published_at: float
+    def __init__(self, standings: _Optional[_Iterable[_Union[Standing, _Mapping]]] = ..., matches: _Optional[int] = ..., published_at: _Optional[float] = ...) -> None: ...
+
+class RecentMatchesRequest(_message.Message):
+    __slots__ = ("limit",)
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
+    limit: int
+    def __init__(self, limit: _Optional[int] = ...) -> None: ...
+
+class MatchSummary(_message.Message):
+    __slots__ = ("match_id", "seating", "totals", "places", "forfeited_seats", "finished_at", "finish_order")
+    MATCH_ID_FIELD_NUMBER: _ClassVar[int]
+    SEATING_FIELD_NUMBER: _ClassVar[int]
+    TOTALS_FIELD_NUMBER: _ClassVar[int]
+    PLACES_FIELD_NUMBER: _ClassVar[int]
+    FORFEITED_SEATS_FIELD_NUMBER: _ClassVar[int]
+    FINISHED_AT_FIELD_NUMBER: _ClassVar[int]
+    FINISH_ORDER_FIELD_NUMBER: _ClassVar[int]
+    match_id: str
+    seating: _containers.RepeatedScalarFieldContainer[str]
+    totals: _containers.RepeatedScalarFieldContainer[int]
+    places: _containers.RepeatedScalarFieldContainer[int]
+    forfeited_seats: _containers.RepeatedScalarFieldContainer[int]
+    finished_at: float
+    finish_order: int
+    def __init__(self, match_id: _Optional[str] = ..., seating: _Optional[_Iterable[str]] = ..., totals: _Optional[_Iterable[int]] = ..., places: _Optional[_Iterable[int]] = ..., forfeited_seats: _Optional[_Iterable[int]] = ..., finished_at: _Optional[float] = ..., finish_order: _Optional[int] = ...) -> None: ...
+
+class RecentMatchesResponse(_message.Message):
+    __slots__ = ("matches", "running")
+    MATCHES_FIELD_NUMBER: _ClassVar[int]
+    RUNNING_FIELD_NUMBER: _ClassVar[int]
+    matches: _containers.RepeatedCompositeFieldContainer[MatchSummary]
+    running: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, matches: _Optional[_Iterable[_Union[MatchSummary, _Mapping]]] = ..., running: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class GetMatchRecordRequest(_message.Message):
+    __slots__ = ("match_id",)
+    MATCH_ID_FIELD_NUMBER: _ClassVar[int]
+    match_id: str
+    def __init__(self, match_id: _Optional[str] = ...) -> None: ...
+
+class GetMatchRecordResponse(_message.Message):
+    __slots__ = ("summary", "record_jsonl")
+    SUMMARY_FIELD_NUMBER: _ClassVar[int]
+    RECORD_JSONL_FIELD_NUMBER: _ClassVar[int]
+    summary: MatchSummary
+    record_jsonl: str
+    def __init__(self, summary: _Optional[_Union[MatchSummary, _Mapping]] = ..., record_jsonl: _Optional[str] = ...) -> None: ...
+
+class WatchMatchRequest(_message.Message):
+    __slots__ = ("match_id", "delay_rounds")
+    MATCH_ID_FIELD_NUMBER: _ClassVar[int]
+    DELAY_ROUNDS_FIELD_NUMBER: _ClassVar[int]
+    match_id: str
+    delay_rounds: int
+    def __init__(self, match_id: _Optional[str] = ..., delay_rounds: _Optional[int] = ...) -> None: ...
+
+class WatchMatchResponse(_message.Message):
+    __slots__ = ("match", "event", "end")
+    MATCH_FIELD_NUMBER: _ClassVar[int]
+    EVENT_FIELD_NUMBER: _ClassVar[int]
+    END_FIELD_NUMBER: _ClassVar[int]
+    match: WatchedMatch
+    event: PublicEvent
+    end: MatchEnded
+    def __init__(self, match: _Optional[_Union[WatchedMatch, _Mapping]] = ..., event: _Optional[_Union[PublicEvent, _Mapping]] = ..., end: _Optional[_Union[MatchEnded, _Mapping]] = ...) -> None: ...
+
+class WatchedMatch(_message.Message):
+    __slots__ = ("match_id", "seating", "rules", "seed_commitment")
+    MATCH_ID_FIELD_NUMBER: _ClassVar[int]
+    SEATING_FIELD_NUMBER: _ClassVar[int]
+    RULES_FIELD_NUMBER: _ClassVar[int]
+    SEED_COMMITMENT_FIELD_NUMBER: _ClassVar[int]
+    match_id: str
+    seating: _containers.RepeatedScalarFieldContainer[str]
+    rules: _game_pb2.RuleSet
+    seed_commitment: bytes
+    def __init__(self, match_id: _Optional[str] = ..., seating: _Optional[_Iterable[str]] = ..., rules: _Optional[_Union[_game_pb2.RuleSet, _Mapping]] = ..., seed_commitment: _Optional[bytes] = ...) -> None: ...
+
+class PublicEvent(_message.Message):
+    __slots__ = ("round_index", "round_dealt", "pain_revealed", "card_played", "trick", "round_scored", "fault")
+    ROUND_INDEX_FIELD_NUMBER: _ClassVar[int]
+    ROUND_DEALT_FIELD_NUMBER: _ClassVar[int]
+    PAIN_REVEALED_FIELD_NUMBER: _ClassVar[int]
+    CARD_PLAYED_FIELD_NUMBER: _ClassVar[int]
+    TRICK_FIELD_NUMBER: _ClassVar[int]
+    ROUND_SCORED_FIELD_NUMBER: _ClassVar[int]
+    FAULT_FIELD_NUMBER: _ClassVar[int]
+    round_index: int
+    round_dealt: RoundDealt
+    pain_revealed: PainRevealed
+    card_played: CardPlay
+    trick: _game_pb2.Trick
+    round_scored: RoundScored
+    fault: SeatFault
+    def __init__(self, round_index: _Optional[int] = ..., round_dealt: _Optional[_Union[RoundDealt, _Mapping]] = ..., pain_revealed: _Optional[_Union[PainRevealed, _Mapping]] = ..., card_played: _Optional[_Union[CardPlay, _Mapping]] = ..., trick: _Optional[_Union[_game_pb2.Trick, _Mapping]] = ..., round_scored: _Optional[_Union[RoundScored, _Mapping]] = ..., fault: _Optional[_Union[SeatFault, _Mapping]] = ...) -> None: ...
+
+class RoundDealt(_message.Message):
+    __slots__ = ("dealer",)
+    DEALER_FIELD_NUMBER: _ClassVar[int]
+    dealer: int
+    def __init__(self, dealer: _Optional[int] = ...) -> None: ...
+
+class PainRevealed(_message.Message):
+    __slots__ = ("pain",)
+    PAIN_FIELD_NUMBER: _ClassVar[int]
+    pain: _containers.RepeatedCompositeFieldContainer[_game_pb2.PainPick]
+    def __init__(self, pain: _Optional[_Iterable[_Union[_game_pb2.PainPick, _Mapping]]] = ...) -> None: ...
+
+class CardPlay(_message.Message):
+    __slots__ = ("seat", "card")
+    SEAT_FIELD_NUMBER: _ClassVar[int]
+    CARD_FIELD_NUMBER: _ClassVar[int]
+    seat: int
+    card: int
+    def __init__(self, seat: _Optional[int] = ..., card: _Optional[int] = ...) -> None: ...
+
+class RoundScored(_message.Message):
+    __slots__ = ("scores", "totals", "pain")
+    SCORES_FIELD_NUMBER: _ClassVar[int]
+    TOTALS_FIELD_NUMBER: _ClassVar[int]
+    PAIN_FIELD_NUMBER: _ClassVar[int]
+    scores: _containers.RepeatedScalarFieldContainer[int]
+    totals: _containers.RepeatedScalarFieldContainer[int]
+    pain: _containers.RepeatedCompositeFieldContainer[_game_pb2.PainPick]
+    def __init__(self, scores: _Optional[_Iterable[int]] = ..., totals: _Optional[_Iterable[int]] = ..., pain: _Optional[_Iterable[_Union[_game_pb2.PainPick, _Mapping]]] = ...) -> None: ...
+
+class SeatFault(_message.Message):
+    __slots__ = ("seat", "reason", "strikes", "forfeited")
+    SEAT_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    STRIKES_FIELD_NUMBER: _ClassVar[int]
+    FORFEITED_FIELD_NUMBER: _ClassVar[int]
+    seat: int
+    reason: str
+    strikes: int
+    forfeited: bool
+    def __init__(self, seat: _Optional[int] = ..., reason: _Optional[str] = ..., strikes: _Optional[int] = ..., forfeited: _Optional[bool] = ...) -> None: ...
+
+class MatchEnded(_message.Message):
+    __slots__ = ("totals", "places", "reason")
+    TOTALS_FIELD_NUMBER: _ClassVar[int]
+    PLACES_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    totals: _containers.RepeatedScalarFieldContainer[int]
+    places: _containers.RepeatedScalarFieldContainer[int]
+    reason: str
+    def __init__(self, totals: _Optional[_Iterable[int]] = ..., places: _Optional[_Iterable[int]] = ..., reason: _Optional[str] = ...) -> None: ...

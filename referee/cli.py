@@ -104,24 +104,26 @@ def _match(args: argparse.Namespace) -> int:
 
 
 def _tournament(args: argparse.Namespace) -> int:
-    """Run (or resume) a tournament from its file; print the standings."""
+    """Run (or resume) a tournament, or one shard of it, from its file; print the standings."""
     from referee import logs
     from referee.metrics import RefereeMetrics
-    from referee.tournament.config import ConfigError, load_config
-    from referee.tournament.run import run_tournament
+    from referee.tournament.run import Shard, run_tournament
     from referee.tournament.schedule import make_schedule, pair_counts, seat_balance
-    from referee.tournament.storage import ResumeRefused
+    from referee.tournament.storage import ResumeRefused, StoreError
 
     level = args.log_level or ("warning" if sys.stderr.isatty() else "info")
     logs.configure(level)
-    try:
-        config = load_config(args.file)
-    except ConfigError as exc:
-        raise UsageError(str(exc)) from None
+    config = _load_tournament(args)
     if args.parallel:
         import dataclasses
 
         config = dataclasses.replace(config, parallel=args.parallel)
+    shard = None
+    if args.shard is not None:
+        try:
+            shard = Shard.parse(args.shard)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
     if args.workers is not None and args.workers < 1:
         raise UsageError(f"--workers: {args.workers} is not allowed; allowed: 1 or more")
     if not args.metrics_linger >= 0:  # also refuses nan
@@ -130,9 +132,12 @@ def _tournament(args: argparse.Namespace) -> int:
         )
     if args.dry_run:
         schedule = make_schedule(config)
+        if shard is not None:
+            schedule = [m for m in schedule if shard.holds(m)]
         tables = len({m.table for m in schedule})
+        part = "" if shard is None else f" (shard {shard})"
         print(
-            f"tournament {config.name}: {len(schedule)} matches, {tables} tables of {config.table_size}, mode {config.mode}, rules {config.rules.preset}"
+            f"tournament {config.name}{part}: {len(schedule)} matches, {tables} tables of {config.table_size}, mode {config.mode}, rules {config.rules.preset}"
         )
         pairs = pair_counts(schedule)
         if pairs:
@@ -147,7 +152,10 @@ def _tournament(args: argparse.Namespace) -> int:
             print(f"{m.index:5d}  deal {m.deal:4d}  seed {m.seed:20d}  {' '.join(m.seating)}")
         return 0
     metrics = RefereeMetrics()
-    metrics.planned.set(len(make_schedule(config)))  # known before the first scrape
+    planned = make_schedule(config)
+    if shard is not None:
+        planned = [m for m in planned if shard.holds(m)]
+    metrics.planned.set(len(planned))  # known before the first scrape
     if args.metrics_port is not None:
         port = metrics.serve(args.metrics_port, args.metrics_addr)
         print(f"metrics on http://{args.metrics_addr}:{port}/metrics", file=sys.stderr)
@@ -160,13 +168,29 @@ def _tournament(args: argparse.Namespace) -> int:
             port=args.port,
             workers=args.workers,
             log_level=level,
+            shard=shard,
         )
-        print(outcome.table, flush=True)
-        print(
-            f"{outcome.finished}/{outcome.planned} matches finished; exports in {config.out}",
-            flush=True,
-        )
-        status = 0 if outcome.finished == outcome.planned else 1
+        if shard is not None:
+            print(
+                f"shard {shard}: {outcome.shard_finished}/{outcome.shard_planned} of its matches finished",
+                flush=True,
+            )
+        if outcome.complete:
+            print(outcome.table, flush=True)
+            print(
+                f"{outcome.finished}/{outcome.planned} matches finished; exports in {config.out}",
+                flush=True,
+            )
+        else:
+            print(
+                f"{outcome.finished}/{outcome.planned} matches of the tournament finished; the "
+                "standings are exported once the other shards are done (or by referee merge)",
+                flush=True,
+            )
+        if shard is None:
+            status = 0 if outcome.complete else 1
+        else:
+            status = 0 if outcome.shard_finished == outcome.shard_planned else 1
         if args.metrics_linger:
             await _linger(args.metrics_linger, args.host, args.port)
         return status
@@ -175,8 +199,61 @@ def _tournament(args: argparse.Namespace) -> int:
         return _run_until_done(
             run(), "interrupted: finished matches are kept; run the same command again to resume"
         )
-    except ResumeRefused as exc:
+    except (ResumeRefused, StoreError) as exc:
         raise UsageError(str(exc)) from None
+
+
+def _load_tournament(args: argparse.Namespace) -> Any:
+    """The tournament file, with ``--db`` in place of its database."""
+    import dataclasses
+
+    from referee.tournament.config import ConfigError, load_config
+    from referee.tournament.storage import is_url
+
+    try:
+        config = load_config(args.file)
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from None
+    if args.db:
+        target = args.db if is_url(args.db) else str(Path(args.db).resolve())
+        config = dataclasses.replace(config, database=target)
+    return config
+
+
+def _merge(args: argparse.Namespace) -> int:
+    """Merge shard databases into the tournament's; export the standings when complete."""
+    from referee import logs
+    from referee.tournament.run import MergeRefused, merge_shards
+    from referee.tournament.storage import ResumeRefused, StoreError, redact
+
+    logs.configure(args.log_level)
+    config = _load_tournament(args)
+    try:
+        merged = merge_shards(config, args.shard_db)
+    except (MergeRefused, ResumeRefused, StoreError) as exc:
+        raise UsageError(str(exc)) from None
+    if args.shard_db:
+        print(
+            f"merged {len(args.shard_db)} shard database(s) into {redact(config.database)}: "
+            f"{merged.copied} matches copied, {merged.already} already there",
+            flush=True,
+        )
+    if merged.missing:
+        shown = ", ".join(merged.missing[:10])
+        more = f" and {len(merged.missing) - 10} more" if len(merged.missing) > 10 else ""
+        print(
+            f"referee merge: {len(merged.missing)} scheduled match(es) are not finished: "
+            f"{shown}{more}; run (or resume) their shards, then merge again",
+            file=sys.stderr,
+        )
+        return 1
+    assert merged.outcome is not None
+    print(merged.outcome.table, flush=True)
+    print(
+        f"{merged.outcome.finished}/{merged.outcome.planned} matches finished; exports in {config.out}",
+        flush=True,
+    )
+    return 0
 
 
 async def _linger(seconds: float, host: str, port: int) -> None:
@@ -471,7 +548,40 @@ def build_parser() -> argparse.ArgumentParser:
         help="referee processes for parallel matches (default: one per core, at most "
         "`parallel`; 1 plays every match in this process)",
     )
+    tour.add_argument(
+        "--shard",
+        metavar="I/K",
+        help="play only shard I of K (0 <= I < K): the scheduled matches whose index %% K == I; "
+        "the K shards together play every match once (see docs/sharding.md)",
+    )
+    tour.add_argument(
+        "--db",
+        metavar="URL",
+        help="the database, instead of the file's: a SQLite file path or "
+        "postgresql://user:password@host:port/dbname (shared by shards)",
+    )
     tour.set_defaults(func=_tournament)
+
+    mrg = sub.add_parser(
+        "merge",
+        help="merge shard databases into the tournament's and export the standings",
+        description="Copy the finished matches of each SHARD_DB into the tournament's "
+        "database (the file's, or --db) and, when every scheduled match is finished there, "
+        "export the standings as an unsharded run would. With a shared PostgreSQL database "
+        "give no SHARD_DB: the merge checks it is complete and exports. Exit status 1 names "
+        "the matches still missing.",
+    )
+    mrg.add_argument("file", help="the tournament file the shards ran")
+    mrg.add_argument(
+        "shard_db", nargs="*", metavar="SHARD_DB", help="a shard's SQLite file or database URL"
+    )
+    mrg.add_argument(
+        "--db", metavar="URL", help="the merged database, instead of the file's (path or URL)"
+    )
+    mrg.add_argument(
+        "--log-level", default="warning", choices=["debug", "info", "warning", "error"]
+    )
+    mrg.set_defaults(func=_merge)
 
     srv = sub.add_parser(
         "serve",

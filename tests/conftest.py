@@ -86,3 +86,21 @@ def play_round(
 def rng() -> random.Random:
     """A fixed-seed random generator, so every run plays the same games."""
     return random.Random(20260101)
+
+
+@pytest.fixture(scope="session")
+def postgres_server():  # type: ignore[no-untyped-def]
+    """One real PostgreSQL server on loopback for the whole session."""
+    from postgres_server import PostgresServer
+
+    with PostgresServer() as server:
+        yield server
+
+
+@pytest.fixture
+def postgres_url(postgres_server, request) -> str:  # type: ignore[no-untyped-def]
+    """The URL of a new, empty database for this test."""
+    import re
+
+    name = re.sub(r"[^a-z0-9_]", "_", request.node.name.lower())[:50]
+    return str(postgres_server.create_database(f"t_{name}_{id(request) % 10000}"))

@@ -28,7 +28,7 @@ def test_a_valid_file_loads_with_defaults(tmp_path: Path) -> None:
     assert cfg.table_size == 3
     assert cfg.matches_per_table == 3
     assert [b.name for b in cfg.bots] == ["b0", "b1", "b2", "b3"]
-    assert cfg.database == (tmp_path / "results" / "t" / "tournament.db").resolve()
+    assert cfg.database == str((tmp_path / "results" / "t" / "tournament.db").resolve())
     assert cfg.clock.decision_ms == 1000
 
 

@@ -16,6 +16,7 @@ from typing import Any
 from referee.bots import BotConfigError, BotSpec, bot_from_table, load_bot
 from referee.rules import RuleError, RuleSet, from_table
 from referee.runner import Clock
+from referee.tournament.storage import is_url
 
 
 class ConfigError(ValueError):
@@ -41,7 +42,8 @@ class TournamentConfig:
     clock: Clock
     bots: tuple[BotSpec, ...]
     out: Path
-    database: Path
+    #: A SQLite file path (resolved) or a ``postgresql://`` URL (see :func:`open_store`).
+    database: str
     anchor: str
     source: Path
 
@@ -254,7 +256,10 @@ def config_from_table(data: dict[str, Any], base: Path, source: Path) -> Tournam
             f"{where}: [tournament] anchor = {anchor!r} is not one of the bots: {', '.join(names)}"
         )
     out_path = (base / out).resolve()
-    db_path = (base / database).resolve() if database else out_path / "tournament.db"
+    if is_url(database):
+        db_target = database
+    else:
+        db_target = str((base / database).resolve() if database else out_path / "tournament.db")
     return TournamentConfig(
         name=name,
         seed=seed,
@@ -268,7 +273,7 @@ def config_from_table(data: dict[str, Any], base: Path, source: Path) -> Tournam
         clock=clock,
         bots=tuple(bots),
         out=out_path,
-        database=db_path,
+        database=db_target,
         anchor=anchor,
         source=source,
     )

@@ -11,6 +11,8 @@ the matches that had not finished, and ends with the same standings.
 from __future__ import annotations
 
 import asyncio
+import json
+import os
 import sys
 import time
 from collections.abc import Sequence
@@ -30,9 +32,9 @@ from referee.report import (
     write_results_csv,
 )
 from referee.runner import MatchResult
-from referee.tournament.config import TournamentConfig
+from referee.tournament.config import TournamentConfig, describe_changes
 from referee.tournament.schedule import ScheduledMatch, make_schedule
-from referee.tournament.storage import Store, StoredResult
+from referee.tournament.storage import Store, StoredResult, is_url, open_store, redact
 from referee.tournament.workers import (
     InProcess,
     MatchJob,
@@ -50,9 +52,42 @@ def match_id_of(config: TournamentConfig, m: ScheduledMatch) -> str:
     return f"{config.name}-{m.index:05d}"
 
 
+@dataclass(frozen=True)
+class Shard:
+    """Shard ``index`` of ``count``: the scheduled matches whose index % count == index."""
+
+    index: int
+    count: int
+
+    @classmethod
+    def parse(cls, text: str) -> Shard:
+        """``"i/K"`` (0 <= i < K), e.g. a Kubernetes Indexed Job's completion index and its
+        completions; raises ValueError with a one-line message."""
+        allowed = "allowed: i/K with 0 <= i < K, e.g. 0/4 for the first of four shards"
+        head, sep, tail = text.partition("/")
+        if not sep or not head.strip().isdigit() or not tail.strip().isdigit():
+            raise ValueError(f"--shard {text!r} is not allowed; {allowed}")
+        index, count = int(head), int(tail)
+        if not 0 <= index < count:
+            raise ValueError(f"--shard {text!r} is not allowed; {allowed}")
+        return cls(index, count)
+
+    def holds(self, m: ScheduledMatch) -> bool:
+        """True when ``m`` is this shard's to play."""
+        return m.index % self.count == self.index
+
+    def __str__(self) -> str:
+        return f"{self.index}/{self.count}"
+
+
 @dataclass
 class TournamentOutcome:
-    """What a finished (or partly finished) tournament produced."""
+    """What a finished (or partly finished) tournament, or a shard of one, produced.
+
+    ``finished`` and ``planned`` count the whole tournament's matches in the database;
+    ``shard_finished`` and ``shard_planned`` those this run was given. Exports (and the
+    standings) exist only once the whole tournament is finished.
+    """
 
     standings: list[Standing]
     stats: dict[str, BotStats]
@@ -62,6 +97,13 @@ class TournamentOutcome:
     table: str
     exports: dict[str, Path]
     referee_cpu_s: float = 0.0
+    shard_finished: int = 0
+    shard_planned: int = 0
+
+    @property
+    def complete(self) -> bool:
+        """Every scheduled match of the tournament is finished."""
+        return self.finished == self.planned
 
 
 class Progress:
@@ -149,28 +191,41 @@ async def run_tournament(
     indices: Sequence[int] | None = None,
     workers: int | None = None,
     log_level: str | None = None,
+    shard: Shard | None = None,
 ) -> TournamentOutcome:
-    """Play every unfinished match of ``config`` (or of ``indices``) and export the standings."""
-    schedule = make_schedule(config)
+    """Play every unfinished match of ``config`` (or of ``indices``, or of ``shard``) and,
+    once the whole tournament is finished in the database, export the standings.
+
+    Several shards may run at once on one shared database (PostgreSQL, or one SQLite
+    file on one machine): each plans, resets and plays only its own matches.
+    """
+    full = make_schedule(config)
+    schedule = full
     if indices is not None:
         wanted = set(indices)
         schedule = [m for m in schedule if m.index in wanted]
+    if shard is not None:
+        schedule = [m for m in schedule if shard.holds(m)]
+    mine = {m.index for m in schedule}
     metrics = metrics or RefereeMetrics()
     metrics.decision_limit.set(config.clock.decision_ms / 1000)
-    store = Store(config.database)
+    store = open_store(config.database)
     try:
         resumed = store.open_tournament(
             config.name, config.fingerprint(), config.fingerprint_hash()
         )
         store.plan(config.name, schedule, lambda m: match_id_of(config, m))
-        interrupted = store.reset_interrupted(config.name)
+        interrupted = store.reset_interrupted(
+            config.name, None if len(schedule) == len(full) else mine
+        )
         finished = store.finished_indices(config.name)
         todo = [m for m in schedule if m.index not in finished]
         log.info(
             "tournament_start",
             tournament=config.name,
+            shard=None if shard is None else str(shard),
             planned=len(schedule),
-            finished=len(finished & {m.index for m in schedule}),
+            finished=len(finished & mine),
             replaying_interrupted=interrupted,
             resumed=resumed,
         )
@@ -270,8 +325,25 @@ async def run_tournament(
         finally:
             await player.close()
             referee_cpu_s = player.cpu_seconds()
-        exported = export(config, store, elo)
+        finished = store.finished_indices(config.name)
+        if all(m.index in finished for m in full):
+            exported = export(config, store)
+            for bot, value in exported.live_elo.items():  # as exported: in schedule order
+                metrics.elo.labels(bot).set(value)
+        else:
+            exported = TournamentOutcome(
+                [], {}, {}, len(finished & {m.index for m in full}), len(full), "", {}
+            )
+            log.info(
+                "tournament_incomplete",
+                tournament=config.name,
+                finished=exported.finished,
+                planned=exported.planned,
+                why="other shards' matches are not finished yet; no exports",
+            )
         exported.referee_cpu_s = referee_cpu_s
+        exported.shard_planned = len(schedule)
+        exported.shard_finished = len(finished & mine)
         return exported
     finally:
         store.close()
@@ -290,14 +362,18 @@ def _worker_count(config: TournamentConfig, workers: int | None, port: int, todo
     return max(1, min(wanted, config.parallel, todo))
 
 
-def export(config: TournamentConfig, store: Store, elo: LiveElo | None = None) -> TournamentOutcome:
-    """Fit the published standings from the database and write every export."""
-    results = store.results(config.name)
+def export(config: TournamentConfig, store: Store) -> TournamentOutcome:
+    """Fit the published standings from the database and write every export.
+
+    Everything exported depends on the set of finished matches alone, not on the order
+    they finished in (parallel matches, shards): the live Elo column is replayed in
+    schedule order, and the Bradley–Terry fit and its bootstrap are order-independent.
+    """
+    results = sorted(store.results(config.name), key=lambda r: (r.idx, r.seat))
     outcomes = outcomes_from(results)
-    if elo is None:
-        elo = LiveElo()
-        for outcome in outcomes:
-            elo.update(outcome)
+    elo = LiveElo()
+    for outcome in outcomes:
+        elo.update(outcome)
     stats = bot_stats(results)
     standings = fit_standings(outcomes, anchor=config.anchor or None) if outcomes else []
     live = elo.ratings()
@@ -309,10 +385,12 @@ def export(config: TournamentConfig, store: Store, elo: LiveElo | None = None) -
         "results.csv": out / "results.csv",
         "report.html": out / "report.html",
     }
-    write_ratings_json(exports["ratings.json"], standings, stats, live)
-    write_ratings_csv(exports["ratings.csv"], standings, stats, live)
+    # Written beside, then renamed: shards finishing at once never leave a torn file.
+    tmp = {name: out / f".{name}.{os.getpid()}.tmp" for name in exports}
+    write_ratings_json(tmp["ratings.json"], standings, stats, live)
+    write_ratings_csv(tmp["ratings.csv"], standings, stats, live)
     write_results_csv(
-        exports["results.csv"],
+        tmp["results.csv"],
         [
             {
                 "tournament": config.name,
@@ -325,18 +403,20 @@ def export(config: TournamentConfig, store: Store, elo: LiveElo | None = None) -
                 "forfeited": r.forfeited,
                 "faults": r.faults,
             }
-            for r in sorted(results, key=lambda r: (r.idx, r.seat))
+            for r in results
         ],
     )
     think = {bot: (s.think_p50_ms, s.think_p99_ms) for bot, s in stats.items()}
     write_report_html(
-        exports["report.html"],
+        tmp["report.html"],
         f"Tournament {config.name}",
         standings,
         stats,
         store.faults_by_reason(config.name),
         think,
     )
+    for name, path in exports.items():
+        os.replace(tmp[name], path)
     rows = store.match_rows(config.name)
     finished = sum(1 for r in rows if r["status"] == "finished")
     return TournamentOutcome(
@@ -348,3 +428,64 @@ def export(config: TournamentConfig, store: Store, elo: LiveElo | None = None) -
         standings_table(standings, stats, live),
         exports,
     )
+
+
+class MergeRefused(ValueError):
+    """A shard's database does not hold this tournament, or holds another configuration."""
+
+
+@dataclass
+class MergeOutcome:
+    """What ``referee merge`` did: matches copied from shard databases, what is missing."""
+
+    copied: int
+    already: int
+    missing: list[str]
+    outcome: TournamentOutcome | None
+
+
+def merge_shards(config: TournamentConfig, sources: Sequence[str]) -> MergeOutcome:
+    """Copy the finished matches of shard databases ``sources`` into the tournament's
+    database and, when every scheduled match is finished there, export the standings.
+
+    A match already finished in the tournament's database is never copied again, so a
+    merge can be repeated (after a missing shard has run) without duplicating anything.
+    """
+    full = make_schedule(config)
+    store = open_store(config.database)
+    copied = already = 0
+    try:
+        store.open_tournament(config.name, config.fingerprint(), config.fingerprint_hash())
+        for source in sources:
+            if (
+                not is_url(source)
+                and not is_url(config.database)
+                and Path(source).resolve() == Path(config.database).resolve()
+            ):
+                continue
+            shard = open_store(source)
+            try:
+                stored = shard.fingerprint(config.name)
+                if stored is None:
+                    raise MergeRefused(
+                        f"{redact(source)} holds no tournament {config.name!r}; is it a shard of another tournament?"
+                    )
+                if stored[1] != config.fingerprint_hash():
+                    changes = describe_changes(json.loads(stored[0]), config.fingerprint())
+                    raise MergeRefused(
+                        f"{redact(source)} holds tournament {config.name!r} with a different configuration "
+                        f"({'; '.join(changes) or 'details differ'}); merge only shards of this configuration"
+                    )
+                for found in shard.finished_matches(config.name):
+                    if store.import_finished(config.name, found):
+                        copied += 1
+                    else:
+                        already += 1
+            finally:
+                shard.close()
+        finished = store.finished_indices(config.name)
+        missing = [match_id_of(config, m) for m in full if m.index not in finished]
+        outcome = None if missing else export(config, store)
+        return MergeOutcome(copied, already, missing, outcome)
+    finally:
+        store.close()

@@ -1,10 +1,17 @@
-"""Tournament persistence: SQLite (the embedded default, WAL mode).
+"""Tournament persistence: SQLite (the embedded default, WAL mode) or PostgreSQL.
 
-Tables: ``tournaments`` (name, config fingerprint), ``matches`` (the schedule, with each
-match's status: planned, running, finished), ``results`` (one row per seat of a finished
-match), ``faults``. A match's results, faults and its ``finished`` status are written in
-one transaction, so a tournament killed at any moment has every finished match complete
-and every other one replayable from the start.
+:func:`open_store` chooses by the database target: a file path (or ``sqlite:///path``)
+opens :class:`Store`, an SQLite file on this machine; a ``postgresql://`` URL opens
+:class:`PostgresStore`, one database that the shards of a tournament running on many
+machines share. Both hold the same tables and answer the same methods:
+
+``tournaments`` (name, config fingerprint), ``matches`` (the schedule, with each match's
+status: planned, running, finished), ``results`` (one row per seat of a finished match),
+``faults``. A match's results, faults and its ``finished`` status are written in one
+transaction, so a tournament (or a shard of one) killed at any moment has every finished
+match complete and every other one replayable from the start. Shards write concurrently:
+each plans, resets and plays only its own matches, and the finishing order is assigned
+under a lock on the tournament's row.
 """
 
 from __future__ import annotations
@@ -13,23 +20,27 @@ import array
 import json
 import sqlite3
 import time
-from collections.abc import Iterable, Sequence
+import urllib.parse
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from referee.runner import MatchResult
-from referee.tournament.schedule import ScheduledMatch
+if TYPE_CHECKING:
+    from referee.runner import MatchResult
+    from referee.tournament.schedule import ScheduledMatch
 
 SCHEMA_VERSION = 1
 
+#: The schema, with the column types that differ between the two databases left open.
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS tournaments (
     name TEXT PRIMARY KEY,
     fingerprint TEXT NOT NULL,
     fingerprint_hash TEXT NOT NULL,
-    created_at REAL NOT NULL
+    created_at {real} NOT NULL
 );
 CREATE TABLE IF NOT EXISTS matches (
     tournament TEXT NOT NULL,
@@ -40,9 +51,9 @@ CREATE TABLE IF NOT EXISTS matches (
     deal INTEGER NOT NULL,
     status TEXT NOT NULL DEFAULT 'planned',
     record_path TEXT,
-    started_at REAL,
-    finished_at REAL,
-    duration_s REAL,
+    started_at {real},
+    finished_at {real},
+    duration_s {real},
     decisions INTEGER,
     finish_order INTEGER,
     PRIMARY KEY (tournament, idx)
@@ -57,7 +68,7 @@ CREATE TABLE IF NOT EXISTS results (
     forfeited INTEGER NOT NULL,
     positive_rounds INTEGER NOT NULL,
     faults INTEGER NOT NULL,
-    think_us BLOB NOT NULL,
+    think_us {blob} NOT NULL,
     PRIMARY KEY (tournament, idx, seat)
 );
 CREATE TABLE IF NOT EXISTS faults (
@@ -68,12 +79,21 @@ CREATE TABLE IF NOT EXISTS faults (
     reason TEXT NOT NULL,
     detail TEXT NOT NULL,
     round INTEGER NOT NULL,
-    request_id INTEGER NOT NULL,
+    request_id {bigint} NOT NULL,
     strikes INTEGER NOT NULL,
     forfeited INTEGER NOT NULL
 );
 CREATE INDEX IF NOT EXISTS faults_by_match ON faults (tournament, idx);
 """
+
+_MATCH_COLUMNS = (
+    "idx, match_id, seating, seed, deal, status, record_path, started_at, finished_at, "
+    "duration_s, decisions, finish_order"
+)
+
+
+class StoreError(Exception):
+    """The database cannot be opened or used; the message is one line for the user."""
 
 
 class ResumeRefused(ValueError):
@@ -96,24 +116,107 @@ class StoredResult:
     think_us: array.array[int]
 
 
+@dataclass(frozen=True)
+class FinishedMatch:
+    """Everything stored about one finished match: what ``referee merge`` copies."""
+
+    match: dict[str, Any]
+    results: list[tuple[Any, ...]]
+    faults: list[tuple[Any, ...]]
+
+
+def is_url(target: str | Path) -> bool:
+    """True for a database URL (``scheme://…``), False for a file path."""
+    return isinstance(target, str) and "://" in target
+
+
+def redact(target: str | Path) -> str:
+    """``target`` fit to print: a URL without its password."""
+    text = str(target)
+    if not is_url(text):
+        return text
+    parts = urllib.parse.urlsplit(text)
+    if parts.password is None:
+        return text
+    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
+    return urllib.parse.urlunsplit(parts._replace(netloc=netloc))
+
+
+def open_store(target: str | Path) -> Store:
+    """The store for ``target``: a SQLite file path, ``sqlite:///path`` or ``postgresql://…``.
+
+    Raises :class:`StoreError` (one line) when the target is malformed or unreachable.
+    """
+    if not is_url(target):
+        return Store(Path(target))
+    text = str(target)
+    scheme = text.split("://", 1)[0].lower()
+    if scheme in ("postgresql", "postgres"):
+        return PostgresStore(text)
+    if scheme == "sqlite":
+        path = urllib.parse.urlsplit(text).path
+        if not path or path == "/":
+            raise StoreError(f"database {text!r}: no file path; write sqlite:///path/to/file.db")
+        return Store(Path(path))
+    raise StoreError(
+        f"database {redact(text)!r}: unsupported scheme {scheme!r}; allowed: a SQLite file "
+        "path, sqlite:///path, or postgresql://user:password@host:port/dbname"
+    )
+
+
 class Store:
-    """One SQLite database file (created on first use)."""
+    """One SQLite database file (created on first use); the base of every store.
+
+    The queries are written once, for SQLite (``?`` parameters); :class:`PostgresStore`
+    overrides the connection, the transaction and the placeholder style.
+    """
+
+    #: Column types that differ between databases (see ``_SCHEMA``).
+    _TYPES: ClassVar[dict[str, str]] = {"real": "REAL", "blob": "BLOB", "bigint": "INTEGER"}
 
     def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self.path = path
-        self.db = sqlite3.connect(path, isolation_level=None, timeout=30)
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("PRAGMA synchronous=NORMAL")
-        self.db.execute("PRAGMA foreign_keys=ON")
-        self.db.executescript(_SCHEMA)
-        self.db.execute(
-            "INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),)
+        path = Path(path)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self.db: Any = sqlite3.connect(path, isolation_level=None, timeout=30)
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute("PRAGMA synchronous=NORMAL")
+            self.db.executescript(_SCHEMA.format(**self._TYPES))
+        except (OSError, sqlite3.Error) as exc:
+            raise StoreError(f"cannot open the SQLite database {path}: {exc}") from None
+        self.path: Path | None = path
+        self.where = str(path)
+        self._init_meta()
+
+    def _init_meta(self) -> None:
+        self._execute(
+            "INSERT INTO meta VALUES ('schema_version', ?) ON CONFLICT DO NOTHING",
+            (str(SCHEMA_VERSION),),
         )
 
     def close(self) -> None:
         """Close the connection."""
         self.db.close()
+
+    # -- the dialect: what PostgresStore overrides ------------------------------------------
+
+    def _execute(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        return self.db.execute(sql, params)
+
+    def _executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
+        self.db.executemany(sql, rows)
+
+    @contextmanager
+    def _transaction(self, tournament: str | None = None) -> Iterator[None]:
+        """One transaction; with ``tournament``, also the right to assign its finish order
+        (SQLite: the database's write lock, taken at once)."""
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+        self.db.execute("COMMIT")
 
     # -- tournaments and schedule ---------------------------------------------------------
 
@@ -122,34 +225,45 @@ class Store:
     ) -> bool:
         """Register the tournament, or check a resume; True when it already existed.
 
-        Raises :class:`ResumeRefused` naming what changed when the stored configuration
-        differs from this one.
+        Safe when several shards open the same tournament at once. Raises
+        :class:`ResumeRefused` naming what changed when the stored configuration differs.
         """
         from referee.tournament.config import describe_changes
 
-        row = self.db.execute(
-            "SELECT fingerprint, fingerprint_hash FROM tournaments WHERE name = ?", (name,)
-        ).fetchone()
-        if row is None:
-            self.db.execute(
-                "INSERT INTO tournaments VALUES (?, ?, ?, ?)",
-                (name, json.dumps(fingerprint, sort_keys=True), fingerprint_hash, time.time()),
-            )
+        cur = self._execute(
+            "INSERT INTO tournaments VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
+            (name, json.dumps(fingerprint, sort_keys=True), fingerprint_hash, time.time()),
+        )
+        if cur.rowcount == 1:
             return False
-        if row[1] != fingerprint_hash:
-            changes = describe_changes(json.loads(row[0]), fingerprint)
+        stored = self.fingerprint(name)
+        assert stored is not None
+        if stored[1] != fingerprint_hash:
+            changes = describe_changes(json.loads(stored[0]), fingerprint)
             raise ResumeRefused(
-                f"tournament {name!r} in {self.path} was started with a different configuration "
+                f"tournament {name!r} in {redact(self.where)} was started with a different configuration "
                 f"({'; '.join(changes) or 'details differ'}); restore it, or use a new tournament name or database"
             )
         return True
 
-    def plan(self, tournament: str, schedule: Sequence[ScheduledMatch], match_id_of: Any) -> None:
+    def fingerprint(self, name: str) -> tuple[str, str] | None:
+        """The stored fingerprint (JSON) and its hash, or None when ``name`` is not stored."""
+        row = self._execute(
+            "SELECT fingerprint, fingerprint_hash FROM tournaments WHERE name = ?", (name,)
+        ).fetchone()
+        return None if row is None else (row[0], row[1])
+
+    def plan(
+        self,
+        tournament: str,
+        schedule: Sequence[ScheduledMatch],
+        match_id_of: Callable[[ScheduledMatch], str],
+    ) -> None:
         """Insert the schedule's matches that are not stored yet."""
-        with self.db:
-            self.db.execute("BEGIN")
-            self.db.executemany(
-                "INSERT OR IGNORE INTO matches (tournament, idx, match_id, seating, seed, deal) VALUES (?, ?, ?, ?, ?, ?)",
+        with self._transaction():
+            self._executemany(
+                "INSERT INTO matches (tournament, idx, match_id, seating, seed, deal) "
+                "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
                 [
                     (
                         tournament,
@@ -164,102 +278,174 @@ class Store:
             )
 
     def reset_interrupted(self, tournament: str, indices: Iterable[int] | None = None) -> int:
-        """Matches left ``running`` by a killed run go back to ``planned``; returns how many."""
-        query = "UPDATE matches SET status = 'planned', started_at = NULL WHERE tournament = ? AND status = 'running'"
-        cur = self.db.execute(query, (tournament,))
-        return cur.rowcount
+        """Matches left ``running`` by a killed run go back to ``planned``; returns how many.
+
+        With ``indices`` (a shard's matches) only those: another shard's running matches
+        are its own business.
+        """
+        query = (
+            "UPDATE matches SET status = 'planned', started_at = NULL "
+            "WHERE tournament = ? AND status = 'running'"
+        )
+        if indices is None:
+            return int(self._execute(query, (tournament,)).rowcount)
+        count = 0
+        with self._transaction():
+            for chunk in _chunks(sorted(set(indices)), 500):
+                marks = ", ".join("?" * len(chunk))
+                cur = self._execute(f"{query} AND idx IN ({marks})", (tournament, *chunk))
+                count += cur.rowcount
+        return count
 
     def finished_indices(self, tournament: str) -> set[int]:
         """The schedule positions already finished."""
-        rows = self.db.execute(
+        rows = self._execute(
             "SELECT idx FROM matches WHERE tournament = ? AND status = 'finished'", (tournament,)
         )
         return {r[0] for r in rows}
 
     def mark_running(self, tournament: str, idx: int, record_path: Path) -> None:
         """A match has started."""
-        self.db.execute(
-            "UPDATE matches SET status = 'running', started_at = ?, record_path = ? WHERE tournament = ? AND idx = ?",
+        self._execute(
+            "UPDATE matches SET status = 'running', started_at = ?, record_path = ? "
+            "WHERE tournament = ? AND idx = ? AND status <> 'finished'",
             (time.time(), str(record_path), tournament, idx),
         )
 
     def save_result(self, tournament: str, idx: int, result: MatchResult) -> None:
         """Store a finished match, all of it in one transaction."""
-        with self.db:
-            self.db.execute("BEGIN IMMEDIATE")
-            self.db.execute(
-                "DELETE FROM results WHERE tournament = ? AND idx = ?", (tournament, idx)
-            )
-            self.db.execute(
-                "DELETE FROM faults WHERE tournament = ? AND idx = ?", (tournament, idx)
-            )
-            for s in result.seats:
-                think = array.array("I", (min(int(t * 1e6), 0xFFFFFFFF) for t in s.think_s))
-                self.db.execute(
-                    "INSERT INTO results VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (
-                        tournament,
-                        idx,
-                        s.seat,
-                        s.bot,
-                        s.total,
-                        s.place,
-                        int(s.forfeited),
-                        s.positive_rounds,
-                        len(s.faults),
-                        think.tobytes(),
-                    ),
-                )
-                self.db.executemany(
-                    "INSERT INTO faults VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    [
-                        (
-                            tournament,
-                            idx,
-                            f.seat,
-                            s.bot,
-                            f.reason.value,
-                            f.detail,
-                            f.round_index,
-                            f.request_id,
-                            f.strikes,
-                            int(f.forfeited),
-                        )
-                        for f in s.faults
-                    ],
-                )
-            order = self.db.execute(
-                "SELECT COALESCE(MAX(finish_order), 0) + 1 FROM matches WHERE tournament = ?",
-                (tournament,),
-            ).fetchone()[0]
-            self.db.execute(
-                "UPDATE matches SET status = 'finished', finished_at = ?, duration_s = ?, decisions = ?, "
-                "record_path = ?, finish_order = ? WHERE tournament = ? AND idx = ?",
+        results: list[tuple[Any, ...]] = []
+        faults: list[tuple[Any, ...]] = []
+        for s in result.seats:
+            think = array.array("I", (min(int(t * 1e6), 0xFFFFFFFF) for t in s.think_s))
+            results.append(
                 (
-                    time.time(),
-                    result.duration_s,
-                    result.decisions,
-                    str(result.record_path),
-                    order,
                     tournament,
                     idx,
-                ),
+                    s.seat,
+                    s.bot,
+                    s.total,
+                    s.place,
+                    int(s.forfeited),
+                    s.positive_rounds,
+                    len(s.faults),
+                    think.tobytes(),
+                )
             )
+            faults.extend(
+                (
+                    tournament,
+                    idx,
+                    f.seat,
+                    s.bot,
+                    f.reason.value,
+                    f.detail,
+                    f.round_index,
+                    f.request_id,
+                    f.strikes,
+                    int(f.forfeited),
+                )
+                for f in s.faults
+            )
+        match = {
+            "finished_at": time.time(),
+            "duration_s": result.duration_s,
+            "decisions": result.decisions,
+            "record_path": str(result.record_path),
+        }
+        with self._transaction(tournament):
+            self._write_finished(tournament, idx, match, results, faults)
+
+    def _write_finished(
+        self,
+        tournament: str,
+        idx: int,
+        match: dict[str, Any],
+        results: Sequence[tuple[Any, ...]],
+        faults: Sequence[tuple[Any, ...]],
+    ) -> None:
+        """Inside a transaction holding the tournament's lock: one finished match."""
+        self._execute("DELETE FROM results WHERE tournament = ? AND idx = ?", (tournament, idx))
+        self._execute("DELETE FROM faults WHERE tournament = ? AND idx = ?", (tournament, idx))
+        self._executemany("INSERT INTO results VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", results)
+        if faults:
+            self._executemany("INSERT INTO faults VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", faults)
+        order = self._execute(
+            "SELECT COALESCE(MAX(finish_order), 0) + 1 FROM matches WHERE tournament = ?",
+            (tournament,),
+        ).fetchone()[0]
+        self._execute(
+            "UPDATE matches SET status = 'finished', finished_at = ?, duration_s = ?, "
+            "decisions = ?, record_path = ?, finish_order = ? WHERE tournament = ? AND idx = ?",
+            (
+                match["finished_at"],
+                match["duration_s"],
+                match["decisions"],
+                match["record_path"],
+                order,
+                tournament,
+                idx,
+            ),
+        )
+
+    # -- merging shards ----------------------------------------------------------------------
+
+    def finished_matches(self, tournament: str) -> Iterator[FinishedMatch]:
+        """Every finished match with its results and faults, in schedule order."""
+        cur = self._execute(
+            f"SELECT {_MATCH_COLUMNS} FROM matches "
+            "WHERE tournament = ? AND status = 'finished' ORDER BY idx",
+            (tournament,),
+        )
+        cols = [d[0] for d in cur.description]
+        matches = [dict(zip(cols, row, strict=True)) for row in cur.fetchall()]
+        for m in matches:
+            results = self._execute(
+                "SELECT * FROM results WHERE tournament = ? AND idx = ? ORDER BY seat",
+                (tournament, m["idx"]),
+            ).fetchall()
+            faults = self._execute(
+                "SELECT * FROM faults WHERE tournament = ? AND idx = ?", (tournament, m["idx"])
+            ).fetchall()
+            yield FinishedMatch(m, [tuple(r) for r in results], [tuple(f) for f in faults])
+
+    def import_finished(self, tournament: str, found: FinishedMatch) -> bool:
+        """Store a finished match copied from another database (a shard's); False when this
+        one already holds it finished (it is never stored twice)."""
+        m = found.match
+        with self._transaction(tournament):
+            row = self._execute(
+                "SELECT status FROM matches WHERE tournament = ? AND idx = ?",
+                (tournament, m["idx"]),
+            ).fetchone()
+            if row is not None and row[0] == "finished":
+                return False
+            if row is None:
+                self._execute(
+                    "INSERT INTO matches (tournament, idx, match_id, seating, seed, deal) "
+                    "VALUES (?, ?, ?, ?, ?, ?)",
+                    (tournament, m["idx"], m["match_id"], m["seating"], m["seed"], m["deal"]),
+                )
+            results = [(tournament, *r[1:]) for r in found.results]
+            faults = [(tournament, *f[1:]) for f in found.faults]
+            self._write_finished(tournament, m["idx"], m, results, faults)
+        return True
 
     # -- reading -----------------------------------------------------------------------------
 
     def results(self, tournament: str) -> list[StoredResult]:
         """Every stored seat result, in finishing order then seat."""
-        rows = self.db.execute(
-            "SELECT r.idx, m.match_id, r.seat, r.bot, r.total, r.place, r.forfeited, r.positive_rounds, r.faults, r.think_us "
+        rows = self._execute(
+            "SELECT r.idx, m.match_id, r.seat, r.bot, r.total, r.place, r.forfeited, "
+            "r.positive_rounds, r.faults, r.think_us "
             "FROM results r JOIN matches m ON m.tournament = r.tournament AND m.idx = r.idx "
-            "WHERE r.tournament = ? AND m.status = 'finished' ORDER BY m.finish_order, r.seat",
+            "WHERE r.tournament = ? AND m.status = 'finished' ORDER BY m.finish_order, r.idx, r.seat",
             (tournament,),
         )
         out = []
         for idx, mid, seat, bot, total, place, forfeited, positive, faults, think in rows:
             arr = array.array("I")
-            arr.frombytes(think)
+            arr.frombytes(bytes(think))
             out.append(
                 StoredResult(
                     idx, mid, seat, bot, total, place, bool(forfeited), positive, faults, arr
@@ -270,20 +456,74 @@ class Store:
     def faults_by_reason(self, tournament: str) -> dict[str, dict[str, int]]:
         """Per bot, the number of faults of each reason."""
         out: dict[str, dict[str, int]] = {}
-        rows = self.db.execute(
-            "SELECT bot, reason, COUNT(*) FROM faults f JOIN matches m ON m.tournament = f.tournament AND m.idx = f.idx "
+        rows = self._execute(
+            "SELECT bot, reason, COUNT(*) FROM faults f JOIN matches m "
+            "ON m.tournament = f.tournament AND m.idx = f.idx "
             "WHERE f.tournament = ? AND m.status = 'finished' GROUP BY bot, reason",
             (tournament,),
         )
         for bot, reason, count in rows:
-            out.setdefault(bot, {})[reason] = count
+            out.setdefault(bot, {})[reason] = int(count)
         return out
 
     def match_rows(self, tournament: str) -> list[dict[str, Any]]:
         """Every scheduled match with its status, for progress and exports."""
-        cur = self.db.execute(
-            "SELECT idx, match_id, seating, seed, deal, status, record_path, duration_s, decisions FROM matches WHERE tournament = ? ORDER BY idx",
+        cur = self._execute(
+            "SELECT idx, match_id, seating, seed, deal, status, record_path, duration_s, decisions "
+            "FROM matches WHERE tournament = ? ORDER BY idx",
             (tournament,),
         )
         cols = [d[0] for d in cur.description]
-        return [dict(zip(cols, row, strict=True)) for row in cur]
+        return [dict(zip(cols, row, strict=True)) for row in cur.fetchall()]
+
+
+class PostgresStore(Store):
+    """A PostgreSQL database (psycopg 3) shared by the shards of a tournament."""
+
+    _TYPES: ClassVar[dict[str, str]] = {
+        "real": "DOUBLE PRECISION",
+        "blob": "BYTEA",
+        "bigint": "BIGINT",
+    }
+
+    def __init__(self, url: str) -> None:
+        import psycopg
+
+        self.where = url
+        self.path = None
+        try:
+            self.db = psycopg.connect(url, autocommit=True, connect_timeout=10)
+        except (psycopg.Error, ValueError) as exc:
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise StoreError(f"cannot connect to the database {redact(url)}: {first}") from None
+        try:
+            with self.db.transaction():
+                # Shards creating the tables at the same moment take turns.
+                self.db.execute("SELECT pg_advisory_xact_lock(5734287)")
+                for statement in _SCHEMA.format(**self._TYPES).split(";"):
+                    if statement.strip():
+                        self.db.execute(statement)
+        except psycopg.Error as exc:
+            self.db.close()
+            raise StoreError(f"cannot create the tables in {redact(url)}: {exc}") from None
+        self._init_meta()
+
+    def _execute(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        return self.db.execute(sql.replace("?", "%s"), params)
+
+    def _executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
+        with self.db.cursor() as cur:
+            cur.executemany(sql.replace("?", "%s"), list(rows))
+
+    @contextmanager
+    def _transaction(self, tournament: str | None = None) -> Iterator[None]:
+        with self.db.transaction():
+            if tournament is not None:
+                # Shards finishing matches at once take turns assigning the finish order.
+                self._execute("SELECT 1 FROM tournaments WHERE name = ? FOR UPDATE", (tournament,))
+            yield
+
+
+def _chunks(items: list[int], size: int) -> Iterator[list[int]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]

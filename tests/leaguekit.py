@@ -196,7 +196,7 @@ def db_rows(db: Path, league: str) -> list[dict[str, Any]]:
     con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=30)
     try:
         matches = con.execute(
-            "SELECT idx, match_id, seed, finish_order, status FROM matches "
+            "SELECT idx, match_id, seed, finish_order, status, seating FROM matches "
             "WHERE tournament = ? ORDER BY idx",
             (league,),
         ).fetchall()
@@ -211,7 +211,7 @@ def db_rows(db: Path, league: str) -> list[dict[str, Any]]:
     for row in seats:
         by_idx.setdefault(row[0], []).append(row)
     out = []
-    for idx, match_id, seed, order, status in matches:
+    for idx, match_id, seed, order, status, planned in matches:
         rows = by_idx.get(idx, [])
         out.append(
             {
@@ -220,6 +220,7 @@ def db_rows(db: Path, league: str) -> list[dict[str, Any]]:
                 "seed": int(seed),
                 "finish_order": order,
                 "status": status,
+                "planned_seating": json.loads(planned),
                 "seating": [r[2] for r in rows],
                 "totals": [r[3] for r in rows],
                 "places": [r[4] for r in rows],

@@ -206,6 +206,7 @@ class League:
         self._last_publish = -math.inf
         self._publish_timer: asyncio.TimerHandle | None = None
         self._wake = asyncio.Event()
+        self._all_left = asyncio.Event()
         self._stopping = False
         self._scheduler: asyncio.Task[None] | None = None
         self._rng = random.Random(config.seed)
@@ -299,6 +300,13 @@ class League:
         for streams in self._open.values():
             for s in streams:
                 s.stream.end()
+        # Every stream ends with status OK before the server goes (a server stopping with
+        # calls still open resets them, and their bots see INTERNAL).
+        deadline = time.monotonic() + 5.0
+        while self._by_slot and time.monotonic() < deadline:
+            self._all_left.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._all_left.wait(), deadline - time.monotonic())
         if self._publish_timer is not None:
             self._publish_timer.cancel()
             self._publish_timer = None
@@ -369,6 +377,7 @@ class League:
         """An admitted stream completed its handshake: it is idle now."""
         if slot.stream is None or id(slot) not in self._admitted.get(slot.bot_name, ()):
             return
+        slot.stream.guard_writes = True  # matches are stopped by cancelling them
         s = _Stream(slot.bot_name, slot, slot.stream)
         self._by_slot[id(slot)] = s
         self._open.setdefault(s.bot, []).append(s)
@@ -379,6 +388,8 @@ class League:
         """An admitted stream ended (a running match forfeits the seat by itself)."""
         self._admitted.get(slot.bot_name, set()).discard(id(slot))
         s = self._by_slot.pop(id(slot), None)
+        if not self._by_slot:
+            self._all_left.set()
         if s is None:
             return
         streams = self._open.get(s.bot, [])

@@ -45,7 +45,14 @@ from referee.metrics import RefereeMetrics
 from referee.ratings import LiveElo, MatchOutcome, fit_standings
 from referee.record import ReplayError, read_record
 from referee.runner import MatchResult, MatchRunner
-from referee.server import RefereeServer, Refused, SeatSlot, SeatStream, TlsConfig
+from referee.server import (
+    SERVICE_NAME,
+    RefereeServer,
+    Refused,
+    SeatSlot,
+    SeatStream,
+    TlsConfig,
+)
 from referee.tournament.run import bot_stats, outcomes_from
 from referee.tournament.schedule import ScheduledMatch, deal_seed
 from referee.tournament.storage import Store, StoredResult
@@ -265,6 +272,7 @@ class League:
             self._recent.appendleft(_summary(idx, seat_rows[0].match_id, seat_rows, order, 0.0))
         self._finished = len(by_match)
         self.metrics.finished.set(self._finished)
+        self.metrics.decision_limit.set(c.clock.decision_ms / 1000)
         for bot, value in self._elo.ratings().items():
             self.metrics.elo.labels(bot).set(value)
         if results:
@@ -286,6 +294,8 @@ class League:
         """Stop: no new match; running ones get the grace period, the rest are replayed later."""
         self._stopping = True
         self._wake.set()
+        for service in ("", SERVICE_NAME, LEAGUE_SERVICE):  # health checks see it go at once
+            await self.server.set_serving(service, False)
         if self._scheduler is not None:
             await self._scheduler
         tasks = [r.task for r in self._running.values() if r.task is not None]

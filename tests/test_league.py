@@ -277,3 +277,49 @@ def test_referee_serve_with_a_malformed_file_exits_2_with_one_line(tmp_path: Pat
         proc.stderr.strip().splitlines() == [proc.stderr.strip()]
         and "$STICHELN_ADMIN_TOKEN" in proc.stderr
     )
+
+
+def test_referee_league_commands_administer_a_running_league(tmp_path: Path) -> None:
+    config = write_config(tmp_path / "league.toml", {"name": "cli", "table_size": 3})
+    env = {"PATH": "/usr/bin:/bin", "STICHELN_ADMIN_TOKEN": ADMIN_TOKEN}
+
+    def league(*argv: str, token: bool = True) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [*REFEREE, "league", *argv, "--address", serve.address],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=env if token else {"PATH": "/usr/bin:/bin"},
+        )
+
+    with serving(config, tmp_path / "serve.log") as serve:
+        reg = league("register", "alpha", "--owner", "ada")
+        assert reg.returncode == 0, reg.stderr
+        token = reg.stdout.strip()
+        assert token.startswith("stb_") and "\n" not in token
+        ver = league("version", "alpha")
+        assert ver.returncode == 0 and ver.stdout.strip().startswith("stb_"), ver.stderr
+        assert "alpha@v2" in ver.stderr
+        again = league("register", "alpha")
+        assert again.returncode == 1
+        assert again.stderr.strip() == (
+            "referee league register: ALREADY_EXISTS: a bot named 'alpha' is already registered"
+        )
+        no_token = league("register", "beta", token=False)
+        assert no_token.returncode == 2 and "STICHELN_ADMIN_TOKEN" in no_token.stderr
+        env["STICHELN_ADMIN_TOKEN"] = token  # a bot token is no admin token
+        denied = league("revoke", "alpha")
+        assert denied.returncode == 1 and "PERMISSION_DENIED" in denied.stderr
+        env["STICHELN_ADMIN_TOKEN"] = ADMIN_TOKEN
+        assert league("revoke", "alpha").returncode == 0
+        bots_out = league("bots", token=False)
+        assert bots_out.returncode == 0
+        rows = [line.split() for line in bots_out.stdout.splitlines()[1:]]
+        assert [(r[0], r[1], r[2]) for r in rows] == [
+            ("alpha", "1", "no"),
+            ("alpha@v2", "2", "yes"),
+        ]
+        listed = serve.league.ListBots(league_pb2.ListBotsRequest(), timeout=10).bots
+        assert [(b.name, b.active) for b in listed] == [("alpha", False), ("alpha@v2", True)]
+        standings = league("standings", token=False)
+        assert standings.returncode == 0 and standings.stdout.startswith("0 matches")

@@ -349,6 +349,85 @@ def _serve(args: argparse.Namespace) -> int:
     return eventloop.run(run())
 
 
+def _league(args: argparse.Namespace) -> int:
+    """Administer a running league over its League service; one line per error."""
+    import math
+    import os
+
+    import grpc
+
+    from sticheln.v1 import league_pb2, league_pb2_grpc
+
+    metadata: list[tuple[str, str]] = []
+    if args.action in ("register", "revoke", "version"):
+        token = os.environ.get("STICHELN_ADMIN_TOKEN", "")
+        if not token:
+            raise UsageError("set STICHELN_ADMIN_TOKEN to the league's admin token")
+        metadata = [("authorization", f"Bearer {token}")]
+    with grpc.insecure_channel(args.address) as channel:
+        stub = league_pb2_grpc.LeagueStub(channel)  # type: ignore[no-untyped-call]
+        try:
+            if args.action == "register":
+                reply = stub.RegisterBot(
+                    league_pb2.RegisterBotRequest(
+                        name=args.name, owner=args.owner, description=args.description
+                    ),
+                    metadata=metadata,
+                    timeout=args.timeout,
+                )
+                print(f"registered {reply.bot.name}; its token (shown only now):", file=sys.stderr)
+                print(reply.token)
+            elif args.action == "version":
+                reply = stub.RegisterVersion(
+                    league_pb2.RegisterVersionRequest(
+                        previous_version=args.name, name=args.new_name, description=args.description
+                    ),
+                    metadata=metadata,
+                    timeout=args.timeout,
+                )
+                print(
+                    f"registered {reply.bot.name} (version {reply.bot.version}, succeeds "
+                    f"{reply.bot.previous_version}); its token (shown only now):",
+                    file=sys.stderr,
+                )
+                print(reply.token)
+            elif args.action == "revoke":
+                revoked = stub.RevokeToken(
+                    league_pb2.RevokeTokenRequest(name=args.name),
+                    metadata=metadata,
+                    timeout=args.timeout,
+                )
+                print(f"revoked the token of {revoked.bot.name}")
+            elif args.action == "bots":
+                bots = stub.ListBots(league_pb2.ListBotsRequest(), timeout=args.timeout).bots
+                print(f"{'bot':24} {'version':>7} {'active':>6} {'streams':>7}  previous  owner")
+                for b in bots:
+                    print(
+                        f"{b.name:24} {b.version:>7} {'yes' if b.active else 'no':>6} "
+                        f"{b.connected_streams:>7}  {b.previous_version or '-':8}  {b.owner}"
+                    )
+            else:
+                st = stub.Standings(league_pb2.StandingsRequest(), timeout=args.timeout)
+                print(f"{st.matches} matches")
+                print(
+                    f"{'#':>2} {'bot':24} {'rating':>7} {'95% interval':>15} {'elo':>6} {'matches':>7}"
+                )
+                for i, x in enumerate(st.standings, 1):
+                    ci = "" if math.isnan(x.ci_low) else f"{x.ci_low:.0f}-{x.ci_high:.0f}"
+                    print(
+                        f"{i:>2} {x.bot:24} {x.rating:>7.0f} {ci:>15} {x.live_elo:>6.0f} "
+                        f"{x.matches:>7}"
+                    )
+        except grpc.RpcError as exc:
+            code = exc.code()  # type: ignore[attr-defined]
+            print(
+                f"referee league {args.action}: {code.name}: {exc.details()}",  # type: ignore[attr-defined]
+                file=sys.stderr,
+            )
+            return 1
+    return 0
+
+
 def _check_bot(args: argparse.Namespace) -> int:
     """Play one bot through the scripted scenarios; print PASS/FAIL per scenario."""
     import shutil
@@ -599,6 +678,36 @@ def build_parser() -> argparse.ArgumentParser:
     )
     srv.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     srv.set_defaults(func=_serve)
+
+    lg = sub.add_parser(
+        "league",
+        help="administer a running league: register, version, revoke, bots, standings",
+        description="Call a running league's League service. register, version and revoke "
+        "need the admin token in $STICHELN_ADMIN_TOKEN; a new token is printed on stdout.",
+    )
+    lg_sub = lg.add_subparsers(dest="action", required=True)
+
+    def league_action(name: str, help: str) -> argparse.ArgumentParser:
+        p = lg_sub.add_parser(name, help=help)
+        p.add_argument(
+            "--address", default="127.0.0.1:50051", help="the league (default 127.0.0.1:50051)"
+        )
+        p.add_argument("--timeout", type=float, default=10.0, help="seconds per call (default 10)")
+        p.set_defaults(func=_league)
+        return p
+
+    reg = league_action("register", "register a bot; prints its token")
+    reg.add_argument("name", help="the bot's name")
+    reg.add_argument("--owner", default="", help="who runs it")
+    reg.add_argument("--description", default="", help="what it is")
+    ver = league_action("version", "register a new version of a bot; prints its token")
+    ver.add_argument("name", help="the entry the new version succeeds")
+    ver.add_argument("--new-name", default="", help="the new entry's name (default NAME@vN)")
+    ver.add_argument("--description", default="", help="what changed")
+    rev = league_action("revoke", "revoke a bot's token")
+    rev.add_argument("name", help="the bot's name")
+    league_action("bots", "list the bot entries")
+    league_action("standings", "print the published standings")
 
     chk = sub.add_parser(
         "check-bot",

@@ -72,10 +72,31 @@ class SeatStream:
         self._issued: set[int] = set()
         #: Called with (reason, detail, request_id) for faults outside a pending request.
         self.on_fault: Callable[[FaultReason, str, int], None] | None = None
+        #: Writes go on when the writer is cancelled, and the stream ends only after them
+        #: (a league stops matches by cancelling them; the stream serves on).
+        self.guard_writes = False
+        self._writes: set[asyncio.Future[None]] = set()
 
     async def write(self, message: bot_pb2.RefereeMessage) -> None:
         """Send one message to the bot."""
-        await self.context.write(message)
+        if not self.guard_writes:
+            await self.context.write(message)
+            return
+        # A write cancelled half-way leaves the call broken (the bot sees INTERNAL).
+        task: asyncio.Future[None] = asyncio.ensure_future(self.context.write(message))
+        self._writes.add(task)
+        task.add_done_callback(self._written)
+        await asyncio.shield(task)
+
+    def _written(self, task: asyncio.Future[None]) -> None:
+        self._writes.discard(task)
+        if not task.cancelled():
+            task.exception()  # retrieved: a failed write shows as the stream ending
+
+    async def drain(self, timeout: float) -> None:
+        """Wait (at most ``timeout`` seconds) for the writes still under way."""
+        if self._writes:
+            await asyncio.wait(set(self._writes), timeout=timeout)
 
     def expect(
         self, request_id: int
@@ -333,6 +354,7 @@ class RefereeServicer:
         done = asyncio.ensure_future(stream.finished.wait())
         try:
             await asyncio.wait((reader, done), return_when=asyncio.FIRST_COMPLETED)
+            await stream.drain(2.0)
         finally:
             reader.cancel()
             done.cancel()

@@ -37,11 +37,16 @@ class PublicFilter:
     def __init__(self) -> None:
         self.secret = False
         self._picks: dict[int, list[list[int]]] = {}
+        self._seed = 0
+        self._nonce = b""
 
     def header(self, line: dict[str, Any]) -> league_pb2.WatchMatchResponse:
         """The first message, from the record's header line."""
         rules = from_table(dict(line["rules"]))
         self.secret = str(line["rules"].get("pain_visibility", "")) == "secret"
+        # Kept back until the match is completed: the seed opens every deal.
+        self._seed = int(line["seed"])
+        self._nonce = bytes.fromhex(line["nonce"])
         return league_pb2.WatchMatchResponse(
             match=league_pb2.WatchedMatch(
                 match_id=line["match_id"],
@@ -87,11 +92,13 @@ class PublicFilter:
             fault.strikes = line["strikes"]
             fault.forfeited = bool(line["forfeited"])
         elif kind == "end":
-            return league_pb2.WatchMatchResponse(
-                end=league_pb2.MatchEnded(
-                    totals=line["totals"], places=line["places"], reason=line["reason"]
-                )
+            end = league_pb2.MatchEnded(
+                totals=line["totals"], places=line["places"], reason=line["reason"]
             )
+            if line["reason"] == "completed":
+                end.seed = self._seed
+                end.seed_nonce = self._nonce
+            return league_pb2.WatchMatchResponse(end=end)
         else:
             return None  # "header" again, "pain", or a line type from a later version
         return league_pb2.WatchMatchResponse(event=ev)

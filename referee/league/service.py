@@ -13,8 +13,8 @@ Matches and ratings are the tournament's: the league is one "tournament" in the
 start. A match is marked running when it starts and stored, all of it in one transaction,
 when it ends. On SIGTERM the league stops starting matches, gives the running ones
 ``shutdown_grace_s`` to finish, and stops the rest; they stay planned in the database and
-are replayed from the start (same seed, same seating, same match id) as soon as their bots
-are connected again after a restart.
+are replayed from the start (same seating, same match id, a new deal: the seats saw part
+of the old one) as soon as their bots are connected again after a restart.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import hashlib
 import json
 import math
 import random
@@ -44,7 +45,14 @@ from referee.metrics import RefereeMetrics
 from referee.ratings import LiveElo, MatchOutcome, fit_standings
 from referee.record import ReplayError, read_record
 from referee.runner import MatchResult, MatchRunner
-from referee.server import RefereeServer, Refused, SeatSlot, SeatStream, TlsConfig
+from referee.server import (
+    SERVICE_NAME,
+    RefereeServer,
+    Refused,
+    SeatSlot,
+    SeatStream,
+    TlsConfig,
+)
 from referee.tournament.run import bot_stats, outcomes_from
 from referee.tournament.schedule import ScheduledMatch, deal_seed
 from referee.tournament.storage import Store, StoredResult
@@ -107,6 +115,24 @@ class _Published:
 def match_id_of(league: str, index: int) -> str:
     """The id of the league's match number ``index``: ``<league>-<index>``."""
     return f"{league}-{index:06d}"
+
+
+def replay_seed(seed: int) -> int:
+    """The seed of an interrupted match's replay: a new deal, derived from the old seed.
+
+    The seats of an interrupted match have seen their hands and the cards played so far,
+    so replaying the same deal would let them play with knowledge of each other's hands.
+    """
+    digest = hashlib.sha256(b"sticheln/league/replay/v1" + seed.to_bytes(8, "big")).digest()
+    return int.from_bytes(digest[:8], "big")
+
+
+def set_match_seed(store: Store, league: str, index: int, seed: int) -> None:
+    """Store the new seed of a planned match (on the store's own connection)."""
+    store.db.execute(
+        "UPDATE matches SET seed = ? WHERE tournament = ? AND idx = ? AND status = 'planned'",
+        (str(seed), league, index),
+    )
 
 
 def _summary(
@@ -184,8 +210,10 @@ class League:
         self._next_index = 0
         self._published = _Published()
         self._publishing: asyncio.Task[None] | None = None
-        self._last_publish = 0.0
+        self._last_publish = -math.inf
+        self._publish_timer: asyncio.TimerHandle | None = None
         self._wake = asyncio.Event()
+        self._all_left = asyncio.Event()
         self._stopping = False
         self._scheduler: asyncio.Task[None] | None = None
         self._rng = random.Random(config.seed)
@@ -210,8 +238,6 @@ class League:
 
     async def start(self) -> None:
         """Open the database (replays planned from an interrupted run), then serve."""
-        import hashlib
-
         c = self.config
         fingerprint = self.fingerprint()
         digest = hashlib.sha256(json.dumps(fingerprint, sort_keys=True).encode()).hexdigest()
@@ -221,11 +247,13 @@ class League:
         self._next_index = max((r["idx"] for r in rows), default=-1) + 1
         for r in rows:
             if r["status"] == "planned":
+                # A league plans a match when it starts it, so every planned match was
+                # interrupted: its bots saw part of the deal, and it is replayed with a new one.
                 seating = tuple(json.loads(r["seating"]))
+                seed = replay_seed(int(r["seed"]))
+                set_match_seed(self.store, c.name, r["idx"], seed)
                 self._replays.append(
-                    ScheduledMatch(
-                        r["idx"], tuple(sorted(seating)), seating, int(r["seed"]), r["deal"]
-                    )
+                    ScheduledMatch(r["idx"], tuple(sorted(seating)), seating, seed, r["deal"])
                 )
             elif r["status"] == "finished" and r["record_path"]:
                 self._records[r["match_id"]] = (r["idx"], Path(r["record_path"]))
@@ -244,6 +272,7 @@ class League:
             self._recent.appendleft(_summary(idx, seat_rows[0].match_id, seat_rows, order, 0.0))
         self._finished = len(by_match)
         self.metrics.finished.set(self._finished)
+        self.metrics.decision_limit.set(c.clock.decision_ms / 1000)
         for bot, value in self._elo.ratings().items():
             self.metrics.elo.labels(bot).set(value)
         if results:
@@ -265,6 +294,8 @@ class League:
         """Stop: no new match; running ones get the grace period, the rest are replayed later."""
         self._stopping = True
         self._wake.set()
+        for service in ("", SERVICE_NAME, LEAGUE_SERVICE):  # health checks see it go at once
+            await self.server.set_serving(service, False)
         if self._scheduler is not None:
             await self._scheduler
         tasks = [r.task for r in self._running.values() if r.task is not None]
@@ -279,6 +310,16 @@ class League:
         for streams in self._open.values():
             for s in streams:
                 s.stream.end()
+        # Every stream ends with status OK before the server goes (a server stopping with
+        # calls still open resets them, and their bots see INTERNAL).
+        deadline = time.monotonic() + 5.0
+        while self._by_slot and time.monotonic() < deadline:
+            self._all_left.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._all_left.wait(), deadline - time.monotonic())
+        if self._publish_timer is not None:
+            self._publish_timer.cancel()
+            self._publish_timer = None
         if self._publishing is not None:
             with contextlib.suppress(Exception):
                 await self._publishing
@@ -346,6 +387,7 @@ class League:
         """An admitted stream completed its handshake: it is idle now."""
         if slot.stream is None or id(slot) not in self._admitted.get(slot.bot_name, ()):
             return
+        slot.stream.guard_writes = True  # matches are stopped by cancelling them
         s = _Stream(slot.bot_name, slot, slot.stream)
         self._by_slot[id(slot)] = s
         self._open.setdefault(s.bot, []).append(s)
@@ -356,6 +398,8 @@ class League:
         """An admitted stream ended (a running match forfeits the seat by itself)."""
         self._admitted.get(slot.bot_name, set()).discard(id(slot))
         s = self._by_slot.pop(id(slot), None)
+        if not self._by_slot:
+            self._all_left.set()
         if s is None:
             return
         streams = self._open.get(s.bot, [])
@@ -501,30 +545,39 @@ class League:
             places=result.places,
             duration_s=round(result.duration_s, 3),
         )
-        if (
-            self._publishing is None
-            and time.monotonic() - self._last_publish >= c.publish_interval_s
-        ):
+        self._request_publish()
+
+    def _request_publish(self) -> None:
+        """Publish fresh standings now, or once ``publish_interval_s`` has passed since the
+        last publication (one fit at a time; a match finished while fitting asks again)."""
+        if self._publishing is not None or self._publish_timer is not None or self._stopping:
+            return
+        wait = self._last_publish + self.config.publish_interval_s - time.monotonic()
+        if wait <= 0:
             self._publishing = asyncio.ensure_future(self._publish())
+        else:
+            self._publish_timer = asyncio.get_running_loop().call_later(wait, self._publish_due)
+
+    def _publish_due(self) -> None:
+        self._publish_timer = None
+        self._request_publish()
 
     async def _publish(self) -> None:
         """Fit the standings from the database (in a thread) and publish them."""
         try:
             results = self.store.results(self.config.name)
             response = await asyncio.to_thread(compute_standings, results, self.config.bootstrap)
-            self._published.response = response
-            self._history.set_uncertainty({s.bot: s.ci_high - s.ci_low for s in response.standings})
-            self._last_publish = time.monotonic()
+        except Exception as exc:
+            log.error("standings_failed", error=repr(exc))
+            return
         finally:
             self._publishing = None
-        if self._finished > response.matches and not self._stopping:
+            self._last_publish = time.monotonic()
+        self._published.response = response
+        self._history.set_uncertainty({s.bot: s.ci_high - s.ci_low for s in response.standings})
+        if self._finished > response.matches:
             # Matches finished while fitting: publish again once the interval is over.
-            delay = max(0.0, self.config.publish_interval_s)
-            asyncio.get_running_loop().call_later(delay, self._publish_later)
-
-    def _publish_later(self) -> None:
-        if self._publishing is None and not self._stopping:
-            self._publishing = asyncio.ensure_future(self._publish())
+            self._request_publish()
 
     # -- what the League service reads -----------------------------------------------------
 

@@ -409,6 +409,10 @@ async def play(bot: Bot, address: str, token: str, ca_file: str = "", seats: int
             await call.write(bot_pb2.BotMessage(hello=hello))
             await _serve(bot, call)
         except grpc.aio.AioRpcError as exc:
+            # An answer written just as the referee ends the stream fails; the stream's
+            # status says how it ended.
+            if await call.code() == grpc.StatusCode.OK:
+                return
             raise Refused(exc.code(), exc.details() or "") from None
         code = await call.code()
         if code != grpc.StatusCode.OK:

@@ -252,11 +252,15 @@ class SeatFault(_message.Message):
     def __init__(self, seat: _Optional[int] = ..., reason: _Optional[str] = ..., strikes: _Optional[int] = ..., forfeited: _Optional[bool] = ...) -> None: ...
 
 class MatchEnded(_message.Message):
-    __slots__ = ("totals", "places", "reason")
+    __slots__ = ("totals", "places", "reason", "seed", "seed_nonce")
     TOTALS_FIELD_NUMBER: _ClassVar[int]
     PLACES_FIELD_NUMBER: _ClassVar[int]
     REASON_FIELD_NUMBER: _ClassVar[int]
+    SEED_FIELD_NUMBER: _ClassVar[int]
+    SEED_NONCE_FIELD_NUMBER: _ClassVar[int]
     totals: _containers.RepeatedScalarFieldContainer[int]
     places: _containers.RepeatedScalarFieldContainer[int]
     reason: str
-    def __init__(self, totals: _Optional[_Iterable[int]] = ..., places: _Optional[_Iterable[int]] = ..., reason: _Optional[str] = ...) -> None: ...
+    seed: int
+    seed_nonce: bytes
+    def __init__(self, totals: _Optional[_Iterable[int]] = ..., places: _Optional[_Iterable[int]] = ..., reason: _Optional[str] = ..., seed: _Optional[int] = ..., seed_nonce: _Optional[bytes] = ...) -> None: ...

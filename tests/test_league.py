@@ -1,0 +1,325 @@
+"""The league end to end: ``referee serve`` processes and sample bot processes over
+127.0.0.1; bots join late, disconnect and return; SIGTERM and restart; league files.
+"""
+
+from __future__ import annotations
+
+import math
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import grpc
+import pytest
+from leaguekit import (
+    ADMIN_TOKEN,
+    REFEREE,
+    ROOT,
+    bots,
+    db_rows,
+    finished,
+    serving,
+    wait_for,
+    write_config,
+)
+
+from referee.league.config import load_league_config
+from referee.ratings import LiveElo, MatchOutcome, fit_standings
+from referee.tournament.config import ConfigError
+from sticheln.v1 import league_pb2
+
+pytestmark = pytest.mark.skipif(shutil.which("node") is None, reason="needs Node.js")
+
+
+def played(db: Path, league: str, bot: str, forfeited: bool | None = None) -> list[Any]:
+    """The finished matches ``bot`` sat in (forfeited or not, when given)."""
+    out = []
+    for m in finished(db, league):
+        if bot in m["seating"] and (forfeited is None or (bot in m["forfeited"]) == forfeited):
+            out.append(m)
+    return out
+
+
+def running_with(serve: Any, bot: str) -> str | None:
+    """A running match ``bot`` sits in, from the public API (WatchMatch's first message)."""
+    for match_id in serve.recent().running:
+        try:
+            first = next(
+                iter(
+                    serve.league.WatchMatch(
+                        league_pb2.WatchMatchRequest(match_id=match_id), timeout=5
+                    )
+                )
+            )
+        except (grpc.RpcError, StopIteration):
+            continue  # it ended meanwhile
+        if bot in first.match.seating:
+            return str(match_id)
+    return None
+
+
+def test_five_bots_join_leave_return_and_the_standings_match_the_database(tmp_path: Path) -> None:
+    name = "e2e"
+    config = write_config(tmp_path / "league.toml", {"name": name, "table_size": 3, "parallel": 2})
+    db = tmp_path / "out" / "league.db"
+    with serving(config, tmp_path / "serve.log") as serve, bots(serve.address, tmp_path) as b:
+        tokens = {n: serve.register(n) for n in ("rand", "heur", "node", "slow", "late")}
+        b.start("random", "rand", tokens["rand"])
+        b.start("heuristic", "heur", tokens["heur"])
+        b.start("node", "node", tokens["node"], seats=2)
+        b.start("slow", "slow", tokens["slow"], think_ms=15)
+        wait_for(lambda: len(finished(db, name)) >= 6, 120, "6 matches with four bots")
+        listed = serve.league.ListBots(league_pb2.ListBotsRequest(), timeout=10).bots
+        assert {x.name: x.connected_streams for x in listed} == {
+            "rand": 1,
+            "heur": 1,
+            "node": 2,
+            "slow": 1,
+            "late": 0,
+        }
+        assert not played(db, name, "late")
+
+        # A bot joins late and is scheduled.
+        b.start("random", "late", tokens["late"])
+        wait_for(lambda: len(played(db, name, "late")) >= 2, 120, "the late bot playing")
+
+        # A bot disconnects in the middle of a match: it forfeits that match only.
+        match_id = wait_for(lambda: running_with(serve, "slow"), 60, "a match with 'slow'")
+        b.kill("slow")
+        gone = len(finished(db, name))
+        wait_for(
+            lambda: any(m["match_id"] == match_id for m in finished(db, name)),
+            60,
+            "the match 'slow' left",
+        )
+        [lost] = [m for m in finished(db, name) if m["match_id"] == match_id]
+        assert lost["forfeited"] == ["slow"]
+        assert [m["match_id"] for m in played(db, name, "slow", forfeited=True)] == [match_id]
+        # Matches go on without it.
+        wait_for(lambda: len(finished(db, name)) >= gone + 4, 120, "matches without 'slow'")
+        assert {
+            x.name: x.connected_streams
+            for x in serve.league.ListBots(league_pb2.ListBotsRequest(), timeout=10).bots
+        }["slow"] == 0
+
+        # It returns and is scheduled again.
+        before = {m["match_id"] for m in played(db, name, "slow")}
+        b.start("slow", "slow", tokens["slow"], think_ms=0)
+        wait_for(
+            lambda: [m for m in played(db, name, "slow", False) if m["match_id"] not in before],
+            120,
+            "'slow' playing again",
+        )
+        b.close()  # every bot leaves; their running matches end with forfeits
+        wait_for(lambda: not serve.recent().running, 60, "no match running")
+
+        # The published standings are those of the database, every match counted.
+        done = finished(db, name)
+        standings = wait_for(
+            lambda: (s := serve.standings()).matches == len(done) and s, 60, "fresh standings"
+        )
+        recent = serve.recent()
+
+    outcomes = [
+        MatchOutcome(tuple(m["seating"]), tuple(m["places"]), f"{m['idx']:08d}") for m in done
+    ]
+    fitted = {s.bot: s for s in fit_standings(outcomes, bootstrap=20, seed=0)}
+    elo = LiveElo()
+    for o in outcomes:
+        elo.update(o)
+    assert {s.bot for s in standings.standings} == {"rand", "heur", "node", "slow", "late"}
+    assert [s.bot for s in standings.standings] == list(fitted)  # best first
+    for s in standings.standings:
+        f = fitted[s.bot]
+        assert math.isclose(s.rating, f.rating, abs_tol=1e-9)
+        assert math.isclose(s.ci_low, f.ci_low, abs_tol=1e-9)
+        assert math.isclose(s.ci_high, f.ci_high, abs_tol=1e-9)
+        assert s.ci_low <= s.rating <= s.ci_high
+        assert math.isclose(s.live_elo, elo.ratings()[s.bot], abs_tol=1e-9)
+        mine = [m for m in done if s.bot in m["seating"]]
+        assert s.matches == len(mine)
+        places = [m["places"][m["seating"].index(s.bot)] for m in mine]
+        assert math.isclose(s.mean_place, sum(places) / len(places))
+    # Recent matches: the database's, newest first.
+    newest = list(reversed(done))[: len(recent.matches)]
+    assert [(r.match_id, list(r.seating), list(r.places)) for r in recent.matches] == [
+        (m["match_id"], m["seating"], m["places"]) for m in newest
+    ]
+    # Seats rotate: every bot that played enough sat in every seat position.
+    for bot in ("rand", "heur", "node"):
+        seats = {m["seating"].index(bot) for m in done if bot in m["seating"]}
+        assert seats == {0, 1, 2}, (bot, seats)
+
+
+def test_sigterm_mid_match_exits_0_and_the_match_is_replayed_after_restart(
+    tmp_path: Path,
+) -> None:
+    name = "term"
+    config = write_config(
+        tmp_path / "league.toml",
+        {"name": name, "table_size": 3, "parallel": 1, "shutdown_grace_s": 0},
+    )
+    db = tmp_path / "out" / "league.db"
+    trio = ("a", "b", "c")
+    with serving(config, tmp_path / "serve1.log") as serve, bots(serve.address, tmp_path) as b:
+        tokens = {n: serve.register(n) for n in trio}
+        procs = [b.start("slow", n, tokens[n], think_ms=20) for n in trio]
+        wait_for(lambda: len(finished(db, name)) >= 2, 120, "two finished matches")
+        match_id = wait_for(
+            lambda: next(
+                (m["match_id"] for m in db_rows(db, name) if m["status"] == "running"), None
+            ),
+            60,
+            "a running match",
+        )
+        assert serve.stop() == 0  # SIGTERM
+        for p in procs:  # the league ended their streams: the bots are not left waiting
+            p.wait(30)
+    rows = {m["match_id"]: m for m in db_rows(db, name)}
+    done_before = {m["match_id"]: m for m in finished(db, name)}
+    assert rows[match_id]["status"] == "planned"  # interrupted: replayed later
+    assert match_id not in done_before
+    assert all(m["status"] in ("finished", "planned") for m in rows.values())
+    old_seed = rows[match_id]["seed"]
+
+    with serving(config, tmp_path / "serve2.log") as serve, bots(serve.address, tmp_path) as b:
+        for n in trio:
+            b.start("random", n, tokens[n])
+        wait_for(
+            lambda: any(m["match_id"] == match_id for m in finished(db, name)),
+            120,
+            "the interrupted match replayed",
+        )
+        wait_for(lambda: len(finished(db, name)) >= len(done_before) + 2, 120, "more matches")
+        record = serve.league.GetMatchRecord(
+            league_pb2.GetMatchRecordRequest(match_id=match_id), timeout=10
+        )
+    after = finished(db, name)
+    ids = [m["match_id"] for m in after]
+    assert len(ids) == len(set(ids))  # nothing duplicated
+    kept = {m["match_id"]: m for m in after}
+    for mid, m in done_before.items():  # nothing lost, nothing replayed twice
+        assert (kept[mid]["seating"], kept[mid]["totals"], kept[mid]["finish_order"]) == (
+            m["seating"],
+            m["totals"],
+            m["finish_order"],
+        )
+    replayed = kept[match_id]
+    assert replayed["seating"] == rows[match_id]["planned_seating"]
+    assert replayed["seed"] != old_seed  # a new deal: the seats saw part of the old one
+    assert f'"seed":"{replayed["seed"]}"' in record.record_jsonl.split("\n", 1)[0]
+    assert record.summary.seating == replayed["seating"]
+
+
+def test_the_example_league_file_serves_as_is(tmp_path: Path) -> None:
+    # A copy, so that its relative output folder lands in tmp_path.
+    (tmp_path / "examples").mkdir()
+    example = tmp_path / "examples" / "league-service.toml"
+    shutil.copy(ROOT / "examples" / "league-service.toml", example)
+    config = load_league_config(example, {"STICHELN_ADMIN_TOKEN": ADMIN_TOKEN})
+    assert config.database == (tmp_path / "results" / "league-service" / "league.db")
+    assert config.admin_token_env == "STICHELN_ADMIN_TOKEN"
+    with serving(example, tmp_path / "serve.log", ("--port", "0")) as serve:
+        assert serve.standings().matches == 0
+        serve.register("first")
+        assert [
+            b.name for b in serve.league.ListBots(league_pb2.ListBotsRequest(), timeout=10).bots
+        ] == ["first"]
+    assert config.database.exists()
+
+
+BAD = [
+    ("[league\n", "not valid TOML"),
+    ("[league]\nnmae = 'x'\n", "unknown key 'nmae'"),
+    ("[league]\ntable_size = 2\n", "table_size"),
+    ("[league]\nport = 'x'\n", "port"),
+    ("[league]\nshutdown_grace_s = -1\n", "shutdown_grace_s"),
+    ("[league]\ntls_cert = 'a.pem'\n", "tls_cert and tls_key go together"),
+    ("[bots]\n", "unknown table [bots]"),
+    ("[clock]\ndecision = 3\n", "unknown key 'decision'"),
+]
+
+
+@pytest.mark.parametrize(("text", "says"), BAD)
+def test_a_malformed_league_file_is_one_clear_error(tmp_path: Path, text: str, says: str) -> None:
+    path = tmp_path / "bad.toml"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(ConfigError) as info:
+        load_league_config(path, {"STICHELN_ADMIN_TOKEN": ADMIN_TOKEN})
+    assert says in str(info.value) and "\n" not in str(info.value)
+
+
+def test_referee_serve_with_a_malformed_file_exits_2_with_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "bad.toml"
+    path.write_text("[league]\ntable_size = 'four'\n", encoding="utf-8")
+    env = {"STICHELN_ADMIN_TOKEN": ADMIN_TOKEN, "PATH": "/usr/bin:/bin"}
+    proc = subprocess.run(
+        [*REFEREE, "serve", "--config", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("referee serve: ") and "table_size" in lines[0]
+    # Without the admin token it says where the token is read from.
+    proc = subprocess.run(
+        [*REFEREE, "serve", "--config", str(ROOT / "examples" / "league-service.toml")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={"PATH": "/usr/bin:/bin"},
+    )
+    assert proc.returncode == 2
+    assert (
+        proc.stderr.strip().splitlines() == [proc.stderr.strip()]
+        and "$STICHELN_ADMIN_TOKEN" in proc.stderr
+    )
+
+
+def test_referee_league_commands_administer_a_running_league(tmp_path: Path) -> None:
+    config = write_config(tmp_path / "league.toml", {"name": "cli", "table_size": 3})
+    env = {"PATH": "/usr/bin:/bin", "STICHELN_ADMIN_TOKEN": ADMIN_TOKEN}
+
+    def league(*argv: str, token: bool = True) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [*REFEREE, "league", *argv, "--address", serve.address],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=env if token else {"PATH": "/usr/bin:/bin"},
+        )
+
+    with serving(config, tmp_path / "serve.log") as serve:
+        reg = league("register", "alpha", "--owner", "ada")
+        assert reg.returncode == 0, reg.stderr
+        token = reg.stdout.strip()
+        assert token.startswith("stb_") and "\n" not in token
+        ver = league("version", "alpha")
+        assert ver.returncode == 0 and ver.stdout.strip().startswith("stb_"), ver.stderr
+        assert "alpha@v2" in ver.stderr
+        again = league("register", "alpha")
+        assert again.returncode == 1
+        assert again.stderr.strip() == (
+            "referee league register: ALREADY_EXISTS: a bot named 'alpha' is already registered"
+        )
+        no_token = league("register", "beta", token=False)
+        assert no_token.returncode == 2 and "STICHELN_ADMIN_TOKEN" in no_token.stderr
+        env["STICHELN_ADMIN_TOKEN"] = token  # a bot token is no admin token
+        denied = league("revoke", "alpha")
+        assert denied.returncode == 1 and "PERMISSION_DENIED" in denied.stderr
+        env["STICHELN_ADMIN_TOKEN"] = ADMIN_TOKEN
+        assert league("revoke", "alpha").returncode == 0
+        bots_out = league("bots", token=False)
+        assert bots_out.returncode == 0
+        rows = [line.split() for line in bots_out.stdout.splitlines()[1:]]
+        assert [(r[0], r[1], r[2]) for r in rows] == [
+            ("alpha", "1", "no"),
+            ("alpha@v2", "2", "yes"),
+        ]
+        listed = serve.league.ListBots(league_pb2.ListBotsRequest(), timeout=10).bots
+        assert [(b.name, b.active) for b in listed] == [("alpha", False), ("alpha@v2", True)]
+        standings = league("standings", token=False)
+        assert standings.returncode == 0 and standings.stdout.startswith("0 matches")

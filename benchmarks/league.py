@@ -27,7 +27,9 @@ then measures for ``--seconds``:
   ``sticheln_decisions_total`` from its metrics endpoint) at the start and the end of the
   window;
 - the referee's peak memory: ``VmHWM`` (peak resident set) of the referee process from
-  ``/proc/PID/status`` at the end of the window, start-up and warm-up included;
+  ``/proc/PID/status`` at the end of the window, start-up and warm-up included; and how
+  fast the resident set grew in the window (``VmRSS`` at its start and end, in MB per
+  minute), since a league runs for weeks;
 - p99 think-time-to-next-request: in the bot processes, the time from sending an answer
   to receiving the next decision request on the same stream (the requests to the table's
   other seats in between included), p99 over all samples of all streams taken in the
@@ -102,6 +104,7 @@ class Figures:
     matches_per_s: float
     decisions_per_s: float
     peak_rss_mb: float
+    rss_growth_mb_per_min: float
     p99_us: float
     p50_us: float
     max_us: float
@@ -182,11 +185,12 @@ def _metrics(url: str) -> dict[str, float]:
     return sums
 
 
-def _vm_hwm_mb(pid: int) -> float:
+def _vm_mb(pid: int, field: str) -> float:
+    """``VmHWM`` (peak resident set) or ``VmRSS`` of a live process, in MB."""
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
+        if line.startswith(field + ":"):
             return int(line.split()[1]) / 1024
-    raise BenchError(f"no VmHWM in /proc/{pid}/status")
+    raise BenchError(f"no {field} in /proc/{pid}/status")
 
 
 def _cpu_s(pid: int) -> float:
@@ -329,6 +333,7 @@ def one_run(args: argparse.Namespace, profile: str | None) -> Figures:
 
         before = _metrics(metrics_url)
         cpu_ref, cpu_bots = _cpu_s(referee.pid), sum(_cpu_s(b.pid) for b in bots)
+        rss0 = _vm_mb(referee.pid, "VmRSS")
         t0 = time.perf_counter()
         for b in bots:
             b.send_signal(signal.SIGUSR1)
@@ -339,7 +344,8 @@ def one_run(args: argparse.Namespace, profile: str | None) -> Figures:
         after = _metrics(metrics_url)
         cpu_ref = _cpu_s(referee.pid) - cpu_ref
         cpu_bots = sum(_cpu_s(b.pid) for b in bots) - cpu_bots
-        peak_mb = _vm_hwm_mb(referee.pid)
+        peak_mb = _vm_mb(referee.pid, "VmHWM")
+        growth = (_vm_mb(referee.pid, "VmRSS") - rss0) / elapsed * 60
         dead = [p for p in procs if p.poll() is not None]
         if dead:
             raise BenchError(f"{len(dead)} process(es) exited during the measurement")
@@ -374,6 +380,7 @@ def one_run(args: argparse.Namespace, profile: str | None) -> Figures:
             matches_per_s=key("sticheln_matches_total") / elapsed,
             decisions_per_s=key("sticheln_decisions_total") / elapsed,
             peak_rss_mb=peak_mb,
+            rss_growth_mb_per_min=growth,
             p99_us=pct(0.99),
             p50_us=pct(0.50),
             max_us=float(samples[-1]) if samples else math.nan,
@@ -395,7 +402,8 @@ def _line(f: Figures) -> str:
     by_reason = ", ".join(f"{r} {n}" for r, n in sorted(f.faults_db.items()))
     return (
         f"{f.matches_per_s:.2f} matches/s, {f.decisions_per_s:,.0f} decisions/s, "
-        f"peak RSS {f.peak_rss_mb:.0f} MB, think-to-next-request p50 {f.p50_us:,.0f} µs "
+        f"peak RSS {f.peak_rss_mb:.0f} MB (RSS {f.rss_growth_mb_per_min:+.1f} MB/min in the "
+        f"window), think-to-next-request p50 {f.p50_us:,.0f} µs "
         f"p99 {f.p99_us:,.0f} µs max {f.max_us:,.0f} µs ({f.samples} samples); "
         f"faults {faults}{f' ({by_reason})' if by_reason else ''} in {f.matches_db} stored "
         f"matches, fault counter {f.faults_counter:.0f}; CPU referee {f.referee_cores:.2f} "
@@ -467,6 +475,7 @@ def main() -> None:
         matches_per_s=med(f.matches_per_s for f in figures),
         decisions_per_s=med(f.decisions_per_s for f in figures),
         peak_rss_mb=med(f.peak_rss_mb for f in figures),
+        rss_growth_mb_per_min=med(f.rss_growth_mb_per_min for f in figures),
         p99_us=med(f.p99_us for f in figures),
         p50_us=med(f.p50_us for f in figures),
         max_us=med(f.max_us for f in figures),

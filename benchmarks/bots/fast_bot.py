@@ -17,10 +17,14 @@ Benchmark hooks, all optional, through the environment:
 
 In a league (``referee serve``) the bot sends ``STICHELN_BOT_NAME`` (default "fast") in
 its Hello and opens ``STICHELN_SEATS`` streams at once (default 1), each declaring that
-many seats. ``STICHELN_BENCH_LATENCY`` (a file prefix): on exit each stream writes
-``<prefix>.<pid>.<n>``, the microseconds from each answer it sent to the next request it
-received (native-endian unsigned 32-bit integers), the referee's turnaround as the bot
-sees it.
+many seats. ``STICHELN_BOTS`` (``name:token,name:token,...``) instead makes one process
+serve several registered bots, ``STICHELN_SEATS`` streams each (each stream on its own
+channel, as separate bots would be). ``STICHELN_BENCH_LATENCY`` (a file prefix): on exit
+each stream writes ``<prefix>.<pid>.<n>``, the microseconds from each answer it sent to
+the next request it received (native-endian unsigned 32-bit integers), the referee's
+turnaround as the bot sees it. With ``STICHELN_BENCH_WINDOW=1`` these samples are taken
+only between a SIGUSR1 and the next SIGUSR2, so that a benchmark can leave out the
+start-up and the shutdown.
 """
 
 from __future__ import annotations
@@ -28,12 +32,16 @@ from __future__ import annotations
 import array
 import asyncio
 import os
+import signal
 import time
 from typing import Any
 
 import grpc
 
 from sticheln.v1 import bot_pb2, bot_pb2_grpc
+
+#: Whether latency samples are being taken (see STICHELN_BENCH_WINDOW).
+recording = True
 
 
 def choose(request: bot_pb2.DecisionRequest) -> list[int]:
@@ -84,7 +92,7 @@ async def play(
                 return
             kind = msg.WhichOneof("kind")
             if kind == "request":
-                if latency is not None and answered:
+                if latency is not None and answered and recording:
                     latency.append(min(int((clock() - answered) * 1e6), 0xFFFFFFFF))
                 req = msg.request
                 answer = bot_pb2.BotMessage(
@@ -121,24 +129,39 @@ def main() -> None:
         open(os.path.join(ready, str(os.getpid())), "w").close()
         while not os.path.exists(go):
             time.sleep(0.005)
+    if os.environ.get("STICHELN_BENCH_WINDOW"):
+        global recording
+        recording = False
+
+        def window(signum: int, frame: Any) -> None:
+            global recording
+            recording = signum == signal.SIGUSR1
+
+        signal.signal(signal.SIGUSR1, window)
+        signal.signal(signal.SIGUSR2, window)
     seats = int(os.environ.get("STICHELN_SEATS", "1"))
+    if os.environ.get("STICHELN_BOTS"):
+        bots = [tuple(b.split(":", 1)) for b in os.environ["STICHELN_BOTS"].split(",")]
+    else:
+        bots = [(os.environ.get("STICHELN_BOT_NAME", "fast"), os.environ["STICHELN_TOKEN"])]
+    streams_of = [bot for bot in bots for _ in range(seats)]
     prefix = os.environ.get("STICHELN_BENCH_LATENCY")
-    samples = [array.array("I") for _ in range(seats)] if prefix else [None] * seats
+    samples = [array.array("I") if prefix else None for _ in streams_of]
 
     async def streams() -> None:
         await asyncio.gather(
             *(
                 play(
                     os.environ["STICHELN_REFEREE"],
-                    os.environ["STICHELN_TOKEN"],
+                    token,
                     os.environ.get("STICHELN_BENCH_SIZES"),
-                    os.environ.get("STICHELN_BOT_NAME", "fast"),
+                    name,
                     seats,
                     sample,
                 )
-                for sample in samples
+                for (name, token), sample in zip(streams_of, samples, strict=True)
             ),
-            return_exceptions=seats > 1,
+            return_exceptions=len(streams_of) > 1,
         )
 
     try:

@@ -1,0 +1,516 @@
+"""League load: 50 registered bots, two streams each, playing a real ``referee serve`` for 60 s.
+
+Everything runs on 127.0.0.1. Each run starts the league as a real subprocess,
+``referee serve --config FILE`` on a free port, with a fresh league file, database and
+record folder in a temporary directory. The league's defaults hold except: ``parallel``
+is the number of streams over ``table_size`` (every stream can be in a match at once),
+``shutdown_grace_s`` is 0 (the benchmark ends by stopping the league) and the metrics
+endpoint is on (the counters the figures are read from). The clock is the league's
+default (``decision_ms`` 1000), so a referee that lets a request wait a second shows up
+as a timeout fault. The benchmark registers the bots through the admin API
+(``League.RegisterBot``), then starts the bot processes: ``benchmarks/bots/fast_bot.py``,
+which answers every request at once with a legal card.
+
+Why 10 processes of 5 bots (``--bots-per-process``), not 50 processes: the machine this
+was written for has 2 cores, and the referee, a single asyncio process, needs one of them
+to itself. 50 bot processes would cost some 50 x 30 MB of memory and, worse, a wake-up
+and a context switch of a different process for nearly every decision; 10 processes
+serving 10 streams each keep the bots' share of the other core small while every stream
+is still its own gRPC channel and every bot its own registered entry with its own token,
+``Hello.bot_name`` and ``Hello.max_concurrent_matches`` (``--streams``, default 2). To the
+referee the load is the same: 50 bots, 100 streams.
+
+Each run waits until every stream is connected, lets the league play ``--warmup`` seconds,
+then measures for ``--seconds``:
+
+- matches/s and decisions/s: the referee's own counters (``sticheln_matches_total``,
+  ``sticheln_decisions_total`` from its metrics endpoint) at the start and the end of the
+  window;
+- the referee's peak memory: ``VmHWM`` (peak resident set) of the referee process from
+  ``/proc/PID/status`` at the end of the window, start-up and warm-up included; and how
+  fast the resident set grew in the window (``VmRSS`` at its start and end, in MB per
+  minute), since a league runs for weeks;
+- p99 think-time-to-next-request: in the bot processes, the time from sending an answer
+  to receiving the next decision request on the same stream (the requests to the table's
+  other seats in between included), p99 over all samples of all streams taken in the
+  window, in microseconds (the bots take samples between a SIGUSR1 and a SIGUSR2). In a
+  card-play phase the other seats of the table play in between, so this is roughly
+  ``table_size`` turnarounds of a match on a referee serving every other match too: it
+  grows with the number of matches at once, and is no measure of one round trip;
+- faults: every fault the league's database records (``faults`` table) over the whole run,
+  and the referee's fault counter (``sticheln_faults_total``, which also counts the
+  matches still running at the end). The bots answer at once and legally, so any fault
+  (e.g. the timeout of a bot that answered instantly) is caused by the referee;
+- the CPU the referee process and the bot processes used in the window, in cores.
+
+Targets (printed as met or missed, on the median figures): no fault caused by the referee
+(none at all), peak RSS under 300 MB, and decisions/s at least 70% of the protocol
+benchmark's single-match rate (``benchmarks/protocol.py``'s ``decisions_per_s``;
+``--protocol-rate``, default 2000: a reference figure from a quiet machine, not measured
+here). Other load on the machine lowers decisions/s and raises the latency.
+
+The figures of every run are printed, then their medians (``--runs``, default 1); the last
+line is exactly ``bots=<n> matches_per_s=<a> decisions_per_s=<b> peak_rss_mb=<c> p99_us=<d>``
+(medians). ``--profile FILE`` runs the referee under cProfile and writes its pstats to
+FILE (of the last run; slower, so the figures of a profiled run are not comparable). Every
+subprocess is stopped at the end of a run, on an error or on Ctrl-C too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import array
+import math
+import os
+import selectors
+import shutil
+import signal
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+
+import grpc
+
+from sticheln.v1 import league_pb2, league_pb2_grpc
+
+HERE = Path(__file__).resolve().parent
+FAST_BOT = HERE / "bots" / "fast_bot.py"
+REFEREE = Path(sys.executable).with_name("referee")
+LEAGUE = "bench"
+TABLE_SIZE = 4
+#: Every wait of the benchmark is bounded: start-up, connecting and stopping.
+START_TIMEOUT_S = 60.0
+STOP_TIMEOUT_S = 30.0
+RPC_TIMEOUT_S = 10.0
+#: A fixed admin token: the league lives only on loopback for the run.
+ADMIN_TOKEN = "league-bench-admin-token-0123456789"
+TARGET_RSS_MB = 300.0
+TARGET_SHARE = 0.70
+
+
+class BenchError(Exception):
+    """The run could not be completed (one line, printed as is)."""
+
+
+@dataclass
+class Figures:
+    matches_per_s: float
+    decisions_per_s: float
+    peak_rss_mb: float
+    rss_growth_mb_per_min: float
+    p99_us: float
+    p50_us: float
+    max_us: float
+    samples: int
+    faults_db: dict[str, int]
+    faults_counter: float
+    matches_db: int
+    referee_cores: float
+    bot_cores: float
+
+
+def _league_file(tmp: Path, streams_total: int, metrics_port: int) -> Path:
+    path = tmp / "league.toml"
+    path.write_text(
+        "\n".join(
+            [
+                "[league]",
+                f'name = "{LEAGUE}"',
+                "seed = 1",
+                f"table_size = {TABLE_SIZE}",
+                f"parallel = {max(1, streams_total // TABLE_SIZE)}",
+                f'out = "{tmp / "out"}"',
+                f'database = "{tmp / "league.db"}"',
+                'host = "127.0.0.1"',
+                "port = 0",
+                f"metrics_port = {metrics_port}",
+                'metrics_host = "127.0.0.1"',
+                "shutdown_grace_s = 0",
+                "",
+            ]
+        ),
+        encoding="utf-8",
+    )
+    return path
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def _read_line(proc: subprocess.Popen[bytes], timeout: float, what: str, log: Path) -> str:
+    """The first line of ``proc``'s stdout, waiting at most ``timeout`` seconds."""
+    assert proc.stdout is not None
+    sel = selectors.DefaultSelector()
+    sel.register(proc.stdout, selectors.EVENT_READ)
+    deadline = time.monotonic() + timeout
+    line = b""
+    try:
+        while not line.endswith(b"\n"):
+            left = deadline - time.monotonic()
+            if left <= 0 or not sel.select(left):
+                raise BenchError(f"{what} did not print its address within {timeout:.0f} s")
+            chunk = os.read(proc.stdout.fileno(), 4096)
+            if not chunk:
+                tail = log.read_text(errors="replace").strip().splitlines()[-1:]
+                raise BenchError(f"{what} exited with {proc.wait()}: {' '.join(tail)}")
+            line += chunk
+    finally:
+        sel.close()
+    return line.decode().strip()
+
+
+def _metrics(url: str) -> dict[str, float]:
+    """Every sample of the referee's metrics endpoint summed by metric name."""
+    with urllib.request.urlopen(url, timeout=RPC_TIMEOUT_S) as response:
+        text = response.read().decode()
+    sums: dict[str, float] = {}
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        name = line.split("{", 1)[0].split(" ", 1)[0]
+        sums[name] = sums.get(name, 0.0) + float(line.rsplit(" ", 1)[1])
+    return sums
+
+
+def _vm_mb(pid: int, field: str) -> float:
+    """``VmHWM`` (peak resident set) or ``VmRSS`` of a live process, in MB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1]) / 1024
+    raise BenchError(f"no {field} in /proc/{pid}/status")
+
+
+def _cpu_s(pid: int) -> float:
+    """User+system CPU seconds of a live process (0 when it is gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _stop(proc: subprocess.Popen[bytes], sig: int, timeout: float) -> None:
+    """Send ``sig``; kill the process when it has not exited after ``timeout`` seconds."""
+    if proc.poll() is not None:
+        return
+    proc.send_signal(sig)
+    try:
+        proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def _faults(database: Path) -> tuple[dict[str, int], int]:
+    """(faults by reason, finished matches) recorded in the league's database."""
+    db = sqlite3.connect(f"file:{database}?mode=ro", uri=True, timeout=RPC_TIMEOUT_S)
+    try:
+        faults = dict(
+            db.execute(
+                "SELECT reason, COUNT(*) FROM faults WHERE tournament = ? GROUP BY reason",
+                (LEAGUE,),
+            ).fetchall()
+        )
+        (matches,) = db.execute(
+            "SELECT COUNT(*) FROM matches WHERE tournament = ? AND status = 'finished'",
+            (LEAGUE,),
+        ).fetchone()
+    finally:
+        db.close()
+    return faults, matches
+
+
+def _latencies(prefix: Path) -> array.array[int]:
+    out: array.array[int] = array.array("I")
+    for path in prefix.parent.glob(prefix.name + ".*"):
+        with path.open("rb") as f:
+            out.frombytes(f.read())
+    return out
+
+
+def _register(address: str, names: list[str]) -> dict[str, str]:
+    """Register every bot through the admin API; their tokens by name."""
+    metadata = (("authorization", f"Bearer {ADMIN_TOKEN}"),)
+    tokens = {}
+    with grpc.insecure_channel(address) as channel:
+        stub = league_pb2_grpc.LeagueStub(channel)
+        for name in names:
+            response = stub.RegisterBot(
+                league_pb2.RegisterBotRequest(name=name, owner="benchmark"),
+                metadata=metadata,
+                timeout=RPC_TIMEOUT_S,
+            )
+            tokens[name] = response.token
+    return tokens
+
+
+def _wait_connected(
+    address: str, streams: int, procs: list[subprocess.Popen[bytes]], timeout: float
+) -> float:
+    """Wait until the league counts ``streams`` connected streams; the seconds it took."""
+    start = time.monotonic()
+    with grpc.insecure_channel(address) as channel:
+        stub = league_pb2_grpc.LeagueStub(channel)
+        while True:
+            bots = stub.ListBots(league_pb2.ListBotsRequest(), timeout=RPC_TIMEOUT_S).bots
+            connected = sum(b.connected_streams for b in bots)
+            if connected >= streams:
+                return time.monotonic() - start
+            dead = [p for p in procs if p.poll() is not None]
+            if dead:
+                raise BenchError(f"{len(dead)} process(es) exited while the bots were connecting")
+            if time.monotonic() - start > timeout:
+                raise BenchError(
+                    f"only {connected} of {streams} streams connected within {timeout:.0f} s"
+                )
+            time.sleep(0.1)
+
+
+def one_run(args: argparse.Namespace, profile: str | None) -> Figures:
+    """Start the league and the bots, measure, stop everything."""
+    tmp = Path(tempfile.mkdtemp(prefix="sticheln-league-bench-"))
+    procs: list[subprocess.Popen[bytes]] = []
+    bots: list[subprocess.Popen[bytes]] = []
+    try:
+        streams_total = args.bots * args.streams
+        metrics_port = _free_port()
+        config = _league_file(tmp, streams_total, metrics_port)
+        command = [str(REFEREE), "serve", "--config", str(config), "--log-level", args.log_level]
+        if profile:
+            command = [sys.executable, "-m", "cProfile", "-o", profile, *command]
+        referee_log = tmp / "referee.log"
+        with referee_log.open("wb") as err:
+            referee = subprocess.Popen(
+                command,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=err,
+                env={**os.environ, "STICHELN_ADMIN_TOKEN": ADMIN_TOKEN},
+            )
+        procs.append(referee)
+        line = _read_line(referee, START_TIMEOUT_S, "referee serve", referee_log)
+        address = line.rsplit(" ", 1)[-1]
+        metrics_url = f"http://127.0.0.1:{metrics_port}/metrics"
+
+        names = [f"fast{i:02d}" for i in range(args.bots)]
+        tokens = _register(address, names)
+        latency = tmp / "latency"
+        per = max(1, args.bots_per_process)
+        for i in range(0, args.bots, per):
+            group = names[i : i + per]
+            with (tmp / f"bots{i:02d}.log").open("wb") as log:
+                bot = subprocess.Popen(
+                    [sys.executable, str(FAST_BOT)],
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=log,
+                    env={
+                        **os.environ,
+                        "STICHELN_REFEREE": address,
+                        "STICHELN_BOTS": ",".join(f"{n}:{tokens[n]}" for n in group),
+                        "STICHELN_SEATS": str(args.streams),
+                        "STICHELN_BENCH_LATENCY": str(latency),
+                        "STICHELN_BENCH_WINDOW": "1",
+                    },
+                )
+            procs.append(bot)
+            bots.append(bot)
+        connect_s = _wait_connected(address, streams_total, procs, START_TIMEOUT_S)
+        time.sleep(args.warmup)
+
+        before = _metrics(metrics_url)
+        cpu_ref, cpu_bots = _cpu_s(referee.pid), sum(_cpu_s(b.pid) for b in bots)
+        rss0 = _vm_mb(referee.pid, "VmRSS")
+        t0 = time.perf_counter()
+        for b in bots:
+            b.send_signal(signal.SIGUSR1)
+        time.sleep(args.seconds)
+        for b in bots:
+            b.send_signal(signal.SIGUSR2)
+        elapsed = time.perf_counter() - t0
+        after = _metrics(metrics_url)
+        cpu_ref = _cpu_s(referee.pid) - cpu_ref
+        cpu_bots = sum(_cpu_s(b.pid) for b in bots) - cpu_bots
+        peak_mb = _vm_mb(referee.pid, "VmHWM")
+        growth = (_vm_mb(referee.pid, "VmRSS") - rss0) / elapsed * 60
+        dead = [p for p in procs if p.poll() is not None]
+        if dead:
+            raise BenchError(f"{len(dead)} process(es) exited during the measurement")
+
+        _stop(referee, signal.SIGTERM, STOP_TIMEOUT_S)
+        for b in bots:  # their streams have ended: they write their samples and exit
+            try:
+                b.wait(STOP_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                b.kill()
+                b.wait()
+        samples = sorted(_latencies(latency))
+        faults_db, matches_db = _faults(tmp / "league.db")
+
+        def key(name: str) -> float:
+            return after.get(name, 0.0) - before.get(name, 0.0)
+
+        def pct(q: float) -> float:
+            return (
+                float(samples[min(len(samples) - 1, int(q * len(samples)))])
+                if samples
+                else math.nan
+            )
+
+        print(
+            f"  connected {streams_total} streams in {connect_s:.1f} s; "
+            f"window {elapsed:.1f} s: {key('sticheln_matches_total'):.0f} matches, "
+            f"{key('sticheln_decisions_total'):.0f} decisions; {len(samples)} latency samples",
+            flush=True,
+        )
+        return Figures(
+            matches_per_s=key("sticheln_matches_total") / elapsed,
+            decisions_per_s=key("sticheln_decisions_total") / elapsed,
+            peak_rss_mb=peak_mb,
+            rss_growth_mb_per_min=growth,
+            p99_us=pct(0.99),
+            p50_us=pct(0.50),
+            max_us=float(samples[-1]) if samples else math.nan,
+            samples=len(samples),
+            faults_db=faults_db,
+            faults_counter=after.get("sticheln_faults_total", 0.0),
+            matches_db=matches_db,
+            referee_cores=cpu_ref / elapsed,
+            bot_cores=cpu_bots / elapsed,
+        )
+    finally:
+        for p in reversed(procs):  # the bots first: they must not keep a stopping league busy
+            _stop(p, signal.SIGKILL if p is not procs[0] else signal.SIGTERM, STOP_TIMEOUT_S)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _line(f: Figures) -> str:
+    faults = sum(f.faults_db.values())
+    by_reason = ", ".join(f"{r} {n}" for r, n in sorted(f.faults_db.items()))
+    return (
+        f"{f.matches_per_s:.2f} matches/s, {f.decisions_per_s:,.0f} decisions/s, "
+        f"peak RSS {f.peak_rss_mb:.0f} MB (RSS {f.rss_growth_mb_per_min:+.1f} MB/min in the "
+        f"window), think-to-next-request p50 {f.p50_us:,.0f} µs "
+        f"p99 {f.p99_us:,.0f} µs max {f.max_us:,.0f} µs ({f.samples} samples); "
+        f"faults {faults}{f' ({by_reason})' if by_reason else ''} in {f.matches_db} stored "
+        f"matches, fault counter {f.faults_counter:.0f}; CPU referee {f.referee_cores:.2f} "
+        f"cores, bots {f.bot_cores:.2f} cores"
+    )
+
+
+def _interrupt(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt  # SIGTERM/SIGHUP stop the benchmark as Ctrl-C does
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--bots", type=int, default=50, help="registered bots (default 50)")
+    parser.add_argument("--streams", type=int, default=2, help="streams per bot (default 2)")
+    parser.add_argument(
+        "--bots-per-process", type=int, default=5, help="bots served by one process (default 5)"
+    )
+    parser.add_argument("--seconds", type=float, default=60.0, help="measured seconds (default 60)")
+    parser.add_argument(
+        "--warmup", type=float, default=5.0, help="seconds played before measuring (default 5)"
+    )
+    parser.add_argument("--runs", type=int, default=1, help="runs to take the median of")
+    parser.add_argument(
+        "--protocol-rate",
+        type=float,
+        default=2000.0,
+        help="benchmarks/protocol.py's decisions_per_s to compare with (default 2000, a "
+        "reference figure from a quiet machine)",
+    )
+    parser.add_argument(
+        "--log-level", default="info", choices=["debug", "info", "warning", "error"]
+    )
+    parser.add_argument("--profile", metavar="FILE", help="cProfile the referee to FILE")
+    args = parser.parse_args()
+    for name in ("bots", "streams", "runs", "bots_per_process"):
+        if getattr(args, name) < 1:
+            parser.error(f"--{name.replace('_', '-')} must be 1 or more")
+    if args.bots < TABLE_SIZE:
+        parser.error(f"--bots must be at least the table size, {TABLE_SIZE}")
+    if args.seconds <= 0 or args.warmup < 0:
+        parser.error("--seconds must be above 0 and --warmup at least 0")
+    signal.signal(signal.SIGTERM, _interrupt)
+    signal.signal(signal.SIGHUP, _interrupt)
+    print(
+        f"{args.bots} bots x {args.streams} streams in "
+        f"{math.ceil(args.bots / args.bots_per_process)} processes, table size {TABLE_SIZE}, "
+        f"{args.seconds:g} s after {args.warmup:g} s warm-up; load average "
+        f"{os.getloadavg()[0]:.2f} on {os.cpu_count()} cores",
+        flush=True,
+    )
+    figures: list[Figures] = []
+    try:
+        for run in range(args.runs):
+            profile = args.profile if run == args.runs - 1 else None
+            f = one_run(args, profile)
+            figures.append(f)
+            print(f"run {run + 1}: {_line(f)}", flush=True)
+    except BenchError as exc:
+        raise SystemExit(f"league benchmark failed: {exc}") from None
+    except grpc.RpcError as exc:
+        raise SystemExit(f"league benchmark failed: {exc.code().name}: {exc.details()}") from None
+    except KeyboardInterrupt:
+        raise SystemExit(
+            "league benchmark interrupted; every process it started is stopped"
+        ) from None
+    med = statistics.median
+    m = Figures(
+        matches_per_s=med(f.matches_per_s for f in figures),
+        decisions_per_s=med(f.decisions_per_s for f in figures),
+        peak_rss_mb=med(f.peak_rss_mb for f in figures),
+        rss_growth_mb_per_min=med(f.rss_growth_mb_per_min for f in figures),
+        p99_us=med(f.p99_us for f in figures),
+        p50_us=med(f.p50_us for f in figures),
+        max_us=med(f.max_us for f in figures),
+        samples=round(med(f.samples for f in figures)),
+        faults_db={},
+        faults_counter=max(f.faults_counter for f in figures),
+        matches_db=round(med(f.matches_db for f in figures)),
+        referee_cores=med(f.referee_cores for f in figures),
+        bot_cores=med(f.bot_cores for f in figures),
+    )
+    for f in figures:
+        for reason, n in f.faults_db.items():
+            m.faults_db[reason] = m.faults_db.get(reason, 0) + n
+    print(f"median of {len(figures)}: {_line(m)} (faults: all runs)")
+    if args.profile:
+        print(f"profile of the referee (last run) written to {args.profile}")
+    faults = sum(m.faults_db.values()) + m.faults_counter
+    share = m.decisions_per_s / args.protocol_rate
+    rss_target = f"peak RSS under {TARGET_RSS_MB:.0f} MB ({m.peak_rss_mb:.0f} MB)"
+    rate_target = (
+        f"decisions/s at least {TARGET_SHARE:.0%} of {args.protocol_rate:,.0f} ({share:.0%})"
+    )
+    verdict = {
+        "no fault caused by the referee": faults == 0,
+        rss_target: m.peak_rss_mb < TARGET_RSS_MB,
+        rate_target: share >= TARGET_SHARE,
+    }
+    for target, met in verdict.items():
+        print(f"target {'met' if met else 'MISSED'}: {target}")
+    print(
+        f"bots={args.bots} matches_per_s={m.matches_per_s:.2f} "
+        f"decisions_per_s={m.decisions_per_s:.0f} peak_rss_mb={m.peak_rss_mb:.0f} "
+        f"p99_us={m.p99_us:.0f}"
+    )
+
+
+if __name__ == "__main__":
+    main()

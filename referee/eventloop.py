@@ -15,10 +15,6 @@ from typing import Any, TypeVar
 
 T = TypeVar("T")
 
-# Bots are started by fork and exec; gRPC's fork handlers are for children that go on
-# using gRPC, which ours never do (and they print a warning on every fork).
-os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
-
 
 def name() -> str:
     """ "uvloop" or "asyncio": which loop :func:`new_event_loop` makes."""

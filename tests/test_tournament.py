@@ -162,3 +162,20 @@ def test_metrics_endpoint_serves_sticheln_series_while_running(tmp_path: Path) -
     finally:
         if proc.poll() is None:
             proc.kill()
+
+
+def test_grpc_fork_handlers_are_off_before_grpc_is_imported() -> None:
+    """Bots are forked while gRPC threads run; with gRPC's fork handlers on, a child could
+    crash (SIGSEGV) between fork and exec and the bot would forfeit before playing."""
+    env = {k: v for k, v in os.environ.items() if k != "GRPC_ENABLE_FORK_SUPPORT"}
+    code = (
+        "import sys, os\n"
+        "import referee.tournament.run, referee.cli\n"
+        "assert 'grpc' in sys.modules\n"
+        "print(os.environ.get('GRPC_ENABLE_FORK_SUPPORT'))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "false"

@@ -271,3 +271,50 @@ def test_merge_refuses_a_shard_of_another_configuration(tmp_path: Path) -> None:
     assert len(lines) == 1 and "with a different configuration (seed: 12 -> 11" in lines[0], lines
     absent = referee("merge", str(config), str(tmp_path / "empty.db"))
     assert absent.returncode == 2 and "holds no tournament 'sharded'" in absent.stderr
+
+
+def test_the_kubernetes_shard_and_merge_jobs_call_these_commands(tmp_path: Path) -> None:
+    """The Indexed Job's args, expanded as Kubernetes would, parse into a shard per
+    completion index that together cover deploy/league.toml's schedule; the merge Job's
+    args parse into ``referee merge`` on the same file and database."""
+    import yaml
+
+    from referee.cli import build_parser
+
+    root = Path(__file__).parent.parent / "deploy"
+    job = next(
+        d
+        for d in yaml.safe_load_all((root / "kubernetes" / "50-shards-job.yaml").read_text())
+        if d and d["kind"] == "Job"
+    )
+    k = job["spec"]["completions"]
+    assert job["spec"]["completionMode"] == "Indexed"
+    args = job["spec"]["template"]["spec"]["containers"][0]["args"]
+    schedule = make_schedule(load_config(root / "league.toml"))
+    covered: list[int] = []
+    for index in range(k):
+        expanded = [
+            a.replace("$(JOB_COMPLETION_INDEX)", str(index)).replace(
+                "$(DATABASE_URL)", "postgresql://u:p@db:5432/s"
+            )
+            for a in args
+        ]
+        parsed = build_parser().parse_args(expanded)
+        assert parsed.command == "tournament" and parsed.db == "postgresql://u:p@db:5432/s"
+        shard = Shard.parse(parsed.shard)
+        assert shard.count == k, "--shard .../K differs from the Job's completions"
+        covered += [m.index for m in schedule if shard.holds(m)]
+    assert sorted(covered) == [m.index for m in schedule]
+    merge = next(
+        d
+        for d in yaml.safe_load_all(
+            (root / "kubernetes" / "after-shards" / "60-merge-job.yaml").read_text()
+        )
+        if d and d["kind"] == "Job"
+    )
+    margs = merge["spec"]["template"]["spec"]["containers"][0]["args"]
+    parsed = build_parser().parse_args(
+        [a.replace("$(DATABASE_URL)", "postgresql://u:p@db:5432/s") for a in margs]
+    )
+    assert parsed.command == "merge" and parsed.file == args[1]
+    assert parsed.db == "postgresql://u:p@db:5432/s" and parsed.shard_db == []

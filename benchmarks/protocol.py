@@ -65,6 +65,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+# Before grpc is imported: this process forks bot processes while gRPC threads run, which
+# gRPC's fork handlers do not survive (the referee package does the same on import).
+os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
+
 import grpc
 import structlog
 from google.protobuf.wrappers_pb2 import BytesValue

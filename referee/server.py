@@ -10,6 +10,7 @@ back through the same object. Domain errors map to gRPC status codes in one plac
 from __future__ import annotations
 
 import asyncio
+import itertools
 import secrets
 import time
 from collections.abc import Callable, Sequence
@@ -50,6 +51,13 @@ def _parse_bot_message(data: bytes) -> bot_pb2.BotMessage | Malformed:
 #: The ``Hello.capabilities`` this referee knows and grants.
 CAPABILITIES = frozenset({"events"})
 
+#: A request id is ``stream serial << SEQUENCE_BITS | n`` for the stream's n-th request
+#: (n from 1): unique in the process, increasing on each stream, and telling by itself
+#: which stream it was sent on and whether it was sent yet.
+SEQUENCE_BITS = 32
+_SEQUENCE_MASK = (1 << SEQUENCE_BITS) - 1
+_STREAM_SERIALS = itertools.count(1)
+
 
 class SeatStream:
     """An attached bot stream for one seat: the runner's handle to write and await."""
@@ -67,9 +75,13 @@ class SeatStream:
         self.finished = asyncio.Event()
         self._pending_id = 0
         self._pending: asyncio.Future[tuple[bot_pb2.BotMessage | Malformed, float]] | None = None
-        # Every request id sent on this stream: an answer to one of them is stale, to any
-        # other id (say another seat's) unknown.
-        self._issued: set[int] = set()
+        #: This stream's part of its request ids (see :data:`SEQUENCE_BITS`).
+        self.serial = next(_STREAM_SERIALS)
+        # The requests sent on this stream so far. The ids sent are exactly those of this
+        # serial with a sequence number from 1 to ``_sent``: an answer to one of them is
+        # stale, to any other id (say another seat's or another stream's) unknown. Two
+        # integers, however many matches the stream serves.
+        self._sent = 0
         #: Called with (reason, detail, request_id) for faults outside a pending request.
         self.on_fault: Callable[[FaultReason, str, int], None] | None = None
         #: Writes go on when the writer is cancelled, and the stream ends only after them
@@ -98,10 +110,28 @@ class SeatStream:
         if self._writes:
             await asyncio.wait(set(self._writes), timeout=timeout)
 
+    def next_request_id(self) -> int:
+        """The id of the next request to send on this stream (the same until it is armed
+        with :meth:`expect`: a request prepared and never sent uses up no id)."""
+        return self.serial << SEQUENCE_BITS | (self._sent + 1)
+
+    def was_sent(self, request_id: int) -> bool:
+        """Whether ``request_id`` is the id of a request armed on this stream."""
+        return (
+            request_id >> SEQUENCE_BITS == self.serial
+            and 0 < request_id & _SEQUENCE_MASK <= self._sent
+        )
+
     def expect(
         self, request_id: int
     ) -> asyncio.Future[tuple[bot_pb2.BotMessage | Malformed, float]]:
-        """Arm the answer for ``request_id``; the future gets (message, arrival time)."""
+        """Arm the answer for ``request_id`` (:meth:`next_request_id`); the future gets
+        (message, arrival time)."""
+        if request_id != self.next_request_id():
+            raise ValueError(
+                f"request {request_id} is not the next request of this stream "
+                f"({self.next_request_id()})"
+            )
         fut: asyncio.Future[tuple[bot_pb2.BotMessage | Malformed, float]] = (
             asyncio.get_running_loop().create_future()
         )
@@ -109,7 +139,7 @@ class SeatStream:
             fut.set_exception(ConnectionError(self.close_detail or "stream closed"))
         self._pending = fut
         self._pending_id = request_id
-        self._issued.add(request_id)
+        self._sent += 1
         return fut
 
     def settle(self) -> None:
@@ -140,7 +170,7 @@ class SeatStream:
         if pending is not None and rid == self._pending_id and not pending.done():
             pending.set_result((message, arrived))
         elif self.on_fault:
-            if rid in self._issued:
+            if self.was_sent(rid):
                 self.on_fault(
                     FaultReason.STALE_REQUEST_ID, f"answer to old request {rid} dropped", rid
                 )

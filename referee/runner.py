@@ -500,14 +500,14 @@ class MatchRunner:
         if msg is None or stream is None or seat.forfeited:
             return fallback_action(rnd, seat.index), 0.0, True
         rid = msg.request.request_id
-        answer = stream.expect(rid)
+        allowed = msg.request.timeout_ms / 1000
+        limit = allowed + seat.bank_s
+        answer = stream.expect(rid, limit)
         try:
             await stream.write(msg)
         except Exception:
             stream.close(FaultReason.DISCONNECT, "the stream broke while sending a request")
         sent = time.perf_counter()
-        allowed = msg.request.timeout_ms / 1000
-        limit = allowed + seat.bank_s
         # A timer on the answer itself: cheaper than a timeout scope around the await.
         timer = asyncio.get_running_loop().call_later(limit, _expire, answer)
         try:

@@ -10,7 +10,9 @@ back through the same object. Domain errors map to gRPC status codes in one plac
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
+import math
 import secrets
 import time
 from collections.abc import Callable, Sequence
@@ -82,33 +84,17 @@ class SeatStream:
         # stale, to any other id (say another seat's or another stream's) unknown. Two
         # integers, however many matches the stream serves.
         self._sent = 0
+        # Set while the bot owes no answer: from the first message after a request (or the
+        # end of the stream) until the next request; and when that request's time is up.
+        self._answered = asyncio.Event()
+        self._answered.set()
+        self._answer_due = 0.0
         #: Called with (reason, detail, request_id) for faults outside a pending request.
         self.on_fault: Callable[[FaultReason, str, int], None] | None = None
-        #: Writes go on when the writer is cancelled, and the stream ends only after them
-        #: (a league stops matches by cancelling them; the stream serves on).
-        self.guard_writes = False
-        self._writes: set[asyncio.Future[None]] = set()
 
     async def write(self, message: bot_pb2.RefereeMessage) -> None:
         """Send one message to the bot."""
-        if not self.guard_writes:
-            await self.context.write(message)
-            return
-        # A write cancelled half-way leaves the call broken (the bot sees INTERNAL).
-        task: asyncio.Future[None] = asyncio.ensure_future(self.context.write(message))
-        self._writes.add(task)
-        task.add_done_callback(self._written)
-        await asyncio.shield(task)
-
-    def _written(self, task: asyncio.Future[None]) -> None:
-        self._writes.discard(task)
-        if not task.cancelled():
-            task.exception()  # retrieved: a failed write shows as the stream ending
-
-    async def drain(self, timeout: float) -> None:
-        """Wait (at most ``timeout`` seconds) for the writes still under way."""
-        if self._writes:
-            await asyncio.wait(set(self._writes), timeout=timeout)
+        await self.context.write(message)
 
     def next_request_id(self) -> int:
         """The id of the next request to send on this stream (the same until it is armed
@@ -123,10 +109,10 @@ class SeatStream:
         )
 
     def expect(
-        self, request_id: int
+        self, request_id: int, limit_s: float = math.inf
     ) -> asyncio.Future[tuple[bot_pb2.BotMessage | Malformed, float]]:
-        """Arm the answer for ``request_id`` (:meth:`next_request_id`); the future gets
-        (message, arrival time)."""
+        """Arm the answer for ``request_id`` (:meth:`next_request_id`), due within
+        ``limit_s`` seconds; the future gets (message, arrival time)."""
         if request_id != self.next_request_id():
             raise ValueError(
                 f"request {request_id} is not the next request of this stream "
@@ -140,6 +126,8 @@ class SeatStream:
         self._pending = fut
         self._pending_id = request_id
         self._sent += 1
+        self._answered.clear()
+        self._answer_due = time.monotonic() + limit_s
         return fut
 
     def settle(self) -> None:
@@ -147,8 +135,22 @@ class SeatStream:
         self._pending = None
         self._pending_id = 0
 
+    async def answered(self, cap: float) -> None:
+        """Wait until the bot has answered the last request sent on this stream, at most
+        until that request's time is up and at most ``cap`` seconds.
+
+        A stream should end only when the bot owes no answer: a bot that is writing its
+        answer as the stream ends sees the write fail, and gRPC clients (Python's among
+        them) then report the call as ``INTERNAL`` instead of the status the referee sent.
+        """
+        wait = min(cap, self._answer_due - time.monotonic())
+        if not self._answered.is_set() and wait > 0:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._answered.wait(), wait)
+
     def deliver(self, message: bot_pb2.BotMessage | Malformed, arrived: float) -> None:
         """Route one message from the bot."""
+        self._answered.set()
         pending = self._pending
         if isinstance(message, Malformed):
             if pending is not None and not pending.done():
@@ -188,6 +190,7 @@ class SeatStream:
         self.close_reason = reason
         self.close_detail = detail
         self.closed.set()
+        self._answered.set()
         if self._pending is not None and not self._pending.done():
             self._pending.set_exception(ConnectionError(detail))
 
@@ -384,7 +387,6 @@ class RefereeServicer:
         done = asyncio.ensure_future(stream.finished.wait())
         try:
             await asyncio.wait((reader, done), return_when=asyncio.FIRST_COMPLETED)
-            await stream.drain(2.0)
         finally:
             reader.cancel()
             done.cancel()

@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
-import itertools
 import os
 import secrets
 import time
@@ -45,9 +44,6 @@ from sticheln.v1 import bot_pb2
 log = structlog.get_logger("referee.match")
 
 SEED_DOMAIN = b"sticheln/seed/v1"
-# Request ids are unique in the whole process: a stream that serves several matches (a
-# pooled bot) can never mistake a late answer from one match for an answer in the next.
-_REQUEST_IDS = itertools.count(1)
 #: How long a bot may take to exit by itself after its last stream ended, before SIGTERM.
 EXIT_GRACE_S = 1.0
 
@@ -479,7 +475,7 @@ class MatchRunner:
         if seat.forfeited or seat.stream is None:
             return None
         rnd = self.match.round
-        request_id = next(_REQUEST_IDS)
+        request_id = seat.stream.next_request_id()
         msg = bot_pb2.RefereeMessage()
         self._flush_events(seat, msg)
         req = msg.request
@@ -504,14 +500,14 @@ class MatchRunner:
         if msg is None or stream is None or seat.forfeited:
             return fallback_action(rnd, seat.index), 0.0, True
         rid = msg.request.request_id
-        answer = stream.expect(rid)
+        allowed = msg.request.timeout_ms / 1000
+        limit = allowed + seat.bank_s
+        answer = stream.expect(rid, limit)
         try:
             await stream.write(msg)
         except Exception:
             stream.close(FaultReason.DISCONNECT, "the stream broke while sending a request")
         sent = time.perf_counter()
-        allowed = msg.request.timeout_ms / 1000
-        limit = allowed + seat.bank_s
         # A timer on the answer itself: cheaper than a timeout scope around the await.
         timer = asyncio.get_running_loop().call_later(limit, _expire, answer)
         try:

@@ -10,6 +10,9 @@ back through the same object. Domain errors map to gRPC status codes in one plac
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import itertools
+import math
 import secrets
 import time
 from collections.abc import Callable, Sequence
@@ -50,6 +53,13 @@ def _parse_bot_message(data: bytes) -> bot_pb2.BotMessage | Malformed:
 #: The ``Hello.capabilities`` this referee knows and grants.
 CAPABILITIES = frozenset({"events"})
 
+#: A request id is ``stream serial << SEQUENCE_BITS | n`` for the stream's n-th request
+#: (n from 1): unique in the process, increasing on each stream, and telling by itself
+#: which stream it was sent on and whether it was sent yet.
+SEQUENCE_BITS = 32
+_SEQUENCE_MASK = (1 << SEQUENCE_BITS) - 1
+_STREAM_SERIALS = itertools.count(1)
+
 
 class SeatStream:
     """An attached bot stream for one seat: the runner's handle to write and await."""
@@ -67,41 +77,47 @@ class SeatStream:
         self.finished = asyncio.Event()
         self._pending_id = 0
         self._pending: asyncio.Future[tuple[bot_pb2.BotMessage | Malformed, float]] | None = None
-        # Every request id sent on this stream: an answer to one of them is stale, to any
-        # other id (say another seat's) unknown.
-        self._issued: set[int] = set()
+        #: This stream's part of its request ids (see :data:`SEQUENCE_BITS`).
+        self.serial = next(_STREAM_SERIALS)
+        # The requests sent on this stream so far. The ids sent are exactly those of this
+        # serial with a sequence number from 1 to ``_sent``: an answer to one of them is
+        # stale, to any other id (say another seat's or another stream's) unknown. Two
+        # integers, however many matches the stream serves.
+        self._sent = 0
+        # Set while the bot owes no answer: from the first message after a request (or the
+        # end of the stream) until the next request; and when that request's time is up.
+        self._answered = asyncio.Event()
+        self._answered.set()
+        self._answer_due = 0.0
         #: Called with (reason, detail, request_id) for faults outside a pending request.
         self.on_fault: Callable[[FaultReason, str, int], None] | None = None
-        #: Writes go on when the writer is cancelled, and the stream ends only after them
-        #: (a league stops matches by cancelling them; the stream serves on).
-        self.guard_writes = False
-        self._writes: set[asyncio.Future[None]] = set()
 
     async def write(self, message: bot_pb2.RefereeMessage) -> None:
         """Send one message to the bot."""
-        if not self.guard_writes:
-            await self.context.write(message)
-            return
-        # A write cancelled half-way leaves the call broken (the bot sees INTERNAL).
-        task: asyncio.Future[None] = asyncio.ensure_future(self.context.write(message))
-        self._writes.add(task)
-        task.add_done_callback(self._written)
-        await asyncio.shield(task)
+        await self.context.write(message)
 
-    def _written(self, task: asyncio.Future[None]) -> None:
-        self._writes.discard(task)
-        if not task.cancelled():
-            task.exception()  # retrieved: a failed write shows as the stream ending
+    def next_request_id(self) -> int:
+        """The id of the next request to send on this stream (the same until it is armed
+        with :meth:`expect`: a request prepared and never sent uses up no id)."""
+        return self.serial << SEQUENCE_BITS | (self._sent + 1)
 
-    async def drain(self, timeout: float) -> None:
-        """Wait (at most ``timeout`` seconds) for the writes still under way."""
-        if self._writes:
-            await asyncio.wait(set(self._writes), timeout=timeout)
+    def was_sent(self, request_id: int) -> bool:
+        """Whether ``request_id`` is the id of a request armed on this stream."""
+        return (
+            request_id >> SEQUENCE_BITS == self.serial
+            and 0 < request_id & _SEQUENCE_MASK <= self._sent
+        )
 
     def expect(
-        self, request_id: int
+        self, request_id: int, limit_s: float = math.inf
     ) -> asyncio.Future[tuple[bot_pb2.BotMessage | Malformed, float]]:
-        """Arm the answer for ``request_id``; the future gets (message, arrival time)."""
+        """Arm the answer for ``request_id`` (:meth:`next_request_id`), due within
+        ``limit_s`` seconds; the future gets (message, arrival time)."""
+        if request_id != self.next_request_id():
+            raise ValueError(
+                f"request {request_id} is not the next request of this stream "
+                f"({self.next_request_id()})"
+            )
         fut: asyncio.Future[tuple[bot_pb2.BotMessage | Malformed, float]] = (
             asyncio.get_running_loop().create_future()
         )
@@ -109,7 +125,9 @@ class SeatStream:
             fut.set_exception(ConnectionError(self.close_detail or "stream closed"))
         self._pending = fut
         self._pending_id = request_id
-        self._issued.add(request_id)
+        self._sent += 1
+        self._answered.clear()
+        self._answer_due = time.monotonic() + limit_s
         return fut
 
     def settle(self) -> None:
@@ -117,8 +135,22 @@ class SeatStream:
         self._pending = None
         self._pending_id = 0
 
+    async def answered(self, cap: float) -> None:
+        """Wait until the bot has answered the last request sent on this stream, at most
+        until that request's time is up and at most ``cap`` seconds.
+
+        A stream should end only when the bot owes no answer: a bot that is writing its
+        answer as the stream ends sees the write fail, and gRPC clients (Python's among
+        them) then report the call as ``INTERNAL`` instead of the status the referee sent.
+        """
+        wait = min(cap, self._answer_due - time.monotonic())
+        if not self._answered.is_set() and wait > 0:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._answered.wait(), wait)
+
     def deliver(self, message: bot_pb2.BotMessage | Malformed, arrived: float) -> None:
         """Route one message from the bot."""
+        self._answered.set()
         pending = self._pending
         if isinstance(message, Malformed):
             if pending is not None and not pending.done():
@@ -140,7 +172,7 @@ class SeatStream:
         if pending is not None and rid == self._pending_id and not pending.done():
             pending.set_result((message, arrived))
         elif self.on_fault:
-            if rid in self._issued:
+            if self.was_sent(rid):
                 self.on_fault(
                     FaultReason.STALE_REQUEST_ID, f"answer to old request {rid} dropped", rid
                 )
@@ -158,6 +190,7 @@ class SeatStream:
         self.close_reason = reason
         self.close_detail = detail
         self.closed.set()
+        self._answered.set()
         if self._pending is not None and not self._pending.done():
             self._pending.set_exception(ConnectionError(detail))
 
@@ -354,7 +387,6 @@ class RefereeServicer:
         done = asyncio.ensure_future(stream.finished.wait())
         try:
             await asyncio.wait((reader, done), return_when=asyncio.FIRST_COMPLETED)
-            await stream.drain(2.0)
         finally:
             reader.cancel()
             done.cancel()

@@ -174,8 +174,10 @@ def test_sigterm_mid_match_exits_0_and_the_match_is_replayed_after_restart(
             "a running match",
         )
         assert serve.stop() == 0  # SIGTERM
-        for p in procs:  # the league ended their streams: the bots are not left waiting
-            p.wait(30)
+        # The league ended their streams with status OK: the bots exit 0, not left waiting.
+        assert [p.wait(30) for p in procs] == [0, 0, 0], [
+            (tmp_path / f"bot-{n}.log").read_text()[-500:] for n in trio
+        ]
     rows = {m["match_id"]: m for m in db_rows(db, name)}
     done_before = {m["match_id"]: m for m in finished(db, name)}
     assert rows[match_id]["status"] == "planned"  # interrupted: replayed later
@@ -210,6 +212,39 @@ def test_sigterm_mid_match_exits_0_and_the_match_is_replayed_after_restart(
     assert replayed["seed"] != old_seed  # a new deal: the seats saw part of the old one
     assert f'"seed":"{replayed["seed"]}"' in record.record_jsonl.split("\n", 1)[0]
     assert record.summary.seating == replayed["seating"]
+
+
+def test_every_bot_of_a_match_stopped_by_sigterm_sees_its_stream_end_with_ok(
+    tmp_path: Path,
+) -> None:
+    """With no grace period the match stops while a bot is answering its last request; the
+    stream ends once the answer is in, so no bot sees its answer's write fail (reported as
+    INTERNAL by gRPC) instead of the status OK. Several times: it is a race."""
+    trio = ("a", "b", "c")
+    for attempt in range(3):
+        folder = tmp_path / str(attempt)
+        folder.mkdir()
+        config = write_config(
+            folder / "league.toml",
+            {"name": "stop", "table_size": 3, "parallel": 1, "shutdown_grace_s": 0},
+        )
+        db = folder / "out" / "league.db"
+        with serving(config, folder / "serve.log") as serve, bots(serve.address, folder) as b:
+            tokens = {n: serve.register(n) for n in trio}
+            procs = [b.start("slow", n, tokens[n], think_ms=20) for n in trio]
+            wait_for(
+                lambda db=db: (
+                    any(m["status"] == "running" for m in db_rows(db, "stop"))
+                    and len(finished(db, "stop")) >= 1
+                ),
+                120,
+                "a finished match and a running one",
+            )
+            assert serve.stop() == 0  # SIGTERM
+            codes = [p.wait(30) for p in procs]
+        logs = [(folder / f"bot-{n}.log").read_text() for n in trio]
+        assert codes == [0, 0, 0], (attempt, logs)
+        assert not any("INTERNAL" in text for text in logs), (attempt, logs)
 
 
 def test_the_example_league_file_serves_as_is(tmp_path: Path) -> None:

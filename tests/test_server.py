@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import shutil
 import subprocess
+import tracemalloc
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
 from pathlib import Path
 from typing import Any
@@ -23,8 +24,9 @@ from bots.harness import (
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
+from referee.faults import FaultReason
 from referee.rules import preset
-from referee.server import RefereeServer, TlsConfig
+from referee.server import RefereeServer, SeatStream, TlsConfig
 from sticheln.v1 import bot_pb2
 
 pytestmark = pytest.mark.timeout(60)
@@ -208,3 +210,85 @@ def test_bots_play_a_match_over_tls(tmp_path: Path, marker: str) -> None:
 
     run(main())
     assert_no_processes(marker)
+
+
+def _answer(request_id: int) -> bot_pb2.BotMessage:
+    return bot_pb2.BotMessage(decision=bot_pb2.Decision(request_id=request_id, cards=[1]))
+
+
+def test_a_long_lived_stream_tells_stale_from_unknown_answers_in_constant_memory() -> None:
+    """A league stream serves match after match for hours: what it keeps to classify late
+    answers must not grow with the requests sent, and the classification stays exact."""
+
+    async def main() -> None:
+        hello = bot_pb2.Hello(protocol_version=1)
+        stream = SeatStream(None, hello)  # type: ignore[arg-type]  # no message is written
+        other = SeatStream(None, hello)  # another seat's stream, in the same matches
+        faults: list[tuple[FaultReason, int]] = []
+        stream.on_fault = lambda reason, detail, rid: faults.append((reason, rid))
+
+        def ask(s: SeatStream) -> int:
+            rid = s.next_request_id()
+            answer = s.expect(rid)
+            s.deliver(_answer(rid), 0.0)
+            assert answer.done() and answer.result()[0].decision.request_id == rid
+            s.settle()
+            return rid
+
+        first = [ask(stream) for _ in range(3)]
+        theirs_early = [ask(other) for _ in range(3)]
+        # A request prepared and never armed uses up no id.
+        assert stream.next_request_id() == stream.next_request_id()
+
+        tracemalloc.start()
+        try:
+            before = tracemalloc.take_snapshot()
+            for _ in range(2000):  # matches of 25 requests each, interleaved with the other seat
+                for _ in range(25):
+                    ask(stream)
+                    ask(other)
+            after = tracemalloc.take_snapshot()
+        finally:
+            tracemalloc.stop()
+        server_py = tracemalloc.Filter(True, "*/referee/server.py")
+        grown = sum(
+            d.size_diff
+            for d in after.filter_traces([server_py]).compare_to(
+                before.filter_traces([server_py]), "filename"
+            )
+        )
+        # A set of the 50,000 ids sent would take megabytes; the stream keeps two integers.
+        assert grown < 4096, f"the stream grew by {grown} bytes over 50,000 requests"
+        assert faults == []
+
+        last = ask(stream)
+        pending = stream.next_request_id()
+        answer = stream.expect(pending)
+        theirs_late = ask(other)
+        for rid in (*first, last):  # answers to old requests of this stream, every match
+            stream.deliver(_answer(rid), 0.0)
+        for rid in (
+            *theirs_early,  # the other seat's, sent before this stream's latest requests
+            theirs_late,  # the other seat's, sent after this stream's pending request
+            pending + 1,  # this stream's next id, not sent yet
+            pending + 1_000_000,
+            0,
+            first[0] - 1,  # below this stream's first id
+        ):
+            stream.deliver(_answer(rid), 0.0)
+        assert not answer.done()  # none of them answered the pending request
+        stale = [(FaultReason.STALE_REQUEST_ID, rid) for rid in (*first, last)]
+        unknown = [
+            (FaultReason.UNKNOWN_REQUEST_ID, rid)
+            for rid in (*theirs_early, theirs_late, pending + 1, pending + 1_000_000, 0)
+        ]
+        assert faults[: len(stale) + len(unknown)] == stale + unknown
+        assert faults[-1] == (FaultReason.UNKNOWN_REQUEST_ID, first[0] - 1)
+        stream.deliver(_answer(pending), 0.0)
+        assert answer.done() and answer.result()[0].decision.request_id == pending
+        # An id is armed only as the stream's next one: no request can take another's id.
+        stream.settle()
+        with pytest.raises(ValueError):
+            stream.expect(pending)
+
+    run(main())

@@ -63,6 +63,8 @@ log = structlog.get_logger("referee.league")
 LEAGUE_SERVICE = "sticheln.v1.League"
 #: At most this many finished matches are kept in memory for ``RecentMatches``.
 RECENT = 500
+#: On shutdown, how long a stream waits at most for the answer to its last request.
+LAST_ANSWER_S = 5.0
 
 
 @dataclass(eq=False)
@@ -302,14 +304,20 @@ class League:
         if tasks:
             log.info("league_stopping", running=len(tasks), grace_s=self.config.shutdown_grace_s)
             _, pending = await asyncio.wait(tasks, timeout=self.config.shutdown_grace_s)
+            # A match cancelled in the middle of a write leaves that stream unable to send
+            # more; nothing more is sent on it: every stream ends below, with status OK.
             for task in pending:
                 task.cancel()
             if pending:
                 await asyncio.wait(pending)
         interrupted = self.store.reset_interrupted(self.config.name)
-        for streams in self._open.values():
-            for s in streams:
-                s.stream.end()
+        # The bots of a stopped match may be answering its last request: each stream ends
+        # once its answer is in (or that request's time is up). A bot writing as its stream
+        # ends would see INTERNAL instead of the status OK that tells it the league is done.
+        open_streams = [s for streams in self._open.values() for s in streams]
+        await asyncio.gather(*(s.stream.answered(LAST_ANSWER_S) for s in open_streams))
+        for s in open_streams:
+            s.stream.end()
         # Every stream ends with status OK before the server goes (a server stopping with
         # calls still open resets them, and their bots see INTERNAL).
         deadline = time.monotonic() + 5.0
@@ -387,7 +395,6 @@ class League:
         """An admitted stream completed its handshake: it is idle now."""
         if slot.stream is None or id(slot) not in self._admitted.get(slot.bot_name, ()):
             return
-        slot.stream.guard_writes = True  # matches are stopped by cancelling them
         s = _Stream(slot.bot_name, slot, slot.stream)
         self._by_slot[id(slot)] = s
         self._open.setdefault(s.bot, []).append(s)

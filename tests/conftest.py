@@ -101,6 +101,8 @@ def postgres_server():  # type: ignore[no-untyped-def]
 def postgres_url(postgres_server, request) -> str:  # type: ignore[no-untyped-def]
     """The URL of a new, empty database for this test."""
     import re
+    import uuid
 
-    name = re.sub(r"[^a-z0-9_]", "_", request.node.name.lower())[:50]
-    return str(postgres_server.create_database(f"t_{name}_{id(request) % 10000}"))
+    # Unique: parametrized tests share the truncated name (PostgreSQL names are <= 63 bytes).
+    name = re.sub(r"[^a-z0-9_]", "_", request.node.name.lower())[:40]
+    return str(postgres_server.create_database(f"t_{name}_{uuid.uuid4().hex[:12]}"))

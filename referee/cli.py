@@ -130,10 +130,8 @@ def _tournament(args: argparse.Namespace) -> int:
         raise UsageError(
             f"--metrics-linger: {args.metrics_linger} is not allowed; allowed: 0 or more seconds, or inf"
         )
+    schedule = Shard.select(shard, make_schedule(config))
     if args.dry_run:
-        schedule = make_schedule(config)
-        if shard is not None:
-            schedule = [m for m in schedule if shard.holds(m)]
         tables = len({m.table for m in schedule})
         part = "" if shard is None else f" (shard {shard})"
         print(
@@ -152,10 +150,7 @@ def _tournament(args: argparse.Namespace) -> int:
             print(f"{m.index:5d}  deal {m.deal:4d}  seed {m.seed:20d}  {' '.join(m.seating)}")
         return 0
     metrics = RefereeMetrics()
-    planned = make_schedule(config)
-    if shard is not None:
-        planned = [m for m in planned if shard.holds(m)]
-    metrics.planned.set(len(planned))  # known before the first scrape
+    metrics.planned.set(len(schedule))  # known before the first scrape
     if args.metrics_port is not None:
         port = metrics.serve(args.metrics_port, args.metrics_addr)
         print(f"metrics on http://{args.metrics_addr}:{port}/metrics", file=sys.stderr)

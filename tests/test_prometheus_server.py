@@ -179,6 +179,26 @@ def _league(tmp_path: Path, marker: str) -> Path:
     return path
 
 
+def _tournament(league: Path, *options: str) -> subprocess.Popen[str]:
+    """``referee tournament LEAGUE OPTIONS…`` in a subprocess that finds this venv's tools."""
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "referee.cli",
+            "tournament",
+            str(league),
+            *options,
+            "--log-level=warning",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+
+
 def test_prometheus_scrapes_the_tournament_results(
     tmp_path: Path, prometheus: tuple[PrometheusApi, int]
 ) -> None:
@@ -187,23 +207,8 @@ def test_prometheus_scrapes_the_tournament_results(
     league = _league(tmp_path, marker)
     config = load_config(league)
     grpc_port = _free_port()
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
-    referee = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "referee.cli",
-            "tournament",
-            str(league),
-            f"--port={grpc_port}",
-            f"--metrics-port={metrics_port}",
-            "--metrics-linger=inf",
-            "--log-level=warning",
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
+    referee = _tournament(
+        league, f"--port={grpc_port}", f"--metrics-port={metrics_port}", "--metrics-linger=inf"
     )
     try:
         # The target is scraped while the tournament runs ...
@@ -325,23 +330,7 @@ def test_a_finite_linger_serves_the_final_metrics_then_exits(tmp_path: Path) -> 
     league.write_text(league.read_text().replace("matches_per_table = 3", "matches_per_table = 1"))
     planned = 4  # one match per table of 3 of the 4 bots
     metrics_port = _free_port()
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
-    referee = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "referee.cli",
-            "tournament",
-            str(league),
-            f"--metrics-port={metrics_port}",
-            "--metrics-linger=3",
-            "--log-level=warning",
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
+    referee = _tournament(league, f"--metrics-port={metrics_port}", "--metrics-linger=3")
     try:
 
         def finished() -> dict[str, float] | None:

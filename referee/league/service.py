@@ -129,14 +129,6 @@ def replay_seed(seed: int) -> int:
     return int.from_bytes(digest[:8], "big")
 
 
-def set_match_seed(store: Store, league: str, index: int, seed: int) -> None:
-    """Store the new seed of a planned match (on the store's own connection)."""
-    store.db.execute(
-        "UPDATE matches SET seed = ? WHERE tournament = ? AND idx = ? AND status = 'planned'",
-        (str(seed), league, index),
-    )
-
-
 def _summary(
     index: int, match_id: str, rows: list[StoredResult], order: int, at: float
 ) -> league_pb2.MatchSummary:
@@ -253,7 +245,7 @@ class League:
                 # interrupted: its bots saw part of the deal, and it is replayed with a new one.
                 seating = tuple(json.loads(r["seating"]))
                 seed = replay_seed(int(r["seed"]))
-                set_match_seed(self.store, c.name, r["idx"], seed)
+                self.store.set_seed(c.name, r["idx"], seed)
                 self._replays.append(
                     ScheduledMatch(r["idx"], tuple(sorted(seating)), seating, seed, r["deal"])
                 )

@@ -11,7 +11,6 @@ the matches that had not finished, and ends with the same standings.
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import sys
 import time
@@ -32,7 +31,7 @@ from referee.report import (
     write_results_csv,
 )
 from referee.runner import MatchResult
-from referee.tournament.config import TournamentConfig, describe_changes
+from referee.tournament.config import TournamentConfig
 from referee.tournament.schedule import ScheduledMatch, make_schedule
 from referee.tournament.storage import Store, StoredResult, is_url, open_store, redact
 from referee.tournament.workers import (
@@ -75,6 +74,11 @@ class Shard:
     def holds(self, m: ScheduledMatch) -> bool:
         """True when ``m`` is this shard's to play."""
         return m.index % self.count == self.index
+
+    @staticmethod
+    def select(shard: Shard | None, schedule: Sequence[ScheduledMatch]) -> list[ScheduledMatch]:
+        """The matches of ``schedule`` that ``shard`` plays (all of them without a shard)."""
+        return [m for m in schedule if shard is None or shard.holds(m)]
 
     def __str__(self) -> str:
         return f"{self.index}/{self.count}"
@@ -204,8 +208,7 @@ async def run_tournament(
     if indices is not None:
         wanted = set(indices)
         schedule = [m for m in schedule if m.index in wanted]
-    if shard is not None:
-        schedule = [m for m in schedule if shard.holds(m)]
+    schedule = Shard.select(shard, schedule)
     mine = {m.index for m in schedule}
     metrics = metrics or RefereeMetrics()
     metrics.decision_limit.set(config.clock.decision_ms / 1000)
@@ -465,16 +468,17 @@ def merge_shards(config: TournamentConfig, sources: Sequence[str]) -> MergeOutco
                 continue
             shard = open_store(source)
             try:
-                stored = shard.fingerprint(config.name)
-                if stored is None:
+                changes = shard.changes(
+                    config.name, config.fingerprint(), config.fingerprint_hash()
+                )
+                if changes is None:
                     raise MergeRefused(
                         f"{redact(source)} holds no tournament {config.name!r}; is it a shard of another tournament?"
                     )
-                if stored[1] != config.fingerprint_hash():
-                    changes = describe_changes(json.loads(stored[0]), config.fingerprint())
+                if changes:
                     raise MergeRefused(
                         f"{redact(source)} holds tournament {config.name!r} with a different configuration "
-                        f"({'; '.join(changes) or 'details differ'}); merge only shards of this configuration"
+                        f"({changes}); merge only shards of this configuration"
                     )
                 for found in shard.finished_matches(config.name):
                     if store.import_finished(config.name, found):

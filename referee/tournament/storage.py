@@ -228,30 +228,33 @@ class Store:
         Safe when several shards open the same tournament at once. Raises
         :class:`ResumeRefused` naming what changed when the stored configuration differs.
         """
-        from referee.tournament.config import describe_changes
-
         cur = self._execute(
             "INSERT INTO tournaments VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
             (name, json.dumps(fingerprint, sort_keys=True), fingerprint_hash, time.time()),
         )
         if cur.rowcount == 1:
             return False
-        stored = self.fingerprint(name)
-        assert stored is not None
-        if stored[1] != fingerprint_hash:
-            changes = describe_changes(json.loads(stored[0]), fingerprint)
+        changes = self.changes(name, fingerprint, fingerprint_hash)
+        if changes:
             raise ResumeRefused(
                 f"tournament {name!r} in {redact(self.where)} was started with a different configuration "
-                f"({'; '.join(changes) or 'details differ'}); restore it, or use a new tournament name or database"
+                f"({changes}); restore it, or use a new tournament name or database"
             )
         return True
 
-    def fingerprint(self, name: str) -> tuple[str, str] | None:
-        """The stored fingerprint (JSON) and its hash, or None when ``name`` is not stored."""
+    def changes(self, name: str, fingerprint: dict[str, Any], fingerprint_hash: str) -> str | None:
+        """How the stored configuration of ``name`` differs from ``fingerprint``, as one
+        line ("" when it does not); None when this database does not hold ``name``."""
+        from referee.tournament.config import describe_changes
+
         row = self._execute(
             "SELECT fingerprint, fingerprint_hash FROM tournaments WHERE name = ?", (name,)
         ).fetchone()
-        return None if row is None else (row[0], row[1])
+        if row is None:
+            return None
+        if row[1] == fingerprint_hash:
+            return ""
+        return "; ".join(describe_changes(json.loads(row[0]), fingerprint)) or "details differ"
 
     def plan(
         self,
@@ -296,6 +299,14 @@ class Store:
                 cur = self._execute(f"{query} AND idx IN ({marks})", (tournament, *chunk))
                 count += cur.rowcount
         return count
+
+    def set_seed(self, tournament: str, idx: int, seed: int) -> None:
+        """A planned match gets a new seed (a league replays an interrupted match with a
+        fresh deal: its seats saw part of the old one)."""
+        self._execute(
+            "UPDATE matches SET seed = ? WHERE tournament = ? AND idx = ? AND status = 'planned'",
+            (str(seed), tournament, idx),
+        )
 
     def finished_indices(self, tournament: str) -> set[int]:
         """The schedule positions already finished."""
@@ -392,6 +403,7 @@ class Store:
 
     def finished_matches(self, tournament: str) -> Iterator[FinishedMatch]:
         """Every finished match with its results and faults, in schedule order."""
+        finished = "SELECT idx FROM matches WHERE tournament = ? AND status = 'finished'"
         cur = self._execute(
             f"SELECT {_MATCH_COLUMNS} FROM matches "
             "WHERE tournament = ? AND status = 'finished' ORDER BY idx",
@@ -399,15 +411,17 @@ class Store:
         )
         cols = [d[0] for d in cur.description]
         matches = [dict(zip(cols, row, strict=True)) for row in cur.fetchall()]
+        rows: dict[str, dict[int, list[tuple[Any, ...]]]] = {"results": {}, "faults": {}}
+        for table, order in (("results", "idx, seat"), ("faults", "idx")):
+            for row in self._execute(
+                f"SELECT * FROM {table} WHERE tournament = ? AND idx IN ({finished}) ORDER BY {order}",
+                (tournament, tournament),
+            ).fetchall():
+                rows[table].setdefault(row[1], []).append(tuple(row))
         for m in matches:
-            results = self._execute(
-                "SELECT * FROM results WHERE tournament = ? AND idx = ? ORDER BY seat",
-                (tournament, m["idx"]),
-            ).fetchall()
-            faults = self._execute(
-                "SELECT * FROM faults WHERE tournament = ? AND idx = ?", (tournament, m["idx"])
-            ).fetchall()
-            yield FinishedMatch(m, [tuple(r) for r in results], [tuple(f) for f in faults])
+            yield FinishedMatch(
+                m, rows["results"].get(m["idx"], []), rows["faults"].get(m["idx"], [])
+            )
 
     def import_finished(self, tournament: str, found: FinishedMatch) -> bool:
         """Store a finished match copied from another database (a shard's); False when this

@@ -65,11 +65,15 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-# Before grpc is imported: this process forks bot processes while gRPC threads run, which
-# gRPC's fork handlers do not survive (the referee package does the same on import).
-os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
-
+# The referee package first: on import it applies the referee's gRPC settings
+# (referee/grpcenv.py), which gRPC reads once when it is imported. They then hold for the
+# referee and the bare ping-pong server in this process alike, so the floor is measured
+# under the same gRPC configuration.
+# isort: off
+import referee  # noqa: F401
 import grpc
+
+# isort: on
 import structlog
 from google.protobuf.wrappers_pb2 import BytesValue
 

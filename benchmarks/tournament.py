@@ -3,13 +3,18 @@
 Each run plays a fresh round robin (every 4-subset of the six bots is a table; by default
 four matches per table, one whole seat rotation: 60 matches) as ``referee tournament``
 does, on the embedded defaults (SQLite, local bot processes kept between matches by the
-bot pool; with ``parallel`` above 1, one referee worker process per core), and measures:
+bot pool; referee worker processes as ``referee tournament`` chooses them: one per core
+but one, so on two cores every match is played in this process), and measures:
 
 - matches/s: matches finished per wall-clock second, bot start-up included;
 - the referee's CPU per decision: the user+system CPU seconds of this process and of the
   referee worker processes it starts for parallel matches (engine, views, messages,
   records, metrics and storage; bot processes are not counted) divided by the decisions
   answered.
+
+The bots are ``sample_bots/python/random_bot.py`` declared as ``sample_bots/random.toml``
+declares it, with ``seats = 8``: one process per bot plays up to eight matches at once
+(``--seats 1``: a process per seat and match, as for a bot that declares nothing).
 
 It also measures a bare grpc.aio ping-pong server's CPU per round trip (the gRPC floor
 of one decision: no referee can spend less and still move the two messages).
@@ -37,7 +42,9 @@ from referee.tournament.storage import Store
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def one_run(parallel: int, seed: int, matches_per_table: int) -> tuple[float, float, int]:
+def one_run(
+    parallel: int, seed: int, matches_per_table: int, seats: int = 8, workers: int | None = None
+) -> tuple[float, float, int]:
     """(matches/s, referee CPU µs per decision, matches) for one fresh tournament."""
     with tempfile.TemporaryDirectory(prefix="sticheln-bench-") as tmp:
         table = {
@@ -55,13 +62,16 @@ def one_run(parallel: int, seed: int, matches_per_table: int) -> tuple[float, fl
                     "name": f"random{i}",
                     "command": [sys.executable, "python/random_bot.py"],
                     "workdir": str(ROOT / "sample_bots"),
+                    "seats": seats,
                 }
                 for i in range(6)
             ],
         }
         config = config_from_table(table, base=Path(tmp), source=Path(tmp) / "bench.toml")
         cpu0, t0 = time.process_time(), time.perf_counter()
-        outcome = eventloop.run(run_tournament(config, metrics=RefereeMetrics(), progress=False))
+        outcome = eventloop.run(
+            run_tournament(config, metrics=RefereeMetrics(), progress=False, workers=workers)
+        )
         wall, cpu = time.perf_counter() - t0, outcome.referee_cpu_s - cpu0
         store = Store(config.database)
         try:
@@ -105,6 +115,15 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3, help="runs per setting (median)")
     parser.add_argument("--matches-per-table", type=int, default=4)
     parser.add_argument("--parallel", default="1,2,4,8", help="settings to measure")
+    parser.add_argument(
+        "--seats", type=int, default=8, help="the bots' declared seats (default 8, as random.toml)"
+    )
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        help="referee processes (default: as referee tournament)",
+    )
     args = parser.parse_args()
     logs.configure("warning")
     settings = [int(p) for p in args.parallel.split(",")]
@@ -112,7 +131,13 @@ def main() -> None:
     cpus: list[float] = []
     for run in range(args.runs):
         for p in settings:  # interleaved, so machine noise hits every setting alike
-            rate, cpu_us, n = one_run(p, seed=run + 1, matches_per_table=args.matches_per_table)
+            rate, cpu_us, n = one_run(
+                p,
+                seed=run + 1,
+                matches_per_table=args.matches_per_table,
+                seats=args.seats,
+                workers=args.workers,
+            )
             rates[p].append(rate)
             cpus.append(cpu_us)
             print(

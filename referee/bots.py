@@ -7,6 +7,7 @@ A bot file declares either a command the referee starts for each seat::
     workdir = "."                            # relative to this file (default: its folder)
     [env]
     EXTRA = "value"
+    seats = 4                                # optional: matches one process plays at once
     [limits]
     cpu_seconds = 120                        # RLIMIT_CPU of the bot process
     memory_mb = 2048                         # RLIMIT_AS of the bot process
@@ -17,7 +18,11 @@ or an external bot that dials in by itself with a token (no ``command``)::
     token = "a-long-secret"
 
 A started bot finds the referee's address in ``STICHELN_REFEREE`` and its per-seat token
-in ``STICHELN_TOKEN``. It runs in its own process group; its stdout and stderr go to a
+in ``STICHELN_TOKEN``. A bot that declares ``seats = N`` can play N matches at once: a
+tournament's bot pool starts it with ``STICHELN_SEATS=N`` as well, and the process opens
+N streams with that one token, each serving one match at a time (see
+:mod:`referee.pool`); started for a single seat, it gets no ``STICHELN_SEATS``. It runs in
+its own process group; its stdout and stderr go to a
 per-bot log file; the whole group is killed when the match ends or the referee exits.
 """
 
@@ -34,6 +39,9 @@ import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+#: The most matches one bot process may declare to play at once (``seats``).
+MAX_SEATS = 64
 
 
 class BotConfigError(ValueError):
@@ -59,6 +67,8 @@ class BotSpec:
     token: str = ""
     limits: Limits = Limits()
     source: str = ""
+    #: Matches one process of this bot can play at once (one stream each).
+    seats: int = 1
 
     @property
     def external(self) -> bool:
@@ -82,7 +92,7 @@ def load_bot(path: str | Path) -> BotSpec:
 
 def bot_from_table(data: dict[str, Any], base: Path = Path("."), source: str = "bot") -> BotSpec:
     """A bot from a TOML table (a bot file's contents, or a table in a tournament file)."""
-    known = {"name", "command", "workdir", "env", "token", "limits"}
+    known = {"name", "command", "workdir", "env", "token", "limits", "seats"}
     unknown = sorted(set(data) - known)
     if unknown:
         raise BotConfigError(
@@ -104,6 +114,16 @@ def bot_from_table(data: dict[str, Any], base: Path = Path("."), source: str = "
     if not command and not token:
         raise BotConfigError(
             f"{source}: give a 'command' to start, or a 'token' for an external bot"
+        )
+    seats = data.get("seats", 1)
+    if type(seats) is not int or not 1 <= seats <= MAX_SEATS:
+        raise BotConfigError(
+            f"{source}: 'seats' must be a whole number from 1 to {MAX_SEATS}, not {seats!r}"
+        )
+    if seats > 1 and not command:
+        raise BotConfigError(
+            f"{source}: 'seats' is for a bot the referee starts (with a 'command'); an "
+            "external bot opens as many streams as it likes"
         )
     env = data.get("env", {})
     if not isinstance(env, dict) or not all(isinstance(v, str) for v in env.values()):
@@ -132,6 +152,7 @@ def bot_from_table(data: dict[str, Any], base: Path = Path("."), source: str = "
         token=token,
         limits=limits,
         source=source,
+        seats=seats,
     )
 
 
@@ -149,10 +170,22 @@ class BotProcess:
         _LIVE.add(self)
 
     @classmethod
-    async def start(cls, spec: BotSpec, address: str, token: str, log_path: Path) -> BotProcess:
-        """Start ``spec``'s command for one seat, with its limits, in a new process group."""
+    async def start(
+        cls,
+        spec: BotSpec,
+        address: str,
+        token: str,
+        log_path: Path,
+        extra_env: dict[str, str] | None = None,
+    ) -> BotProcess:
+        """Start ``spec``'s command with its limits in a new process group (for one seat,
+        unless ``extra_env`` sets ``STICHELN_SEATS``)."""
         log_path.parent.mkdir(parents=True, exist_ok=True)
-        env = {**os.environ, **spec.env, "STICHELN_REFEREE": address, "STICHELN_TOKEN": token}
+        env = {**os.environ, **spec.env}
+        # How many streams to open is the referee's to say: one, unless extra_env says more.
+        env.pop("STICHELN_SEATS", None)
+        env.update(extra_env or {})
+        env.update(STICHELN_REFEREE=address, STICHELN_TOKEN=token)
         # The referee's own interpreter comes first on the bot's PATH, so that a bot file's
         # "python3" is the environment the referee was installed in (with grpc and protobuf).
         env["PATH"] = os.pathsep.join(

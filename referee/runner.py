@@ -98,8 +98,9 @@ class SeatPool(Protocol):
         """True when the pool seats ``spec`` (else the runner starts it or awaits it)."""
         ...
 
-    async def acquire(self, spec: BotSpec) -> LentSeat:
-        """A stream for one seat of ``spec``; raises StartFailed saying why not."""
+    async def acquire(self, spec: BotSpec, match_id: str = "") -> LentSeat:
+        """A stream for one seat of ``spec`` in match ``match_id``, from a process that
+        serves no other seat of that match; raises StartFailed saying why not."""
         ...
 
     def release(self, bot: Any) -> None:
@@ -271,7 +272,7 @@ class MatchRunner:
         async def start(seat: _Seat) -> None:
             if self.pool is not None and self.pool.serves(seat.spec):
                 try:
-                    bot = await self.pool.acquire(seat.spec)
+                    bot = await self.pool.acquire(seat.spec, self.match_id)
                 except StartFailed as exc:
                     self._fault(seat, FaultReason.HANDSHAKE_FAILED, str(exc), 0)
                     return

@@ -215,10 +215,12 @@ class SeatSlot:
 
 
 class SeatRegistry:
-    """Tokens to seats. A token opens exactly one seat of one match, once at a time."""
+    """Tokens to seats. A token opens exactly one seat of one match, once at a time; a
+    token opened for several seats (:meth:`open_seats`: one bot process with several
+    streams) opens each of them once, in turn."""
 
     def __init__(self) -> None:
-        self._slots: dict[str, SeatSlot] = {}
+        self._slots: dict[str, list[SeatSlot]] = {}
 
     def open_seat(
         self, match_id: str, seat: int, bot_name: str, token: str | None = None
@@ -230,20 +232,33 @@ class SeatRegistry:
                 f"token for seat {seat} of match {match_id} is already in use by another seat"
             )
         slot = SeatSlot(match_id, seat, bot_name, token)
-        self._slots[token] = slot
+        self._slots[token] = [slot]
         return slot
 
+    def open_seats(self, match_id: str, seat: int, bot_name: str, count: int) -> list[SeatSlot]:
+        """``count`` seats claimable by one fresh token, one stream each."""
+        first = self.open_seat(match_id, seat, bot_name)
+        slots = [first] + [
+            SeatSlot(match_id, seat, bot_name, first.token) for _ in range(count - 1)
+        ]
+        self._slots[first.token] = list(slots)
+        return slots
+
     def close_seat(self, slot: SeatSlot) -> None:
-        """Forget a seat: its token opens nothing any more."""
-        if self._slots.get(slot.token) is slot:
-            del self._slots[slot.token]
+        """Forget a seat: its token opens nothing any more (nor this seat)."""
+        slots = self._slots.get(slot.token)
+        if slots is not None and any(s is slot for s in slots):
+            slots[:] = [s for s in slots if s is not slot]
+            if not slots:
+                del self._slots[slot.token]
 
     def find(self, token: str) -> SeatSlot | None:
-        """The seat ``token`` opens, if any (constant-time comparison per candidate)."""
-        slot = self._slots.get(token)
-        if slot is not None and secrets.compare_digest(slot.token, token):
-            return slot
-        return None
+        """The seat ``token`` opens, if any (constant-time comparison per candidate): of
+        several, the first one no stream has claimed yet."""
+        slots = self._slots.get(token)
+        if not slots or not secrets.compare_digest(slots[0].token, token):
+            return None
+        return next((s for s in slots if s.stream is None), slots[0])
 
 
 class Refused(Exception):

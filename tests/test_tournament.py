@@ -164,18 +164,44 @@ def test_metrics_endpoint_serves_sticheln_series_while_running(tmp_path: Path) -
             proc.kill()
 
 
-def test_grpc_fork_handlers_are_off_before_grpc_is_imported() -> None:
+@pytest.mark.parametrize(
+    ("given", "expected"),
+    [
+        (None, "-event_engine_listener"),
+        ("", "-event_engine_listener"),
+        ("callv3_batch_validation", "callv3_batch_validation,-event_engine_listener"),
+        ("event_engine_listener", "event_engine_listener"),  # the user's choice is kept
+        (
+            " -event_engine_listener ,callv3_batch_validation",
+            "-event_engine_listener,callv3_batch_validation",
+        ),
+    ],
+)
+def test_grpc_settings_are_applied_before_grpc_is_imported(
+    given: str | None, expected: str
+) -> None:
     """Bots are forked while gRPC threads run; with gRPC's fork handlers on, a child could
-    crash (SIGSEGV) between fork and exec and the bot would forfeit before playing."""
-    env = {k: v for k, v in os.environ.items() if k != "GRPC_ENABLE_FORK_SUPPORT"}
+    crash (SIGSEGV) between fork and exec and the bot would forfeit before playing. And
+    the server runs without the EventEngine listener (referee/grpcenv.py) unless the user
+    names that experiment. gRPC reads both once, on import, so they must be in place first."""
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("GRPC_ENABLE_FORK_SUPPORT", "GRPC_EXPERIMENTS")
+    }
+    if given is not None:
+        env["GRPC_EXPERIMENTS"] = given
     code = (
         "import sys, os\n"
         "import referee.tournament.run, referee.cli\n"
         "assert 'grpc' in sys.modules\n"
         "print(os.environ.get('GRPC_ENABLE_FORK_SUPPORT'))\n"
+        "print(os.environ.get('GRPC_EXPERIMENTS'))\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60
     )
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "false"
+    assert done.stdout.split("\n")[:2] == ["false", expected]
+    # gRPC accepted the setting: an experiment name it does not know would be logged.
+    assert "Unknown experiment" not in done.stderr

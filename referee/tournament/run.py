@@ -1,9 +1,10 @@
 """Running a tournament: the schedule, ``parallel`` matches at once, resume, exports.
 
-Every seat of a match has its own bot process and stream (kept between matches by the
-bot pool, one match at a time each), so no bot process or stream ever serves two
-matches at once. With ``parallel`` matches on several cores, matches are played in
-referee worker processes (:mod:`referee.tournament.workers`). Results go to the database as each match finishes; a
+Every seat of a match has its own bot stream, kept between matches by the bot pool and
+lent to one match at a time; a bot process has one stream, or up to ``seats`` when its
+bot file declares that it plays several matches at once (never two seats of one match).
+With ``parallel`` matches on more than two cores, matches are played in referee worker
+processes (:mod:`referee.tournament.workers`). Results go to the database as each match finishes; a
 tournament killed at any moment and started again with the same command replays only
 the matches that had not finished, and ends with the same standings.
 """
@@ -356,7 +357,7 @@ WORKER_RETRIES = 2
 
 
 def _worker_count(config: TournamentConfig, workers: int | None, port: int, todo: int) -> int:
-    """Referee processes to use: ``workers`` if given, else one per core when the matches
+    """Referee processes to use: ``workers`` if given, else one per core but one when the matches
     run in parallel and every bot is started by the referee (an external bot dials one
     fixed port, which only this process serves)."""
     if any(b.external for b in config.bots) or port != 0:

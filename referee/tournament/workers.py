@@ -1,8 +1,8 @@
 """Where a tournament's matches are played: in this process, or in referee worker processes.
 
 One Python process moves gRPC messages on one core at a time. With ``parallel`` matches
-at once on a machine with several cores, the tournament therefore starts referee worker
-processes (``python -m referee.tournament.worker``), each with its own gRPC server, bot
+at once on a machine with more than two cores, the tournament therefore starts referee
+worker processes (``python -m referee.tournament.worker``), each with its own gRPC server, bot
 pool and event loop, and lends every match to the least busy one. The tournament process
 keeps everything that must be single: the schedule, the database, the live Elo, the
 progress bar and the metrics endpoint. Workers send it, over their stdin/stdout pipes,
@@ -410,7 +410,18 @@ async def serve_worker(
             out(("cpu", time.process_time()))
 
 
-def default_workers(parallel: int) -> int:
-    """Worker processes for ``parallel`` matches at once: one per core, at most one per match."""
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return max(1, min(parallel, cores or 1))
+def default_workers(parallel: int, cores: int | None = None) -> int:
+    """Referee processes for ``parallel`` matches at once: one per core but one, at most one
+    per match, at least one (this process alone: no worker processes).
+
+    One core is left to the bots, which answer every decision the referee sends. Matches
+    that share a referee process also share its gRPC poller, which then hands over several
+    messages per wake-up: on two cores, four matches at once in one process took about a
+    fifth less referee CPU per decision, and finished more matches per second, than in two
+    worker processes (``benchmarks/tournament.py``, docs/performance.md).
+    """
+    if cores is None:
+        cores = (
+            len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+        ) or 1
+    return max(1, min(parallel, cores - 1))

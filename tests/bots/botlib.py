@@ -9,7 +9,9 @@ Environment (besides the referee's ``STICHELN_REFEREE`` and ``STICHELN_TOKEN``):
 - ``CAPTURE``: append every message received, base64 of its wire bytes, one per line;
 - ``REPORT``: write the gRPC status the stream ended with (``CODE details``);
 - ``SLEEP_MS``: think this long before every answer;
-- ``ROOT_CERT``: dial with TLS, trusting this certificate file (PEM).
+- ``ROOT_CERT``: dial with TLS, trusting this certificate file (PEM);
+- ``STICHELN_SEATS``: open that many streams at once with the one token (default 1);
+- ``MATCHES``: append ``<pid> <match id>`` for every ``MatchStart`` any stream receives.
 
 Command-line arguments are ignored: tests put a marker there to find the process.
 """
@@ -142,8 +144,12 @@ async def serve(
         stream = Stream(dialled)
         await stream.write(hello(name) if first is None else first)
         n = 0
+        matches = os.environ.get("MATCHES")
         try:
             while (message := await stream.read()) is not None:
+                if matches and message.HasField("match_start"):
+                    with open(matches, "a", encoding="utf-8") as f:
+                        f.write(f"{os.getpid()} {message.match_start.match_id}\n")
                 if message.HasField("request"):
                     n += 1
                     await decide(stream, message.request, n)
@@ -153,8 +159,13 @@ async def serve(
 
 
 def run(decide: Decide = answer_lowest, name: str = "bot", **kwargs: object) -> None:
-    """Run :func:`serve` to the end of the stream."""
-    asyncio.run(serve(decide, name, **kwargs))  # type: ignore[arg-type]
+    """Run :func:`serve` to the end of the stream (of each of ``STICHELN_SEATS`` streams)."""
+    seats = int(os.environ.get("STICHELN_SEATS", "1"))
+
+    async def streams() -> None:
+        await asyncio.gather(*(serve(decide, name, **kwargs) for _ in range(seats)))  # type: ignore[arg-type]
+
+    asyncio.run(streams())
 
 
 def numbers(variable: str) -> set[int]:

@@ -83,10 +83,11 @@ def one_run(
         return outcome.finished / wall, cpu / max(1, decisions) * 1e6, outcome.finished
 
 
-def grpc_floor_us(runs: int) -> float:
+def grpc_floor_us(runs: int) -> tuple[float, float]:
     """Median CPU µs per round trip of a bare grpc.aio bidirectional ping-pong server (from
     ``benchmarks/protocol.py``, messages of a decision's size): what one decision costs
-    the serving process in gRPC alone."""
+    the serving process in gRPC alone; with one client, and with four clients served in
+    turn, as a match's four seats are."""
     import importlib.util
 
     spec = importlib.util.spec_from_file_location(
@@ -97,17 +98,22 @@ def grpc_floor_us(runs: int) -> float:
     sys.modules[spec.name] = protocol
     spec.loader.exec_module(protocol)
 
-    async def measure() -> list[float]:
+    async def measure() -> tuple[list[float], list[float]]:
         server, pingpong, port = await protocol.start_pingpong()
+        one: list[float] = []
+        four: list[float] = []
         try:
-            return [
-                (await protocol.pingpong_run(pingpong, port, 267, 8, 5000))[1] * 1e6
-                for _ in range(runs)
-            ]
+            for _ in range(runs):
+                one.append((await protocol.pingpong_run(pingpong, port, 267, 8, 5000))[1] * 1e6)
+                four.append(
+                    (await protocol.pingpong_run(pingpong, port, 267, 8, 5000, clients=4))[1] * 1e6
+                )
+            return one, four
         finally:
             await server.stop(0)
 
-    return statistics.median(eventloop.run(measure()))
+    one, four = eventloop.run(measure())
+    return statistics.median(one), statistics.median(four)
 
 
 def main() -> None:
@@ -149,10 +155,11 @@ def main() -> None:
     a = statistics.median(rates[settings[0]])
     b = statistics.median(rates[4]) if 4 in rates else float("nan")
     c = statistics.median(cpus)
-    floor = grpc_floor_us(args.runs)
+    floor, floor4 = grpc_floor_us(args.runs)
     print(
-        f"bare grpc.aio ping-pong server: {floor:.0f} µs CPU per round trip "
-        "(the gRPC floor of one decision in the serving process)"
+        f"bare grpc.aio ping-pong server: {floor:.0f} µs CPU per round trip with one client, "
+        f"{floor4:.0f} µs with four clients in turn (the gRPC floor of one decision in the "
+        "serving process)"
     )
     print(
         f"matches_per_s_p1={a:.2f} matches_per_s_p4={b:.2f} scaling={b / a:.2f} referee_cpu_us_per_decision={c:.0f}"

@@ -25,12 +25,19 @@ Each run measures, and the script prints:
    ``MatchResult.duration_s``.
 2. **round trips/s of a bare grpc.aio ping-pong** (the floor): a server in this process
    and ``benchmarks/bots/pingpong_client.py`` in another, one bidirectional stream; the
-   server writes a message and awaits the answer, as the referee does. The messages are
+   server writes a message and awaits the answer, as the referee does. The ping-pong is
+   timed in bursts between the matches of part 1: after each match, as many round trips
+   as that match had decisions in its play window (after a few untimed ones), with the
+   client processes kept connected through the run. The referee and its floor are so
+   timed a fraction of a second apart, over the same stretch of the run, and a slow
+   spell of a shared machine weighs on both alike (timed one after the other, a few
+   seconds each, the ratio of one run could come out anywhere from 0.4 to 1.1 here). The messages are
    ``google.protobuf.BytesValue`` padded to the average serialized sizes of the
    referee's ``RefereeMessage`` requests and the bot's ``BotMessage`` decisions, which
    the bot measured in a warm-up match (``STICHELN_BENCH_SIZES``). For reference it also
    times the same ping-pong with 4 client processes served in turn, as a match's seats
-   are: each client then sleeps between its turns, and waking it costs extra.
+   are: each client then sleeps between its turns, and waking it costs extra. Each run's
+   line also gives the ratio against that floor.
 3. **aggregate decisions/s, 8 matches at once** (``--concurrent``): 8 runners on the one
    server, 32 bot processes. The bots wait at a barrier (``STICHELN_BENCH_GO``) after
    start-up, so all matches play at the same time; the window runs from the moment the
@@ -61,7 +68,7 @@ import statistics
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -173,32 +180,81 @@ def _runner(
 
 
 @dataclass
+class Bursts:
+    """Ping-pong round trips timed in bursts between matches: their sums."""
+
+    n: int = 0
+    seconds: float = 0.0
+    cpu: float = 0.0
+
+    def add(self, burst: tuple[int, float, float]) -> None:
+        self.n += burst[0]
+        self.seconds += burst[1]
+        self.cpu += burst[2]
+
+    @property
+    def per_s(self) -> float:
+        return self.n / self.seconds
+
+    @property
+    def cpu_us(self) -> float:
+        return self.cpu / self.n * 1e6
+
+
+@dataclass
 class SingleFigures:
     play_per_s: float
     steady_per_s: float
     startup_s: float
     cpu_us: float
     decisions: int
+    #: The ping-pong bursts timed after each match (one client; four clients in turn).
+    pingpong: Bursts = field(default_factory=Bursts)
+    pingpong4: Bursts = field(default_factory=Bursts)
 
 
 async def single_matches(
-    server: RefereeServer, out: Path, matches: int, seed0: int, spec: BotSpec
+    server: RefereeServer,
+    out: Path,
+    matches: int,
+    seed0: int,
+    spec: BotSpec,
+    sessions: tuple[PingPongSession, PingPongSession] | None = None,
+    profiler: cProfile.Profile | None = None,
 ) -> SingleFigures:
-    """``matches`` matches one after another; decisions/s inside the play windows."""
+    """``matches`` matches one after another; decisions/s inside the play windows. With
+    ``sessions`` (one client, four clients), each match is followed by a ping-pong burst
+    of as many round trips as the match had decisions in its play window, on each, so
+    that the referee and its floor are timed in alternation, a fraction of a second apart,
+    and a slow spell of the machine falls on both alike."""
     play_n = steady_n = decisions = 0
     play_s = steady_s = startup_s = cpu_s = 0.0
+    one, four = Bursts(), Bursts()
     for i in range(matches):
         runner, timeline = _runner(server, spec, out, seed0 + i, f"single-{seed0}-{i}")
+        if profiler is not None:
+            profiler.enable()
         result = await runner.run()
+        if profiler is not None:
+            profiler.disable()
         _check(result, timeline)
         n, s = timeline.play_window()
         play_n, play_s, cpu_s = play_n + n, play_s + s, cpu_s + timeline.play_cpu()
+        if sessions is not None:
+            one.add(await sessions[0].burst(n))
+            four.add(await sessions[1].burst(n))
         n, s = timeline.steady_window()
         steady_n, steady_s = steady_n + n, steady_s + s
         startup_s += result.duration_s - (timeline.decisions[-1] - timeline.decisions[0])
         decisions += result.decisions
     return SingleFigures(
-        play_n / play_s, steady_n / steady_s, startup_s / matches, cpu_s / play_n * 1e6, decisions
+        play_n / play_s,
+        steady_n / steady_s,
+        startup_s / matches,
+        cpu_s / play_n * 1e6,
+        decisions,
+        one,
+        four,
     )
 
 
@@ -302,6 +358,70 @@ async def start_pingpong() -> tuple[grpc.aio.Server, PingPong, int]:
     return server, pingpong, port
 
 
+class PingPongSession:
+    """``clients`` ping-pong client processes, one stream each, kept connected so that
+    bursts of round trips can be timed between other measurements. The clients are
+    served in turn (one client: the plain two-process ping-pong)."""
+
+    def __init__(
+        self, pingpong: PingPong, port: int, ping_size: int, pong_size: int, clients: int = 1
+    ) -> None:
+        self.pingpong = pingpong
+        self.port = port
+        self.ping = BytesValue(value=b"\x01" * _payload(ping_size))
+        self.pong_payload = _payload(pong_size)
+        self.clients = clients
+        self.procs: list[asyncio.subprocess.Process] = []
+        self.streams: list[grpc.aio.ServicerContext[Any, Any]] = []
+
+    async def __aenter__(self) -> PingPongSession:
+        pingpong = self.pingpong
+        pingpong.streams.clear()
+        pingpong.done.clear()
+        self.procs = [
+            await asyncio.create_subprocess_exec(
+                sys.executable,
+                str(PINGPONG_CLIENT),
+                f"127.0.0.1:{self.port}",
+                str(self.pong_payload),
+                stdin=asyncio.subprocess.DEVNULL,
+            )
+            for _ in range(self.clients)
+        ]
+        async with asyncio.timeout(60):
+            while len(pingpong.streams) < self.clients:
+                pingpong.changed.clear()
+                await pingpong.changed.wait()
+        self.streams = list(pingpong.streams)
+        await self._roundtrips(100)  # warm-up
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.pingpong.done.set()
+        for proc in self.procs:
+            try:
+                await asyncio.wait_for(proc.wait(), 10)
+            except TimeoutError:
+                proc.kill()
+                await proc.wait()
+
+    async def _roundtrips(self, n: int) -> None:
+        streams, clients, ping = self.streams, self.clients, self.ping
+        for i in range(n):
+            stream = streams[i % clients]
+            await stream.write(ping)
+            await stream.read()
+
+    async def burst(self, roundtrips: int) -> tuple[int, float, float]:
+        """(round trips, seconds, this process's CPU seconds) of ``roundtrips`` timed round
+        trips, after a few untimed ones (a client may have slept since the last burst, as
+        a match's bots do before the play window opens)."""
+        await self._roundtrips(2 * self.clients)
+        start, cpu = time.perf_counter(), time.process_time()
+        await self._roundtrips(roundtrips)
+        return roundtrips, time.perf_counter() - start, time.process_time() - cpu
+
+
 async def pingpong_run(
     pingpong: PingPong,
     port: int,
@@ -312,44 +432,10 @@ async def pingpong_run(
 ) -> tuple[float, float]:
     """(round trips/s, this process's CPU s per round trip) over ``clients`` fresh client
     processes, one stream each, served in turn (1: the plain two-process ping-pong)."""
-    ping = BytesValue(value=b"\x01" * _payload(ping_size))
-    pingpong.streams.clear()
-    pingpong.done.clear()
-    procs = [
-        await asyncio.create_subprocess_exec(
-            sys.executable,
-            str(PINGPONG_CLIENT),
-            f"127.0.0.1:{port}",
-            str(_payload(pong_size)),
-            stdin=asyncio.subprocess.DEVNULL,
-        )
-        for _ in range(clients)
-    ]
-    try:
-        async with asyncio.timeout(60):
-            while len(pingpong.streams) < clients:
-                pingpong.changed.clear()
-                await pingpong.changed.wait()
-        streams = list(pingpong.streams)
-        for i in range(max(100, roundtrips // 10)):
-            stream = streams[i % clients]
-            await stream.write(ping)
-            await stream.read()
-        start, cpu = time.perf_counter(), time.process_time()
-        for i in range(roundtrips):
-            stream = streams[i % clients]
-            await stream.write(ping)
-            await stream.read()
-        elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu
-    finally:
-        pingpong.done.set()
-        for proc in procs:
-            try:
-                await asyncio.wait_for(proc.wait(), 10)
-            except TimeoutError:
-                proc.kill()
-                await proc.wait()
-    return roundtrips / elapsed, cpu / roundtrips
+    async with PingPongSession(pingpong, port, ping_size, pong_size, clients) as session:
+        await session.burst(max(100, roundtrips // 10))
+        n, elapsed, cpu = await session.burst(roundtrips)
+    return n / elapsed, cpu / n
 
 
 def _quiet_logs() -> None:
@@ -365,6 +451,7 @@ async def bench(args: argparse.Namespace) -> None:
     server = RefereeServer()
     await server.start("127.0.0.1", 0)
     pp_server, pingpong, pp_port = await start_pingpong()
+    pp_server4, pingpong4, pp_port4 = await start_pingpong()
     fast = fast_bot()
     whole_spec, whole_name = (random_bot(), "random") if RANDOM_BOT.exists() else (fast, "fast")
     profiler = cProfile.Profile() if args.profile else None
@@ -383,32 +470,37 @@ async def bench(args: argparse.Namespace) -> None:
         pings: list[float] = []
         ping_cpu: list[float] = []
         pings4: list[float] = []
+        ratios: list[float] = []
         concurrent: list[float] = []
         ragged: list[float] = []
         wholes: list[float] = []
         for run in range(args.runs):
             seed0 = (run + 1) * 1000
-            # Interleaved so that machine noise hits every figure alike.
-            if profiler is not None:
-                profiler.enable()
-            single = await single_matches(server, out, args.matches, seed0, fast)
-            if profiler is not None:
-                profiler.disable()
+            # Each match is followed by ping-pong bursts of its size (single_matches), and
+            # the other parts follow in turn, so that machine noise hits every figure alike.
+            async with (
+                PingPongSession(pingpong, pp_port, ping, pong) as one,
+                PingPongSession(pingpong4, pp_port4, ping, pong, PLAYERS) as four,
+            ):
+                single = await single_matches(
+                    server, out, args.matches, seed0, fast, (one, four), profiler
+                )
             singles.append(single)
-            rate, cpu = await pingpong_run(pingpong, pp_port, ping, pong, args.roundtrips)
+            rate, cpu = single.pingpong.per_s, single.pingpong.cpu_us
+            rate4 = single.pingpong4.per_s
             pings.append(rate)
-            ping_cpu.append(cpu * 1e6)
-            rate4, _ = await pingpong_run(
-                pingpong, pp_port, ping, pong, args.roundtrips, clients=PLAYERS
-            )
+            ping_cpu.append(cpu)
             pings4.append(rate4)
+            ratios.append(single.play_per_s / rate)
             line = (
                 f"run {run + 1}: 1 match {single.play_per_s:,.0f} decisions/s "
                 f"({1e6 / single.play_per_s:.0f} µs, referee CPU {single.cpu_us:.0f} µs; "
                 f"steady {single.steady_per_s:,.0f}/s; start-up+teardown "
                 f"{single.startup_s:.2f} s/match) | ping-pong {rate:,.0f}/s "
-                f"({1e6 / rate:.0f} µs, server CPU {cpu * 1e6:.0f} µs; "
-                f"{PLAYERS} clients in turn {rate4:,.0f}/s)"
+                f"({1e6 / rate:.0f} µs, server CPU {cpu:.0f} µs; "
+                f"{PLAYERS} clients in turn {rate4:,.0f}/s, server CPU "
+                f"{single.pingpong4.cpu_us:.0f} µs) | ratio {ratios[-1]:.2f} "
+                f"(against {PLAYERS} clients in turn {single.play_per_s / rate4:.2f})"
             )
             if args.concurrent:
                 agg, rag = await concurrent_matches(server, out, args.concurrent, seed0 + 500)
@@ -428,7 +520,8 @@ async def bench(args: argparse.Namespace) -> None:
             f"{med(s.steady_per_s for s in singles):,.0f}/s; start-up+teardown "
             f"{med(s.startup_s for s in singles):.2f} s/match) | ping-pong {m:,.0f}/s "
             f"({1e6 / m:.0f} µs, server CPU {med(ping_cpu):.0f} µs; {PLAYERS} clients in turn "
-            f"{med(pings4):,.0f}/s, {1e6 / med(pings4):.0f} µs)"
+            f"{med(pings4):,.0f}/s, {1e6 / med(pings4):.0f} µs) | ratio of each run's pair: "
+            f"median {med(ratios):.2f}"
             + (
                 f" | {args.concurrent} at once {med(concurrent):,.0f} decisions/s "
                 f"(span {med(ragged):,.0f}/s)"
@@ -446,6 +539,7 @@ async def bench(args: argparse.Namespace) -> None:
         )
     finally:
         await pp_server.stop(1)
+        await pp_server4.stop(1)
         await server.stop(1)
         shutil.rmtree(out, ignore_errors=True)
 
@@ -461,9 +555,6 @@ def main() -> None:
     )
     parser.add_argument(
         "--whole", type=int, default=4, help="whole matches per run for matches/s (0 = skip)"
-    )
-    parser.add_argument(
-        "--roundtrips", type=int, default=5000, help="ping-pong round trips per run"
     )
     parser.add_argument("--profile", metavar="FILE", help="cProfile the one-match part to FILE")
     eventloop.run(bench(parser.parse_args()))

@@ -47,7 +47,10 @@ Each run measures, and the script prints:
    the play, the record and the teardown, with ``sample_bots/random.toml`` when it
    exists, else the fast bot.
 
-The figures of every run are printed, then their medians; the last line is exactly
+The figures of every run are printed, with the share of CPU time the hypervisor stole
+meanwhile (``benchmarks/machine.py``: a run with much of it measured a loaded machine,
+whose slow wake-ups weigh more on the bare ping-pong than on the referee, pushing the
+ratio towards 1), then their medians; the last line is exactly
 ``decisions_per_s=<n> pingpong_per_s=<m> ratio=<n/m> overhead_us=<1e6/n - 1e6/m>`` with
 ``n`` the median decisions/s of one match at a time (the play window) and ``m`` the median
 ping-pong round trips/s (one client). ``overhead_us`` is what the referee path adds to a
@@ -83,6 +86,7 @@ import grpc
 # isort: on
 import structlog
 from google.protobuf.wrappers_pb2 import BytesValue
+from machine import Steal
 
 from referee import eventloop
 from referee.bots import BotSpec, load_bot
@@ -476,6 +480,7 @@ async def bench(args: argparse.Namespace) -> None:
         wholes: list[float] = []
         for run in range(args.runs):
             seed0 = (run + 1) * 1000
+            steal = Steal()
             # Each match is followed by ping-pong bursts of its size (single_matches), and
             # the other parts follow in turn, so that machine noise hits every figure alike.
             async with (
@@ -510,6 +515,7 @@ async def bench(args: argparse.Namespace) -> None:
             if args.whole:
                 wholes.append(await whole_matches(server, out, args.whole, seed0 + 800, whole_spec))
                 line += f" | {wholes[-1]:.2f} matches/s"
+            line += f" | CPU stolen by the host {steal.percent():.0f}%"
             print(line, flush=True)
         med = statistics.median
         n = med(s.play_per_s for s in singles)

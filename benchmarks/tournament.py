@@ -19,7 +19,8 @@ declares it, with ``seats = 8``: one process per bot plays up to eight matches a
 It also measures a bare grpc.aio ping-pong server's CPU per round trip (the gRPC floor
 of one decision: no referee can spend less and still move the two messages).
 
-Prints every run and the median of ``--runs`` runs per setting. The last line is exactly:
+Prints every run (with the share of CPU time the hypervisor stole meanwhile, see
+``benchmarks/machine.py``) and the median of ``--runs`` runs per setting. The last line is exactly:
 ``matches_per_s_p1=<a> matches_per_s_p4=<b> scaling=<b/a> referee_cpu_us_per_decision=<c>``
 (the CPU figure is the median over all runs at every setting).
 """
@@ -32,6 +33,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from machine import Steal
 
 from referee import eventloop, logs
 from referee.metrics import RefereeMetrics
@@ -137,6 +140,7 @@ def main() -> None:
     cpus: list[float] = []
     for run in range(args.runs):
         for p in settings:  # interleaved, so machine noise hits every setting alike
+            steal = Steal()
             rate, cpu_us, n = one_run(
                 p,
                 seed=run + 1,
@@ -147,7 +151,8 @@ def main() -> None:
             rates[p].append(rate)
             cpus.append(cpu_us)
             print(
-                f"run {run + 1} parallel {p}: {n} matches, {rate:.2f} matches/s, referee {cpu_us:.0f} µs CPU/decision",
+                f"run {run + 1} parallel {p}: {n} matches, {rate:.2f} matches/s, referee "
+                f"{cpu_us:.0f} µs CPU/decision, CPU stolen by the host {steal.percent():.0f}%",
                 flush=True,
             )
     for p in settings:

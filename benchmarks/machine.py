@@ -1,0 +1,43 @@
+"""How much of the machine a benchmark run had: the share of CPU time stolen by the
+hypervisor (``steal`` in ``/proc/stat``; ``st`` in ``vmstat``).
+
+On a virtual machine whose CPUs are shared, other guests' work shows up as stolen time,
+and a run with much of it is slower and noisier than the code it measures. The benchmarks
+print the share for each run so that such runs can be told apart (docs/performance.md).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+_STAT = Path("/proc/stat")
+
+
+def _cpu_times() -> tuple[int, int] | None:
+    """(steal, total) jiffies of all CPUs since boot; None where /proc/stat is missing."""
+    try:
+        first = _STAT.read_text().splitlines()[0].split()
+    except OSError:
+        return None
+    values = [int(v) for v in first[1:]]
+    steal = values[7] if len(values) > 7 else 0
+    # guest and guest_nice are already counted in user and nice.
+    return steal, sum(values[:8])
+
+
+class Steal:
+    """The stolen share of CPU time between :meth:`start` and :meth:`percent`."""
+
+    def __init__(self) -> None:
+        self._start = _cpu_times()
+
+    def start(self) -> None:
+        self._start = _cpu_times()
+
+    def percent(self) -> float:
+        """Stolen time as a percentage of all CPU time since :meth:`start` (NaN where the
+        kernel does not say)."""
+        end = _cpu_times()
+        if self._start is None or end is None or end[1] <= self._start[1]:
+            return float("nan")
+        return 100.0 * (end[0] - self._start[0]) / (end[1] - self._start[1])

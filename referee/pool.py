@@ -56,6 +56,7 @@ class PooledBot:
     process: BotProcess
     slot: SeatSlot
     stream: SeatStream
+    launch: _Launch
     matches: int = 0
     #: The match the stream is lent to ("" while idle).
     match_id: str = ""
@@ -68,11 +69,21 @@ class PooledBot:
 
 @dataclass(eq=False)
 class _Launch:
-    """A bot process being started, with the seats its streams will claim."""
+    """One bot process: started with all its seats, and ready once every one of its
+    streams has completed the handshake. Seats are promised to matches while it starts."""
 
     spec: BotSpec
     slots: list[SeatSlot]
-    task: asyncio.Task[BotProcess]
+    task: asyncio.Task[None] | None = None
+    process: BotProcess | None = None
+    #: Seats promised to acquirers (only while starting; then final).
+    promised: int = 0
+    #: The streams of the promised seats, once ready, for the acquirers to take.
+    promised_bots: list[PooledBot] = field(default_factory=list)
+
+    @property
+    def starting(self) -> bool:
+        return self.task is not None and not self.task.done()
 
 
 @dataclass
@@ -84,9 +95,9 @@ class BotPool:
     startup_s: float = 10.0
     _idle: dict[str, list[PooledBot]] = field(default_factory=dict)
     _all: list[PooledBot] = field(default_factory=list)
-    #: Seats of started processes whose streams no match has claimed yet, by bot name.
-    _unclaimed: dict[str, list[tuple[_Launch, SeatSlot]]] = field(default_factory=dict)
     _launches: list[_Launch] = field(default_factory=list)
+    #: The processes (launches) serving a seat of each match, lent or promised.
+    _claims: dict[str, set[_Launch]] = field(default_factory=dict)
     _started: int = 0
     _discarding: set[asyncio.Task[None]] = field(default_factory=set)
 
@@ -95,129 +106,169 @@ class BotPool:
         return not spec.external
 
     async def acquire(self, spec: BotSpec, match_id: str = "") -> PooledBot:
-        """An idle, healthy stream of ``spec`` for one match (``match_id``: none of the
-        match's other seats is served by the same process); starts a process when none is
-        idle or about to be."""
-        busy = {b.process for b in self._all if match_id and b.match_id == match_id}
+        """An idle, healthy stream of ``spec`` for one match, from a process that serves no
+        other seat of match ``match_id``; starts a process when none is idle or starting
+        with a seat to spare. Raises :class:`StartFailed` saying why not."""
+        claimed = self._claims.setdefault(match_id, set()) if match_id else set()
+        # No await until the stream or seat is claimed: concurrent acquires see the claim.
         idle = self._idle.setdefault(spec.name, [])
         for bot in list(idle):
             if not bot.alive:
                 idle.remove(bot)
-                await self._discard(bot)
-            elif bot.process not in busy:
+                self._discard_later(bot)
+            elif bot.launch not in claimed:
                 idle.remove(bot)
                 return self._lend(bot, match_id)
-        unclaimed = self._unclaimed.setdefault(spec.name, [])
-        for launch, slot in unclaimed:
-            task = launch.task
-            if not task.done() or task.cancelled() or task.exception() or task.result() not in busy:
-                unclaimed.remove((launch, slot))
-                break
-        else:
+        launch = next(
+            (
+                x
+                for x in self._launches
+                if x.spec.name == spec.name
+                and x.starting
+                and x.promised < spec.seats
+                and x not in claimed
+            ),
+            None,
+        )
+        if launch is None:
             launch = self._launch(spec)
-            slot = launch.slots[0]
-            unclaimed.extend((launch, s) for s in launch.slots[1:])
-        return self._lend(await self._attach(launch, slot), match_id)
+        launch.promised += 1
+        claimed.add(launch)
+        assert launch.task is not None
+        try:
+            await asyncio.shield(launch.task)
+        except BaseException:
+            claimed.discard(launch)
+            if match_id and not claimed:
+                self._claims.pop(match_id, None)
+            if launch.starting:
+                launch.promised -= 1
+            elif launch.promised_bots:  # ready after all: the seat goes back to the pool
+                self._return(launch.promised_bots.pop())
+            raise
+        return self._lend(launch.promised_bots.pop(), match_id)
 
     def _lend(self, bot: PooledBot, match_id: str) -> PooledBot:
         bot.matches += 1
         bot.match_id = match_id
+        if match_id:
+            self._claims.setdefault(match_id, set()).add(bot.launch)
         return bot
 
     def release(self, bot: PooledBot) -> None:
         """The match is over: the stream may serve another one (if it is still healthy)."""
         bot.stream.on_fault = None
+        claims = self._claims.get(bot.match_id)
+        if claims is not None:
+            claims.discard(bot.launch)
+            if not claims:
+                del self._claims[bot.match_id]
         bot.match_id = ""
+        self._return(bot)
+
+    def _return(self, bot: PooledBot) -> None:
         if bot.alive:
             self._idle.setdefault(bot.spec.name, []).append(bot)
         else:
-            task = asyncio.ensure_future(self._discard(bot))
-            self._discarding.add(task)
-            task.add_done_callback(self._discarding.discard)
+            self._discard_later(bot)
+
+    def _discard_later(self, bot: PooledBot) -> None:
+        task = asyncio.ensure_future(self._discard(bot))
+        self._discarding.add(task)
+        task.add_done_callback(self._discarding.discard)
 
     def _launch(self, spec: BotSpec) -> _Launch:
-        """Open the seats of a new process of ``spec`` and start it (in the background, so
-        that other seats can claim its streams meanwhile)."""
+        """Open the seats of a new process of ``spec`` and start it in the background."""
         self._started += 1
         n = self._started
-        registry = self.server.registry
-        slots = registry.open_seats("pool", n, spec.name, spec.seats)
-        log_path = self.log_dir / f"{log_name(spec.name)}-{n}.log"
-        extra = {"STICHELN_SEATS": str(spec.seats)} if spec.seats > 1 else {}
-        task = asyncio.ensure_future(
-            BotProcess.start(spec, self.server.address, slots[0].token, log_path, extra)
-        )
-        launch = _Launch(spec, slots, task)
+        launch = _Launch(spec, self.server.registry.open_seats("pool", n, spec.name, spec.seats))
+        launch.task = asyncio.ensure_future(self._start(launch, n))
         self._launches.append(launch)
         return launch
 
-    async def _attach(self, launch: _Launch, slot: SeatSlot) -> PooledBot:
-        """Wait for ``slot``'s stream of ``launch``'s process to complete its handshake."""
+    async def _start(self, launch: _Launch, n: int) -> None:
+        """Start the process and wait until every one of its streams is attached; on any
+        failure stop it and close its seats, so that no late stream finds a seat."""
+        spec, registry = launch.spec, self.server.registry
+        log_path = self.log_dir / f"{log_name(spec.name)}-{n}.log"
+        extra = {"STICHELN_SEATS": str(spec.seats)} if spec.seats > 1 else {}
         try:
-            process = await asyncio.shield(launch.task)
-        except OSError as exc:
-            self._drop_launch(launch)
-            raise StartFailed(f"cannot start the bot: {exc}") from None
-        why = await await_handshake(slot, process, self.startup_s)
-        if why or slot.stream is None:
-            self.server.registry.close_seat(slot)
-            if not self._uses(process):
-                self._drop_launch(launch)
-                await process.stop()
-            raise StartFailed(why)
-        bot = PooledBot(launch.spec, process, slot, slot.stream)
-        self._all.append(bot)
-        return bot
-
-    def _uses(self, process: BotProcess) -> bool:
-        """Whether a stream of ``process`` is in the pool or still to be claimed."""
-        return any(b.process is process for b in self._all) or any(
-            launch.task.done() and not launch.task.exception() and launch.task.result() is process
-            for pending in self._unclaimed.values()
-            for launch, _ in pending
-        )
-
-    def _drop_launch(self, launch: _Launch) -> None:
-        """Forget ``launch``'s unclaimed seats (its process failed or is stopped)."""
-        pending = self._unclaimed.get(launch.spec.name, [])
-        for entry in [e for e in pending if e[0] is launch]:
-            pending.remove(entry)
-            self.server.registry.close_seat(entry[1])
-        with contextlib.suppress(ValueError):
-            self._launches.remove(launch)
+            try:
+                launch.process = await BotProcess.start(
+                    spec, self.server.address, launch.slots[0].token, log_path, extra
+                )
+            except OSError as exc:
+                raise StartFailed(f"cannot start the bot: {exc}") from None
+            process = launch.process
+            whys = await asyncio.gather(
+                *(await_handshake(slot, process, self.startup_s) for slot in launch.slots)
+            )
+            why = next((w for w in whys if w), "")
+            if why:
+                if len(launch.slots) > 1:
+                    attached = sum(s.stream is not None for s in launch.slots)
+                    why += f" ({attached} of the {len(launch.slots)} streams it declares)"
+                raise StartFailed(why)
+        except BaseException:
+            for slot in launch.slots:
+                if slot.stream is not None:
+                    slot.stream.end()
+                registry.close_seat(slot)
+            if launch.process is not None:
+                await launch.process.stop()
+            with contextlib.suppress(ValueError):
+                self._launches.remove(launch)
+            raise
+        bots = []
+        for slot in launch.slots:
+            assert slot.stream is not None
+            bots.append(PooledBot(spec, process, slot, slot.stream, launch))
+        self._all.extend(bots)
+        # The promised seats are taken by their acquirers; the rest wait in the pool.
+        launch.promised_bots = bots[: launch.promised]
+        self._idle.setdefault(spec.name, []).extend(bots[launch.promised :])
 
     async def _discard(self, bot: PooledBot) -> None:
         bot.stream.end()
         self.server.registry.close_seat(bot.slot)
         with contextlib.suppress(ValueError):
             self._all.remove(bot)
-        if bot.process.returncode is not None or not self._uses(bot.process):
-            # The process's other streams (if any) go with it.
-            for launch in [x for x in self._launches if x.slots and bot.slot in x.slots]:
-                self._drop_launch(launch)
-            await bot.process.stop()
+        siblings = [b for b in self._all if b.launch is bot.launch]
+        if bot.process.returncode is None and any(b.alive for b in siblings):
+            return  # the process's other streams play on
+        for other in siblings:
+            # Idle ones go now; lent ones when their match releases them.
+            if not other.match_id:
+                with contextlib.suppress(ValueError):
+                    self._idle.get(other.spec.name, []).remove(other)
+                with contextlib.suppress(ValueError):
+                    self._all.remove(other)
+            other.stream.end()
+            self.server.registry.close_seat(other.slot)
+        with contextlib.suppress(ValueError):
+            self._launches.remove(bot.launch)
+        await bot.process.stop()
 
     async def close(self) -> None:
         """End every stream (status OK) and stop every process."""
+        launches, self._launches = self._launches, []
+        for launch in launches:
+            if launch.starting:
+                assert launch.task is not None
+                launch.task.cancel()
+        # A start under way stops its own process when cancelled.
+        await asyncio.gather(
+            *(x.task for x in launches if x.task is not None), return_exceptions=True
+        )
         bots, self._all = list(self._all), []
         self._idle.clear()
+        self._claims.clear()
         for bot in bots:
             bot.stream.end()
             self.server.registry.close_seat(bot.slot)
-        for pending in self._unclaimed.values():
-            for _, slot in pending:
-                if slot.stream is not None:
-                    slot.stream.end()
-                self.server.registry.close_seat(slot)
-        self._unclaimed.clear()
-        launches, self._launches = self._launches, []
-        # A start under way is let finish (a few milliseconds), so that its process is stopped too.
-        await asyncio.gather(*(x.task for x in launches), return_exceptions=True)
         processes = {b.process for b in bots}
-        for launch in launches:
-            if not launch.task.cancelled() and launch.task.exception() is None:
-                processes.add(launch.task.result())
         await asyncio.gather(*(p.stop() for p in processes), return_exceptions=True)
+        await asyncio.gather(*self._discarding, return_exceptions=True)
 
     @property
     def started(self) -> int:

@@ -9,6 +9,7 @@ import os
 import signal
 import sys
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 
 import grpc
@@ -151,9 +152,10 @@ def test_a_crashed_process_with_seats_is_replaced_and_none_is_left(tmp_path: Pat
 
 
 def test_a_bot_that_never_connects_fails_every_seat_it_was_to_serve(tmp_path: Path) -> None:
+    marker = new_marker()
     spec = BotSpec(
         name="mute",
-        command=(sys.executable, "-c", "import time; time.sleep(30)"),
+        command=(sys.executable, "-c", "import time; time.sleep(30)", marker),
         workdir=tmp_path,
         seats=2,
     )
@@ -165,10 +167,91 @@ def test_a_bot_that_never_connects_fails_every_seat_it_was_to_serve(tmp_path: Pa
         )
         assert isinstance(first, StartFailed) and isinstance(second, StartFailed)
         assert "no valid handshake within 0.5 s" in str(first)
-        # Both seats waited on the one process.
+        assert "(0 of the 2 streams it declares)" in str(first)
+        # Both seats waited on the one process, which is stopped.
         assert pool.started == 1
+        assert_no_processes(marker)
 
     run(_with_pool(tmp_path, check))
+
+
+def test_a_bot_opening_fewer_streams_than_its_seats_is_stopped_whole(tmp_path: Path) -> None:
+    marker = new_marker()
+    spec = replace(_spec(marker, 3, tmp_path), env={"OPEN_SEATS": "2"})
+
+    async def check(pool: BotPool) -> None:
+        pool.startup_s = 1.0
+        with pytest.raises(StartFailed) as failed:
+            await pool.acquire(spec, "m1")
+        assert "(2 of the 3 streams it declares)" in str(failed.value)
+        # No stream of it is lent later, and the process is gone, so no late stream can
+        # be refused and take its siblings down with it.
+        assert_no_processes(marker)
+        assert not pool._idle.get("lowest")
+
+    run(_with_pool(tmp_path, check))
+
+
+def test_seats_of_one_match_acquired_at_once_come_from_different_processes(
+    tmp_path: Path,
+) -> None:
+    marker = new_marker()
+    spec = _spec(marker, 2, tmp_path)
+
+    async def check(pool: BotPool) -> None:
+        # As the match runner does: every seat at once, while the process is starting.
+        bots = await asyncio.gather(*(pool.acquire(spec, "m1") for _ in range(4)))
+        assert len({b.process for b in bots}) == 4
+        assert len({b.stream for b in bots}) == 4
+        # Each of the four processes has a second stream, for other matches only.
+        more = await asyncio.gather(*(pool.acquire(spec, "m2") for _ in range(4)))
+        assert pool.started == 4
+        assert {b.process for b in more} == {b.process for b in bots}
+        assert len({b.process for b in more}) == 4
+
+    run(_with_pool(tmp_path, check))
+    assert_no_processes(marker)
+
+
+def test_a_closed_idle_stream_does_not_upset_concurrent_acquires(tmp_path: Path) -> None:
+    marker = new_marker()
+    spec = _spec(marker, 2, tmp_path)
+
+    async def check(pool: BotPool) -> None:
+        a = await pool.acquire(spec, "m1")
+        b = await pool.acquire(spec, "m2")
+        assert a.process is b.process
+        pool.release(a)
+        pool.release(b)
+        # One stream ends while its process (and its other stream) lives on.
+        a.stream.end()
+        await a.stream.closed.wait()
+        c, d = await asyncio.gather(pool.acquire(spec, "m3"), pool.acquire(spec, "m4"))
+        assert b in (c, d)
+        assert a not in (c, d)
+        assert all(x.alive for x in (c, d))
+
+    run(_with_pool(tmp_path, check))
+    assert_no_processes(marker)
+
+
+def test_a_process_that_crashes_while_lent_is_never_lent_again(tmp_path: Path) -> None:
+    marker = new_marker()
+    spec = _spec(marker, 3, tmp_path)
+
+    async def check(pool: BotPool) -> None:
+        a = await pool.acquire(spec, "m1")
+        os.killpg(a.process.proc.pid, signal.SIGKILL)
+        await a.process.proc.wait()
+        await a.stream.closed.wait()
+        # Its two idle streams are dead too: a new match gets a fresh process.
+        b = await pool.acquire(spec, "m2")
+        assert b.process is not a.process and b.alive
+        assert pool.started == 2
+        pool.release(a)
+
+    run(_with_pool(tmp_path, check))
+    assert_no_processes(marker)
 
 
 def test_one_token_opened_for_two_seats_admits_two_streams_then_refuses() -> None:

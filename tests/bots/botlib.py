@@ -10,7 +10,8 @@ Environment (besides the referee's ``STICHELN_REFEREE`` and ``STICHELN_TOKEN``):
 - ``REPORT``: write the gRPC status the stream ended with (``CODE details``);
 - ``SLEEP_MS``: think this long before every answer;
 - ``ROOT_CERT``: dial with TLS, trusting this certificate file (PEM);
-- ``STICHELN_SEATS``: open that many streams at once with the one token (default 1);
+- ``STICHELN_SEATS``: open that many streams at once with the one token (default 1;
+  ``OPEN_SEATS`` overrides it: a bot that opens fewer streams than it was asked to);
 - ``MATCHES``: append ``<pid> <match id>`` for every ``MatchStart`` any stream receives.
 
 Command-line arguments are ignored: tests put a marker there to find the process.
@@ -160,7 +161,7 @@ async def serve(
 
 def run(decide: Decide = answer_lowest, name: str = "bot", **kwargs: object) -> None:
     """Run :func:`serve` to the end of the stream (of each of ``STICHELN_SEATS`` streams)."""
-    seats = int(os.environ.get("STICHELN_SEATS", "1"))
+    seats = int(os.environ.get("OPEN_SEATS") or os.environ.get("STICHELN_SEATS", "1"))
 
     async def streams() -> None:
         await asyncio.gather(*(serve(decide, name, **kwargs) for _ in range(seats)))  # type: ignore[arg-type]

@@ -366,7 +366,8 @@ class RefereeServicer:
         """The rest of the handshake for ``slot``, then message moving until the end;
         ``lobby`` is told when the stream has joined."""
         if hello.protocol_version != PROTOCOL_VERSION:
-            slot.handshake_error = f"protocol version {hello.protocol_version} is not supported"
+            if slot.stream is None:  # not a seat another stream already holds
+                slot.handshake_error = f"protocol version {hello.protocol_version} is not supported"
             await _refuse(
                 context,
                 grpc.StatusCode.FAILED_PRECONDITION,

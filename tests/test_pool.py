@@ -283,6 +283,20 @@ def test_one_token_opened_for_two_seats_admits_two_streams_then_refuses() -> Non
                 with pytest.raises(grpc.aio.AioRpcError) as refused:
                     await calls[2].read()
                 assert refused.value.code() is grpc.StatusCode.ALREADY_EXISTS
+                # A stream speaking another protocol version is refused for that, and
+                # leaves nothing on the seats the other streams hold.
+                old = channel.stream_stream(
+                    "/sticheln.v1.Referee/Play",
+                    request_serializer=bot_pb2.BotMessage.SerializeToString,
+                    response_deserializer=bot_pb2.RefereeMessage.FromString,
+                )()
+                await old.write(
+                    bot_pb2.BotMessage(hello=bot_pb2.Hello(protocol_version=0, token=token))
+                )
+                with pytest.raises(grpc.aio.AioRpcError) as refused:
+                    await old.read()
+                assert refused.value.code() is grpc.StatusCode.FAILED_PRECONDITION
+                assert [s.handshake_error for s in slots] == ["", ""]
                 assert [s.stream is not None for s in slots] == [True, True]
                 # A closed seat is forgotten; the token opens the other one only.
                 server.registry.close_seat(slots[0])

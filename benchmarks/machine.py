@@ -26,16 +26,13 @@ def _cpu_times() -> tuple[int, int] | None:
 
 
 class Steal:
-    """The stolen share of CPU time between :meth:`start` and :meth:`percent`."""
+    """The stolen share of CPU time from its creation to :meth:`percent`."""
 
     def __init__(self) -> None:
         self._start = _cpu_times()
 
-    def start(self) -> None:
-        self._start = _cpu_times()
-
     def percent(self) -> float:
-        """Stolen time as a percentage of all CPU time since :meth:`start` (NaN where the
+        """Stolen time as a percentage of all CPU time since creation (NaN where the
         kernel does not say)."""
         end = _cpu_times()
         if self._start is None or end is None or end[1] <= self._start[1]:

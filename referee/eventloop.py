@@ -34,8 +34,8 @@ def settle_gc() -> None:
     collect the young generation less often. Cycles are still collected."""
     gc.collect()
     gc.freeze()
-    _, older, oldest = gc.get_threshold()
-    gc.set_threshold(max(GC_YOUNG_THRESHOLD, gc.get_threshold()[0]), older, oldest)
+    young, older, oldest = gc.get_threshold()
+    gc.set_threshold(max(GC_YOUNG_THRESHOLD, young), older, oldest)
 
 
 def name() -> str:

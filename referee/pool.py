@@ -75,7 +75,6 @@ class _Launch:
     spec: BotSpec
     slots: list[SeatSlot]
     task: asyncio.Task[None] | None = None
-    process: BotProcess | None = None
     #: Seats promised to acquirers (only while starting; then final).
     promised: int = 0
     #: The streams of the promised seats, once ready, for the acquirers to take.
@@ -95,6 +94,7 @@ class BotPool:
     startup_s: float = 10.0
     _idle: dict[str, list[PooledBot]] = field(default_factory=dict)
     _all: list[PooledBot] = field(default_factory=list)
+    #: The processes being started (ready ones are only in ``_all``).
     _launches: list[_Launch] = field(default_factory=list)
     #: The processes (launches) serving a seat of each match, lent or promised.
     _claims: dict[str, set[_Launch]] = field(default_factory=dict)
@@ -123,10 +123,7 @@ class BotPool:
             (
                 x
                 for x in self._launches
-                if x.spec.name == spec.name
-                and x.starting
-                and x.promised < spec.seats
-                and x not in claimed
+                if x.spec.name == spec.name and x.promised < spec.seats and x not in claimed
             ),
             None,
         )
@@ -192,14 +189,14 @@ class BotPool:
         spec, registry = launch.spec, self.server.registry
         log_path = self.log_dir / f"{log_name(spec.name)}-{n}.log"
         extra = {"STICHELN_SEATS": str(spec.seats)} if spec.seats > 1 else {}
+        process: BotProcess | None = None
         try:
             try:
-                launch.process = await BotProcess.start(
+                process = await BotProcess.start(
                     spec, self.server.address, launch.slots[0].token, log_path, extra
                 )
             except OSError as exc:
                 raise StartFailed(f"cannot start the bot: {exc}") from None
-            process = launch.process
             whys = await asyncio.gather(
                 *(await_handshake(slot, process, self.startup_s) for slot in launch.slots)
             )
@@ -214,11 +211,11 @@ class BotPool:
                 if slot.stream is not None:
                     slot.stream.end()
                 registry.close_seat(slot)
-            if launch.process is not None:
-                await launch.process.stop()
-            with contextlib.suppress(ValueError):
-                self._launches.remove(launch)
+            if process is not None:
+                await process.stop()
             raise
+        finally:
+            self._launches.remove(launch)
         bots = []
         for slot in launch.slots:
             assert slot.stream is not None
@@ -245,21 +242,15 @@ class BotPool:
                     self._all.remove(other)
             other.stream.end()
             self.server.registry.close_seat(other.slot)
-        with contextlib.suppress(ValueError):
-            self._launches.remove(bot.launch)
         await bot.process.stop()
 
     async def close(self) -> None:
         """End every stream (status OK) and stop every process."""
-        launches, self._launches = self._launches, []
-        for launch in launches:
-            if launch.starting:
-                assert launch.task is not None
-                launch.task.cancel()
         # A start under way stops its own process when cancelled.
-        await asyncio.gather(
-            *(x.task for x in launches if x.task is not None), return_exceptions=True
-        )
+        tasks = [x.task for x in self._launches if x.task is not None]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
         bots, self._all = list(self._all), []
         self._idle.clear()
         self._claims.clear()

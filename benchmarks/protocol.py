@@ -365,16 +365,27 @@ async def start_pingpong() -> tuple[grpc.aio.Server, PingPong, int]:
 class PingPongSession:
     """``clients`` ping-pong client processes, one stream each, kept connected so that
     bursts of round trips can be timed between other measurements. The clients are
-    served in turn (one client: the plain two-process ping-pong)."""
+    served in turn (one client: the plain two-process ping-pong); with ``groups`` > 1
+    they are split into that many equal groups, each served in turn by its own task and
+    all groups at once, as that many matches at once are."""
 
     def __init__(
-        self, pingpong: PingPong, port: int, ping_size: int, pong_size: int, clients: int = 1
+        self,
+        pingpong: PingPong,
+        port: int,
+        ping_size: int,
+        pong_size: int,
+        clients: int = 1,
+        groups: int = 1,
     ) -> None:
+        if groups < 1 or clients % groups:
+            raise ValueError(f"{clients} clients do not split into {groups} equal groups")
         self.pingpong = pingpong
         self.port = port
         self.ping = BytesValue(value=b"\x01" * _payload(ping_size))
         self.pong_payload = _payload(pong_size)
         self.clients = clients
+        self.groups = groups
         self.procs: list[asyncio.subprocess.Process] = []
         self.streams: list[grpc.aio.ServicerContext[Any, Any]] = []
 
@@ -409,21 +420,32 @@ class PingPongSession:
                 proc.kill()
                 await proc.wait()
 
-    async def _roundtrips(self, n: int) -> None:
-        streams, clients, ping = self.streams, self.clients, self.ping
-        for i in range(n):
-            stream = streams[i % clients]
-            await stream.write(ping)
-            await stream.read()
+    async def _roundtrips(self, n: int) -> int:
+        """``n`` round trips per group; returns how many were made in all."""
+        ping, size = self.ping, self.clients // self.groups
+
+        async def serve(streams: list[grpc.aio.ServicerContext[Any, Any]]) -> None:
+            for i in range(n):
+                stream = streams[i % size]
+                await stream.write(ping)
+                await stream.read()
+
+        if self.groups == 1:
+            await serve(self.streams)
+        else:
+            await asyncio.gather(
+                *(serve(self.streams[g * size : (g + 1) * size]) for g in range(self.groups))
+            )
+        return n * self.groups
 
     async def burst(self, roundtrips: int) -> tuple[int, float, float]:
         """(round trips, seconds, this process's CPU seconds) of ``roundtrips`` timed round
-        trips, after a few untimed ones (a client may have slept since the last burst, as
-        a match's bots do before the play window opens)."""
-        await self._roundtrips(2 * self.clients)
+        trips per group, after a few untimed ones (a client may have slept since the last
+        burst, as a match's bots do before the play window opens)."""
+        await self._roundtrips(2 * self.clients // self.groups)
         start, cpu = time.perf_counter(), time.process_time()
-        await self._roundtrips(roundtrips)
-        return roundtrips, time.perf_counter() - start, time.process_time() - cpu
+        made = await self._roundtrips(roundtrips)
+        return made, time.perf_counter() - start, time.process_time() - cpu
 
 
 async def pingpong_run(

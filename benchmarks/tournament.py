@@ -16,8 +16,10 @@ The bots are ``sample_bots/python/random_bot.py`` declared as ``sample_bots/rand
 declares it, with ``seats = 8``: one process per bot plays up to eight matches at once
 (``--seats 1``: a process per seat and match, as for a bot that declares nothing).
 
-It also measures a bare grpc.aio ping-pong server's CPU per round trip (the gRPC floor
-of one decision: no referee can spend less and still move the two messages).
+After each tournament it measures, at the same setting, a bare grpc.aio ping-pong
+server's CPU per round trip: ``parallel`` groups of four client processes at once, each
+group served in turn, with messages of a decision's size. That is the gRPC floor of one
+decision at that setting: no referee can spend less and still move the two messages.
 
 Prints every run (with the share of CPU time the hypervisor stole meanwhile, see
 ``benchmarks/machine.py``) and the median of ``--runs`` runs per setting. The last line is exactly:
@@ -28,11 +30,14 @@ Prints every run (with the share of CPU time the hypervisor stole meanwhile, see
 from __future__ import annotations
 
 import argparse
+import functools
+import importlib.util
 import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
+from types import ModuleType
 
 from machine import Steal
 
@@ -86,13 +91,14 @@ def one_run(
         return outcome.finished / wall, cpu / max(1, decisions) * 1e6, outcome.finished
 
 
-def grpc_floor_us(runs: int) -> tuple[float, float]:
-    """Median CPU µs per round trip of a bare grpc.aio bidirectional ping-pong server (from
-    ``benchmarks/protocol.py``, messages of a decision's size): what one decision costs
-    the serving process in gRPC alone; with one client, and with four clients served in
-    turn, as a match's four seats are."""
-    import importlib.util
+#: The serialized sizes (bytes) of a request and an answer of the random bots' matches,
+#: on average: the ping-pong's message sizes.
+REQUEST_BYTES, ANSWER_BYTES = 267, 8
 
+
+@functools.cache
+def _protocol_bench() -> ModuleType:
+    """``benchmarks/protocol.py``, whose bare ping-pong this benchmark reuses."""
     spec = importlib.util.spec_from_file_location(
         "protocol_bench", Path(__file__).with_name("protocol.py")
     )
@@ -100,23 +106,30 @@ def grpc_floor_us(runs: int) -> tuple[float, float]:
     protocol = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = protocol
     spec.loader.exec_module(protocol)
+    return protocol
 
-    async def measure() -> tuple[list[float], list[float]]:
+
+def grpc_floor_us(parallel: int, roundtrips: int = 1500) -> float:
+    """CPU µs per round trip of a bare grpc.aio bidirectional ping-pong server (from
+    ``benchmarks/protocol.py``, messages of a decision's size) serving ``parallel`` groups
+    of four client processes at once, each group in turn, as ``parallel`` four-seat
+    matches are served: what a decision costs the serving process in gRPC alone at that
+    setting. ``roundtrips`` timed round trips per group, after a warm-up."""
+    protocol = _protocol_bench()
+
+    async def measure() -> float:
         server, pingpong, port = await protocol.start_pingpong()
-        one: list[float] = []
-        four: list[float] = []
         try:
-            for _ in range(runs):
-                one.append((await protocol.pingpong_run(pingpong, port, 267, 8, 5000))[1] * 1e6)
-                four.append(
-                    (await protocol.pingpong_run(pingpong, port, 267, 8, 5000, clients=4))[1] * 1e6
-                )
-            return one, four
+            async with protocol.PingPongSession(
+                pingpong, port, REQUEST_BYTES, ANSWER_BYTES, 4 * parallel, parallel
+            ) as session:
+                await session.burst(200)
+                made, _, cpu = await session.burst(roundtrips)
+            return float(cpu / made * 1e6)
         finally:
             await server.stop(0)
 
-    one, four = eventloop.run(measure())
-    return statistics.median(one), statistics.median(four)
+    return eventloop.run(measure())
 
 
 def main() -> None:
@@ -137,7 +150,8 @@ def main() -> None:
     logs.configure("warning")
     settings = [int(p) for p in args.parallel.split(",")]
     rates: dict[int, list[float]] = {p: [] for p in settings}
-    cpus: list[float] = []
+    cpus: dict[int, list[float]] = {p: [] for p in settings}
+    floors: dict[int, list[float]] = {p: [] for p in settings}
     for run in range(args.runs):
         for p in settings:  # interleaved, so machine noise hits every setting alike
             steal = Steal()
@@ -148,23 +162,29 @@ def main() -> None:
                 seats=args.seats,
                 workers=args.workers,
             )
+            floor = grpc_floor_us(p)
             rates[p].append(rate)
-            cpus.append(cpu_us)
+            cpus[p].append(cpu_us)
+            floors[p].append(floor)
             print(
                 f"run {run + 1} parallel {p}: {n} matches, {rate:.2f} matches/s, referee "
-                f"{cpu_us:.0f} µs CPU/decision, CPU stolen by the host {steal.percent():.0f}%",
+                f"{cpu_us:.0f} µs CPU/decision (gRPC floor {floor:.0f} µs), CPU stolen by the "
+                f"host {steal.percent():.0f}%",
                 flush=True,
             )
+    med = statistics.median
     for p in settings:
-        print(f"median parallel {p}: {statistics.median(rates[p]):.2f} matches/s")
-    a = statistics.median(rates[settings[0]])
-    b = statistics.median(rates[4]) if 4 in rates else float("nan")
-    c = statistics.median(cpus)
-    floor, floor4 = grpc_floor_us(args.runs)
+        print(
+            f"median parallel {p}: {med(rates[p]):.2f} matches/s, referee {med(cpus[p]):.0f} µs "
+            f"CPU/decision, gRPC floor {med(floors[p]):.0f} µs"
+        )
+    a = med(rates[settings[0]])
+    b = med(rates[4]) if 4 in rates else float("nan")
+    c = med([x for p in settings for x in cpus[p]])
     print(
-        f"bare grpc.aio ping-pong server: {floor:.0f} µs CPU per round trip with one client, "
-        f"{floor4:.0f} µs with four clients in turn (the gRPC floor of one decision in the "
-        "serving process)"
+        f"all settings: referee {c:.0f} µs CPU/decision, gRPC floor "
+        f"{med([x for p in settings for x in floors[p]]):.0f} µs (the floor: a bare grpc.aio "
+        "ping-pong server serving as many groups of four clients at once, each in turn)"
     )
     print(
         f"matches_per_s_p1={a:.2f} matches_per_s_p4={b:.2f} scaling={b / a:.2f} referee_cpu_us_per_decision={c:.0f}"

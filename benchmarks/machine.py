@@ -38,3 +38,21 @@ class Steal:
         if self._start is None or end is None or end[1] <= self._start[1]:
             return float("nan")
         return 100.0 * (end[0] - self._start[0]) / (end[1] - self._start[1])
+
+
+#: Stolen share (%) above which a run measured the neighbours as much as the code.
+LOADED_PERCENT = 5.0
+
+
+def loaded_warning(percents: list[float]) -> str | None:
+    """A line to print before a benchmark's result when some of its runs had more than
+    :data:`LOADED_PERCENT` of the CPU stolen, else None: such runs are slower, and their
+    ratios to a floor timed alongside drift (docs/performance.md)."""
+    loaded = [p for p in percents if p > LOADED_PERCENT]
+    if not loaded:
+        return None
+    return (
+        f"warning: {len(loaded)} of {len(percents)} runs had more than {LOADED_PERCENT:.0f}% of "
+        f"the CPU stolen by the host (up to {max(loaded):.0f}%): the machine was loaded, and "
+        "these figures are not comparable with a quiet machine's"
+    )

@@ -50,7 +50,8 @@ Each run measures, and the script prints:
 The figures of every run are printed, with the share of CPU time the hypervisor stole
 meanwhile (``benchmarks/machine.py``: a run with much of it measured a loaded machine,
 whose slow wake-ups weigh more on the bare ping-pong than on the referee, pushing the
-ratio towards 1), then their medians; the last line is exactly
+ratio towards 1), then their medians, then a warning when a run had more than 5% stolen;
+the last line is exactly
 ``decisions_per_s=<n> pingpong_per_s=<m> ratio=<n/m> overhead_us=<1e6/n - 1e6/m>`` with
 ``n`` the median decisions/s of one match at a time (the play window) and ``m`` the median
 ping-pong round trips/s (one client). ``overhead_us`` is what the referee path adds to a
@@ -86,7 +87,7 @@ import grpc
 # isort: on
 import structlog
 from google.protobuf.wrappers_pb2 import BytesValue
-from machine import Steal
+from machine import Steal, loaded_warning
 
 from referee import eventloop
 from referee.bots import BotSpec, load_bot
@@ -500,6 +501,7 @@ async def bench(args: argparse.Namespace) -> None:
         concurrent: list[float] = []
         ragged: list[float] = []
         wholes: list[float] = []
+        steals: list[float] = []
         for run in range(args.runs):
             seed0 = (run + 1) * 1000
             steal = Steal()
@@ -537,7 +539,8 @@ async def bench(args: argparse.Namespace) -> None:
             if args.whole:
                 wholes.append(await whole_matches(server, out, args.whole, seed0 + 800, whole_spec))
                 line += f" | {wholes[-1]:.2f} matches/s"
-            line += f" | CPU stolen by the host {steal.percent():.0f}%"
+            steals.append(steal.percent())
+            line += f" | CPU stolen by the host {steals[-1]:.0f}%"
             print(line, flush=True)
         med = statistics.median
         n = med(s.play_per_s for s in singles)
@@ -558,6 +561,9 @@ async def bench(args: argparse.Namespace) -> None:
             )
             + (f" | {med(wholes):.2f} matches/s ({whole_name} bots)" if args.whole else "")
         )
+        warning = loaded_warning(steals)
+        if warning:
+            print(warning)
         if profiler is not None:
             profiler.dump_stats(args.profile)
             print(f"profile of the one-match part written to {args.profile}")

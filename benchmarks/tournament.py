@@ -22,7 +22,8 @@ group served in turn, with messages of a decision's size. That is the gRPC floor
 decision at that setting: no referee can spend less and still move the two messages.
 
 Prints every run (with the share of CPU time the hypervisor stole meanwhile, see
-``benchmarks/machine.py``) and the median of ``--runs`` runs per setting. The last line is exactly:
+``benchmarks/machine.py``) and the median of ``--runs`` runs per setting, then a warning
+when a run had more than 5% stolen. The last line is exactly:
 ``matches_per_s_p1=<a> matches_per_s_p4=<b> scaling=<b/a> referee_cpu_us_per_decision=<c>``
 (the CPU figure is the median over all runs at every setting).
 """
@@ -39,7 +40,7 @@ import time
 from pathlib import Path
 from types import ModuleType
 
-from machine import Steal
+from machine import Steal, loaded_warning
 
 from referee import eventloop, logs
 from referee.metrics import RefereeMetrics
@@ -152,6 +153,7 @@ def main() -> None:
     rates: dict[int, list[float]] = {p: [] for p in settings}
     cpus: dict[int, list[float]] = {p: [] for p in settings}
     floors: dict[int, list[float]] = {p: [] for p in settings}
+    steals: list[float] = []
     for run in range(args.runs):
         for p in settings:  # interleaved, so machine noise hits every setting alike
             steal = Steal()
@@ -166,10 +168,11 @@ def main() -> None:
             rates[p].append(rate)
             cpus[p].append(cpu_us)
             floors[p].append(floor)
+            steals.append(steal.percent())
             print(
                 f"run {run + 1} parallel {p}: {n} matches, {rate:.2f} matches/s, referee "
                 f"{cpu_us:.0f} µs CPU/decision (gRPC floor {floor:.0f} µs), CPU stolen by the "
-                f"host {steal.percent():.0f}%",
+                f"host {steals[-1]:.0f}%",
                 flush=True,
             )
     med = statistics.median
@@ -186,6 +189,9 @@ def main() -> None:
         f"{med([x for p in settings for x in floors[p]]):.0f} µs (the floor: a bare grpc.aio "
         "ping-pong server serving as many groups of four clients at once, each in turn)"
     )
+    warning = loaded_warning(steals)
+    if warning:
+        print(warning)
     print(
         f"matches_per_s_p1={a:.2f} matches_per_s_p4={b:.2f} scaling={b / a:.2f} referee_cpu_us_per_decision={c:.0f}"
     )

@@ -210,7 +210,7 @@ def test_sigterm_mid_match_exits_0_and_the_match_is_replayed_after_restart(
     replayed = kept[match_id]
     assert replayed["seating"] == rows[match_id]["planned_seating"]
     assert replayed["seed"] != old_seed  # a new deal: the seats saw part of the old one
-    assert f'"seed":"{replayed["seed"]}"' in record.record_jsonl.split("\n", 1)[0]
+    assert f'"seed":"{replayed["seed"]}"' in record.record_jsonl.rstrip("\n").rsplit("\n", 1)[-1]
     assert record.summary.seating == replayed["seating"]
 
 

@@ -138,13 +138,13 @@ def _tournament(args: argparse.Namespace) -> int:
             f"--metrics-linger: {args.metrics_linger} is not allowed; allowed: 0 or more seconds, or inf"
         )
     deal_key = _given_deal_key(args)
-    if deal_key is None and shard is not None and not is_url(config.database):
+    schedule = Shard.select(shard, make_schedule(config))
+    if deal_key is None and shard is not None and not is_url(config.database) and not args.dry_run:
         raise UsageError(
             f"--shard {shard} with a SQLite database needs the tournament's deal key, the "
             "same for every shard: make one with `referee deal-key --out deal.key`, then give "
             f"every shard --deal-key-file deal.key (or ${KEY_ENV}); see docs/sharding.md"
         )
-    schedule = Shard.select(shard, make_schedule(config))
     if args.dry_run:
         tables = len({m.table for m in schedule})
         part = "" if shard is None else f" (shard {shard})"

@@ -36,6 +36,7 @@ from referee.faults import (
     fallback_action,
 )
 from referee.pool import StartFailed, await_handshake
+from referee.private import private_dir
 from referee.record import RECORD_VERSION, SEED_DOMAIN, RecordWriter, cards_text
 from referee.rules import Action, Match, Phase, Round, RuleSet, Trick, card_str, view
 from referee.server import Malformed, RefereeServer, SeatSlot, SeatStream
@@ -292,6 +293,7 @@ class MatchRunner:
                 seat.watcher = asyncio.ensure_future(self._watch(seat, seat.stream))
                 return
             if not seat.spec.external:
+                private_dir(logs)
                 log_path = logs / f"{self.match_id}-seat{seat.index}-{log_name(seat.spec.name)}.log"
                 try:
                     seat.process = await BotProcess.start(

@@ -32,6 +32,7 @@ import structlog
 from referee import logs
 from referee.dealkey import DealKey
 from referee.metrics import RefereeMetrics
+from referee.private import private_dir
 from referee.ratings import BotStats, LiveElo, MatchOutcome, Standing, fit_standings, quantile
 from referee.report import (
     standings_table,
@@ -267,7 +268,7 @@ async def run_tournament(
         # Bot processes are kept between matches (one match at a time each), except in
         # duplicate mode, where every replay starts the bots afresh.
         pooled = config.mode != "duplicate"
-        log_dir = config.out / "logs"
+        log_dir = private_dir(config.out / "logs")
         startup_s = config.clock.startup_ms / 1000
         count = _worker_count(config, workers, port, len(todo))
         player: MatchPlayer

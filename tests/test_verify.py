@@ -189,3 +189,23 @@ def test_a_wrong_key_is_caught(finished: Path, tmp_path: Path) -> None:
         f"{out}/ratings.json: deal_key_commitment {wrong.commitment()} is not the commitment "
         f"published at creation ({published})"
     )
+
+
+def test_the_check_by_hand_of_docs_deal_md_runs_on_a_finished_tournament(finished: Path) -> None:
+    import re
+
+    doc = (ROOT / "docs" / "deal.md").read_text()
+    start = doc.index("By hand, with nothing but Python's standard library")
+    found = re.compile(r"```python\n(.*?)```", re.S).search(doc, start)
+    assert found is not None
+    first = records(finished)[0]
+    code = found.group(1).replace("results/demo/matches/demo-00000", str(first)[: -len(".jsonl")])
+    code = code.replace("results/demo", str(finished))
+    exec(compile(code, "docs/deal.md", "exec"), {})
+    # The same check fails on a record whose seed was changed.
+    lines = lines_of(first)
+    lines[-1]["seed"] = str(int(str(lines[-1]["seed"])) ^ 1)
+    broken = finished.parent / "broken.jsonl"
+    write_lines(broken, lines)
+    with pytest.raises(AssertionError):
+        exec(compile(code.replace(str(first), str(broken)), "docs/deal.md", "exec"), {})

@@ -43,6 +43,7 @@ from referee.league.feed import replay_feed
 from referee.record import read_record
 from referee.tournament.config import TournamentConfig, load_config
 from referee.tournament.run import run_tournament
+from referee.tournament.storage import ResumeRefused
 from referee.verify import verify_tournament
 from sticheln.v1 import bot_pb2, league_pb2
 
@@ -392,6 +393,13 @@ def test_a_resumed_tournament_deals_from_the_key_it_was_created_with(tmp_path: P
     assert commitments == {key.commitment()}
     audit = verify_tournament(out)
     assert audit.clean, audit.problems  # every seed, before and after the resume, from one key
+    # A database whose finished matches were dealt without a key (an older referee) is not
+    # resumed with a new key: its deals would follow from two derivations.
+    with sqlite3.connect(out / "tournament.db") as con:
+        con.execute("DELETE FROM deal_keys")
+        con.execute("UPDATE matches SET status = 'planned' WHERE idx = 5")
+    with pytest.raises(ResumeRefused, match="started by an older referee that dealt from the"):
+        play(config)
 
 
 @given(st.binary(min_size=32, max_size=32))

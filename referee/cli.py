@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import math
+import os
 import random
 import secrets
 import signal
@@ -767,9 +768,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("--tls-cert needs --tls-key")
     try:
         result: int = args.func(args)
+        sys.stdout.flush()
     except UsageError as exc:
         print(f"referee {args.command}: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        # The reader of stdout went away (``referee replay ... | head``): stop quietly, as
+        # a program killed by SIGPIPE would, and keep the interpreter's last flush from
+        # failing too.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 128 + signal.SIGPIPE
     return result
 
 

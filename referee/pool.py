@@ -38,7 +38,8 @@ async def await_handshake(slot: SeatSlot, process: BotProcess | None, timeout_s:
         waiter.cancel()
     if slot.attached.is_set() and slot.stream is not None:
         return ""
-    why = slot.handshake_error or f"no valid handshake within {timeout_s:g} s"
+    refusal = process.refusal if process is not None else ""
+    why = slot.handshake_error or refusal or f"no valid handshake within {timeout_s:g} s"
     if process is not None and process.returncode is not None:
         why += f"; the bot process {process.describe_exit()}"
     return why

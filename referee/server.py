@@ -26,6 +26,7 @@ from grpc_reflection.v1alpha import reflection
 
 from referee import __version__
 from referee.faults import FaultReason
+from referee.peers import blame
 from sticheln.v1 import bot_pb2
 
 PROTOCOL_VERSION = 1
@@ -428,7 +429,9 @@ class RefereeServicer:
 async def _refuse(
     context: grpc.aio.ServicerContext[Any, Any], code: grpc.StatusCode, message: str
 ) -> None:
-    """End a stream with a status the bot author can act on."""
+    """End a stream with a status the bot author can act on; a bot the referee started
+    has the reason noted, for its seat's handshake fault."""
+    blame(context.peer(), f"the stream was refused with {code.name}: {message}")
     await context.abort(code, message)
 
 

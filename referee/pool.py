@@ -26,6 +26,9 @@ from typing import Any
 from referee.bots import BotProcess, BotSpec, log_name
 from referee.server import RefereeServer, SeatSlot, SeatStream
 
+#: How long a bot may take to exit by itself after its last stream ended, before SIGTERM.
+EXIT_GRACE_S = 1.0
+
 
 async def await_handshake(slot: SeatSlot, process: BotProcess | None, timeout_s: float) -> str:
     """Wait until ``slot``'s stream completes its handshake, ``process`` exits, or the
@@ -246,7 +249,8 @@ class BotPool:
         await bot.process.stop()
 
     async def close(self) -> None:
-        """End every stream (status OK) and stop every process."""
+        """End every stream (status OK), give the processes :data:`EXIT_GRACE_S` to exit
+        by themselves, as the bot contract promises, then stop the ones still running."""
         # A start under way stops its own process when cancelled.
         tasks = [x.task for x in self._launches if x.task is not None]
         for task in tasks:
@@ -259,6 +263,11 @@ class BotPool:
             bot.stream.end()
             self.server.registry.close_seat(bot.slot)
         processes = {b.process for b in bots}
+        exits = [asyncio.ensure_future(p.proc.wait()) for p in processes if p.returncode is None]
+        if exits:
+            await asyncio.wait(exits, timeout=EXIT_GRACE_S)
+            for waiter in exits:
+                waiter.cancel()
         await asyncio.gather(*(p.stop() for p in processes), return_exceptions=True)
         await asyncio.gather(*self._discarding, return_exceptions=True)
 

@@ -35,7 +35,7 @@ from referee.faults import (
     check_decision,
     fallback_action,
 )
-from referee.pool import StartFailed, await_handshake
+from referee.pool import EXIT_GRACE_S, StartFailed, await_handshake
 from referee.record import RECORD_VERSION, RecordWriter, cards_text
 from referee.rules import Action, Match, Phase, Round, RuleSet, Trick, card_str, view
 from referee.server import Malformed, RefereeServer, SeatSlot, SeatStream
@@ -44,8 +44,6 @@ from sticheln.v1 import bot_pb2
 log = structlog.get_logger("referee.match")
 
 SEED_DOMAIN = b"sticheln/seed/v1"
-#: How long a bot may take to exit by itself after its last stream ended, before SIGTERM.
-EXIT_GRACE_S = 1.0
 
 
 def seed_commitment(seed: int, nonce: bytes) -> bytes:

@@ -201,6 +201,9 @@ def replay(path: str | Path) -> ReplayResult:
             say(
                 f"  fault: seat {obj['seat']} {obj['reason']} ({obj.get('detail', '')}), strikes {obj.get('strikes')}"
             )
+        elif kind == "faults_dropped":
+            counts = ", ".join(f"{n} {reason}" for reason, n in obj.get("counts", {}).items())
+            say(f"  faults not recorded one by one: seat {obj['seat']} {counts}")
         elif kind == "round_end":
             result = match.results[-1] if match.results else None
             if result is None or result.round_index != obj.get("round"):

@@ -44,6 +44,11 @@ from sticheln.v1 import bot_pb2
 log = structlog.get_logger("referee.match")
 
 SEED_DOMAIN = b"sticheln/seed/v1"
+#: The most fault lines one seat adds to a match record and the log. Later faults still
+#: count (strikes, metrics; the one that forfeits the seat is always recorded), and so
+#: do a forfeited seat's further messages, but only as one ``faults_dropped`` line per
+#: seat at the end of the match: a flooding bot cannot grow the record or the log.
+FAULT_LINES_PER_SEAT = 50
 
 
 def seed_commitment(seed: int, nonce: bytes) -> bytes:
@@ -174,6 +179,8 @@ class _Seat:
     events: list[tuple[Any, ...]] = field(default_factory=list)
     watcher: asyncio.Task[None] | None = None
     asked: bool = False
+    #: Faults not recorded one by one (see :data:`FAULT_LINES_PER_SEAT`), by reason.
+    dropped: dict[str, int] = field(default_factory=dict)
 
 
 _KIND = {Phase.PAIN: bot_pb2.DECISION_KIND_PAIN_CHOICE, Phase.PLAY: bot_pb2.DECISION_KIND_CARD_PLAY}
@@ -552,6 +559,18 @@ class MatchRunner:
     # -- faults, events, messages -------------------------------------------------------------
 
     def _fault(self, seat: _Seat, reason: FaultReason, detail: str, request_id: int) -> None:
+        if seat.forfeited or len(seat.faults) >= FAULT_LINES_PER_SEAT:
+            # A forfeited seat's further messages, and a seat's faults beyond the cap, are
+            # counted for one summary line at the end instead of a line each.
+            forfeits = reason in FORFEIT_AT_ONCE or (
+                reason not in NO_STRIKE and seat.strikes + 1 >= self.strike_limit
+            )
+            if seat.forfeited or not forfeits:
+                if not seat.forfeited and reason not in NO_STRIKE:
+                    seat.strikes += 1
+                seat.dropped[reason.value] = seat.dropped.get(reason.value, 0) + 1
+                self.observer.fault(seat.spec.name, reason)
+                return
         if reason not in NO_STRIKE:
             seat.strikes += 1
         newly_forfeited = not seat.forfeited and (
@@ -682,8 +701,35 @@ class MatchRunner:
 
     # -- the end ------------------------------------------------------------------------------
 
+    def _write_dropped(self) -> None:
+        """One line per seat that had faults not recorded one by one, with their counts."""
+        for seat in self.seats:
+            if seat.dropped:
+                counts = dict(sorted(seat.dropped.items()))
+                total = sum(counts.values())
+                self._write(
+                    {
+                        "type": "faults_dropped",
+                        "seat": seat.index,
+                        "bot": seat.spec.name,
+                        "total": total,
+                        "counts": counts,
+                    }
+                )
+                self._log.warning(
+                    "faults_dropped",
+                    seat=seat.index,
+                    bot=seat.spec.name,
+                    total=total,
+                    counts=counts,
+                )
+
     async def _finish(self, duration: float) -> MatchResult:
         match = self.match
+        for seat in self.seats:
+            if seat.stream is not None:
+                seat.stream.on_fault = None  # what comes after the end is not recorded
+        self._write_dropped()
         forfeited = {s.index for s in self.seats if s.forfeited}
         places = match.places(forfeited)
         positive = match.positive_rounds()

@@ -90,6 +90,8 @@ class ReplayResult:
     totals: list[int] = field(default_factory=list)
     places: list[int] = field(default_factory=list)
     finished: bool = False
+    #: The end line's reason when the match was aborted (not played), else "".
+    aborted: str = ""
 
 
 def replay(path: str | Path) -> ReplayResult:
@@ -216,6 +218,10 @@ def replay(path: str | Path) -> ReplayResult:
                 "  scores: "
                 + "  ".join(f"{seating[s]} {v:+d}" for s, v in enumerate(result.scores))
             )
+        elif kind == "end" and str(obj.get("reason", "")).startswith("aborted"):
+            out.aborted = str(obj["reason"])
+            out.finished = True
+            say(f"\nmatch {obj['reason']}")
         elif kind == "end":
             if obj.get("reason", "completed") == "completed" and not match.is_over:
                 raise fail("the match ended before its last round was scored")

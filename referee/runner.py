@@ -151,7 +151,14 @@ class MatchResult:
     seed: int
     duration_s: float
     decisions: int
+    #: "completed", or "aborted: " and the cause (a match with fewer than two seats
+    #: connected is not played: no places, not to be rated or counted).
     reason: str = "completed"
+
+    @property
+    def aborted(self) -> bool:
+        """The match was not played."""
+        return self.reason != "completed"
 
     @property
     def places(self) -> list[int]:
@@ -257,6 +264,13 @@ class MatchRunner:
             # The header first: a handshake that fails while seating is already a fault line.
             self._write_header()
             await self._seat_bots()
+            connected = sum(s.stream is not None for s in self.seats)
+            if connected < 2:
+                # No match to speak of: nothing is dealt, sent, rated or ranked.
+                return self._abort(
+                    f"fewer than two seats connected ({connected} of {len(self.seats)})",
+                    time.perf_counter() - started,
+                )
             self._log.info(
                 "match_start",
                 seating=[s.spec.name for s in self.seats],
@@ -723,6 +737,37 @@ class MatchRunner:
                     total=total,
                     counts=counts,
                 )
+
+    def _abort(self, cause: str, duration: float) -> MatchResult:
+        """End a match that cannot be played, before anything is dealt or sent."""
+        reason = f"aborted: {cause}"
+        absent = [s.index for s in self.seats if s.stream is None]
+        self._write(
+            {
+                "type": "end",
+                "reason": reason,
+                "totals": [],
+                "places": [],
+                "forfeited": absent,
+                "decisions": 0,
+                "finished_at": datetime.now(UTC).isoformat(timespec="seconds"),
+            }
+        )
+        assert self._record is not None
+        self._record.close()
+        self._log.warning("match_aborted", why=cause)
+        return MatchResult(
+            match_id=self.match_id,
+            seats=[
+                SeatResult(s.index, s.spec.name, 0, 0, s.stream is None, 0, s.faults, [])
+                for s in self.seats
+            ],
+            record_path=self.record_path,
+            seed=self.seed,
+            duration_s=duration,
+            decisions=0,
+            reason=reason,
+        )
 
     async def _finish(self, duration: float) -> MatchResult:
         match = self.match

@@ -26,6 +26,11 @@ from typing import Any
 from referee.bots import BotProcess, BotSpec, log_name
 from referee.server import RefereeServer, SeatSlot, SeatStream
 
+#: ``Welcome.message`` of a stream the pool keeps for several matches.
+POOLED_WELCOME = (
+    "ready for matches: this stream serves one match at a time, each begins with a "
+    "MatchStart naming the seat and the match"
+)
 #: How long a bot may take to exit by itself after its last stream ended, before SIGTERM.
 EXIT_GRACE_S = 1.0
 
@@ -183,6 +188,8 @@ class BotPool:
         self._started += 1
         n = self._started
         launch = _Launch(spec, self.server.registry.open_seats("pool", n, spec.name, spec.seats))
+        for slot in launch.slots:  # not seated yet: each MatchStart names seat and match
+            slot.welcome = POOLED_WELCOME
         launch.task = asyncio.ensure_future(self._start(launch, n))
         self._launches.append(launch)
         return launch

@@ -96,6 +96,8 @@ def _match(args: argparse.Namespace) -> int:
             result = await runner.run()
         finally:
             await server.stop(0.5)
+        if result.aborted:
+            return _print_aborted(result)
         print(
             f"match {result.match_id}  rules {rules.preset}  seed {result.seed}  {result.duration_s:.1f} s"
         )
@@ -107,6 +109,16 @@ def _match(args: argparse.Namespace) -> int:
         return 0
 
     return _run_until_done(run(), "interrupted: match abandoned, bots stopped")
+
+
+def _print_aborted(result: Any) -> int:
+    """``referee match``'s report of a match that was not played; exit status 1."""
+    print(f"match {result.match_id} {result.reason}; it was not played", file=sys.stderr)
+    for s in result.seats:
+        for f in s.faults:
+            print(f"  seat {s.seat} {s.bot}: {f.reason.value}: {f.detail}", file=sys.stderr)
+    print(f"record: {result.record_path}", file=sys.stderr)
+    return 1
 
 
 def _tournament(args: argparse.Namespace) -> int:
@@ -185,7 +197,17 @@ def _tournament(args: argparse.Namespace) -> int:
                 f"shard {shard}: {outcome.shard_finished}/{outcome.shard_planned} of its matches finished",
                 flush=True,
             )
-        if outcome.complete:
+        if outcome.aborted:
+            shown = ", ".join(outcome.aborted[:10])
+            more = f" and {len(outcome.aborted) - 10} more" if len(outcome.aborted) > 10 else ""
+            print(
+                f"{outcome.finished}/{outcome.planned} matches finished; {len(outcome.aborted)} "
+                f"aborted, each played twice with fewer than two bots connected: {shown}{more}. "
+                f"No standings until they are played: see the bot logs in {config.out / 'logs'}, "
+                "fix the bots and run the same command again",
+                flush=True,
+            )
+        elif outcome.complete:
             print(outcome.table, flush=True)
             print(
                 f"{outcome.finished}/{outcome.planned} matches finished; exports in {config.out}",
@@ -891,9 +913,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("--tls-cert needs --tls-key")
     try:
         result: int = args.func(args)
+        sys.stdout.flush()
     except UsageError as exc:
         print(f"referee {args.command}: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        # The reader of stdout went away (``referee replay ... | head``): stop quietly, as
+        # a program killed by SIGPIPE would, and keep the interpreter's last flush from
+        # failing too.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 128 + signal.SIGPIPE
     return result
 
 

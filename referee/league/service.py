@@ -520,6 +520,11 @@ class League:
             del self._running[running.match_id]
             self.metrics.running.set(len(self._running))
             self._wake.set()
+        if result.aborted:  # fewer than two streams were there: not a result to rate
+            running.feed.interrupt()
+            self.store.mark_aborted(c.name, m.index, result.record_path)
+            log.warning("match_aborted", match_id=running.match_id, why=result.reason)
+            return
         self._finished_match(m, running, result)
 
     def _finished_match(self, m: ScheduledMatch, running: _Running, result: MatchResult) -> None:

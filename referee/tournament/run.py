@@ -24,7 +24,7 @@ import os
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import structlog
@@ -121,6 +121,9 @@ class TournamentOutcome:
     referee_cpu_s: float = 0.0
     shard_finished: int = 0
     shard_planned: int = 0
+    #: The ids of the matches this run aborted twice (fewer than two seats connected):
+    #: not finished, so no standings until a later run plays them.
+    aborted: list[str] = field(default_factory=list)
 
     @property
     def complete(self) -> bool:
@@ -290,6 +293,7 @@ async def run_tournament(
             await here.start(host, port)
         queue = DealQueue(config.mode == "duplicate", full, todo)
         running = 0
+        aborted: list[str] = []
 
         def withheld(m: ScheduledMatch) -> str:
             if config.mode != "duplicate":
@@ -322,16 +326,22 @@ async def run_tournament(
                 deal_key_commitment=key.commitment(),
                 seed_withheld=withheld(m),
             )
+            aborts = 0
             for attempt in range(1, WORKER_RETRIES + 2):
                 try:
-                    return await player.play(
+                    result = await player.play(
                         job, lambda path: store.mark_running(config.name, m.index, path)
                     )
                 except WorkerDied as exc:
                     if attempt > WORKER_RETRIES:
                         raise
                     log.warning("match_replayed", match_index=m.index, why=str(exc))
-            raise AssertionError("unreachable")
+                    continue
+                if not result.aborted or aborts == ABORT_RETRIES:
+                    return result
+                aborts += 1
+                log.warning("match_replayed", match_index=m.index, why=result.reason)
+            return result
 
         async def worker() -> None:
             nonlocal done, running
@@ -349,6 +359,11 @@ async def run_tournament(
                 finally:
                     running -= 1
                     metrics.running.set(running)
+                if result.aborted:
+                    store.mark_aborted(config.name, m.index, result.record_path)
+                    aborted.append(result.match_id)
+                    log.warning("match_aborted", match_id=result.match_id, why=result.reason)
+                    continue
                 store.save_result(config.name, m.index, result)
                 queue.finished(m)
                 metrics.matches.inc()
@@ -385,8 +400,11 @@ async def run_tournament(
                 tournament=config.name,
                 finished=exported.finished,
                 planned=exported.planned,
-                why="other shards' matches are not finished yet; no exports",
+                why="matches were aborted; no exports"
+                if aborted
+                else "other shards' matches are not finished yet; no exports",
             )
+        exported.aborted = sorted(aborted)
         exported.referee_cpu_s = referee_cpu_s
         exported.shard_planned = len(schedule)
         exported.shard_finished = len(finished & mine)
@@ -396,6 +414,9 @@ async def run_tournament(
 
 
 WORKER_RETRIES = 2
+#: How often a match that was aborted (fewer than two seats connected) is played again
+#: at once, with the same deal; then it stays aborted until the tournament runs again.
+ABORT_RETRIES = 1
 
 
 class DealQueue:

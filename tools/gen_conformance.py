@@ -385,7 +385,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     OUT_DIR.mkdir(exist_ok=True)
     for name, text in built.items():
         (OUT_DIR / name).write_text(text)
-    print(f"wrote {len(built)} files to {OUT_DIR.relative_to(ROOT)}/")
+    print(f"wrote {len(built)} files to {OUT_DIR}/")
     return 0
 
 

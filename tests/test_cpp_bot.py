@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import random
 import shutil
 import subprocess
 import sys
@@ -22,10 +23,12 @@ from typing import Any
 
 import grpc
 import pytest
+from google.protobuf import json_format
 from test_server import _self_signed
 
+from referee.convert import view_to_proto
 from referee.record import replay
-from referee.rules import deal, preset
+from referee.rules import Match, Phase, deal, preset, view
 from referee.runner import seed_commitment
 from referee.server import RefereeServer
 from sticheln.v1 import bot_pb2, bot_pb2_grpc, game_pb2
@@ -36,6 +39,7 @@ CPP_DIR = SAMPLE_BOTS / "cpp"
 BUILD = CPP_DIR / "build"
 BOT = BUILD / "sticheln-bot"
 CONFORMANCE_TEST = BUILD / "conformance_test"
+PROBE = BUILD / "strategy_probe"
 
 TOOLS = ("cmake", "g++", "protoc", "grpc_cpp_plugin")
 HEADERS = ("/usr/include/grpcpp/grpcpp.h", "/usr/include/openssl/sha.h")
@@ -62,7 +66,7 @@ def built() -> None:
     ):
         done = subprocess.run(argv, capture_output=True, text=True, timeout=900)
         assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    assert BOT.is_file() and CONFORMANCE_TEST.is_file()
+    assert BOT.is_file() and CONFORMANCE_TEST.is_file() and PROBE.is_file()
 
 
 def _env(**extra: str) -> dict[str, str]:
@@ -103,6 +107,92 @@ def test_the_cpp_conformance_test_names_a_case_it_disagrees_with(tmp_path: Path)
     total = len(data["cases"])
     assert f"tricks.json: {total - 1} of {total} cases agree" in done.stdout
     assert "FAILED" in done.stdout
+
+
+# -- the decisions ------------------------------------------------------------------------------
+
+#: Rule sets the decision comparison draws its requests from: every preset, both table
+#: extremes, secret pain suits, two pain cards, a pain card kept in the hand.
+DECISION_RULES: tuple[tuple[str, dict[str, Any], int], ...] = (
+    ("sticheln", {}, 4),
+    ("sticheln", {}, 3),
+    ("sticheln", {}, 8),
+    ("sticheln", {"pain_visibility": "secret"}, 5),
+    ("sticheln", {"pain_cards_per_player": 2}, 4),
+    ("sticheln", {"pain_card": "kept_in_hand", "pain_cards_per_player": 2}, 3),
+    ("amigo", {}, 6),
+    ("sore-spot", {}, 5),
+    ("sore-spot", {"long_hands_3p": True}, 3),
+    ("french-2-14", {}, 4),
+    ("stick-em-secret", {}, 4),
+)
+
+
+def _requests() -> list[bot_pb2.DecisionRequest]:
+    """Every decision of one-round matches played with random legal moves by the engine."""
+    rng = random.Random(11)
+    out = []
+    for i, (name, overrides, players) in enumerate(DECISION_RULES):
+        match = Match(preset(name, rounds=1, **overrides), players, seed=100 + i)
+        while not match.is_over:
+            for seat in match.to_act():
+                seen = view(match, seat)
+                pain = seen.phase is Phase.PAIN
+                request = bot_pb2.DecisionRequest(
+                    request_id=len(out) + 1,
+                    kind=bot_pb2.DECISION_KIND_PAIN_CHOICE
+                    if pain
+                    else bot_pb2.DECISION_KIND_CARD_PLAY,
+                    count=match.rules.pain_cards_per_player if pain else 1,
+                    timeout_ms=1000,
+                )
+                request.view.CopyFrom(view_to_proto(seen))
+                out.append(request)
+                match.apply(seat, rng.choice(list(match.legal_actions(seat))))
+    return out
+
+
+def _probe(strategy: str, requests: list[bot_pb2.DecisionRequest]) -> list[list[int]]:
+    lines = [json_format.MessageToJson(r, indent=None).replace("\n", " ") for r in requests]
+    done = subprocess.run(
+        [str(PROBE), strategy],
+        input="\n".join(lines) + "\n",
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    return [[int(c) for c in line.split()] for line in done.stdout.splitlines()]
+
+
+def test_the_cpp_heuristic_makes_the_python_heuristic_bots_decisions() -> None:
+    sys.path.insert(0, str(SAMPLE_BOTS / "python"))
+    try:
+        from heuristic_bot import HeuristicBot
+    finally:
+        sys.path.remove(str(SAMPLE_BOTS / "python"))
+    requests = _requests()
+    assert len(requests) > 300
+    python = [HeuristicBot().decide(r) for r in requests]
+    cpp = _probe("heuristic", requests)
+    differ = [(r.request_id, p, c) for r, p, c in zip(requests, python, cpp, strict=True) if p != c]
+    assert differ == [], f"{len(differ)} of {len(requests)} decisions differ, first: {differ[:3]}"
+
+
+def test_the_cpp_random_strategy_answers_legally() -> None:
+    requests = _requests()
+    answers = _probe("random", requests)
+    for request, cards in zip(requests, answers, strict=True):
+        hand = list(request.view.hand)
+        assert len(cards) == request.count and set(cards) <= set(hand), (request.view.hand, cards)
+        if request.count == 2 and len({c >> 4 for c in hand}) > 1:
+            assert cards[0] >> 4 != cards[1] >> 4
+    # Random: the choices spread over the hand, not always one position.
+    plays = [
+        (list(r.view.hand).index(c[0]), len(r.view.hand))
+        for r, c in zip(requests, answers, strict=True)
+    ]
+    assert len({i for i, n in plays if n == 15}) > 5
 
 
 # -- playing -----------------------------------------------------------------------------------

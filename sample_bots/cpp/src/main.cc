@@ -29,6 +29,7 @@
 #include <thread>
 #include <vector>
 
+#include "decide.h"
 #include "rules.h"
 #include "sticheln/v1/bot.grpc.pb.h"
 #include "strategy.h"
@@ -105,34 +106,6 @@ const char* code_name(grpc::StatusCode code) {
   return i >= 0 && i <= 16 ? kNames[i] : "UNKNOWN";
 }
 
-// The proto View as the plain values the strategies read.
-sticheln::PlainView plain_view(const v1::View& v) {
-  sticheln::PlainView p;
-  p.deck = static_cast<sticheln::Deck>(v.rules().deck());
-  p.long_hands_3p = v.rules().long_hands_3p();
-  p.kept_in_hand = v.rules().pain_card() == v1::PAIN_CARD_RULE_KEPT_IN_HAND;
-  p.pain_revealed = v.rules().pain_visibility() == v1::PAIN_VISIBILITY_REVEALED;
-  p.last_suit = v.rules().trump_rule() == v1::TRUMP_RULE_LAST_SUIT;
-  p.players = static_cast<int>(v.players());
-  p.seat = static_cast<int>(v.seat());
-  p.leader = v.leader();
-  p.hand.assign(v.hand().begin(), v.hand().end());
-  for (const auto& pick : v.pain()) p.pain.emplace_back(pick.cards().begin(), pick.cards().end());
-  p.pain.resize(p.players);
-  p.trick.assign(v.trick().begin(), v.trick().end());
-  for (const auto& t : v.tricks()) p.tricks.emplace_back(t.cards().begin(), t.cards().end());
-  return p;
-}
-
-// The lowest card(s): a legal answer when a strategy fails (it should not).
-Cards lowest_cards(Cards hand, int count) {
-  std::sort(hand.begin(), hand.end());
-  if (count == 1 || hand.size() < 2) return {hand.at(0)};
-  for (Card c : hand)
-    if (sticheln::suit_of(c) != sticheln::suit_of(hand[0])) return {hand[0], c};
-  return {hand[0], hand[1]};
-}
-
 std::mutex log_mutex;  // one line at a time on stderr from several streams
 
 void log_line(const std::string& line) {
@@ -183,17 +156,13 @@ class Seat {
 
  private:
   v1::BotMessage answer(const v1::DecisionRequest& request) {
-    const auto view = plain_view(request.view());
     Cards cards;
-    const int count = std::max(1, static_cast<int>(request.count()));
     try {
-      if (request.kind() == v1::DECISION_KIND_PAIN_CHOICE)
-        cards = strategy_->choose_pain(view, count);
-      else
-        cards = {strategy_->choose_card(view)};
+      cards = sticheln::decide(*strategy_, request);
     } catch (const std::exception& e) {
       log_line(options_.name + ": strategy failed (" + e.what() + "); answering the lowest card");
-      cards = lowest_cards(view.hand, count);
+      cards = sticheln::lowest_cards(Cards(request.view().hand().begin(), request.view().hand().end()),
+                                     std::max(1, static_cast<int>(request.count())));
     }
     v1::BotMessage out;
     out.mutable_decision()->set_request_id(request.request_id());

@@ -256,6 +256,44 @@ def test_the_cpp_bot_plays_a_match_among_the_python_sample_bots(tmp_path: Path) 
         assert "does not match" not in text and "differs" not in text
 
 
+@pytest.mark.timeout(200)
+def test_one_cpp_process_serves_a_tournament_match_after_match(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    config = tmp_path / "tournament.toml"
+    config.write_text(
+        "[tournament]\n"
+        'name = "cpp-pool"\nseed = 3\ntable_size = 3\nmatches_per_table = 4\nparallel = 2\n'
+        f"out = {json.dumps(str(out))}\n"
+        + "".join(
+            f"[[bots]]\nfile = {json.dumps(str(SAMPLE_BOTS / name))}\n"
+            for name in ("cpp.toml", "random.toml", "heuristic.toml")
+        )
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "referee.cli", "tournament", str(config)],
+        capture_output=True,
+        text=True,
+        env=_env(),
+        timeout=180,
+    )
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    records = sorted((out / "matches").glob("*.jsonl"))
+    assert len(records) == 4
+    for record in records:
+        lines = [json.loads(line) for line in record.read_text().splitlines()]
+        assert [x for x in lines if x["type"] == "fault"] == []
+        assert lines[-1]["type"] == "end" and lines[-1]["reason"] == "completed"
+    # cpp.toml declares seats = 8: one process (one log) played all four matches, two at
+    # once, on streams that carried one match after another.
+    (log,) = (out / "logs").glob("cpp-*.log")
+    verified = [line for line in log.read_text().splitlines() if "dealt hands verified" in line]
+    matches = {line.split()[2].rstrip(":") for line in verified}
+    assert matches <= {r.stem for r in records}
+    # The pool stops the process when the tournament is over, which may be before it has
+    # read the last MatchEnd of a stream.
+    assert len(matches) == len(verified) >= 3
+
+
 @pytest.mark.timeout(150)
 def test_the_cpp_bot_plays_over_tls(tmp_path: Path) -> None:
     tls = _self_signed(tmp_path)

@@ -36,7 +36,8 @@ int num(const Struct& s, const std::string& name) {
 std::string str(const Struct& s, const std::string& name) { return field(s, name).string_value(); }
 Cards cards_of(const Value& v) {
   Cards out;
-  for (const auto& c : v.list_value().values()) out.push_back(static_cast<sticheln::Card>(c.number_value()));
+  for (const auto& c : v.list_value().values())
+    out.push_back(static_cast<sticheln::Card>(c.number_value()));
   return out;
 }
 Cards cards(const Struct& s, const std::string& name) { return cards_of(field(s, name)); }
@@ -170,6 +171,7 @@ int main(int argc, char** argv) {
   failed += run_file(dir, "deals.json", check_deal);
   failed += run_file(dir, "tricks.json", check_trick);
   failed += run_file(dir, "rounds.json", check_round);
-  std::cout << (failed ? "FAILED" : "all vectors agree") << " (places.json: not run; this bot ranks no matches)\n";
+  std::cout << (failed ? "FAILED" : "all vectors agree")
+            << " (places.json: not run; this bot ranks no matches)\n";
   return failed ? 1 : 0;
 }

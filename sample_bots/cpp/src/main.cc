@@ -161,7 +161,8 @@ class Seat {
       cards = sticheln::decide(*strategy_, request);
     } catch (const std::exception& e) {
       log_line(options_.name + ": strategy failed (" + e.what() + "); answering the lowest card");
-      cards = sticheln::lowest_cards(Cards(request.view().hand().begin(), request.view().hand().end()),
+      const auto& hand = request.view().hand();
+      cards = sticheln::lowest_cards(Cards(hand.begin(), hand.end()),
                                      std::max(1, static_cast<int>(request.count())));
     }
     v1::BotMessage out;
@@ -249,7 +250,8 @@ int main(int argc, char** argv) {
   std::random_device entropy;
   for (int i = 0; i < options.seats; ++i) {
     const unsigned rng_seed = entropy();
-    threads.emplace_back([&, i, rng_seed] { statuses[i] = Seat(options, channel, rng_seed).play(); });
+    threads.emplace_back(
+        [&, i, rng_seed] { statuses[i] = Seat(options, channel, rng_seed).play(); });
   }
   for (auto& t : threads) t.join();
   for (const auto& status : statuses) {

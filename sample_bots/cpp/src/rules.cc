@@ -3,7 +3,6 @@
 #include <openssl/sha.h>
 
 #include <algorithm>
-#include <map>
 
 namespace sticheln {
 
@@ -120,7 +119,8 @@ TrickOutcome trick_winner(const Cards& cards, bool last_suit) {
 int score_of(const Cards& cards, const std::vector<int>& pain_suits) {
   int score = 0;
   for (Card c : cards) {
-    const bool pain = std::find(pain_suits.begin(), pain_suits.end(), suit_of(c)) != pain_suits.end();
+    const bool pain =
+        std::find(pain_suits.begin(), pain_suits.end(), suit_of(c)) != pain_suits.end();
     score += pain ? -rank_of(c) : 1;
   }
   return score;
@@ -139,7 +139,8 @@ class DealStream {
     const std::string domain = "sticheln/deal/v1";
     std::copy(domain.begin(), domain.end(), prefix_);
     put_u64(prefix_ + 16, seed);
-    for (int i = 0; i < 4; ++i) prefix_[24 + i] = static_cast<unsigned char>(round_index >> (24 - 8 * i));
+    for (int i = 0; i < 4; ++i)
+      prefix_[24 + i] = static_cast<unsigned char>(round_index >> (24 - 8 * i));
   }
 
   // A uniform integer in [0, n) by rejection sampling (no modulo bias).

@@ -28,7 +28,8 @@ int main(int argc, char** argv) {
       return 1;
     }
     std::string out;
-    for (auto c : sticheln::decide(*strategy, request)) out += (out.empty() ? "" : " ") + std::to_string(c);
+    for (auto c : sticheln::decide(*strategy, request))
+      out += (out.empty() ? "" : " ") + std::to_string(c);
     std::cout << out << "\n";
   }
   return 0;

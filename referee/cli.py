@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import math
+import os
 import random
 import secrets
 import signal
@@ -18,6 +19,11 @@ from referee.rules import PRESETS, Round, RuleError, cards_str, preset
 
 class UsageError(Exception):
     """A user mistake: printed as one line, exit status 2."""
+
+
+#: The deal key given in the environment (``$STICHELN_DEAL_KEY``), taken out of the
+#: environment when the command starts so that no bot process can inherit it.
+_env_deal_key: str | None = None
 
 
 def _demo(args: argparse.Namespace) -> int:
@@ -106,10 +112,11 @@ def _match(args: argparse.Namespace) -> int:
 def _tournament(args: argparse.Namespace) -> int:
     """Run (or resume) a tournament, or one shard of it, from its file; print the standings."""
     from referee import logs
+    from referee.dealkey import KEY_ENV
     from referee.metrics import RefereeMetrics
     from referee.tournament.run import Shard, run_tournament
     from referee.tournament.schedule import make_schedule, pair_counts, seat_balance
-    from referee.tournament.storage import ResumeRefused, StoreError
+    from referee.tournament.storage import ResumeRefused, StoreError, is_url
 
     level = args.log_level or ("warning" if sys.stderr.isatty() else "info")
     logs.configure(level)
@@ -130,7 +137,14 @@ def _tournament(args: argparse.Namespace) -> int:
         raise UsageError(
             f"--metrics-linger: {args.metrics_linger} is not allowed; allowed: 0 or more seconds, or inf"
         )
+    deal_key = _given_deal_key(args)
     schedule = Shard.select(shard, make_schedule(config))
+    if deal_key is None and shard is not None and not is_url(config.database) and not args.dry_run:
+        raise UsageError(
+            f"--shard {shard} with a SQLite database needs the tournament's deal key, the "
+            "same for every shard: make one with `referee deal-key --out deal.key`, then give "
+            f"every shard --deal-key-file deal.key (or ${KEY_ENV}); see docs/sharding.md"
+        )
     if args.dry_run:
         tables = len({m.table for m in schedule})
         part = "" if shard is None else f" (shard {shard})"
@@ -147,7 +161,7 @@ def _tournament(args: argparse.Namespace) -> int:
             "seat positions per bot: " + "; ".join(f"{b} {c}" for b, c in sorted(balance.items()))
         )
         for m in schedule:
-            print(f"{m.index:5d}  deal {m.deal:4d}  seed {m.seed:20d}  {' '.join(m.seating)}")
+            print(f"{m.index:5d}  deal {m.deal:4d}  {' '.join(m.seating)}")
         return 0
     metrics = RefereeMetrics()
     metrics.planned.set(len(schedule))  # known before the first scrape
@@ -164,6 +178,7 @@ def _tournament(args: argparse.Namespace) -> int:
             workers=args.workers,
             log_level=level,
             shard=shard,
+            deal_key=deal_key,
         )
         if shard is not None:
             print(
@@ -196,6 +211,76 @@ def _tournament(args: argparse.Namespace) -> int:
         )
     except (ResumeRefused, StoreError) as exc:
         raise UsageError(str(exc)) from None
+
+
+def _given_deal_key(args: argparse.Namespace) -> Any:
+    """The deal key of ``--deal-key-file`` or ``$STICHELN_DEAL_KEY``, or None."""
+    from referee.dealkey import KEY_ENV, DealKey
+
+    if args.deal_key_file:
+        try:
+            text = Path(args.deal_key_file).read_text(encoding="ascii")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise UsageError(
+                f"--deal-key-file {args.deal_key_file}: cannot be read: {exc}"
+            ) from None
+        where = f"--deal-key-file {args.deal_key_file}"
+    elif _env_deal_key is not None:
+        text, where = _env_deal_key, f"${KEY_ENV}"
+    else:
+        return None
+    try:
+        return DealKey.from_hex(text)
+    except ValueError as exc:
+        raise UsageError(
+            f"{where}: {exc}; make one with `referee deal-key --out deal.key`"
+        ) from None
+
+
+def _deal_key(args: argparse.Namespace) -> int:
+    """Print a fresh deal key (for the shards of a tournament with SQLite databases)."""
+    from referee.dealkey import DealKey
+    from referee.private import open_private
+
+    key = DealKey.new()
+    if args.out:
+        try:
+            fd = open_private(Path(args.out))
+        except OSError as exc:
+            raise UsageError(f"--out {args.out}: cannot be written: {exc.strerror}") from None
+        with open(fd, "w", encoding="ascii") as f:
+            f.write(key.hex() + "\n")
+        print(f"deal key written to {args.out} (mode 0600)", file=sys.stderr)
+    else:
+        print(key.hex(), flush=True)
+    print(f"commitment: {key.commitment()}", file=sys.stderr)
+    return 0
+
+
+def _verify(args: argparse.Namespace) -> int:
+    """Audit a finished tournament's output folder: deals, records, results."""
+    from referee.verify import verify_tournament
+
+    folder = Path(args.dir)
+    if not folder.is_dir():
+        raise UsageError(f"{args.dir}: no such folder")
+    audit = verify_tournament(folder, args.commitment or "")
+    for line in audit.problems:
+        print(f"{args.dir}/{line}", flush=True)
+    if audit.clean:
+        print(
+            f"verified {args.dir}: deal key matches commitment {audit.commitment}; "
+            f"{audit.records} records replay with their deals from the key; "
+            f"results.csv agrees ({audit.result_rows} rows)",
+            flush=True,
+        )
+        return 0
+    print(
+        f"{args.dir}: {len(audit.problems)} problem(s) in {audit.records} records and "
+        f"{audit.result_rows} result rows",
+        file=sys.stderr,
+    )
+    return 1
 
 
 def _load_tournament(args: argparse.Namespace) -> Any:
@@ -639,7 +724,39 @@ def build_parser() -> argparse.ArgumentParser:
         help="the database, instead of the file's: a SQLite file path or "
         "postgresql://user:password@host:port/dbname (shared by shards)",
     )
+    tour.add_argument(
+        "--deal-key-file",
+        metavar="FILE",
+        help="the tournament's deal key (64 hex digits; default $STICHELN_DEAL_KEY): needed by "
+        "shards with SQLite databases of their own, made by `referee deal-key`",
+    )
     tour.set_defaults(func=_tournament)
+
+    dk = sub.add_parser(
+        "deal-key",
+        help="print a fresh secret deal key (for shards with SQLite databases)",
+        description="Print 64 hex digits of fresh random deal key on stdout (or write them to "
+        "--out, mode 0600) and its commitment on stderr. Give the same key to every shard "
+        "of one tournament with --deal-key-file or $STICHELN_DEAL_KEY (docs/sharding.md).",
+    )
+    dk.add_argument("--out", metavar="FILE", help="write the key to FILE (mode 0600)")
+    dk.set_defaults(func=_deal_key)
+
+    vf = sub.add_parser(
+        "verify",
+        help="audit a finished tournament's output folder: deals, records, results",
+        description="Check a finished tournament's output folder: the revealed deal key "
+        "matches its commitment, every record's seed is the key's seed for its deal and "
+        "opens its commitment, every record replays with the rules engine, and results.csv "
+        "agrees with the records. One line per problem; exit status 1 on any (docs/deal.md).",
+    )
+    vf.add_argument("dir", help="the tournament's output folder (ratings.json, matches/, ...)")
+    vf.add_argument(
+        "--commitment",
+        metavar="HEX",
+        help="the deal-key commitment published when the tournament was created",
+    )
+    vf.set_defaults(func=_verify)
 
     mrg = sub.add_parser(
         "merge",
@@ -769,6 +886,13 @@ def _u64(text: str) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``referee`` console script."""
+    global _env_deal_key
+    from referee.dealkey import KEY_ENV
+
+    # Records, bot logs and databases are the organiser's alone (0600 in 0700 folders),
+    # whoever creates them; and the deal key never reaches a child process.
+    os.umask(0o077)
+    _env_deal_key = os.environ.pop(KEY_ENV, None)
     parser = build_parser()
     args = parser.parse_args(argv)
     if getattr(args, "tls_cert", None) and not getattr(args, "tls_key", None):

@@ -329,11 +329,14 @@ def write_report_html(
     think: Mapping[str, tuple[float, float]],
     *,
     live_elo: Mapping[str, float] | None = None,
+    deal: Mapping[str, str] | None = None,
 ) -> None:
     """A self-contained HTML report: standings table, ratings chart and a section per bot.
 
     No external assets: the CSS and the SVG chart are inline. ``faults_by_reason`` maps
     bot → fault reason → count; ``think`` maps bot → (p50, p99) think time in ms.
+    ``deal`` holds the deal key's ``deal_key_commitment`` and, once the tournament is
+    over, the ``deal_key`` itself: the report says how to check the deals with them.
     """
     rows = _rows(standings, stats, live_elo)
     out = [
@@ -377,5 +380,20 @@ def write_report_html(
         for reason, count in sorted(reasons.items(), key=lambda rc: (-rc[1], rc[0])):
             out.append(f'<tr><th class="bot">Fault: {_e(reason)}</th><td>{count}</td></tr>')
         out.append("</tbody></table>")
+    if deal and deal.get("deal_key_commitment"):
+        out.append("<h2>Deals</h2>")
+        out.append(
+            '<table class="bot-detail"><tbody>'
+            f'<tr><th class="bot">Deal key commitment</th><td><code>{_e(deal["deal_key_commitment"])}</code></td></tr>'
+        )
+        if deal.get("deal_key"):
+            out.append(
+                f'<tr><th class="bot">Deal key</th><td><code>{_e(deal["deal_key"])}</code></td></tr>'
+            )
+        out.append("</tbody></table>")
+        out.append(
+            "<p>Every match seed follows from the deal key (docs/deal.md); "
+            "<code>referee verify</code> re-checks every deal, record and result.</p>"
+        )
     out.append("</body></html>")
     Path(path).write_text("\n".join(out) + "\n", encoding="utf-8")

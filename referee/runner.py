@@ -36,14 +36,14 @@ from referee.faults import (
     fallback_action,
 )
 from referee.pool import StartFailed, await_handshake
-from referee.record import RECORD_VERSION, RecordWriter, cards_text
+from referee.private import private_dir
+from referee.record import RECORD_VERSION, SEED_DOMAIN, RecordWriter, cards_text
 from referee.rules import Action, Match, Phase, Round, RuleSet, Trick, card_str, view
 from referee.server import Malformed, RefereeServer, SeatSlot, SeatStream
 from sticheln.v1 import bot_pb2
 
 log = structlog.get_logger("referee.match")
 
-SEED_DOMAIN = b"sticheln/seed/v1"
 #: How long a bot may take to exit by itself after its last stream ended, before SIGTERM.
 EXIT_GRACE_S = 1.0
 
@@ -205,6 +205,9 @@ class MatchRunner:
         observer: MatchObserver | None = None,
         pool: SeatPool | None = None,
         on_record: Callable[[dict[str, Any]], None] | None = None,
+        seed_withheld: str = "",
+        deal: int | None = None,
+        deal_key_commitment: str = "",
     ) -> None:
         rules.check_players(len(bots))
         if strike_limit < 1:
@@ -230,6 +233,12 @@ class MatchRunner:
         self.pool = pool
         #: Called with every record line as it is written (a league's spectators).
         self.on_record = on_record
+        #: Why ``MatchEnd`` does not reveal the seed ("" reveals it): a later match plays
+        #: the same deal (duplicate mode). The record's end line always holds the seed.
+        self.seed_withheld = seed_withheld
+        #: The tournament's deal number and its deal key's commitment, for the header.
+        self.deal = deal
+        self.deal_key_commitment = deal_key_commitment
         self._lent: dict[int, LentSeat] = {}
         #: Some seat was granted the "events" capability.
         self._live = False
@@ -284,6 +293,7 @@ class MatchRunner:
                 seat.watcher = asyncio.ensure_future(self._watch(seat, seat.stream))
                 return
             if not seat.spec.external:
+                private_dir(logs)
                 log_path = logs / f"{self.match_id}-seat{seat.index}-{log_name(seat.spec.name)}.log"
                 try:
                     seat.process = await BotProcess.start(
@@ -661,17 +671,23 @@ class MatchRunner:
             self.on_record(obj)
 
     def _write_header(self) -> None:
-        self._write(
+        # The seed is not in the header: the record is written while the match runs, and
+        # the seed opens every hand. It goes into the end line (see _finish).
+        header: dict[str, Any] = {
+            "type": "header",
+            "version": RECORD_VERSION,
+            "match_id": self.match_id,
+            "rules": self.rules.to_table(),
+            "players": len(self.seats),
+            "seating": [s.spec.name for s in self.seats],
+            "commitment": seed_commitment(self.seed, self.nonce).hex(),
+        }
+        if self.deal is not None:
+            header["deal"] = self.deal
+        if self.deal_key_commitment:
+            header["deal_key_commitment"] = self.deal_key_commitment
+        header.update(
             {
-                "type": "header",
-                "version": RECORD_VERSION,
-                "match_id": self.match_id,
-                "rules": self.rules.to_table(),
-                "players": len(self.seats),
-                "seating": [s.spec.name for s in self.seats],
-                "seed": str(self.seed),
-                "nonce": self.nonce.hex(),
-                "commitment": seed_commitment(self.seed, self.nonce).hex(),
                 "clock": {
                     "decision_ms": self.clock.decision_ms,
                     "time_bank_ms": self.clock.time_bank_ms,
@@ -681,6 +697,7 @@ class MatchRunner:
                 "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
             }
         )
+        self._write(header)
 
     # -- the end ------------------------------------------------------------------------------
 
@@ -689,17 +706,20 @@ class MatchRunner:
         forfeited = {s.index for s in self.seats if s.forfeited}
         places = match.places(forfeited)
         positive = match.positive_rounds()
-        self._write(
-            {
-                "type": "end",
-                "reason": "completed",
-                "totals": list(match.totals),
-                "places": places,
-                "forfeited": sorted(forfeited),
-                "decisions": self._decisions,
-                "finished_at": datetime.now(UTC).isoformat(timespec="seconds"),
-            }
-        )
+        end_line: dict[str, Any] = {
+            "type": "end",
+            "reason": "completed",
+            "totals": list(match.totals),
+            "places": places,
+            "forfeited": sorted(forfeited),
+            "decisions": self._decisions,
+            "finished_at": datetime.now(UTC).isoformat(timespec="seconds"),
+            "seed": str(self.seed),
+            "nonce": self.nonce.hex(),
+        }
+        if self.seed_withheld:
+            end_line["seed_withheld"] = self.seed_withheld
+        self._write(end_line)
         assert self._record is not None
         self._record.close()
         for seat in self.seats:
@@ -710,8 +730,11 @@ class MatchRunner:
             end.places.extend(places)
             for round_result in match.results:
                 end.rounds.add().CopyFrom(round_result_to_proto(round_result))
-            end.seed = self.seed
-            end.seed_nonce = self.nonce
+            if self.seed_withheld:
+                end.seed_withheld = self.seed_withheld
+            else:
+                end.seed = self.seed
+                end.seed_nonce = self.nonce
             end.forfeited_seats.extend(sorted(forfeited))
             end.reason = "completed"
             await self._send(seat, msg)

@@ -270,7 +270,7 @@ def oracle(lines: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
             )
         elif kind == "end":
             done = line["reason"] == "completed"
-            seed, nonce = (int(header["seed"]), header["nonce"]) if done else (0, "")
+            seed, nonce = (int(line["seed"]), line["nonce"]) if done else (0, "")
             out.append(("end", line["totals"], line["places"], line["reason"], seed, nonce))
     return out
 

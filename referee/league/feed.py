@@ -44,9 +44,11 @@ class PublicFilter:
         """The first message, from the record's header line."""
         rules = from_table(dict(line["rules"]))
         self.secret = str(line["rules"].get("pain_visibility", "")) == "secret"
-        # Kept back until the match is completed: the seed opens every deal.
-        self._seed = int(line["seed"])
-        self._nonce = bytes.fromhex(line["nonce"])
+        if "seed" in line:
+            # A version 1 record: the seed is in the header, and kept back here until the
+            # match is completed (it opens every deal). Version 2 has it in the end line.
+            self._seed = int(line["seed"])
+            self._nonce = bytes.fromhex(line["nonce"])
         return league_pb2.WatchMatchResponse(
             match=league_pb2.WatchedMatch(
                 match_id=line["match_id"],
@@ -95,9 +97,9 @@ class PublicFilter:
             end = league_pb2.MatchEnded(
                 totals=line["totals"], places=line["places"], reason=line["reason"]
             )
-            if line["reason"] == "completed":
-                end.seed = self._seed
-                end.seed_nonce = self._nonce
+            if line["reason"] == "completed" and not line.get("seed_withheld"):
+                end.seed = int(line.get("seed", self._seed))
+                end.seed_nonce = bytes.fromhex(line["nonce"]) if "nonce" in line else self._nonce
             return league_pb2.WatchMatchResponse(end=end)
         else:
             return None  # "header" again, "pain", or a line type from a later version

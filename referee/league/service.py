@@ -37,6 +37,7 @@ import grpc
 import structlog
 
 from referee.bots import BotProcess, BotSpec
+from referee.dealkey import DealKey
 from referee.league.config import LeagueConfig
 from referee.league.feed import MatchFeed, replay_feed
 from referee.league.registry import BotEntry, BotRegistry, RegistryError
@@ -54,7 +55,7 @@ from referee.server import (
     TlsConfig,
 )
 from referee.tournament.run import bot_stats, outcomes_from
-from referee.tournament.schedule import ScheduledMatch, deal_seed
+from referee.tournament.schedule import ScheduledMatch
 from referee.tournament.storage import Store, StoredResult
 from sticheln.v1 import bot_pb2, league_pb2
 
@@ -117,16 +118,6 @@ class _Published:
 def match_id_of(league: str, index: int) -> str:
     """The id of the league's match number ``index``: ``<league>-<index>``."""
     return f"{league}-{index:06d}"
-
-
-def replay_seed(seed: int) -> int:
-    """The seed of an interrupted match's replay: a new deal, derived from the old seed.
-
-    The seats of an interrupted match have seen their hands and the cards played so far,
-    so replaying the same deal would let them play with knowledge of each other's hands.
-    """
-    digest = hashlib.sha256(b"sticheln/league/replay/v1" + seed.to_bytes(8, "big")).digest()
-    return int.from_bytes(digest[:8], "big")
 
 
 def _summary(
@@ -202,6 +193,10 @@ class League:
         self._records: dict[str, tuple[int, Path]] = {}
         self._finished = 0
         self._next_index = 0
+        #: The deal number of the next match (a replayed match takes a new one too).
+        self._next_deal = 0
+        #: The league's secret deal key, from its database (made when the league was created).
+        self.key: DealKey | None = None
         self._published = _Published()
         self._publishing: asyncio.Task[None] | None = None
         self._last_publish = -math.inf
@@ -236,18 +231,21 @@ class League:
         fingerprint = self.fingerprint()
         digest = hashlib.sha256(json.dumps(fingerprint, sort_keys=True).encode()).hexdigest()
         self.store.open_tournament(c.name, fingerprint, digest)
+        key = self.key = self.store.deal_key(c.name)
         interrupted = self.store.reset_interrupted(c.name)
         rows = self.store.match_rows(c.name)
         self._next_index = max((r["idx"] for r in rows), default=-1) + 1
+        self._next_deal = max((r["deal"] for r in rows), default=-1) + 1
         for r in rows:
             if r["status"] == "planned":
                 # A league plans a match when it starts it, so every planned match was
-                # interrupted: its bots saw part of the deal, and it is replayed with a new one.
+                # interrupted: its bots saw part of the deal, and it is replayed with a new
+                # one (a deal number no match has used).
                 seating = tuple(json.loads(r["seating"]))
-                seed = replay_seed(int(r["seed"]))
-                self.store.set_seed(c.name, r["idx"], seed)
+                deal = self._take_deal()
+                self.store.set_deal(c.name, r["idx"], deal, key.match_seed(deal))
                 self._replays.append(
-                    ScheduledMatch(r["idx"], tuple(sorted(seating)), seating, seed, r["deal"])
+                    ScheduledMatch(r["idx"], tuple(sorted(seating)), seating, deal)
                 )
             elif r["status"] == "finished" and r["record_path"]:
                 self._records[r["match_id"]] = (r["idx"], Path(r["record_path"]))
@@ -277,6 +275,7 @@ class League:
         log.info(
             "league_start",
             league=c.name,
+            deal_key_commitment=key.commitment(),
             address=self.server.address,
             finished=self._finished,
             replays=len(self._replays),
@@ -458,11 +457,17 @@ class League:
             seating = choose_table(list(idle), size, self._history, self._rng)
             index = self._next_index
             self._next_index += 1
-            m = ScheduledMatch(
-                index, tuple(sorted(seating)), seating, deal_seed(self.config.seed, index), index
+            m = ScheduledMatch(index, tuple(sorted(seating)), seating, self._take_deal())
+            assert self.key is not None
+            self.store.plan(
+                self.config.name, [m], lambda m: match_id_of(self.config.name, m.index), self.key
             )
-            self.store.plan(self.config.name, [m], lambda m: match_id_of(self.config.name, m.index))
             self._launch(m, idle, replayed=False)
+
+    def _take_deal(self) -> int:
+        deal = self._next_deal
+        self._next_deal += 1
+        return deal
 
     def _launch(self, m: ScheduledMatch, idle: dict[str, list[_Stream]], replayed: bool) -> None:
         streams = {bot: idle[bot].pop(0) for bot in m.seating}
@@ -478,11 +483,14 @@ class League:
         self, m: ScheduledMatch, running: _Running, streams: dict[str, _Stream], replayed: bool
     ) -> None:
         c = self.config
+        assert self.key is not None
         runner = MatchRunner(
             self.server,
             [BotSpec(name=bot) for bot in m.seating],
             c.rules,
-            seed=m.seed,
+            seed=self.key.match_seed(m.deal),
+            deal=m.deal,
+            deal_key_commitment=self.key.commitment(),
             match_id=running.match_id,
             clock=c.clock,
             strike_limit=c.strike_limit,

@@ -327,7 +327,8 @@ def test_the_cpp_bot_plays_over_tls(tmp_path: Path) -> None:
 class _ScriptedReferee(bot_pb2_grpc.RefereeServicer):
     """One match of one round with one pain-choice request, then MatchEnd and status OK.
 
-    ``reveal`` is "true" (the real seed), "wrong" (another seed) or "none" (no seed).
+    ``reveal`` is "true" (the real seed), "wrong" (another seed), "withheld" (no seed, and
+    ``seed_withheld`` says why) or "none" (no seed at all).
     """
 
     def __init__(self, reveal: str) -> None:
@@ -380,6 +381,8 @@ class _ScriptedReferee(bot_pb2_grpc.RefereeServicer):
             end.seed, end.seed_nonce = seed, nonce
         elif self.reveal == "wrong":
             end.seed, end.seed_nonce = seed + 1, nonce
+        elif self.reveal == "withheld":
+            end.seed_withheld = "a later match plays the same deal"
         yield bot_pb2.RefereeMessage(match_end=end)
 
 
@@ -429,6 +432,13 @@ def test_the_cpp_bot_skips_the_check_when_the_seed_is_not_revealed(tmp_path: Pat
     _, code, err = _against_scripted(tmp_path, "none")
     assert code == 0, err
     assert "match scripted: the seed was not revealed; the seed commitment is not checked" in err
+    _, code, err = _against_scripted(tmp_path, "withheld")
+    assert code == 0, err
+    assert (
+        "match scripted: the seed is withheld, the seed commitment is not checked: "
+        "a later match plays the same deal"
+    ) in err
+    assert "does not match" not in err
 
 
 # -- failures ----------------------------------------------------------------------------------

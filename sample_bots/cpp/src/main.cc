@@ -187,6 +187,12 @@ class Seat {
   // this seat was dealt, re-derived from the seed (docs/deal.md).
   void on_match_end(const v1::MatchEnd& end) {
     const std::string& match = start_.match_id();
+    if (!end.seed_withheld().empty()) {  // a later match plays the same deal (duplicate mode)
+      log_line(options_.name + ": match " + match +
+               ": the seed is withheld, the seed commitment is not checked: " +
+               end.seed_withheld());
+      return;
+    }
     if (end.seed_nonce().empty()) {
       log_line(options_.name + ": match " + match +
                ": the seed was not revealed; the seed commitment is not checked");

@@ -537,7 +537,7 @@ def _check_bot(args: argparse.Namespace) -> int:
 
     from referee import logs
     from referee.bots import BotConfigError, BotSpec, load_bot
-    from referee.checkbot import Outcome, check_bot, scenarios
+    from referee.checkbot import SEATS_SCENARIO, Outcome, check_bot, scenarios
 
     logs.configure(args.log_level)
     if type(args.rounds) is not int or args.rounds < 1:
@@ -546,17 +546,12 @@ def _check_bot(args: argparse.Namespace) -> int:
         raise UsageError(f"--strikes: {args.strikes} is not allowed; allowed: 1 or more")
     if args.startup_ms < 0:
         raise UsageError(f"--startup-ms: {args.startup_ms} is not allowed; allowed: 1 or more")
-    all_scenarios = scenarios(rounds=args.rounds)
     if args.list:
-        for s in all_scenarios:
-            print(f"{s.name:<28} {s.about}")
+        for s in scenarios(rounds=args.rounds, seats=2):
+            note = " (for a bot file that declares seats)" if s.name == SEATS_SCENARIO else ""
+            print(f"{s.name:<28} {s.about}{note}")
         return 0
-    names = [s.name for s in all_scenarios]
-    unknown = [n for n in args.scenario or () if n not in names]
-    if unknown:
-        raise UsageError(f"unknown scenario {unknown[0]!r}; allowed: {', '.join(names)}")
-    chosen = [s for s in all_scenarios if not args.scenario or s.name in args.scenario]
-    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    command = args.bot_command[1:] if args.bot_command[:1] == ["--"] else args.bot_command
     ways = sum((bool(command), bool(args.bot), args.connect))
     if ways != 1:
         raise UsageError("give exactly one of: -- COMMAND..., --bot FILE, --connect")
@@ -573,6 +568,16 @@ def _check_bot(args: argparse.Namespace) -> int:
             bot = BotSpec(name=args.name, command=tuple(command), workdir=Path.cwd())
     except BotConfigError as exc:
         raise UsageError(str(exc)) from None
+    all_scenarios = scenarios(rounds=args.rounds, seats=bot.seats)
+    names = [s.name for s in all_scenarios]
+    unknown = [n for n in args.scenario or () if n not in names]
+    if unknown == [SEATS_SCENARIO]:
+        raise UsageError(
+            f"scenario {SEATS_SCENARIO!r} is for a bot file that declares seats (more than 1)"
+        )
+    if unknown:
+        raise UsageError(f"unknown scenario {unknown[0]!r}; allowed: {', '.join(names)}")
+    chosen = [s for s in all_scenarios if not args.scenario or s.name in args.scenario]
     keep = args.out is not None
     out = Path(args.out) if keep else Path(tempfile.mkdtemp(prefix="check-bot-"))
 
@@ -852,7 +857,10 @@ def build_parser() -> argparse.ArgumentParser:
         "bot sent and what was expected. Exit status 1 when any scenario fails.",
     )
     chk.add_argument(
-        "command", nargs=argparse.REMAINDER, help="after --: the command that starts the bot"
+        "bot_command",
+        nargs=argparse.REMAINDER,
+        metavar="command",
+        help="after --: the command that starts the bot",
     )
     chk.add_argument("--bot", metavar="FILE", help="a bot file (TOML) instead of a command")
     chk.add_argument(

@@ -189,7 +189,7 @@ def test_the_store_keeps_the_deal_key_and_refuses_changed_settings(tmp_path: Pat
 
 @pytest.mark.timeout(180)
 def test_heuristic_against_random_accepts_h1_within_a_few_dozen_pairs(tmp_path: Path) -> None:
-    config = load_compare(None, flags(tmp_path, parallel=2, sprt=["min_pairs=10"]))
+    config = load_compare(None, flags(tmp_path, parallel=2, sprt=["upper=20", "min_pairs=10"]))
     seen: list[int] = []
     outcome = asyncio.run(run_compare(config, on_progress=lambda v, m: seen.append(v.pairs)))
     assert outcome.verdict.decision == H1 and outcome.exit_status == 0

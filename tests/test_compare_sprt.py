@@ -83,23 +83,27 @@ def test_a_test_with_bounds_too_close_for_the_cap_stays_undecided() -> None:
     assert result.mean_pairs == pytest.approx(50.0, abs=2.0)
 
 
-def test_llr_is_walds_normal_llr_with_the_estimated_variance() -> None:
+def test_llr_is_the_profile_likelihood_ratio_of_the_normal_model() -> None:
     rng = np.random.default_rng(5)
     d = rng.normal(3.0, 10.0, 37)
     sprt = Sprt(0.0, 5.0)
-    var = float(np.mean((d - d.mean()) ** 2))
 
-    def log_likelihood(mu: float) -> float:
-        return float(-0.5 * np.sum((d - mu) ** 2) / var)
+    def profile_log_likelihood(mu: float) -> float:
+        var = float(np.mean((d - mu) ** 2))  # the maximising variance at this mean
+        return float(-0.5 * d.size * (math.log(2 * math.pi * var) + 1.0))
 
-    expected = log_likelihood(5.0) - log_likelihood(0.0)
+    expected = profile_log_likelihood(5.0) - profile_log_likelihood(0.0)
     assert state(sprt, d.tolist()).llr == pytest.approx(expected, rel=1e-12)
-    assert expected == pytest.approx(d.size * 5.0 * (2 * d.mean() - 5.0) / (2 * var), rel=1e-12)
+    # To first order it is fastchess's normalised SPRT: n δ (2x̄ − μ₀ − μ₁) / (2σ̂²).
+    small = Sprt(0.0, 0.05)
+    var = float(np.mean((d - d.mean()) ** 2))
+    approx = d.size * 0.05 * (2 * d.mean() - 0.05) / (2 * var)
+    assert state(small, d.tolist()).llr == pytest.approx(approx, rel=1e-2)
 
 
 def test_first_verdict_is_the_first_crossing_in_deal_order() -> None:
     sprt = Sprt(0.0, 10.0, min_pairs=3)
-    strong = [30.0, 25.0, 35.0, 28.0, 31.0]
+    strong = [30.0, 31.0, 29.0] * 4
     verdict, at = first_verdict(sprt, strong)
     assert verdict == H1
     assert at >= sprt.min_pairs
@@ -109,15 +113,17 @@ def test_first_verdict_is_the_first_crossing_in_deal_order() -> None:
     assert sprt.verdict(state(sprt, strong[:at]).llr, at) == H1
     # Later pairs do not change a verdict already reached.
     assert first_verdict(sprt, [*strong, -500.0, -500.0]) == (H1, at)
-    weak = [-30.0, -25.0, -35.0, -28.0, -31.0]
+    weak = [-30.0, -31.0, -29.0] * 4
     assert first_verdict(sprt, weak)[0] == H0
 
 
 def test_no_verdict_before_min_pairs_however_clear() -> None:
     sprt = Sprt(0.0, 5.0, min_pairs=10)
-    verdict, at = first_verdict(sprt, [100.0] * 9)
+    clear = [10.0 + (k % 2) for k in range(10)]
+    verdict, at = first_verdict(sprt, clear[:9])
     assert (verdict, at) == (None, 9)
-    assert first_verdict(sprt, [100.0] * 10) == (H1, 10)
+    assert state(sprt, clear[:9]).llr > sprt.accept_h1_at
+    assert first_verdict(sprt, clear) == (H1, 10)
 
 
 def test_pairs_to_go_estimates_the_remaining_drift() -> None:
@@ -128,7 +134,7 @@ def test_pairs_to_go_estimates_the_remaining_drift() -> None:
     s = state(sprt, d.tolist())
     assert s.pairs_to_go is not None
     var = float(np.var(d, ddof=1))
-    drift = 5.0 * 5.0 / (2 * var)
+    drift = 0.5 * math.log((var + 25.0) / var)
     assert s.pairs_to_go == math.ceil((sprt.accept_h1_at - s.llr) / drift)
     flat = state(sprt, [2.5 + x for x in (-1.0, 1.0) * 20])
     assert flat.pairs_to_go is None  # mean midway: no drift towards either bound

@@ -4,11 +4,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
 # Debian packages the tests start for real: Prometheus (promtool and a server), PostgreSQL,
-# and docker-compose (its `config` checks deploy/compose.yaml; no Docker daemon needed).
+# Chromium, and docker-compose (its `config` checks deploy/compose.yaml; no Docker daemon needed).
 need=()
 command -v docker-compose >/dev/null || need+=(docker-compose)
 { command -v promtool && command -v prometheus; } >/dev/null || need+=(prometheus)
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need+=(postgresql)
+# The web pages' browser tests drive Debian's Chromium (Playwright is pointed at it).
+[ -x /usr/bin/chromium ] || need+=(chromium)
 if [ ${#need[@]} -gt 0 ]; then
   SUDO=$([ "$(id -u)" -eq 0 ] || echo sudo)
   $SUDO apt-get update -qq

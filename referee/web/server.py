@@ -156,7 +156,13 @@ class WebServer:
 
     async def start(self) -> str:
         """Listen; returns ``http://host:port/``."""
-        self._runner = web.AppRunner(self.app, access_log=None, shutdown_timeout=2.0)
+        self._runner = web.AppRunner(
+            # A viewer that leaves ends its live stream at once.
+            self.app,
+            access_log=None,
+            shutdown_timeout=2.0,
+            handler_cancellation=True,
+        )
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.options.host, self.options.port)
         await site.start()
@@ -368,8 +374,8 @@ class WebServer:
                     break
                 doc = event_json(msg)
                 await response.write(f"data: {json.dumps(doc, separators=(',', ':'))}\n\n".encode())
-        except (ConnectionResetError, asyncio.CancelledError):
-            pass
+        except ConnectionResetError:
+            pass  # the viewer left
         finally:
             pump.cancel()
             closing.cancel()
@@ -392,8 +398,8 @@ class WebServer:
                         await asyncio.wait_for(self._changed.wait(), HEARTBEAT_S)
                 if self.source.version() == last and not self._closing.is_set():
                     await response.write(b": still here\n\n")
-        except (ConnectionResetError, asyncio.CancelledError):
-            pass
+        except ConnectionResetError:
+            pass  # the viewer left
         finally:
             self.metrics.clients.labels("updates").dec()
         return response

@@ -15,6 +15,7 @@ refused until it has finished.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -52,6 +53,8 @@ PAGES = {
 HEARTBEAT_S = 15.0
 #: How often the standings' update stream looks for a change.
 UPDATE_POLL_S = 0.25
+#: Broadcasts of this many finished matches are kept for their next viewers.
+KEPT_BROADCASTS = 64
 #: At most this many matches per ``/api/matches`` page.
 MAX_LIMIT = 500
 STATIC_TYPES = {
@@ -129,6 +132,9 @@ class WebServer:
         self.app = web.Application(middlewares=[self._middleware])
         self._runner: web.AppRunner | None = None
         self._closing = asyncio.Event()
+        self._broadcasts: collections.OrderedDict[str, Broadcast] = collections.OrderedDict()
+        #: The live match streams, ended at once when the server stops.
+        self._streams: set[asyncio.Task[Any]] = set()
         self._changed = asyncio.Condition()
         self._watcher: asyncio.Task[None] | None = None
         self.address = ""
@@ -178,6 +184,10 @@ class WebServer:
     async def stop(self) -> None:
         """End every live stream, then stop listening."""
         self._closing.set()
+        for task in list(self._streams):
+            task.cancel()
+        for b in list(self._broadcasts.values()):
+            b.task.cancel()
         async with self._changed:
             self._changed.notify_all()
         if self._watcher is not None:
@@ -347,38 +357,57 @@ class WebServer:
         self.metrics.clients.labels(stream).inc()
         return response
 
+    def _broadcast(self, match_id: str) -> Broadcast:
+        """The match's broadcast, shared by its viewers; a finished match's is kept for
+        the next viewers (the latest :data:`KEPT_BROADCASTS`), so that it is read from
+        its record and filtered once."""
+        found = self._broadcasts.get(match_id)
+        # A league replays an interrupted match under the same id: a new broadcast then.
+        if found is not None and (
+            not found.done or all(m["match_id"] != match_id for m in self.source.running())
+        ):
+            self._broadcasts.move_to_end(match_id)
+            return found
+        b = Broadcast(self.source.feed(match_id), self.options.delay_rounds)
+        self._broadcasts[match_id] = b
+        excess = len(self._broadcasts) - KEPT_BROADCASTS
+        if excess > 0:  # the oldest finished ones go; running matches' stay
+            for key in [k for k, v in self._broadcasts.items() if v.done][:excess]:
+                del self._broadcasts[key]
+        return b
+
     async def live(self, request: web.Request) -> web.StreamResponse:
         match_id = request.match_info["match_id"]
-        feed = self.source.feed(match_id)
-        delay = self.options.delay_rounds
+        b = self._broadcast(match_id)
         response = await self._event_stream(request, "match")
-        queue: asyncio.Queue[league_pb2.WatchMatchResponse | None] = asyncio.Queue()
-        pump = asyncio.ensure_future(_pump(feed, delay, queue))
-        closing = asyncio.ensure_future(self._closing.wait())
+        task = asyncio.current_task()
+        assert task is not None
+        self._streams.add(task)
+        heartbeat = asyncio.ensure_future(_heartbeat(response))
         try:
             await response.write(b"retry: 2000\n\n")
+            sent = 0
             while True:
-                getter = asyncio.ensure_future(queue.get())
-                done, _ = await asyncio.wait(
-                    {getter, closing}, timeout=HEARTBEAT_S, return_when=asyncio.FIRST_COMPLETED
-                )
-                if getter not in done:
-                    getter.cancel()
-                    if closing in done:
-                        break
-                    await response.write(b": still here\n\n")
-                    continue
-                msg = getter.result()
-                if msg is None:
-                    await response.write(b"event: close\ndata: {}\n\n")
+                changed = b.changed
+                if sent < len(b.chunks):
+                    # Everything new in one write: a viewer joining late gets the match so
+                    # far at once, and a busy stream is not written event by event.
+                    chunk = b"".join(b.chunks[sent:])
+                    sent += len(b.chunks) - sent
+                    await response.write(chunk)
+                elif b.done:
                     break
-                doc = event_json(msg)
-                await response.write(f"data: {json.dumps(doc, separators=(',', ':'))}\n\n".encode())
+                else:
+                    await changed.wait()
+            await response.write(b"event: close\ndata: {}\n\n")
         except ConnectionResetError:
             pass  # the viewer left
+        except asyncio.CancelledError:
+            if not self._closing.is_set():
+                raise  # the viewer left (the request was cancelled)
         finally:
-            pump.cancel()
-            closing.cancel()
+            heartbeat.cancel()
+            self._streams.discard(task)
             self.metrics.clients.labels("match").dec()
         return response
 
@@ -405,13 +434,39 @@ class WebServer:
         return response
 
 
-async def _pump(
-    feed: MatchFeed, delay: int, queue: asyncio.Queue[league_pb2.WatchMatchResponse | None]
-) -> None:
-    """A feed's public messages into ``queue``; None after the last."""
-    messages: AsyncIterator[league_pb2.WatchMatchResponse] = feed.watch(delay)
-    try:
-        async for msg in messages:
-            queue.put_nowait(msg)
-    finally:
-        queue.put_nowait(None)
+class Broadcast:
+    """A match's public events, filtered and encoded once for all its web viewers.
+
+    ``chunks`` grows by one Server-Sent Event per public message of the feed (with the
+    server's delay); ``changed`` is set (and replaced) whenever it grew or ended.
+    """
+
+    def __init__(self, feed: MatchFeed, delay_rounds: int) -> None:
+        self.chunks: list[bytes] = []
+        self.done = False
+        self.changed = asyncio.Event()
+        self.task = asyncio.ensure_future(self._run(feed, delay_rounds))
+
+    async def _run(self, feed: MatchFeed, delay_rounds: int) -> None:
+        messages: AsyncIterator[league_pb2.WatchMatchResponse] = feed.watch(delay_rounds)
+        try:
+            async for msg in messages:
+                text = json.dumps(event_json(msg), separators=(",", ":"))
+                self.chunks.append(f"data: {text}\n\n".encode())
+                self._wake()
+        finally:
+            self.done = True
+            self._wake()
+
+    def _wake(self) -> None:
+        changed, self.changed = self.changed, asyncio.Event()
+        changed.set()
+
+
+async def _heartbeat(response: web.StreamResponse) -> None:
+    """A comment line every :data:`HEARTBEAT_S` on a live stream, so a quiet stream stays
+    open through proxies and a closed one is noticed."""
+    with contextlib.suppress(ConnectionResetError):
+        while True:
+            await asyncio.sleep(HEARTBEAT_S)
+            await response.write(b": still here\n\n")

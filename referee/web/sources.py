@@ -33,6 +33,8 @@ if TYPE_CHECKING:
 
 #: How often a running tournament's record files are read again for its spectators.
 TAIL_INTERVAL_S = 0.5
+#: A computed document is at most this old (seconds) while matches keep finishing.
+STALE_S = 1.0
 #: The window over which matches per second are measured.
 RATE_WINDOW_S = 600.0
 
@@ -69,7 +71,7 @@ class Source(ABC):
     def __init__(self, name: str, decision_ms: float) -> None:
         self.name = name
         self.decision_ms = decision_ms
-        self._cache: dict[str, tuple[Any, Any]] = {}
+        self._cache: dict[str, tuple[Any, Any, float]] = {}
         self._finish_times: collections.deque[float] = collections.deque(maxlen=10_000)
         self._started = time.time()
 
@@ -94,6 +96,10 @@ class Source(ABC):
     @abstractmethod
     def running(self) -> list[dict[str, Any]]:
         """The running matches: ``match_id`` and ``seating``."""
+
+    @abstractmethod
+    def finished(self) -> int:
+        """How many matches have finished."""
 
     @abstractmethod
     def planned(self) -> int | None:
@@ -121,13 +127,16 @@ class Source(ABC):
     # -- computed ---------------------------------------------------------------------------
 
     def cached(self, key: str, make: Any) -> Any:
-        """``make()``, computed again only after :meth:`version` changed."""
+        """``make()``, computed again only once :meth:`version` changed and the value is
+        :data:`STALE_S` old: pages of a busy league are then at most that far behind, and
+        the league's loop computes each document at most once per interval."""
         version = self.version()
         hit = self._cache.get(key)
-        if hit is not None and hit[0] == version:
+        now = time.monotonic()
+        if hit is not None and (hit[0] == version or now - hit[2] < STALE_S):
             return hit[1]
         value = make()
-        self._cache[key] = (version, value)
+        self._cache[key] = (version, value, now)
         return value
 
     def record_lines(self, match_id: str) -> list[dict[str, Any]]:
@@ -143,7 +152,7 @@ class Source(ABC):
 
     def progress(self) -> dict[str, Any]:
         """Matches done and planned, running now, matches per second, the time left."""
-        done = len(data.by_match(self.results()))
+        done = self.finished()
         planned = self.planned()
         now = time.time()
         window = min(RATE_WINDOW_S, max(now - self._started, 1e-9))
@@ -208,6 +217,9 @@ class LeagueSource(Source):
             {"match_id": mid, "seating": list(seating)}
             for mid, seating in sorted(self.league.running_seating().items())
         ]
+
+    def finished(self) -> int:
+        return self.league.finished_count()
 
     def planned(self) -> int | None:
         return None
@@ -368,6 +380,9 @@ class TournamentSource(Source):
             if r["status"] == "running"
         ]
 
+    def finished(self) -> int:
+        return int(self.version()[0])
+
     def planned(self) -> int | None:
         return len(self._match_rows())
 
@@ -502,6 +517,9 @@ class FolderSource(Source):
 
     def running(self) -> list[dict[str, Any]]:
         return []
+
+    def finished(self) -> int:
+        return len(self._paths)
 
     def planned(self) -> int | None:
         return len(self._paths) + len(self._unfinished)

@@ -477,6 +477,10 @@ class FolderSource(Source):
         for _, rows in loaded:
             self._results.extend(rows)
         self.decision_ms = decision_ms if decision_ms is not None else (clock_ms or 0.0)
+        # A tournament's or league's match ids are "<name>-<number>": its name.
+        prefixes = {m.rsplit("-", 1)[0] for m in [*self._paths, *self._unfinished] if "-" in m}
+        if len(prefixes) == 1:
+            self.name = prefixes.pop()
         self._standings = self._read_standings()
 
     def _read_standings(self) -> dict[str, Any]:

@@ -182,6 +182,28 @@ def _tournament(args: argparse.Namespace) -> int:
         print(f"metrics on http://{args.metrics_addr}:{port}/metrics", file=sys.stderr)
 
     async def run() -> int:
+        web = follow = None
+        if args.web_port is not None:
+            from referee.web import TournamentSource, WebOptions, WebServer
+
+            source = TournamentSource(config)
+            web = WebServer(source, metrics.registry, WebOptions(args.web_host, args.web_port))
+            try:
+                await web.start()
+            except OSError as exc:
+                raise UsageError(
+                    f"--web-port: cannot serve on {args.web_host}:{args.web_port}: {exc}"
+                ) from None
+            follow = asyncio.ensure_future(source.follow())
+            print(f"web on {web.address}", file=sys.stderr, flush=True)
+        try:
+            return await run_tournament_and_report()
+        finally:
+            if web is not None and follow is not None:
+                follow.cancel()
+                await web.stop()
+
+    async def run_tournament_and_report() -> int:
         outcome = await run_tournament(
             config,
             metrics=metrics,
@@ -508,8 +530,24 @@ def _serve(args: argparse.Namespace) -> int:
             loop.add_signal_handler(sig, stop.set)
         # The first line on stdout is the address (port 0 picks a free one).
         print(f"league {config.name} serving on {league.server.address}", flush=True)
+        web = None
+        if config.web_port is not None:
+            from referee.web import LeagueSource, WebOptions, WebServer
+
+            options = WebOptions(config.web_host, config.web_port, config.web_delay_rounds)
+            web = WebServer(LeagueSource(league), metrics.registry, options)
+            try:
+                await web.start()
+            except OSError as exc:
+                await league.stop()
+                raise UsageError(
+                    f"cannot serve the web pages on {config.web_host}:{config.web_port}: {exc}"
+                ) from None
+            print(f"web on {web.address}", flush=True)
         await stop.wait()
         print("stopping: running matches get the grace period to finish", file=sys.stderr)
+        if web is not None:
+            await web.stop()
         await league.stop()
         return 0
 
@@ -684,6 +722,22 @@ def _check_bot(args: argparse.Namespace) -> int:
     return _run_until_done(run(), f"interrupted: bot stopped; records and logs in {out}")
 
 
+def _web(args: argparse.Namespace) -> int:
+    """Serve a finished tournament's folder as web pages until SIGTERM or Ctrl-C."""
+    from referee import eventloop, logs
+    from referee.web import NotFound, serve_folder
+
+    logs.configure("warning")
+    if not 0 <= args.port <= 65535:
+        raise UsageError(f"--port {args.port} is not allowed; allowed: 0 to 65535")
+    try:
+        return eventloop.run(serve_folder(Path(args.folder), args.host, args.port))
+    except NotFound as exc:
+        raise UsageError(str(exc)) from None
+    except OSError as exc:
+        raise UsageError(f"cannot serve on {args.host}:{args.port}: {exc}") from None
+
+
 def _replay(args: argparse.Namespace) -> int:
     """Re-check a match record with the engine and print a trick-by-trick account."""
     from referee.record import ReplayError, replay
@@ -759,6 +813,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     tour.add_argument(
         "--parallel", type=int, default=0, help="matches at once (overrides the file)"
+    )
+    tour.add_argument(
+        "--web-port",
+        type=int,
+        default=None,
+        help="serve the web pages (standings, matches, live tables) on this port while it runs",
+    )
+    tour.add_argument(
+        "--web-host", default="127.0.0.1", help="address of the web pages (default 127.0.0.1)"
     )
     tour.add_argument(
         "--metrics-port", type=int, default=None, help="serve Prometheus metrics on this port"
@@ -1009,6 +1072,12 @@ def build_parser() -> argparse.ArgumentParser:
     chk.add_argument("--port", type=int, default=0, help="port (default 0: any free port)")
     chk.add_argument("--log-level", default="error", choices=["debug", "info", "warning", "error"])
     chk.set_defaults(func=_check_bot)
+
+    wb = sub.add_parser("web", help="browse a finished tournament's output folder in a web browser")
+    wb.add_argument("folder", help="the tournament's output folder (its `out`, with matches/)")
+    wb.add_argument("--host", default="127.0.0.1", help="address to serve on (default 127.0.0.1)")
+    wb.add_argument("--port", type=int, default=8080, help="port (default 8080; 0: any free port)")
+    wb.set_defaults(func=_web)
 
     rp = sub.add_parser("replay", help="re-check a match record and print it trick by trick")
     rp.add_argument("file", help="a match record (.jsonl)")

@@ -20,12 +20,14 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 import os
 import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import structlog
 
@@ -35,6 +37,8 @@ from referee.metrics import RefereeMetrics
 from referee.private import private_dir
 from referee.ratings import BotStats, LiveElo, MatchOutcome, Standing, fit_standings, quantile
 from referee.report import (
+    EMBEDDED_MATCHES,
+    ReportMatch,
     standings_table,
     write_ratings_csv,
     write_ratings_json,
@@ -552,6 +556,7 @@ def export(config: TournamentConfig, store: Store) -> TournamentOutcome:
         ],
     )
     think = {bot: (s.think_p50_ms, s.think_p99_ms) for bot, s in stats.items()}
+    rows = store.match_rows(config.name)
     write_report_html(
         tmp["report.html"],
         f"Tournament {config.name}",
@@ -560,10 +565,11 @@ def export(config: TournamentConfig, store: Store) -> TournamentOutcome:
         store.faults_by_reason(config.name),
         think,
         deal=deal,
+        live_elo=live,
+        matches=report_matches(results, rows, out),
     )
     for name, path in exports.items():
         os.replace(tmp[name], path)
-    rows = store.match_rows(config.name)
     finished = sum(1 for r in rows if r["status"] == "finished")
     return TournamentOutcome(
         standings,
@@ -574,6 +580,39 @@ def export(config: TournamentConfig, store: Store) -> TournamentOutcome:
         standings_table(standings, stats, live),
         exports,
     )
+
+
+def report_matches(
+    results: Sequence[StoredResult], rows: Sequence[dict[str, Any]], out: Path
+) -> list[ReportMatch]:
+    """The report's matches, newest first; the latest ones with their record embedded."""
+    from referee.record import ReplayError, read_record
+    from referee.web.data import RecordShapeError, viewer_document
+
+    paths = {r["idx"]: r["record_path"] for r in rows}
+    by_idx: dict[int, list[StoredResult]] = {}
+    for r in results:
+        by_idx.setdefault(r.idx, []).append(r)
+    found: list[ReportMatch] = []
+    for idx in sorted(by_idx, reverse=True):
+        seats = sorted(by_idx[idx], key=lambda r: r.seat)
+        path = Path(paths.get(idx) or out / "matches" / f"{seats[0].match_id}.jsonl")
+        viewer = None
+        if len(found) < EMBEDDED_MATCHES:
+            with contextlib.suppress(OSError, ReplayError, RecordShapeError):
+                viewer = viewer_document(list(read_record(path)))
+        record = os.path.relpath(path, out) if path.is_absolute() else str(path)
+        found.append(
+            ReportMatch(
+                seats[0].match_id,
+                [r.bot for r in seats],
+                [r.total for r in seats],
+                [r.place for r in seats],
+                record,
+                viewer,
+            )
+        )
+    return found
 
 
 class MergeRefused(ValueError):

@@ -329,11 +329,13 @@ def write_report_html(
     think: Mapping[str, tuple[float, float]],
     *,
     live_elo: Mapping[str, float] | None = None,
+    sandbox: str = "",
 ) -> None:
     """A self-contained HTML report: standings table, ratings chart and a section per bot.
 
     No external assets: the CSS and the SVG chart are inline. ``faults_by_reason`` maps
-    bot → fault reason → count; ``think`` maps bot → (p50, p99) think time in ms.
+    bot → fault reason → count; ``think`` maps bot → (p50, p99) think time in ms;
+    ``sandbox`` is how the bots were confined ("bubblewrap" or "none").
     """
     rows = _rows(standings, stats, live_elo)
     out = [
@@ -342,6 +344,7 @@ def write_report_html(
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         f"<title>{_e(title)}</title><style>{_CSS}</style></head><body>",
         f"<h1>{_e(title)}</h1>",
+        *([f'<p class="sandbox">Bot sandbox: {_e(sandbox)}</p>'] if sandbox else []),
         "<h2>Standings</h2>",
         '<table><thead><tr><th>Rank</th><th class="bot">Bot</th><th>Rating</th>'
         "<th>95% CI</th><th>Live Elo</th><th>Matches</th><th>Mean score</th>"

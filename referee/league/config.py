@@ -1,7 +1,8 @@
 """League files (``referee serve --config league.toml``): validated into a :class:`LeagueConfig`.
 
-A league file has a ``[league]`` table and the tournament file's ``[rules]`` and
-``[clock]`` tables; examples/league-service.toml is a commented example. Every error
+A league file has a ``[league]`` table and the tournament file's ``[rules]``, ``[clock]``
+and ``[sandbox]`` tables (a league's bots dial in by themselves; ``[sandbox] mode`` is for
+any bot the league starts, and is reported with its matches); examples/league-service.toml is a commented example. Every error
 is one line naming the file, the key and what is allowed.
 """
 
@@ -15,7 +16,8 @@ from typing import Any
 
 from referee.rules import RuleError, RuleSet, from_table
 from referee.runner import Clock
-from referee.tournament.config import ConfigError, _int
+from referee.sandbox import DEFAULT_MODE
+from referee.tournament.config import ConfigError, _int, sandbox_mode
 
 _KEYS = {
     "name",
@@ -66,6 +68,8 @@ class LeagueConfig:
     handshake_timeout_s: float
     tls_cert: Path | None
     tls_key: Path | None
+    #: How bots the league starts are confined: "bubblewrap" (default) or "none".
+    sandbox: str = DEFAULT_MODE
 
 
 def _float(table: dict[str, Any], key: str, default: float, low: float, where: str) -> float:
@@ -99,11 +103,12 @@ def load_league_config(path: str | Path, environ: dict[str, str] | None = None) 
 def league_from_table(data: dict[str, Any], base: Path, source: Path, environ: Any) -> LeagueConfig:
     """Validate a parsed league file."""
     where = str(source)
-    unknown = sorted(set(data) - {"league", "rules", "clock"})
+    unknown = sorted(set(data) - {"league", "rules", "clock", "sandbox"})
     if unknown:
         raise ConfigError(
-            f"{where}: unknown table [{unknown[0]}]; allowed: [league], [rules], [clock]"
+            f"{where}: unknown table [{unknown[0]}]; allowed: [league], [rules], [clock], [sandbox]"
         )
+    sandbox = sandbox_mode(data.get("sandbox", {}), where)
     t = data.get("league", {})
     if not isinstance(t, dict):
         raise ConfigError(f"{where}: [league] must be a table")
@@ -183,4 +188,5 @@ def league_from_table(data: dict[str, Any], base: Path, source: Path, environ: A
         handshake_timeout_s=_float(t, "handshake_timeout_s", 10.0, 0.1, where),
         tls_cert=(base / tls_cert).resolve() if tls_cert else None,
         tls_key=(base / tls_key).resolve() if tls_key else None,
+        sandbox=sandbox,
     )

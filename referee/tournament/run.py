@@ -232,6 +232,7 @@ async def run_tournament(
             finished=len(finished & mine),
             replaying_interrupted=interrupted,
             resumed=resumed,
+            sandbox=config.sandbox,
         )
         elo = LiveElo()
         for outcome in outcomes_from(store.results(config.name)):
@@ -259,11 +260,12 @@ async def run_tournament(
                 pooled=pooled,
                 host=host,
                 log_level=log_level or logs.LEVEL,
+                sandbox=config.sandbox,
             )
             player = processes
             await processes.start()
         else:
-            here = InProcess(metrics, log_dir, startup_s, pooled)
+            here = InProcess(metrics, log_dir, startup_s, pooled, config.sandbox)
             player = here
             await here.start(host, port)
         queue: asyncio.Queue[ScheduledMatch] = asyncio.Queue()
@@ -418,6 +420,7 @@ def export(config: TournamentConfig, store: Store) -> TournamentOutcome:
         stats,
         store.faults_by_reason(config.name),
         think,
+        sandbox=config.sandbox,
     )
     for name, path in exports.items():
         os.replace(tmp[name], path)

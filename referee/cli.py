@@ -168,8 +168,8 @@ def _tournament(args: argparse.Namespace) -> int:
         for m in schedule:
             print(f"{m.index:5d}  deal {m.deal:4d}  seed {m.seed:20d}  {' '.join(m.seating)}")
         return 0
-    # Said in the tournament_start log line and the report (stderr stays one line per error).
-    _sandbox(config.sandbox, config.bots, say=False)
+    # In the tournament_start log line and the report; on a terminal, said here too.
+    _sandbox(config.sandbox, config.bots, say=sys.stderr.isatty())
     metrics = RefereeMetrics()
     metrics.planned.set(len(schedule))  # known before the first scrape
     if args.metrics_port is not None:

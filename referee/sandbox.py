@@ -146,11 +146,12 @@ def bwrap_command(policy: SandboxPolicy, command: Sequence[str]) -> list[str]:
     argv += ["--die-with-parent", "--new-session", "--hostname", policy.hostname]
     argv += ["--proc", "/proc", "--dev", "/dev"]
     argv += ["--perms", "1777", "--size", str(policy.tmp_size_bytes), "--tmpfs", "/tmp"]
-    covered = [*policy.system, *(link for link, _ in policy.links), Path("/tmp")]
+    covered = [*policy.system, *(link for link, _ in policy.links)]
     binds = _outermost(policy.read_only, covered)
     mounts = [*policy.system, *binds, *([SOCKET_DIR] if policy.socket_dir else [])]
-    # bwrap makes missing parents of a mount point private (0700); make them 0755 first.
-    for parent in _parents(mounts, covered):
+    # bwrap makes missing parents of a mount point private (0700); make them 0755 first
+    # (a folder under /tmp is bound into the private /tmp).
+    for parent in [p for p in _parents(mounts, covered) if p != Path("/tmp")]:
         argv += ["--dir", str(parent)]
     for path in policy.system:
         argv += ["--ro-bind-try", str(path), str(path)]

@@ -4,8 +4,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
 # Debian packages the tests start for real: Prometheus (promtool and a server), PostgreSQL,
-# and docker-compose (its `config` checks deploy/compose.yaml; no Docker daemon needed).
+# docker-compose (its `config` checks deploy/compose.yaml; no Docker daemon needed), and
+# bubblewrap, the sandbox every bot the referee starts runs in.
 need=()
+command -v bwrap >/dev/null || need+=(bubblewrap)
 command -v docker-compose >/dev/null || need+=(docker-compose)
 { command -v promtool && command -v prometheus; } >/dev/null || need+=(prometheus)
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need+=(postgresql)

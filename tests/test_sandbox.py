@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -32,7 +34,12 @@ def _policy(**changes: object) -> SandboxPolicy:
     base: dict[str, object] = {
         "bwrap": "/usr/bin/bwrap",
         "workdir": Path("/srv/bots/mine"),
-        "read_only": (Path("/srv/bots/mine"), Path("/srv/bots/mine/data"), Path("/opt/py")),
+        "read_only": (
+            Path("/srv/bots/mine"),
+            Path("/srv/bots/mine/data"),
+            Path("/opt/py"),
+            Path("/tmp/bots/theirs"),
+        ),
         "system": (Path("/usr"), Path("/etc/passwd")),
         "links": ((Path("/lib"), "usr/lib"),),
         "tmp_size_bytes": 1 << 20,
@@ -65,13 +72,16 @@ def test_the_policy_becomes_one_bwrap_command() -> None:
     assert _pairs(argv, "--ro-bind") == [
         ("/opt/py", "/opt/py"),
         ("/srv/bots/mine", "/srv/bots/mine"),
+        ("/tmp/bots/theirs", "/tmp/bots/theirs"),  # into the private /tmp, read-only
         ("/tmp/referee-private/7", str(SOCKET_DIR)),
     ]
     assert ("/etc/passwd", "/etc/passwd") in _pairs(argv, "--ro-bind-try")
     assert ("usr/lib", "/lib") in _pairs(argv, "--symlink")
     # Missing parents of mount points are made (0755) before anything is bound into them.
     dirs = [argv[i + 1] for i, a in enumerate(argv) if a == "--dir"]
-    assert {"/etc", "/srv", "/srv/bots", "/opt", "/run"} <= set(dirs)
+    assert {"/etc", "/srv", "/srv/bots", "/opt", "/run", "/tmp/bots"} <= set(dirs)
+    assert "/tmp" not in dirs
+    assert argv.index("--tmpfs") < argv.index("/tmp/bots"), "made in the private /tmp"
     first_bind = min(i for i, a in enumerate(argv) if a in ("--ro-bind", "--ro-bind-try"))
     assert max(i for i, a in enumerate(argv) if a == "--dir") < first_bind
     assert argv[argv.index("--chdir") + 1] == "/srv/bots/mine"
@@ -275,3 +285,69 @@ def test_killing_the_referee_leaves_no_sandboxed_bot(tmp_path: Path) -> None:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+CXX_LAUNCHER = r"""
+#include <iostream>
+#include <string>
+#include <unistd.h>
+
+// A compiled bot's first steps: it runs from its folder, linking libstdc++ from /usr/lib,
+// then becomes the Python test bot (a folder its bot file declares readable).
+int main(int argc, char** argv) {
+    std::string script = std::string(BOTS) + "/lowest_bot.py";
+    std::cout << "compiled bot started" << std::endl;
+    execlp("python3", "python3", script.c_str(), argc > 1 ? argv[1] : "", (char*)nullptr);
+    std::cout << "exec failed" << std::endl;
+    return 127;
+}
+"""
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="no C++ compiler")
+def test_a_compiled_bot_in_its_folder_plays_in_the_sandbox() -> None:
+    marker = new_marker()
+    folder = Path(tempfile.mkdtemp(prefix="sticheln-compiled-"))
+    try:
+        folder.chmod(0o755)  # as root the bot runs as nobody: its folder must be readable
+        (folder / "build").mkdir(mode=0o755)
+        source = folder / "bot.cpp"
+        source.write_text(CXX_LAUNCHER)
+        subprocess.run(
+            [
+                "g++",
+                "-O0",
+                f'-DBOTS="{BOTS_DIR}"',
+                "-o",
+                str(folder / "build" / "bot"),
+                str(source),
+            ],
+            check=True,
+            timeout=120,
+        )
+        bot_file = folder / "compiled.toml"
+        bot_file.write_text(
+            f'name = "compiled"\ncommand = ["build/bot", "--marker={marker}"]\n'
+            f"[sandbox]\nread = [{json.dumps(str(BOTS_DIR))}]\n"
+        )
+        lowest = _bot_file(folder, "lowest", marker)
+        out = folder / "out"
+        result = subprocess.run(
+            [
+                *(sys.executable, "-m", "referee.cli", "match", "--out", str(out)),
+                *("--bot", str(bot_file), "--bot", str(lowest), "--bot", str(lowest)),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert result.returncode == 0, result.stderr
+        (record,) = (out / "matches").glob("*.jsonl")
+        lines = [json.loads(x) for x in record.read_text().splitlines()]
+        assert lines[0]["sandbox"] == "bubblewrap"
+        (log,) = (out / "logs").glob("*compiled.log")
+        assert not [x for x in lines if x["type"] == "fault"], log.read_text()
+        assert "compiled bot started" in log.read_text()
+        assert_no_processes(marker)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)

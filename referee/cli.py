@@ -55,6 +55,24 @@ def _demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def _sandbox(mode: str, bots: Sequence[Any], say: bool = True) -> Any:
+    """The sandbox for ``bots`` (a :class:`referee.sandbox.Sandbox`), said on stderr
+    (``say``); when some bot is to be started and no sandbox can be made here, a one-line
+    refusal."""
+    from referee.sandbox import Sandbox, SandboxUnavailable
+
+    sandbox = Sandbox(mode)
+    if any(not b.external for b in bots):
+        try:
+            if sandbox.enabled:
+                sandbox.check()
+        except SandboxUnavailable as exc:
+            raise UsageError(str(exc)) from None
+        if say:
+            print(sandbox.describe(), file=sys.stderr)
+    return sandbox
+
+
 def _match(args: argparse.Namespace) -> int:
     """Play one match between bots declared in TOML files and print the result table."""
     from referee import logs
@@ -73,9 +91,10 @@ def _match(args: argparse.Namespace) -> int:
     except (BotConfigError, RuleError, ValueError) as exc:
         raise UsageError(str(exc)) from None
     tls = TlsConfig(Path(args.tls_cert), Path(args.tls_key)) if args.tls_cert else None
+    sandbox = _sandbox("none" if args.no_sandbox else "bubblewrap", bots)
 
     async def run() -> int:
-        server = RefereeServer()
+        server = RefereeServer(sandbox=sandbox)
         await server.start(args.host, args.port, tls)
         for bot in bots:
             if bot.external:
@@ -175,6 +194,8 @@ def _tournament(args: argparse.Namespace) -> int:
         for m in schedule:
             print(f"{m.index:5d}  deal {m.deal:4d}  {' '.join(m.seating)}")
         return 0
+    # In the tournament_start log line and the report; on a terminal, said here too.
+    _sandbox(config.sandbox, config.bots, say=sys.stderr.isatty())
     metrics = RefereeMetrics()
     metrics.planned.set(len(schedule))  # known before the first scrape
     if args.metrics_port is not None:
@@ -681,6 +702,7 @@ def _check_bot(args: argparse.Namespace) -> int:
     if unknown:
         raise UsageError(f"unknown scenario {unknown[0]!r}; allowed: {', '.join(names)}")
     chosen = [s for s in all_scenarios if not args.scenario or s.name in args.scenario]
+    sandbox = _sandbox("none" if args.no_sandbox else "bubblewrap", [bot])
     keep = args.out is not None
     out = Path(args.out) if keep else Path(tempfile.mkdtemp(prefix="check-bot-"))
 
@@ -708,6 +730,7 @@ def _check_bot(args: argparse.Namespace) -> int:
             startup_ms=args.startup_ms or (60_000 if args.connect else None),
             on_ready=ready,
             on_outcome=show,
+            sandbox=sandbox,
         )
         failed = [o.scenario.name for o in outcomes if not o.passed]
         if failed:
@@ -799,6 +822,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--host", default="127.0.0.1", help="address to serve bots on (default 127.0.0.1)"
     )
     match.add_argument("--port", type=int, default=0, help="port (default 0: any free port)")
+    match.add_argument(
+        "--no-sandbox",
+        action="store_true",
+        help="start the bots without a sandbox, as this user and with the network (trusted "
+        "bots only)",
+    )
     match.add_argument("--tls-cert", help="serve TLS with this certificate (PEM)")
     match.add_argument("--tls-key", help="the certificate's private key (PEM)")
     match.add_argument(
@@ -1070,6 +1099,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--host", default="127.0.0.1", help="address to serve bots on (default 127.0.0.1)"
     )
     chk.add_argument("--port", type=int, default=0, help="port (default 0: any free port)")
+    chk.add_argument(
+        "--no-sandbox",
+        action="store_true",
+        help="start the bot without a sandbox, as this user and with the network",
+    )
     chk.add_argument("--log-level", default="error", choices=["debug", "info", "warning", "error"])
     chk.set_defaults(func=_check_bot)
 

@@ -410,6 +410,7 @@ def write_report_html(
     live_elo: Mapping[str, float] | None = None,
     deal: Mapping[str, str] | None = None,
     matches: Sequence[ReportMatch] = (),
+    sandbox: str = "",
 ) -> None:
     """A self-contained HTML report: standings table, ratings chart, a section per bot and
     the matches, each linked to its record, the latest with their tricks embedded.
@@ -417,7 +418,8 @@ def write_report_html(
     No external assets and no script: the CSS and the SVG chart are inline. ``faults_by_reason`` maps
     bot → fault reason → count; ``think`` maps bot → (p50, p99) think time in ms.
     ``deal`` holds the deal key's ``deal_key_commitment`` and, once the tournament is
-    over, the ``deal_key`` itself: the report says how to check the deals with them.
+    over, the ``deal_key`` itself: the report says how to check the deals with them;
+    ``sandbox`` is how the bots were confined ("bubblewrap" or "none").
     """
     rows = _rows(standings, stats, live_elo)
     out = [
@@ -426,6 +428,7 @@ def write_report_html(
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         f"<title>{_e(title)}</title><style>{_CSS}</style></head><body>",
         f"<h1>{_e(title)}</h1>",
+        *([f'<p class="sandbox">Bot sandbox: {_e(sandbox)}</p>'] if sandbox else []),
         "<h2>Standings</h2>",
         '<table><thead><tr><th>Rank</th><th class="bot">Bot</th><th>Rating</th>'
         "<th>95% CI</th><th>Live Elo</th><th>Matches</th><th>Mean score</th>"

@@ -1,7 +1,8 @@
 """League files (``referee serve --config league.toml``): validated into a :class:`LeagueConfig`.
 
-A league file has a ``[league]`` table and the tournament file's ``[rules]`` and
-``[clock]`` tables; examples/league-service.toml is a commented example. Every error
+A league file has a ``[league]`` table and the tournament file's ``[rules]``, ``[clock]``
+and ``[sandbox]`` tables (a league's bots dial in by themselves; ``[sandbox] mode`` is for
+any bot the league starts, and is reported with its matches); examples/league-service.toml is a commented example. Every error
 is one line naming the file, the key and what is allowed.
 """
 
@@ -15,7 +16,8 @@ from typing import Any
 
 from referee.rules import RuleError, RuleSet, from_table
 from referee.runner import Clock
-from referee.tournament.config import ConfigError, _int
+from referee.sandbox import DEFAULT_MODE
+from referee.tournament.config import ConfigError, _int, sandbox_mode
 
 _KEYS = {
     "name",
@@ -74,6 +76,8 @@ class LeagueConfig:
     web_host: str = "127.0.0.1"
     #: Spectators on the web stay this many rounds behind a running match.
     web_delay_rounds: int = 0
+    #: How bots the league starts are confined: "bubblewrap" (default) or "none".
+    sandbox: str = DEFAULT_MODE
 
 
 def _float(table: dict[str, Any], key: str, default: float, low: float, where: str) -> float:
@@ -107,11 +111,12 @@ def load_league_config(path: str | Path, environ: dict[str, str] | None = None) 
 def league_from_table(data: dict[str, Any], base: Path, source: Path, environ: Any) -> LeagueConfig:
     """Validate a parsed league file."""
     where = str(source)
-    unknown = sorted(set(data) - {"league", "rules", "clock"})
+    unknown = sorted(set(data) - {"league", "rules", "clock", "sandbox"})
     if unknown:
         raise ConfigError(
-            f"{where}: unknown table [{unknown[0]}]; allowed: [league], [rules], [clock]"
+            f"{where}: unknown table [{unknown[0]}]; allowed: [league], [rules], [clock], [sandbox]"
         )
+    sandbox = sandbox_mode(data.get("sandbox", {}), where)
     t = data.get("league", {})
     if not isinstance(t, dict):
         raise ConfigError(f"{where}: [league] must be a table")
@@ -197,4 +202,5 @@ def league_from_table(data: dict[str, Any], base: Path, source: Path, environ: A
         web_port=web_port,
         web_host=_str(t, "web_host", "127.0.0.1", where),
         web_delay_rounds=_int(t, "web_delay_rounds", 0, 0, where, 1000),
+        sandbox=sandbox,
     )

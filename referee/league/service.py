@@ -46,6 +46,7 @@ from referee.metrics import RefereeMetrics
 from referee.ratings import LiveElo, MatchOutcome, fit_standings
 from referee.record import ReplayError, read_record
 from referee.runner import MatchResult, MatchRunner
+from referee.sandbox import Sandbox
 from referee.server import (
     SERVICE_NAME,
     RefereeServer,
@@ -179,6 +180,7 @@ class League:
             observer=self.metrics,
             lobby=self,
             services=[(LEAGUE_SERVICE, self.servicer.handler())],
+            sandbox=Sandbox(config.sandbox),
         )
         #: Admitted streams by bot, handshake done or not (what max_concurrent_matches counts).
         self._admitted: dict[str, set[int]] = {}

@@ -261,6 +261,7 @@ async def run_tournament(
             finished=len(finished & mine),
             replaying_interrupted=interrupted,
             resumed=resumed,
+            sandbox=config.sandbox,
         )
         elo = LiveElo()
         for outcome in outcomes_from(store.results(config.name)):
@@ -288,11 +289,12 @@ async def run_tournament(
                 pooled=pooled,
                 host=host,
                 log_level=log_level or logs.LEVEL,
+                sandbox=config.sandbox,
             )
             player = processes
             await processes.start()
         else:
-            here = InProcess(metrics, log_dir, startup_s, pooled)
+            here = InProcess(metrics, log_dir, startup_s, pooled, config.sandbox)
             player = here
             await here.start(host, port)
         queue = DealQueue(config.mode == "duplicate", full, todo)
@@ -567,6 +569,7 @@ def export(config: TournamentConfig, store: Store) -> TournamentOutcome:
         deal=deal,
         live_elo=live,
         matches=report_matches(results, rows, out),
+        sandbox=config.sandbox,
     )
     for name, path in exports.items():
         os.replace(tmp[name], path)

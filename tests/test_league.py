@@ -226,7 +226,8 @@ def test_sigterm_mid_match_exits_0_and_the_match_is_replayed_after_restart(
     assert sorted(deals.values()) == sorted(set(deals.values()))
     for log in ("serve1.log", "serve2.log"):
         text = (tmp_path / log).read_text()
-        start = next(line for line in text.splitlines() if '"league_start"' in line)
+        start = next(line for line in text.splitlines() if line.startswith("{"))
+        assert '"event": "league_start"' in start
         assert f'"deal_key_commitment": "{key.commitment()}"' in start
         assert key.hex() not in text.lower()
 

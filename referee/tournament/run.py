@@ -298,6 +298,7 @@ async def run_tournament(
             player = here
             await here.start(host, port)
         queue = DealQueue(config.mode == "duplicate", full, todo)
+        finished_before = frozenset(finished)
         running = 0
         aborted: list[str] = []
 
@@ -309,8 +310,14 @@ async def run_tournament(
                     f"deal {m.deal} is played again by a later seating of this duplicate "
                     "tournament; its seed is revealed at the end of the deal's last seating"
                 )
-            done_now = store.finished_indices(config.name)
-            if any(i not in done_now for i in queue.seatings[m.deal] if i != m.index):
+            # This run's other seatings of the deal have ended (the queue held this one
+            # back until then); ask the database about the rest (other shards').
+            others = [
+                i
+                for i in queue.seatings[m.deal]
+                if i != m.index and i not in finished_before and i not in queue.played
+            ]
+            if others and store.finished_among(config.name, others) != set(others):
                 return (
                     f"deal {m.deal} is still being played by another seating (another "
                     "shard's); its seed follows from the deal key the tournament publishes "
@@ -447,6 +454,8 @@ class DealQueue:
             for deal, indices in self.seatings.items()
         }
         self._held: dict[int, ScheduledMatch] = {}
+        #: The matches this run has finished.
+        self.played: set[int] = set()
         self._changed = asyncio.Event()
         self._stopped = False
 
@@ -467,6 +476,7 @@ class DealQueue:
 
     def finished(self, m: ScheduledMatch) -> None:
         """``m`` has finished: a deal's last seating may now be due."""
+        self.played.add(m.index)
         waiting = self._waiting[m.deal]
         waiting.discard(m.index)
         if not waiting and m.deal in self._held:

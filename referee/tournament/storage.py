@@ -361,6 +361,19 @@ class Store:
         )
         return {r[0] for r in rows}
 
+    def finished_among(self, tournament: str, indices: Iterable[int]) -> set[int]:
+        """Which of ``indices`` are finished (another shard's matches, say)."""
+        found: set[int] = set()
+        for chunk in _chunks(sorted(set(indices)), 500):
+            marks = ", ".join("?" * len(chunk))
+            rows = self._execute(
+                f"SELECT idx FROM matches WHERE tournament = ? AND status = 'finished' "
+                f"AND idx IN ({marks})",
+                (tournament, *chunk),
+            )
+            found.update(r[0] for r in rows)
+        return found
+
     def mark_running(self, tournament: str, idx: int, record_path: Path) -> None:
         """A match has started."""
         self._execute(

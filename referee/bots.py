@@ -167,6 +167,9 @@ class BotProcess:
         self.spec = spec
         self.proc = proc
         self.log_path = log_path
+        #: Why a stream this process opened was refused, when the server could tell
+        #: (:mod:`referee.peers`); "" otherwise.
+        self.refusal = ""
         _LIVE.add(self)
 
     @classmethod
@@ -250,6 +253,11 @@ def log_name(name: str) -> str:
 def _kill_group(pgid: int, sig: signal.Signals) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, sig)
+
+
+def live_bots() -> list[BotProcess]:
+    """Every bot process started and not yet stopped."""
+    return list(_LIVE)
 
 
 def kill_all_bots() -> None:

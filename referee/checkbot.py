@@ -237,6 +237,12 @@ class _TappingRegistry(SeatRegistry):
             task.add_done_callback(self._arming.discard)
         return slot
 
+    async def disarm(self) -> None:
+        """Stop waiting for streams that never completed their handshake."""
+        for task in list(self._arming):
+            task.cancel()
+        await asyncio.gather(*self._arming, return_exceptions=True)
+
 
 async def _arm(slot: SeatSlot, tap: _Tap) -> None:
     await slot.attached.wait()
@@ -602,5 +608,6 @@ async def check_bot(
             if on_outcome is not None:
                 on_outcome(outcome)
     finally:
+        await registry.disarm()
         await server.stop(0.5)
     return outcomes

@@ -96,6 +96,8 @@ def _match(args: argparse.Namespace) -> int:
             result = await runner.run()
         finally:
             await server.stop(0.5)
+        if result.aborted:
+            return _print_aborted(result)
         print(
             f"match {result.match_id}  rules {rules.preset}  seed {result.seed}  {result.duration_s:.1f} s"
         )
@@ -107,6 +109,16 @@ def _match(args: argparse.Namespace) -> int:
         return 0
 
     return _run_until_done(run(), "interrupted: match abandoned, bots stopped")
+
+
+def _print_aborted(result: Any) -> int:
+    """``referee match``'s report of a match that was not played; exit status 1."""
+    print(f"match {result.match_id} {result.reason}; it was not played", file=sys.stderr)
+    for s in result.seats:
+        for f in s.faults:
+            print(f"  seat {s.seat} {s.bot}: {f.reason.value}: {f.detail}", file=sys.stderr)
+    print(f"record: {result.record_path}", file=sys.stderr)
+    return 1
 
 
 def _tournament(args: argparse.Namespace) -> int:
@@ -170,6 +182,28 @@ def _tournament(args: argparse.Namespace) -> int:
         print(f"metrics on http://{args.metrics_addr}:{port}/metrics", file=sys.stderr)
 
     async def run() -> int:
+        web = follow = None
+        if args.web_port is not None:
+            from referee.web import TournamentSource, WebOptions, WebServer
+
+            source = TournamentSource(config)
+            web = WebServer(source, metrics.registry, WebOptions(args.web_host, args.web_port))
+            try:
+                await web.start()
+            except OSError as exc:
+                raise UsageError(
+                    f"--web-port: cannot serve on {args.web_host}:{args.web_port}: {exc}"
+                ) from None
+            follow = asyncio.ensure_future(source.follow())
+            print(f"web on {web.address}", file=sys.stderr, flush=True)
+        try:
+            return await run_tournament_and_report()
+        finally:
+            if web is not None and follow is not None:
+                follow.cancel()
+                await web.stop()
+
+    async def run_tournament_and_report() -> int:
         outcome = await run_tournament(
             config,
             metrics=metrics,
@@ -185,7 +219,17 @@ def _tournament(args: argparse.Namespace) -> int:
                 f"shard {shard}: {outcome.shard_finished}/{outcome.shard_planned} of its matches finished",
                 flush=True,
             )
-        if outcome.complete:
+        if outcome.aborted:
+            shown = ", ".join(outcome.aborted[:10])
+            more = f" and {len(outcome.aborted) - 10} more" if len(outcome.aborted) > 10 else ""
+            print(
+                f"{outcome.finished}/{outcome.planned} matches finished; {len(outcome.aborted)} "
+                f"aborted, each played twice with fewer than two bots connected: {shown}{more}. "
+                f"No standings until they are played: see the bot logs in {config.out / 'logs'}, "
+                "fix the bots and run the same command again",
+                flush=True,
+            )
+        elif outcome.complete:
             print(outcome.table, flush=True)
             print(
                 f"{outcome.finished}/{outcome.planned} matches finished; exports in {config.out}",
@@ -281,6 +325,71 @@ def _verify(args: argparse.Namespace) -> int:
         file=sys.stderr,
     )
     return 1
+
+
+def _compare(args: argparse.Namespace) -> int:
+    """Compare a candidate bot with a baseline on paired deals until the test decides.
+
+    Exit status 0: the candidate is better (H1), 1: it is not (H0), 2: undecided at the
+    match cap, 3: the settings were refused, 130: interrupted (resume with the same command).
+    """
+    import json
+
+    from referee import logs
+    from referee.compare.config import CompareConfigError, Overrides, load_compare
+    from referee.compare.run import (
+        CompareRefused,
+        Verdict,
+        progress_line,
+        progress_record,
+        run_compare,
+    )
+
+    logs.configure(args.log_level)
+    flags = Overrides(
+        name=args.name,
+        candidate=args.candidate,
+        baseline=args.baseline,
+        opponents=args.opponent,
+        rules=args.rules,
+        table_size=args.table_size,
+        seed=args.seed,
+        matches=args.matches,
+        parallel=args.parallel,
+        out=args.out,
+        sprt=args.sprt,
+        decision_ms=args.decision_ms,
+        time_bank_ms=args.time_bank_ms,
+        startup_ms=args.startup_ms,
+    )
+    try:
+        config = load_compare(args.file, flags)
+    except CompareConfigError as exc:
+        print(f"referee compare: {exc}", file=sys.stderr)
+        return 3
+    tty = sys.stderr.isatty()
+
+    def show(verdict: Verdict, matches: int) -> None:
+        if tty:
+            end = "\n" if verdict.finished else ""
+            sys.stderr.write(f"\r\x1b[K{progress_line(config, verdict, matches)}{end}")
+        else:
+            sys.stderr.write(json.dumps(progress_record(config, verdict, matches)) + "\n")
+        sys.stderr.flush()
+
+    async def run() -> int:
+        outcome = await run_compare(config, on_progress=show, log_level=args.log_level)
+        print(outcome.text, flush=True)
+        print(f"report, pairs and match records in {config.out}", flush=True)
+        return outcome.exit_status
+
+    try:
+        return _run_until_done(
+            run(), "interrupted: finished matches are kept; run the same command again to resume"
+        )
+    except CompareRefused as exc:
+        print(f"referee compare: {exc}", file=sys.stderr)
+        return 3
 
 
 def _load_tournament(args: argparse.Namespace) -> Any:
@@ -421,8 +530,24 @@ def _serve(args: argparse.Namespace) -> int:
             loop.add_signal_handler(sig, stop.set)
         # The first line on stdout is the address (port 0 picks a free one).
         print(f"league {config.name} serving on {league.server.address}", flush=True)
+        web = None
+        if config.web_port is not None:
+            from referee.web import LeagueSource, WebOptions, WebServer
+
+            options = WebOptions(config.web_host, config.web_port, config.web_delay_rounds)
+            web = WebServer(LeagueSource(league), metrics.registry, options)
+            try:
+                await web.start()
+            except OSError as exc:
+                await league.stop()
+                raise UsageError(
+                    f"cannot serve the web pages on {config.web_host}:{config.web_port}: {exc}"
+                ) from None
+            print(f"web on {web.address}", flush=True)
         await stop.wait()
         print("stopping: running matches get the grace period to finish", file=sys.stderr)
+        if web is not None:
+            await web.stop()
         await league.stop()
         return 0
 
@@ -597,6 +722,22 @@ def _check_bot(args: argparse.Namespace) -> int:
     return _run_until_done(run(), f"interrupted: bot stopped; records and logs in {out}")
 
 
+def _web(args: argparse.Namespace) -> int:
+    """Serve a finished tournament's folder as web pages until SIGTERM or Ctrl-C."""
+    from referee import eventloop, logs
+    from referee.web import NotFound, serve_folder
+
+    logs.configure("warning")
+    if not 0 <= args.port <= 65535:
+        raise UsageError(f"--port {args.port} is not allowed; allowed: 0 to 65535")
+    try:
+        return eventloop.run(serve_folder(Path(args.folder), args.host, args.port))
+    except NotFound as exc:
+        raise UsageError(str(exc)) from None
+    except OSError as exc:
+        raise UsageError(f"cannot serve on {args.host}:{args.port}: {exc}") from None
+
+
 def _replay(args: argparse.Namespace) -> int:
     """Re-check a match record with the engine and print a trick-by-trick account."""
     from referee.record import ReplayError, replay
@@ -672,6 +813,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     tour.add_argument(
         "--parallel", type=int, default=0, help="matches at once (overrides the file)"
+    )
+    tour.add_argument(
+        "--web-port",
+        type=int,
+        default=None,
+        help="serve the web pages (standings, matches, live tables) on this port while it runs",
+    )
+    tour.add_argument(
+        "--web-host", default="127.0.0.1", help="address of the web pages (default 127.0.0.1)"
     )
     tour.add_argument(
         "--metrics-port", type=int, default=None, help="serve Prometheus metrics on this port"
@@ -757,6 +907,58 @@ def build_parser() -> argparse.ArgumentParser:
         help="the deal-key commitment published when the tournament was created",
     )
     vf.set_defaults(func=_verify)
+
+    cmp = sub.add_parser(
+        "compare",
+        help="is a new version better? paired duplicate matches against a baseline, "
+        "with a sequential test",
+        description="Play each deal twice, once with the candidate and once with the "
+        "baseline in the same seat against the same opponents, until a sequential test on "
+        "the mean score difference decides (docs/compare.md). Settings come from FILE's "
+        "[compare] table, the flags, or both (a flag wins). Exit status: 0 the candidate is "
+        "better (H1 accepted), 1 it is not (H0 accepted), 2 undecided at the match cap, 3 "
+        "settings refused, 130 interrupted (run the same command again to resume).",
+    )
+    cmp.add_argument("file", nargs="?", help="a comparison file, e.g. examples/compare.toml")
+    cmp.add_argument("--candidate", metavar="FILE", help="the new version's bot file")
+    cmp.add_argument("--baseline", metavar="FILE", help="the old version's bot file")
+    cmp.add_argument(
+        "--opponent",
+        action="append",
+        metavar="FILE",
+        help="an opponent's bot file (repeat; each deal draws its opponents from these)",
+    )
+    cmp.add_argument("--rules", help=f"preset: {', '.join(PRESETS)} (default sticheln)")
+    cmp.add_argument(
+        "--table-size", type=int, help="seats per match (default: 1 + opponents, within the rules)"
+    )
+    cmp.add_argument(
+        "--sprt",
+        nargs="+",
+        metavar="KEY=VALUE",
+        help="the sequential test: lower=0 upper=5 alpha=0.05 beta=0.05 min_pairs=20 "
+        "(points per match; these are the defaults), or off for a fixed-size comparison",
+    )
+    cmp.add_argument(
+        "--matches",
+        type=int,
+        help="the most matches, two per deal pair (default 2000); alone, without --sprt, "
+        "exactly this many (a fixed-size comparison)",
+    )
+    cmp.add_argument("--parallel", type=int, help="matches at once (default 1)")
+    cmp.add_argument("--seed", type=_u64, help="draws the opponents of each deal (default 1)")
+    cmp.add_argument("--name", help="the comparison's name (default compare)")
+    cmp.add_argument(
+        "--out",
+        help="folder for the store, the report and the match records (default results/NAME)",
+    )
+    cmp.add_argument("--decision-ms", type=int, help="per-decision time limit (default 1000)")
+    cmp.add_argument("--time-bank-ms", type=int, help="match time bank per seat (default 0)")
+    cmp.add_argument("--startup-ms", type=int, help="time a bot has to connect (default 10000)")
+    cmp.add_argument(
+        "--log-level", default="warning", choices=["debug", "info", "warning", "error"]
+    )
+    cmp.set_defaults(func=_compare)
 
     mrg = sub.add_parser(
         "merge",
@@ -871,6 +1073,12 @@ def build_parser() -> argparse.ArgumentParser:
     chk.add_argument("--log-level", default="error", choices=["debug", "info", "warning", "error"])
     chk.set_defaults(func=_check_bot)
 
+    wb = sub.add_parser("web", help="browse a finished tournament's output folder in a web browser")
+    wb.add_argument("folder", help="the tournament's output folder (its `out`, with matches/)")
+    wb.add_argument("--host", default="127.0.0.1", help="address to serve on (default 127.0.0.1)")
+    wb.add_argument("--port", type=int, default=8080, help="port (default 8080; 0: any free port)")
+    wb.set_defaults(func=_web)
+
     rp = sub.add_parser("replay", help="re-check a match record and print it trick by trick")
     rp.add_argument("file", help="a match record (.jsonl)")
     rp.set_defaults(func=_replay)
@@ -899,9 +1107,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("--tls-cert needs --tls-key")
     try:
         result: int = args.func(args)
+        sys.stdout.flush()
     except UsageError as exc:
         print(f"referee {args.command}: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        # The reader of stdout went away (``referee replay ... | head``): stop quietly, as
+        # a program killed by SIGPIPE would, and keep the interpreter's last flush from
+        # failing too.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 128 + signal.SIGPIPE
     return result
 
 

@@ -102,6 +102,8 @@ class ReplayResult:
     seed: int = 0
     header: dict[str, Any] = field(default_factory=dict)
     end: dict[str, Any] = field(default_factory=dict)
+    #: The end line's reason when the match was aborted (not played), else "".
+    aborted: str = ""
 
 
 def seed_commitment(seed: int, nonce: bytes) -> str:
@@ -143,6 +145,12 @@ def replay(path: str | Path) -> ReplayResult:
     header = everything[0] if everything else None
     if header is None or header.get("type") != "header":
         raise ReplayError("line 1: the record does not start with a header line")
+    end = next((o for o in everything[1:] if o.get("type") == "end"), None)
+    if end is not None and str(end.get("reason", "")).startswith("aborted") and "seed" not in end:
+        # Nothing was dealt, and the deal may be played again: its seed stays sealed.
+        out.header, out.end, out.aborted, out.finished = header, end, str(end["reason"]), True
+        say(f"match {header.get('match_id', '?')} {end['reason']}")
+        return out
     seed, nonce, seed_line = sealed_seed(header, everything[1:])
     try:
         rules = from_table(header["rules"])
@@ -242,6 +250,9 @@ def replay(path: str | Path) -> ReplayResult:
             say(
                 f"  fault: seat {obj['seat']} {obj['reason']} ({obj.get('detail', '')}), strikes {obj.get('strikes')}"
             )
+        elif kind == "faults_dropped":
+            counts = ", ".join(f"{n} {reason}" for reason, n in obj.get("counts", {}).items())
+            say(f"  faults not recorded one by one: seat {obj['seat']} {counts}")
         elif kind == "round_end":
             result = match.results[-1] if match.results else None
             if result is None or result.round_index != obj.get("round"):
@@ -254,6 +265,10 @@ def replay(path: str | Path) -> ReplayResult:
                 "  scores: "
                 + "  ".join(f"{seating[s]} {v:+d}" for s, v in enumerate(result.scores))
             )
+        elif kind == "end" and str(obj.get("reason", "")).startswith("aborted"):
+            out.aborted = str(obj["reason"])
+            out.finished = True
+            say(f"\nmatch {obj['reason']}")
         elif kind == "end":
             if obj.get("reason", "completed") == "completed" and not match.is_over:
                 raise fail("the match ended before its last round was scored")

@@ -251,7 +251,86 @@ svg .grid { stroke: #e4e4e4; } svg .axis { stroke: #888; }
 svg .errorbar line { stroke: #2a6fb0; stroke-width: 2; }
 svg .point { fill: #c0392b; }
 .none { color: #888; }
+details { margin: .4em 0; } summary { cursor: pointer; }
+details table td, details table th { text-align: left; }
+.c-H, .c-D { color: #c0392b; } .c-K { color: #7d3c98; } .c-W { color: #117a65; }
+.c-P { color: #1f618d; } .c-R { color: #9a7d0a; } .won { font-weight: 700; }
 """
+
+#: The report embeds the trick-by-trick account of at most this many matches (the latest);
+#: every match links to its record file.
+EMBEDDED_MATCHES = 50
+
+_REASONS = {
+    "off_suit_highest": "highest off-suit card",
+    "off_suit_last_suit": "highest card of the last off-suit",
+    "lead_suit_highest": "highest card of the lead suit",
+    "all_zero": "only zeros: set aside",
+}
+
+
+@dataclass(frozen=True)
+class ReportMatch:
+    """One match in the report: its result, its record file (relative to the report) and,
+    for the latest ones, the viewer document to embed (:func:`referee.web.data.viewer_document`)."""
+
+    match_id: str
+    seating: Sequence[str]
+    totals: Sequence[int]
+    places: Sequence[int]
+    record: str
+    viewer: Mapping[str, Any] | None = None
+
+
+def _cards_html(cards: Sequence[str], winner: int | None = None) -> str:
+    return " ".join(
+        f'<span class="c-{_e(c[:1])}{" won" if i == winner else ""}">{_e(c)}</span>'
+        for i, c in enumerate(cards)
+    )
+
+
+def _match_html(m: ReportMatch) -> str:
+    """A match's trick-by-trick account, folded in a ``<details>`` element."""
+    result = ", ".join(
+        f"{m.places[s]}. {_e(m.seating[s])} {m.totals[s]:+d}"
+        for s in sorted(range(len(m.seating)), key=lambda s: m.places[s])
+    )
+    out = [
+        f'<details id="m-{_e(m.match_id)}"><summary>{_e(m.match_id)}: {result}</summary>',
+        f'<p><a href="{_e(m.record)}">the record</a> (re-check it with <code>referee replay</code>, '
+        f"or step through it in <code>referee web</code>)</p>",
+    ]
+    doc = m.viewer or {}
+    seating = list(doc.get("seating", m.seating))
+    n = len(seating)
+    for r in doc.get("rounds", []):
+        out.append(
+            f"<h4>Round {r['round'] + 1}, dealer {_e(seating[r['dealer']])}</h4>"
+            "<table><thead><tr><th>Seat</th><th>Hand dealt</th><th>Pain</th><th>Score</th>"
+            "</tr></thead><tbody>"
+        )
+        for s in range(n):
+            score = "–" if r.get("scores") is None else f"{r['scores'][s]:+d}"
+            out.append(
+                f"<tr><td>{_e(seating[s])}</td><td>{_cards_html(r['hands'][s])}</td>"
+                f"<td>{_cards_html(r['pain'][s])}</td><td>{score}</td></tr>"
+            )
+        out.append(
+            "</tbody></table><table><thead><tr><th>Trick</th><th>Cards, from the leader</th>"
+            "<th>Winner</th></tr></thead><tbody>"
+        )
+        for t, trick in enumerate(r["tricks"], 1):
+            leader, winner = trick["leader"], trick["winner"]
+            plays = ", ".join(
+                f"{_e(seating[(leader + i) % n])} {_cards_html([c], 0 if (leader + i) % n == winner else None)}"
+                for i, c in enumerate(trick["cards"])
+            )
+            who = "nobody" if winner < 0 else _e(seating[winner])
+            why = _e(_REASONS.get(trick["reason"], trick["reason"]))
+            out.append(f"<tr><td>{t}</td><td>{plays}</td><td>{who} ({why})</td></tr>")
+        out.append("</tbody></table>")
+    out.append("</details>")
+    return "\n".join(out)
 
 
 def _e(text: object) -> str:
@@ -330,10 +409,12 @@ def write_report_html(
     *,
     live_elo: Mapping[str, float] | None = None,
     deal: Mapping[str, str] | None = None,
+    matches: Sequence[ReportMatch] = (),
 ) -> None:
-    """A self-contained HTML report: standings table, ratings chart and a section per bot.
+    """A self-contained HTML report: standings table, ratings chart, a section per bot and
+    the matches, each linked to its record, the latest with their tricks embedded.
 
-    No external assets: the CSS and the SVG chart are inline. ``faults_by_reason`` maps
+    No external assets and no script: the CSS and the SVG chart are inline. ``faults_by_reason`` maps
     bot → fault reason → count; ``think`` maps bot → (p50, p99) think time in ms.
     ``deal`` holds the deal key's ``deal_key_commitment`` and, once the tournament is
     over, the ``deal_key`` itself: the report says how to check the deals with them.
@@ -395,5 +476,22 @@ def write_report_html(
             "<p>Every match seed follows from the deal key (docs/deal.md); "
             "<code>referee verify</code> re-checks every deal, record and result.</p>"
         )
+    if matches:
+        embedded = sum(1 for m in matches if m.viewer is not None)
+        out.append("<h2>Matches</h2>")
+        out.append(
+            f"<p>{len(matches)} matches, newest first; the latest {embedded} unfold trick by "
+            "trick. <code>referee web</code> on this folder steps through every one in a "
+            "browser.</p>"
+        )
+        for m in matches:
+            if m.viewer is not None:
+                out.append(_match_html(m))
+            else:
+                result = ", ".join(
+                    f"{m.places[s]}. {_e(m.seating[s])} {m.totals[s]:+d}"
+                    for s in sorted(range(len(m.seating)), key=lambda s: m.places[s])
+                )
+                out.append(f'<p><a href="{_e(m.record)}">{_e(m.match_id)}</a>: {result}</p>')
     out.append("</body></html>")
     Path(path).write_text("\n".join(out) + "\n", encoding="utf-8")

@@ -35,7 +35,7 @@ from referee.faults import (
     check_decision,
     fallback_action,
 )
-from referee.pool import StartFailed, await_handshake
+from referee.pool import EXIT_GRACE_S, StartFailed, await_handshake
 from referee.private import private_dir
 from referee.record import RECORD_VERSION, SEED_DOMAIN, RecordWriter, cards_text
 from referee.rules import Action, Match, Phase, Round, RuleSet, Trick, card_str, view
@@ -44,8 +44,11 @@ from sticheln.v1 import bot_pb2
 
 log = structlog.get_logger("referee.match")
 
-#: How long a bot may take to exit by itself after its last stream ended, before SIGTERM.
-EXIT_GRACE_S = 1.0
+#: The most fault lines one seat adds to a match record and the log. Later faults still
+#: count (strikes, metrics; the one that forfeits the seat is always recorded), and so
+#: do a forfeited seat's further messages, but only as one ``faults_dropped`` line per
+#: seat at the end of the match: a flooding bot cannot grow the record or the log.
+FAULT_LINES_PER_SEAT = 50
 
 
 def seed_commitment(seed: int, nonce: bytes) -> bytes:
@@ -148,7 +151,14 @@ class MatchResult:
     seed: int
     duration_s: float
     decisions: int
+    #: "completed", or "aborted: " and the cause (a match with fewer than two seats
+    #: connected is not played: no places, not to be rated or counted).
     reason: str = "completed"
+
+    @property
+    def aborted(self) -> bool:
+        """The match was not played."""
+        return self.reason != "completed"
 
     @property
     def places(self) -> list[int]:
@@ -176,6 +186,8 @@ class _Seat:
     events: list[tuple[Any, ...]] = field(default_factory=list)
     watcher: asyncio.Task[None] | None = None
     asked: bool = False
+    #: Faults not recorded one by one (see :data:`FAULT_LINES_PER_SEAT`), by reason.
+    dropped: dict[str, int] = field(default_factory=dict)
 
 
 _KIND = {Phase.PAIN: bot_pb2.DECISION_KIND_PAIN_CHOICE, Phase.PLAY: bot_pb2.DECISION_KIND_CARD_PLAY}
@@ -261,6 +273,13 @@ class MatchRunner:
             # The header first: a handshake that fails while seating is already a fault line.
             self._write_header()
             await self._seat_bots()
+            connected = sum(s.stream is not None for s in self.seats)
+            if connected < 2:
+                # No match to speak of: nothing is dealt, sent, rated or ranked.
+                return self._abort(
+                    f"fewer than two seats connected ({connected} of {len(self.seats)})",
+                    time.perf_counter() - started,
+                )
             self._log.info(
                 "match_start",
                 seating=[s.spec.name for s in self.seats],
@@ -564,6 +583,18 @@ class MatchRunner:
     # -- faults, events, messages -------------------------------------------------------------
 
     def _fault(self, seat: _Seat, reason: FaultReason, detail: str, request_id: int) -> None:
+        if seat.forfeited or len(seat.faults) >= FAULT_LINES_PER_SEAT:
+            # A forfeited seat's further messages, and a seat's faults beyond the cap, are
+            # counted for one summary line at the end instead of a line each.
+            forfeits = reason in FORFEIT_AT_ONCE or (
+                reason not in NO_STRIKE and seat.strikes + 1 >= self.strike_limit
+            )
+            if seat.forfeited or not forfeits:
+                if not seat.forfeited and reason not in NO_STRIKE:
+                    seat.strikes += 1
+                seat.dropped[reason.value] = seat.dropped.get(reason.value, 0) + 1
+                self.observer.fault(seat.spec.name, reason)
+                return
         if reason not in NO_STRIKE:
             seat.strikes += 1
         newly_forfeited = not seat.forfeited and (
@@ -701,8 +732,66 @@ class MatchRunner:
 
     # -- the end ------------------------------------------------------------------------------
 
+    def _write_dropped(self) -> None:
+        """One line per seat that had faults not recorded one by one, with their counts."""
+        for seat in self.seats:
+            if seat.dropped:
+                counts = dict(sorted(seat.dropped.items()))
+                total = sum(counts.values())
+                self._write(
+                    {
+                        "type": "faults_dropped",
+                        "seat": seat.index,
+                        "bot": seat.spec.name,
+                        "total": total,
+                        "counts": counts,
+                    }
+                )
+                self._log.warning(
+                    "faults_dropped",
+                    seat=seat.index,
+                    bot=seat.spec.name,
+                    total=total,
+                    counts=counts,
+                )
+
+    def _abort(self, cause: str, duration: float) -> MatchResult:
+        """End a match that cannot be played, before anything is dealt or sent."""
+        reason = f"aborted: {cause}"
+        absent = [s.index for s in self.seats if s.stream is None]
+        self._write(
+            {
+                "type": "end",
+                "reason": reason,
+                "totals": [],
+                "places": [],
+                "forfeited": absent,
+                "decisions": 0,
+                "finished_at": datetime.now(UTC).isoformat(timespec="seconds"),
+            }
+        )
+        assert self._record is not None
+        self._record.close()
+        self._log.warning("match_aborted", why=cause)
+        return MatchResult(
+            match_id=self.match_id,
+            seats=[
+                SeatResult(s.index, s.spec.name, 0, 0, s.stream is None, 0, s.faults, [])
+                for s in self.seats
+            ],
+            record_path=self.record_path,
+            seed=self.seed,
+            duration_s=duration,
+            decisions=0,
+            reason=reason,
+        )
+
     async def _finish(self, duration: float) -> MatchResult:
         match = self.match
+        for seat in self.seats:
+            if seat.stream is not None:
+                seat.stream.on_fault = None  # what comes after the end is not recorded
+        self._write_dropped()
         forfeited = {s.index for s in self.seats if s.forfeited}
         places = match.places(forfeited)
         positive = match.positive_rounds()

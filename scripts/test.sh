@@ -4,8 +4,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
 # Debian packages the tests start for real: Prometheus (promtool and a server), PostgreSQL,
-# docker-compose (its `config` checks deploy/compose.yaml; no Docker daemon needed), the
-# C++ toolchain with gRPC's development files for the C++ sample bot, and protoc plugins.
+# Chromium (the web pages' browser tests), docker-compose (its `config` checks
+# deploy/compose.yaml; no Docker daemon needed), the C++ toolchain with gRPC's development
+# files for the C++ sample bot, and protoc plugins.
 need=()
 command -v docker-compose >/dev/null || need+=(docker-compose)
 { command -v cmake && command -v g++ && command -v protoc && command -v grpc_cpp_plugin; } >/dev/null \
@@ -16,6 +17,8 @@ command -v docker-compose >/dev/null || need+=(docker-compose)
   || need+=(protoc-gen-go protoc-gen-go-grpc protobuf-compiler-grpc-java-plugin)
 { command -v promtool && command -v prometheus; } >/dev/null || need+=(prometheus)
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need+=(postgresql)
+# The web pages' browser tests drive Debian's Chromium (Playwright is pointed at it).
+[ -x /usr/bin/chromium ] || need+=(chromium)
 if [ ${#need[@]} -gt 0 ]; then
   SUDO=$([ "$(id -u)" -eq 0 ] || echo sudo)
   $SUDO apt-get update -qq

@@ -82,6 +82,8 @@ class Serve:
         assert self.proc.stdout is not None
         out = self.proc.stdout
         threading.Thread(target=lambda: [lines.put(x) for x in out], daemon=True).start()
+        #: The lines printed after the first (``web on URL`` when the league serves pages).
+        self.lines = lines
         try:
             first = lines.get(timeout=60)
         except queue.Empty:

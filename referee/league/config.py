@@ -37,6 +37,9 @@ _KEYS = {
     "handshake_timeout_s",
     "tls_cert",
     "tls_key",
+    "web_port",
+    "web_host",
+    "web_delay_rounds",
 }
 
 
@@ -66,6 +69,11 @@ class LeagueConfig:
     handshake_timeout_s: float
     tls_cert: Path | None
     tls_key: Path | None
+    #: The web pages and JSON API (docs/web.md): off unless a port is given.
+    web_port: int | None = None
+    web_host: str = "127.0.0.1"
+    #: Spectators on the web stay this many rounds behind a running match.
+    web_delay_rounds: int = 0
 
 
 def _float(table: dict[str, Any], key: str, default: float, low: float, where: str) -> float:
@@ -151,6 +159,9 @@ def league_from_table(data: dict[str, Any], base: Path, source: Path, environ: A
     metrics_port = t.get("metrics_port")
     if metrics_port is not None:
         metrics_port = _int(t, "metrics_port", 0, 0, where, 65535)
+    web_port = t.get("web_port")
+    if web_port is not None:
+        web_port = _int(t, "web_port", 0, 0, where, 65535)
     out = _str(t, "out", f"results/{name}", where)
     database = _str(t, "database", "", where)
     out_path = (base / out).resolve()
@@ -183,4 +194,7 @@ def league_from_table(data: dict[str, Any], base: Path, source: Path, environ: A
         handshake_timeout_s=_float(t, "handshake_timeout_s", 10.0, 0.1, where),
         tls_cert=(base / tls_cert).resolve() if tls_cert else None,
         tls_key=(base / tls_key).resolve() if tls_key else None,
+        web_port=web_port,
+        web_host=_str(t, "web_host", "127.0.0.1", where),
+        web_delay_rounds=_int(t, "web_delay_rounds", 0, 0, where, 1000),
     )

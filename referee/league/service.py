@@ -520,6 +520,11 @@ class League:
             del self._running[running.match_id]
             self.metrics.running.set(len(self._running))
             self._wake.set()
+        if result.aborted:  # fewer than two streams were there: not a result to rate
+            running.feed.interrupt()
+            self.store.mark_aborted(c.name, m.index, result.record_path)
+            log.warning("match_aborted", match_id=running.match_id, why=result.reason)
+            return
         self._finished_match(m, running, result)
 
     def _finished_match(self, m: ScheduledMatch, running: _Running, result: MatchResult) -> None:
@@ -601,8 +606,17 @@ class League:
             response.matches.append(summary)
         return response
 
-    def record(self, match_id: str) -> tuple[league_pb2.MatchSummary, str]:
-        """A finished match's summary and record text."""
+    def finished_count(self) -> int:
+        """Matches finished in this league so far."""
+        return self._finished
+
+    def running_seating(self) -> dict[str, tuple[str, ...]]:
+        """The running matches' seating, by match id."""
+        return {match_id: r.seating for match_id, r in self._running.items()}
+
+    def record_path(self, match_id: str) -> Path:
+        """A finished match's record file; a running match is refused (its record holds
+        the hands)."""
         if match_id in self._running:
             raise Refused(
                 grpc.StatusCode.FAILED_PRECONDITION,
@@ -613,7 +627,11 @@ class League:
             raise Refused(
                 grpc.StatusCode.NOT_FOUND, f"no finished match {match_id!r} in this league"
             )
-        _, path = found
+        return found[1]
+
+    def record(self, match_id: str) -> tuple[league_pb2.MatchSummary, str]:
+        """A finished match's summary and record text."""
+        path = self.record_path(match_id)
         try:
             text = path.read_text(encoding="utf-8")
         except OSError as exc:

@@ -20,12 +20,14 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 import os
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import structlog
 
@@ -35,6 +37,8 @@ from referee.metrics import RefereeMetrics
 from referee.private import private_dir
 from referee.ratings import BotStats, LiveElo, MatchOutcome, Standing, fit_standings, quantile
 from referee.report import (
+    EMBEDDED_MATCHES,
+    ReportMatch,
     standings_table,
     write_ratings_csv,
     write_ratings_json,
@@ -121,6 +125,9 @@ class TournamentOutcome:
     referee_cpu_s: float = 0.0
     shard_finished: int = 0
     shard_planned: int = 0
+    #: The ids of the matches this run aborted twice (fewer than two seats connected):
+    #: not finished, so no standings until a later run plays them.
+    aborted: list[str] = field(default_factory=list)
 
     @property
     def complete(self) -> bool:
@@ -290,6 +297,7 @@ async def run_tournament(
             await here.start(host, port)
         queue = DealQueue(config.mode == "duplicate", full, todo)
         running = 0
+        aborted: list[str] = []
 
         def withheld(m: ScheduledMatch) -> str:
             if config.mode != "duplicate":
@@ -322,16 +330,22 @@ async def run_tournament(
                 deal_key_commitment=key.commitment(),
                 seed_withheld=withheld(m),
             )
+            aborts = 0
             for attempt in range(1, WORKER_RETRIES + 2):
                 try:
-                    return await player.play(
+                    result = await player.play(
                         job, lambda path: store.mark_running(config.name, m.index, path)
                     )
                 except WorkerDied as exc:
                     if attempt > WORKER_RETRIES:
                         raise
                     log.warning("match_replayed", match_index=m.index, why=str(exc))
-            raise AssertionError("unreachable")
+                    continue
+                if not result.aborted or aborts == ABORT_RETRIES:
+                    return result
+                aborts += 1
+                log.warning("match_replayed", match_index=m.index, why=result.reason)
+            return result
 
         async def worker() -> None:
             nonlocal done, running
@@ -349,6 +363,11 @@ async def run_tournament(
                 finally:
                     running -= 1
                     metrics.running.set(running)
+                if result.aborted:
+                    store.mark_aborted(config.name, m.index, result.record_path)
+                    aborted.append(result.match_id)
+                    log.warning("match_aborted", match_id=result.match_id, why=result.reason)
+                    continue
                 store.save_result(config.name, m.index, result)
                 queue.finished(m)
                 metrics.matches.inc()
@@ -385,8 +404,11 @@ async def run_tournament(
                 tournament=config.name,
                 finished=exported.finished,
                 planned=exported.planned,
-                why="other shards' matches are not finished yet; no exports",
+                why="matches were aborted; no exports"
+                if aborted
+                else "other shards' matches are not finished yet; no exports",
             )
+        exported.aborted = sorted(aborted)
         exported.referee_cpu_s = referee_cpu_s
         exported.shard_planned = len(schedule)
         exported.shard_finished = len(finished & mine)
@@ -396,6 +418,9 @@ async def run_tournament(
 
 
 WORKER_RETRIES = 2
+#: How often a match that was aborted (fewer than two seats connected) is played again
+#: at once, with the same deal; then it stays aborted until the tournament runs again.
+ABORT_RETRIES = 1
 
 
 class DealQueue:
@@ -531,6 +556,7 @@ def export(config: TournamentConfig, store: Store) -> TournamentOutcome:
         ],
     )
     think = {bot: (s.think_p50_ms, s.think_p99_ms) for bot, s in stats.items()}
+    rows = store.match_rows(config.name)
     write_report_html(
         tmp["report.html"],
         f"Tournament {config.name}",
@@ -539,10 +565,11 @@ def export(config: TournamentConfig, store: Store) -> TournamentOutcome:
         store.faults_by_reason(config.name),
         think,
         deal=deal,
+        live_elo=live,
+        matches=report_matches(results, rows, out),
     )
     for name, path in exports.items():
         os.replace(tmp[name], path)
-    rows = store.match_rows(config.name)
     finished = sum(1 for r in rows if r["status"] == "finished")
     return TournamentOutcome(
         standings,
@@ -553,6 +580,39 @@ def export(config: TournamentConfig, store: Store) -> TournamentOutcome:
         standings_table(standings, stats, live),
         exports,
     )
+
+
+def report_matches(
+    results: Sequence[StoredResult], rows: Sequence[dict[str, Any]], out: Path
+) -> list[ReportMatch]:
+    """The report's matches, newest first; the latest ones with their record embedded."""
+    from referee.record import ReplayError, read_record
+    from referee.web.data import RecordShapeError, viewer_document
+
+    paths = {r["idx"]: r["record_path"] for r in rows}
+    by_idx: dict[int, list[StoredResult]] = {}
+    for r in results:
+        by_idx.setdefault(r.idx, []).append(r)
+    found: list[ReportMatch] = []
+    for idx in sorted(by_idx, reverse=True):
+        seats = sorted(by_idx[idx], key=lambda r: r.seat)
+        path = Path(paths.get(idx) or out / "matches" / f"{seats[0].match_id}.jsonl")
+        viewer = None
+        if len(found) < EMBEDDED_MATCHES:
+            with contextlib.suppress(OSError, ReplayError, RecordShapeError):
+                viewer = viewer_document(list(read_record(path)))
+        record = os.path.relpath(path, out) if path.is_absolute() else str(path)
+        found.append(
+            ReportMatch(
+                seats[0].match_id,
+                [r.bot for r in seats],
+                [r.total for r in seats],
+                [r.place for r in seats],
+                record,
+                viewer,
+            )
+        )
+    return found
 
 
 class MergeRefused(ValueError):

@@ -7,7 +7,7 @@ machines share. Both hold the same tables and answer the same methods:
 
 ``tournaments`` (name, config fingerprint), ``deal_keys`` (each tournament's secret deal
 key and its published commitment, :mod:`referee.dealkey`), ``matches`` (the schedule, with each match's
-status: planned, running, finished), ``results`` (one row per seat of a finished match),
+status: planned, running, finished, aborted), ``results`` (one row per seat of a finished match),
 ``faults``. A match's results, faults and its ``finished`` status are written in one
 transaction, so a tournament (or a shard of one) killed at any moment has every finished
 match complete and every other one replayable from the start. Shards write concurrently:
@@ -367,6 +367,15 @@ class Store:
             "UPDATE matches SET status = 'running', started_at = ?, record_path = ? "
             "WHERE tournament = ? AND idx = ? AND status <> 'finished'",
             (time.time(), str(record_path), tournament, idx),
+        )
+
+    def mark_aborted(self, tournament: str, idx: int, record_path: Path) -> None:
+        """A match was not played (fewer than two seats connected): no results, and it is
+        played again when the tournament is run again."""
+        self._execute(
+            "UPDATE matches SET status = 'aborted', record_path = ? "
+            "WHERE tournament = ? AND idx = ? AND status <> 'finished'",
+            (str(record_path), tournament, idx),
         )
 
     def save_result(self, tournament: str, idx: int, result: MatchResult) -> None:

@@ -199,7 +199,6 @@ class League:
         self._history = History()
         self._elo = LiveElo()
         self._recent: collections.deque[league_pb2.MatchSummary] = collections.deque(maxlen=RECENT)
-        self._records: dict[str, tuple[int, Path]] = {}
         self._finished = 0
         self._next_index = 0
         self._published = _Published()
@@ -249,9 +248,7 @@ class League:
                 self._replays.append(
                     ScheduledMatch(r["idx"], tuple(sorted(seating)), seating, seed, r["deal"])
                 )
-            elif r["status"] == "finished" and r["record_path"]:
-                self._records[r["match_id"]] = (r["idx"], Path(r["record_path"]))
-        results = self.store.results(c.name)
+        results = self.store.results(c.name, think=False)
         by_match: dict[int, list[StoredResult]] = {}
         for res in results:
             by_match.setdefault(res.idx, []).append(res)
@@ -531,7 +528,6 @@ class League:
         self.metrics.matches.inc()
         self.metrics.finished.set(self._finished)
         self.metrics.match_duration.observe(result.duration_s)
-        self._records[running.match_id] = (m.index, result.record_path)
         self._recent.appendleft(
             league_pb2.MatchSummary(
                 match_id=running.match_id,
@@ -569,7 +565,10 @@ class League:
     async def _publish(self) -> None:
         """Fit the standings from the database (in a thread) and publish them."""
         try:
-            results = self.store.results(self.config.name)
+            # Without the think times: the standings do not use them, and loading them
+            # for every finished match at every publication grew the process by about
+            # 15 KB per match played (the peak of each load stays with the process).
+            results = self.store.results(self.config.name, think=False)
             response = await asyncio.to_thread(compute_standings, results, self.config.bootstrap)
         except Exception as exc:
             log.error("standings_failed", error=repr(exc))
@@ -605,12 +604,11 @@ class League:
                 grpc.StatusCode.FAILED_PRECONDITION,
                 f"match {match_id!r} is still running; watch it with WatchMatch",
             )
-        found = self._records.get(match_id)
-        if found is None:
+        path = self._record_path(match_id)
+        if path is None:
             raise Refused(
                 grpc.StatusCode.NOT_FOUND, f"no finished match {match_id!r} in this league"
             )
-        _, path = found
         try:
             text = path.read_text(encoding="utf-8")
         except OSError as exc:
@@ -630,16 +628,24 @@ class League:
                 summary.forfeited_seats.extend(last.get("forfeited", []))
         return summary, text
 
+    def _record_path(self, match_id: str) -> Path | None:
+        """The record of a finished match, from the database: the league keeps nothing
+        per finished match in memory (it runs for weeks)."""
+        _, _, number = match_id.rpartition("-")
+        if not number.isdigit() or match_id != match_id_of(self.config.name, int(number)):
+            return None
+        return self.store.record_path(self.config.name, int(number))
+
     def feed(self, match_id: str) -> MatchFeed:
         """The feed of a running match, or of a finished one replayed from its record."""
         running = self._running.get(match_id)
         if running is not None:
             return running.feed
-        found = self._records.get(match_id)
-        if found is None:
+        path = self._record_path(match_id)
+        if path is None:
             raise Refused(grpc.StatusCode.NOT_FOUND, f"no match {match_id!r} in this league")
         try:
-            return replay_feed(match_id, list(read_record(found[1])))
+            return replay_feed(match_id, list(read_record(path)))
         except (OSError, ReplayError) as exc:
             raise Refused(
                 grpc.StatusCode.DATA_LOSS, f"the record of {match_id!r} cannot be read: {exc}"

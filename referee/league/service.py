@@ -41,8 +41,9 @@ from referee.league.config import LeagueConfig
 from referee.league.feed import MatchFeed, replay_feed
 from referee.league.registry import BotEntry, BotRegistry, RegistryError
 from referee.league.scheduler import History, choose_table
+from referee.league.standings import fit_in_child
 from referee.metrics import RefereeMetrics
-from referee.ratings import LiveElo, MatchOutcome, fit_standings
+from referee.ratings import LiveElo, MatchOutcome
 from referee.record import ReplayError, read_record
 from referee.runner import MatchResult, MatchRunner
 from referee.server import (
@@ -53,7 +54,6 @@ from referee.server import (
     SeatStream,
     TlsConfig,
 )
-from referee.tournament.run import bot_stats, outcomes_from
 from referee.tournament.schedule import ScheduledMatch, deal_seed
 from referee.tournament.storage import Store, StoredResult
 from sticheln.v1 import bot_pb2, league_pb2
@@ -142,36 +142,6 @@ def _summary(
         finished_at=at,
         finish_order=order,
     )
-
-
-def compute_standings(
-    results: list[StoredResult], bootstrap: int, seed: int = 0
-) -> league_pb2.StandingsResponse:
-    """The published standings of ``results`` (every seat row of the finished matches
-    counted, in finishing order): Bradley–Terry with intervals, live Elo and statistics."""
-    outcomes = outcomes_from(results)
-    elo = LiveElo()
-    for outcome in outcomes:
-        elo.update(outcome)
-    live = elo.ratings()
-    stats = bot_stats(results)
-    fitted = fit_standings(outcomes, bootstrap=bootstrap, seed=seed) if outcomes else []
-    response = league_pb2.StandingsResponse(matches=len(outcomes), published_at=time.time())
-    for s in fitted:
-        st = stats[s.bot]
-        response.standings.add(
-            bot=s.bot,
-            rating=s.rating,
-            ci_low=s.ci_low,
-            ci_high=s.ci_high,
-            games=s.games,
-            live_elo=live.get(s.bot, math.nan),
-            matches=st.matches,
-            mean_place=st.mean_place,
-            mean_score=st.mean_score,
-            faults=st.faults,
-        )
-    return response
 
 
 class League:
@@ -563,13 +533,13 @@ class League:
         self._request_publish()
 
     async def _publish(self) -> None:
-        """Fit the standings from the database (in a thread) and publish them."""
+        """Fit the standings from the database and publish them. The fit runs in a
+        process of its own (:mod:`referee.league.standings`): its memory grows with the
+        matches played, and this process must not."""
         try:
-            # Without the think times: the standings do not use them, and loading them
-            # for every finished match at every publication grew the process by about
-            # 15 KB per match played (the peak of each load stays with the process).
-            results = self.store.results(self.config.name, think=False)
-            response = await asyncio.to_thread(compute_standings, results, self.config.bootstrap)
+            response = await fit_in_child(
+                self.config.database, self.config.name, self.config.bootstrap
+            )
         except Exception as exc:
             log.error("standings_failed", error=repr(exc))
             return

@@ -29,7 +29,7 @@ then measures for ``--seconds``:
 - the referee's peak memory: ``VmHWM`` (peak resident set) of the referee process from
   ``/proc/PID/status`` at the end of the window, start-up and warm-up included; and how
   fast the resident set grew in the window (``VmRSS`` at its start and end, in MB per
-  minute), since a league runs for weeks;
+  minute, and once a minute in between), since a league runs for weeks;
 - p99 think-time-to-next-request: in the bot processes, the time from sending an answer
   to receiving the next decision request on the same stream (the requests to the table's
   other seats in between included), p99 over all samples of all streams taken in the
@@ -558,12 +558,17 @@ def one_run(args: argparse.Namespace, profile: str | None) -> Figures:
         for b in bots:
             b.send_signal(signal.SIGUSR1)
         watch = None
+        rss_by_minute = [rss0]
         if web_port is not None:
             watch, _ = _watch_windows(
                 args, metrics_url, f"http://127.0.0.1:{web_port}", referee.pid
             )
         else:
-            time.sleep(args.seconds)
+            # The resident set once a minute: a league runs for weeks, so it must stay flat.
+            end = t0 + args.seconds
+            while (left := end - time.perf_counter()) > 0:
+                time.sleep(min(60.0, left))
+                rss_by_minute.append(_vm_mb(referee.pid, "VmRSS"))
         for b in bots:
             b.send_signal(signal.SIGUSR2)
         elapsed = time.perf_counter() - t0
@@ -571,7 +576,8 @@ def one_run(args: argparse.Namespace, profile: str | None) -> Figures:
         cpu_ref = _cpu_s(referee.pid) - cpu_ref
         cpu_bots = sum(_cpu_s(b.pid) for b in bots) - cpu_bots
         peak_mb = _vm_mb(referee.pid, "VmHWM")
-        growth = (_vm_mb(referee.pid, "VmRSS") - rss0) / elapsed * 60
+        rss1 = _vm_mb(referee.pid, "VmRSS")
+        growth = (rss1 - rss0) / elapsed * 60
         dead = [p for p in procs if p.poll() is not None]
         if dead:
             raise BenchError(f"{len(dead)} process(es) exited during the measurement")
@@ -599,7 +605,9 @@ def one_run(args: argparse.Namespace, profile: str | None) -> Figures:
         print(
             f"  connected {streams_total} streams in {connect_s:.1f} s; "
             f"window {elapsed:.1f} s: {key('sticheln_matches_total'):.0f} matches, "
-            f"{key('sticheln_decisions_total'):.0f} decisions; {len(samples)} latency samples",
+            f"{key('sticheln_decisions_total'):.0f} decisions; {len(samples)} latency samples; "
+            f"RSS {rss0:.1f} MB at the start of the window, {rss1:.1f} MB at its end (by minute: "
+            f"{' '.join(f'{x:.0f}' for x in rss_by_minute)})",
             flush=True,
         )
         return Figures(

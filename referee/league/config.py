@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from referee.ratings import MIN_MATCHES
 from referee.rules import RuleError, RuleSet, from_table
 from referee.runner import Clock
 from referee.tournament.config import ConfigError, _int
@@ -33,6 +34,7 @@ _KEYS = {
     "shutdown_grace_s",
     "publish_interval_s",
     "bootstrap",
+    "min_matches",
     "max_seats_per_bot",
     "handshake_timeout_s",
     "tls_cert",
@@ -66,6 +68,8 @@ class LeagueConfig:
     handshake_timeout_s: float
     tls_cert: Path | None
     tls_key: Path | None
+    #: Bots with fewer matches are listed apart in the standings as provisional.
+    min_matches: int = MIN_MATCHES
 
 
 def _float(table: dict[str, Any], key: str, default: float, low: float, where: str) -> float:
@@ -183,4 +187,5 @@ def league_from_table(data: dict[str, Any], base: Path, source: Path, environ: A
         handshake_timeout_s=_float(t, "handshake_timeout_s", 10.0, 0.1, where),
         tls_cert=(base / tls_cert).resolve() if tls_cert else None,
         tls_key=(base / tls_key).resolve() if tls_key else None,
+        min_matches=_int(t, "min_matches", MIN_MATCHES, 0, where),
     )

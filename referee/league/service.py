@@ -42,7 +42,7 @@ from referee.league.feed import MatchFeed, replay_feed
 from referee.league.registry import BotEntry, BotRegistry, RegistryError
 from referee.league.scheduler import History, choose_table
 from referee.metrics import RefereeMetrics
-from referee.ratings import LiveElo, MatchOutcome, fit_standings
+from referee.ratings import MIN_MATCHES, LiveElo, MatchOutcome, fit
 from referee.record import ReplayError, read_record
 from referee.runner import MatchResult, MatchRunner
 from referee.server import (
@@ -145,19 +145,22 @@ def _summary(
 
 
 def compute_standings(
-    results: list[StoredResult], bootstrap: int, seed: int = 0
+    results: list[StoredResult], bootstrap: int, seed: int = 0, min_matches: int = MIN_MATCHES
 ) -> league_pb2.StandingsResponse:
     """The published standings of ``results`` (every seat row of the finished matches
-    counted, in finishing order): Bradley–Terry with intervals, live Elo and statistics."""
+    counted, in finishing order): Bradley–Terry with intervals, live Elo and statistics;
+    bots with fewer than ``min_matches`` matches provisional, and the fit's warnings."""
     outcomes = outcomes_from(results)
     elo = LiveElo()
     for outcome in outcomes:
         elo.update(outcome)
     live = elo.ratings()
     stats = bot_stats(results)
-    fitted = fit_standings(outcomes, bootstrap=bootstrap, seed=seed) if outcomes else []
-    response = league_pb2.StandingsResponse(matches=len(outcomes), published_at=time.time())
-    for s in fitted:
+    result = fit(outcomes, bootstrap=bootstrap, seed=seed, min_matches=min_matches)
+    response = league_pb2.StandingsResponse(
+        matches=len(outcomes), published_at=time.time(), warnings=result.warnings
+    )
+    for s in result.standings:
         st = stats[s.bot]
         response.standings.add(
             bot=s.bot,
@@ -170,6 +173,10 @@ def compute_standings(
             mean_place=st.mean_place,
             mean_score=st.mean_score,
             faults=st.faults,
+            provisional=s.provisional,
+            group=s.group,
+            ci_low_open=s.low_open,
+            ci_high_open=s.high_open,
         )
     return response
 
@@ -565,7 +572,12 @@ class League:
         """Fit the standings from the database (in a thread) and publish them."""
         try:
             results = self.store.results(self.config.name)
-            response = await asyncio.to_thread(compute_standings, results, self.config.bootstrap)
+            response = await asyncio.to_thread(
+                compute_standings,
+                results,
+                self.config.bootstrap,
+                min_matches=self.config.min_matches,
+            )
         except Exception as exc:
             log.error("standings_failed", error=repr(exc))
             return

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from referee.bots import BotConfigError, BotSpec, bot_from_table, load_bot
+from referee.ratings import MIN_MATCHES
 from referee.rules import RuleError, RuleSet, from_table
 from referee.runner import Clock
 from referee.tournament.storage import is_url
@@ -46,6 +47,8 @@ class TournamentConfig:
     database: str
     anchor: str
     source: Path
+    #: Bots with fewer matches are listed apart as provisional (exports only).
+    min_matches: int = MIN_MATCHES
 
     def fingerprint(self) -> dict[str, Any]:
         """What decides the schedule and the results: a changed value refuses a resume.
@@ -158,6 +161,7 @@ def config_from_table(data: dict[str, Any], base: Path, source: Path) -> Tournam
         "out",
         "database",
         "anchor",
+        "min_matches",
     }
     extra = sorted(set(t) - known)
     if extra:
@@ -276,4 +280,5 @@ def config_from_table(data: dict[str, Any], base: Path, source: Path) -> Tournam
         database=db_target,
         anchor=anchor,
         source=source,
+        min_matches=_int(t, "min_matches", MIN_MATCHES, 0, where),
     )

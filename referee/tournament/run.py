@@ -23,7 +23,7 @@ import structlog
 
 from referee import logs
 from referee.metrics import RefereeMetrics
-from referee.ratings import BotStats, LiveElo, MatchOutcome, Standing, fit_standings, quantile
+from referee.ratings import BotStats, LiveElo, MatchOutcome, Standing, fit, quantile
 from referee.report import (
     standings_table,
     write_ratings_csv,
@@ -161,6 +161,7 @@ def outcomes_from(results: Sequence[StoredResult]) -> list[MatchOutcome]:
                 bots=tuple(r.bot for r in rows),
                 places=tuple(r.place for r in rows),
                 key=f"{idx:08d}",
+                forfeited=tuple(r.forfeited for r in rows),
             )
         )
     return out
@@ -379,7 +380,8 @@ def export(config: TournamentConfig, store: Store) -> TournamentOutcome:
     for outcome in outcomes:
         elo.update(outcome)
     stats = bot_stats(results)
-    standings = fit_standings(outcomes, anchor=config.anchor or None) if outcomes else []
+    fitted = fit(outcomes, anchor=config.anchor or None, min_matches=config.min_matches)
+    standings, warnings = fitted.standings, fitted.warnings
     live = elo.ratings()
     out = config.out
     out.mkdir(parents=True, exist_ok=True)
@@ -391,7 +393,7 @@ def export(config: TournamentConfig, store: Store) -> TournamentOutcome:
     }
     # Written beside, then renamed: shards finishing at once never leave a torn file.
     tmp = {name: out / f".{name}.{os.getpid()}.tmp" for name in exports}
-    write_ratings_json(tmp["ratings.json"], standings, stats, live)
+    write_ratings_json(tmp["ratings.json"], standings, stats, live, warnings=warnings)
     write_ratings_csv(tmp["ratings.csv"], standings, stats, live)
     write_results_csv(
         tmp["results.csv"],
@@ -418,6 +420,8 @@ def export(config: TournamentConfig, store: Store) -> TournamentOutcome:
         stats,
         store.faults_by_reason(config.name),
         think,
+        warnings=warnings,
+        min_matches=config.min_matches,
     )
     for name, path in exports.items():
         os.replace(tmp[name], path)
@@ -429,7 +433,7 @@ def export(config: TournamentConfig, store: Store) -> TournamentOutcome:
         live,
         finished,
         len(rows),
-        standings_table(standings, stats, live),
+        standings_table(standings, stats, live, warnings, config.min_matches),
         exports,
     )
 

@@ -360,3 +360,11 @@ def test_share_beaten_counts_shared_places_half_and_ties_forfeits() -> None:
     ]
     assert share_beaten(rows, "a") == pytest.approx((0.5 + 1 + 1) / 3)
     assert share_beaten(rows, "c") == pytest.approx(0.5 / 3)  # the forfeits tie
+
+
+def test_an_unusable_store_is_refused_in_one_line(tmp_path: Path) -> None:
+    (tmp_path / "out").write_text("a file where the folder should be")
+    config = load_compare(None, flags(tmp_path))
+    with pytest.raises(CompareRefused, match="cannot open the comparison's database") as info:
+        CompareStore(config.database)
+    assert "\n" not in str(info.value)

@@ -66,7 +66,8 @@ WORKER_RETRIES = 2
 
 
 class CompareRefused(ValueError):
-    """The store holds this comparison with other settings; the message is one line."""
+    """The comparison cannot use its store (it cannot be opened, or it holds this
+    comparison with other settings); the message is one line."""
 
 
 # -- the schedule ------------------------------------------------------------------------------
@@ -159,14 +160,17 @@ class CompareStore:
     """
 
     def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o600)
-        os.close(fd)
         self.path = path
-        self.db = sqlite3.connect(path, isolation_level=None, timeout=30)
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("PRAGMA synchronous=NORMAL")
-        self.db.executescript(_SCHEMA)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o600)
+            os.close(fd)
+            self.db = sqlite3.connect(path, isolation_level=None, timeout=30)
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute("PRAGMA synchronous=NORMAL")
+            self.db.executescript(_SCHEMA)
+        except (OSError, sqlite3.Error) as exc:
+            raise CompareRefused(f"cannot open the comparison's database {path}: {exc}") from None
 
     def close(self) -> None:
         """Close the connection."""

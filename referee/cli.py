@@ -633,16 +633,29 @@ def _league(args: argparse.Namespace) -> int:
                         f"{b.connected_streams:>7}  {b.previous_version or '-':8}  {b.owner}"
                     )
             else:
+                from referee.report import interval_text
+
                 st = stub.Standings(league_pb2.StandingsRequest(), timeout=args.timeout)
+                for warning in st.warnings:
+                    print(f"warning: {warning}")
                 print(f"{st.matches} matches")
                 print(
                     f"{'#':>2} {'bot':24} {'rating':>7} {'95% interval':>15} {'elo':>6} {'matches':>7}"
                 )
-                for i, x in enumerate(st.standings, 1):
-                    ci = "" if math.isnan(x.ci_low) else f"{x.ci_low:.0f}-{x.ci_high:.0f}"
+                rank = 0
+                for x in st.standings:
+                    ci = (
+                        ""
+                        if math.isnan(x.ci_low)
+                        else interval_text(x.ci_low, x.ci_high, x.ci_low_open, x.ci_high_open)
+                    )
+                    rank += not x.provisional
+                    shown = "-" if x.provisional else str(rank)
+                    note = "  provisional" if x.provisional else ""
+                    note += f"  group {x.group + 1}" if x.group else ""
                     print(
-                        f"{i:>2} {x.bot:24} {x.rating:>7.0f} {ci:>15} {x.live_elo:>6.0f} "
-                        f"{x.matches:>7}"
+                        f"{shown:>2} {x.bot:24} {x.rating:>7.0f} {ci:>15} {x.live_elo:>6.0f} "
+                        f"{x.matches:>7}{note}"
                     )
         except grpc.RpcError as exc:
             code = exc.code()  # type: ignore[attr-defined]

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from referee.ratings import MIN_MATCHES
 from referee.rules import RuleError, RuleSet, from_table
 from referee.runner import Clock
 from referee.sandbox import DEFAULT_MODE
@@ -35,6 +36,7 @@ _KEYS = {
     "shutdown_grace_s",
     "publish_interval_s",
     "bootstrap",
+    "min_matches",
     "max_seats_per_bot",
     "handshake_timeout_s",
     "tls_cert",
@@ -78,6 +80,8 @@ class LeagueConfig:
     web_delay_rounds: int = 0
     #: How bots the league starts are confined: "bubblewrap" (default) or "none".
     sandbox: str = DEFAULT_MODE
+    #: Bots with fewer matches are listed apart in the standings as provisional.
+    min_matches: int = MIN_MATCHES
 
 
 def _float(table: dict[str, Any], key: str, default: float, low: float, where: str) -> float:
@@ -203,4 +207,5 @@ def league_from_table(data: dict[str, Any], base: Path, source: Path, environ: A
         web_host=_str(t, "web_host", "127.0.0.1", where),
         web_delay_rounds=_int(t, "web_delay_rounds", 0, 0, where, 1000),
         sandbox=sandbox,
+        min_matches=_int(t, "min_matches", MIN_MATCHES, 0, where),
     )

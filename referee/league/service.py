@@ -548,7 +548,10 @@ class League:
         matches played, and this process must not."""
         try:
             response = await fit_in_child(
-                self.config.database, self.config.name, self.config.bootstrap
+                self.config.database,
+                self.config.name,
+                self.config.bootstrap,
+                self.config.min_matches,
             )
         except Exception as exc:
             log.error("standings_failed", error=repr(exc))

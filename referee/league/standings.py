@@ -1,6 +1,6 @@
 """A league's published standings, fitted in a short-lived process of their own.
 
-``python -m referee.league.standings DATABASE LEAGUE BOOTSTRAP`` reads every finished
+``python -m referee.league.standings DATABASE LEAGUE BOOTSTRAP MIN_MATCHES`` reads every finished
 match of the league from its database, fits the standings and writes them to stdout as
 one serialized ``StandingsResponse``. The fit needs every match played so far (the
 bootstrap resamples them), so its memory grows with the league's history; a league runs
@@ -18,7 +18,7 @@ import sys
 import time
 from pathlib import Path
 
-from referee.ratings import LiveElo, fit_standings
+from referee.ratings import MIN_MATCHES, LiveElo, fit
 from referee.tournament.run import bot_stats, outcomes_from
 from referee.tournament.storage import Store, StoredResult
 from sticheln.v1 import league_pb2
@@ -28,19 +28,22 @@ FIT_TIMEOUT_S = 600.0
 
 
 def compute_standings(
-    results: list[StoredResult], bootstrap: int, seed: int = 0
+    results: list[StoredResult], bootstrap: int, seed: int = 0, min_matches: int = MIN_MATCHES
 ) -> league_pb2.StandingsResponse:
     """The published standings of ``results`` (every seat row of the finished matches
-    counted, in finishing order): Bradley–Terry with intervals, live Elo and statistics."""
+    counted, in finishing order): Bradley–Terry with intervals, live Elo and statistics;
+    bots with fewer than ``min_matches`` matches provisional, and the fit's warnings."""
     outcomes = outcomes_from(results)
     elo = LiveElo()
     for outcome in outcomes:
         elo.update(outcome)
     live = elo.ratings()
     stats = bot_stats(results)
-    fitted = fit_standings(outcomes, bootstrap=bootstrap, seed=seed) if outcomes else []
-    response = league_pb2.StandingsResponse(matches=len(outcomes), published_at=time.time())
-    for s in fitted:
+    result = fit(outcomes, bootstrap=bootstrap, seed=seed, min_matches=min_matches)
+    response = league_pb2.StandingsResponse(
+        matches=len(outcomes), published_at=time.time(), warnings=result.warnings
+    )
+    for s in result.standings:
         st = stats[s.bot]
         response.standings.add(
             bot=s.bot,
@@ -53,11 +56,17 @@ def compute_standings(
             mean_place=st.mean_place,
             mean_score=st.mean_score,
             faults=st.faults,
+            provisional=s.provisional,
+            group=s.group,
+            ci_low_open=s.low_open,
+            ci_high_open=s.high_open,
         )
     return response
 
 
-async def fit_in_child(database: Path, league: str, bootstrap: int) -> league_pb2.StandingsResponse:
+async def fit_in_child(
+    database: Path, league: str, bootstrap: int, min_matches: int = MIN_MATCHES
+) -> league_pb2.StandingsResponse:
     """The standings of ``league`` in ``database``, fitted by a child process; raises
     RuntimeError saying why not."""
     proc = await asyncio.create_subprocess_exec(
@@ -67,6 +76,7 @@ async def fit_in_child(database: Path, league: str, bootstrap: int) -> league_pb
         str(database),
         league,
         str(bootstrap),
+        str(min_matches),
         stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
@@ -87,18 +97,22 @@ async def fit_in_child(database: Path, league: str, bootstrap: int) -> league_pb
 def main(argv: list[str] | None = None) -> int:
     """Fit and write the standings (see the module's docstring)."""
     args = sys.argv[1:] if argv is None else argv
-    if len(args) != 3 or not args[2].isdigit():
+    if len(args) != 4 or not (args[2].isdigit() and args[3].isdigit()):
         print(
-            "usage: python -m referee.league.standings DATABASE LEAGUE BOOTSTRAP", file=sys.stderr
+            "usage: python -m referee.league.standings DATABASE LEAGUE BOOTSTRAP MIN_MATCHES",
+            file=sys.stderr,
         )
         return 2
-    database, league, bootstrap = Path(args[0]), args[1], int(args[2])
+    database, league = Path(args[0]), args[1]
+    bootstrap, min_matches = int(args[2]), int(args[3])
     store = Store(database)
     try:
         results = store.results(league, think=False)
     finally:
         store.close()
-    sys.stdout.buffer.write(compute_standings(results, bootstrap).SerializeToString())
+    sys.stdout.buffer.write(
+        compute_standings(results, bootstrap, min_matches=min_matches).SerializeToString()
+    )
     sys.stdout.buffer.flush()
     return 0
 

@@ -35,7 +35,7 @@ from referee import logs
 from referee.dealkey import DealKey
 from referee.metrics import RefereeMetrics
 from referee.private import private_dir
-from referee.ratings import BotStats, LiveElo, MatchOutcome, Standing, fit_standings, quantile
+from referee.ratings import BotStats, LiveElo, MatchOutcome, Standing, fit, quantile
 from referee.report import (
     EMBEDDED_MATCHES,
     ReportMatch,
@@ -185,6 +185,7 @@ def outcomes_from(results: Sequence[StoredResult]) -> list[MatchOutcome]:
                 bots=tuple(r.bot for r in rows),
                 places=tuple(r.place for r in rows),
                 key=f"{idx:08d}",
+                forfeited=tuple(r.forfeited for r in rows),
             )
         )
     return out
@@ -530,7 +531,8 @@ def export(config: TournamentConfig, store: Store) -> TournamentOutcome:
     for outcome in outcomes:
         elo.update(outcome)
     stats = bot_stats(results)
-    standings = fit_standings(outcomes, anchor=config.anchor or None) if outcomes else []
+    fitted = fit(outcomes, anchor=config.anchor or None, min_matches=config.min_matches)
+    standings, warnings = fitted.standings, fitted.warnings
     live = elo.ratings()
     out = config.out
     out.mkdir(parents=True, exist_ok=True)
@@ -545,7 +547,12 @@ def export(config: TournamentConfig, store: Store) -> TournamentOutcome:
     # Written beside, then renamed: shards finishing at once never leave a torn file.
     tmp = {name: out / f".{name}.{os.getpid()}.tmp" for name in exports}
     write_ratings_json(
-        tmp["ratings.json"], standings, stats, live, meta={"tournament": config.name, **deal}
+        tmp["ratings.json"],
+        standings,
+        stats,
+        live,
+        meta={"tournament": config.name, **deal},
+        warnings=warnings,
     )
     if key is not None:
         tmp["deal-key.txt"].write_text(key.hex() + "\n", encoding="ascii")
@@ -580,6 +587,8 @@ def export(config: TournamentConfig, store: Store) -> TournamentOutcome:
         live_elo=live,
         matches=report_matches(results, rows, out),
         sandbox=config.sandbox,
+        warnings=warnings,
+        min_matches=config.min_matches,
     )
     for name, path in exports.items():
         os.replace(tmp[name], path)
@@ -590,7 +599,7 @@ def export(config: TournamentConfig, store: Store) -> TournamentOutcome:
         live,
         finished,
         len(rows),
-        standings_table(standings, stats, live),
+        standings_table(standings, stats, live, warnings, config.min_matches),
         exports,
     )
 

@@ -353,7 +353,7 @@ class TournamentSource(Source):
         return self._published
 
     async def _fit(self) -> None:
-        from referee.league.service import compute_standings
+        from referee.league.standings import compute_standings
 
         try:
             results = self.results()
@@ -498,7 +498,7 @@ class FolderSource(Source):
                 }
             except (OSError, ValueError, KeyError, TypeError):
                 pass
-        from referee.league.service import compute_standings
+        from referee.league.standings import compute_standings
 
         response = compute_standings(self._results, 100)
         return {

@@ -53,9 +53,10 @@ With ``--watchers N`` the league also serves its web pages (``web_port``), and t
 is measured in four equal parts, without, with, with and without N live viewers (an
 A-B-B-A order, so that a drift of the machine's load falls on both sides). A viewer is
 a thread of this process holding a Server-Sent Events stream of a running match
-(``/api/matches/{id}/live``, a match of the running ones chosen by its number; when the
-match ends it takes another), reading every event; while the viewers watch, one more
-thread calls the pages' API routes in turn, ``--api-rate`` calls a second (the standings,
+(``/api/matches/{id}/live``; viewer i takes the i-th newest running match, so that most
+watch a match from near its start, and when it ends takes another), reading every
+event. All along (with and without viewers, so that the parts differ by the viewers
+alone) one more thread calls the pages' API routes in turn, ``--api-rate`` calls a second (the standings,
 the matches, the bots, a bot, head to head, a finished match's viewer document), timing
 each call from request to the last byte. It prints decisions/s without and with viewers
 and the cost in percent, the API calls' p50, p99 and max, the referee's CPU in each
@@ -201,18 +202,30 @@ class Audience:
         self.api_errors = 0
         self.stop = threading.Event()
         self.threads: list[threading.Thread] = []
+        self.api_stop = threading.Event()
+        self.api_thread = threading.Thread(target=self._call_api, daemon=True)
+
+    def start_api(self) -> None:
+        """Call the API, ``api_rate`` calls a second, until :meth:`end_api`."""
+        self.api_thread.start()
+
+    def end_api(self) -> None:
+        self.api_stop.set()
+        if self.api_thread.is_alive():
+            self.api_thread.join(STOP_TIMEOUT_S)
 
     def start(self) -> None:
+        """The viewers join."""
         self.stop.clear()
         self.threads = [
             threading.Thread(target=self._watch, args=(i,), daemon=True)
             for i in range(self.watchers)
         ]
-        self.threads.append(threading.Thread(target=self._call_api, daemon=True))
         for t in self.threads:
             t.start()
 
     def end(self) -> None:
+        """The viewers leave."""
         self.stop.set()
         for t in self.threads:
             t.join(STOP_TIMEOUT_S)
@@ -235,7 +248,8 @@ class Audience:
             if not running:
                 self.stop.wait(0.05)
                 continue
-            match_id = running[index % len(running)]["match_id"]
+            # The newest matches first: a viewer comes to watch a match from its start.
+            match_id = running[-1 - index % len(running)]["match_id"]
             try:
                 self._follow(index, match_id)
             except OSError:
@@ -270,7 +284,7 @@ class Audience:
         interval = 1.0 / self.api_rate
         match = bot = ""
         next_at = time.perf_counter()
-        while not self.stop.is_set():
+        while not self.api_stop.is_set():
             route = API_ROUTES[n % len(API_ROUTES)]
             n += 1
             if ("{match}" in route and not match) or ("{bot}" in route and not bot):
@@ -287,7 +301,7 @@ class Audience:
                 match = finished[0]["match_id"] if finished else match
                 bot = finished[0]["seating"][0] if finished else bot
             next_at += interval
-            self.stop.wait(max(0.0, next_at - time.perf_counter()))
+            self.api_stop.wait(max(0.0, next_at - time.perf_counter()))
 
 
 def _watch_windows(
@@ -298,6 +312,9 @@ def _watch_windows(
     part = args.seconds / 4
     watch = Watch(args.watchers, [], [], 0, [], [], 0, [], [], [], [], [])
     measured = 0.0
+    # The API is called all along: the parts differ by the viewers alone.
+    audience.start_api()
+    time.sleep(1.0)
     try:
         for watched in (False, True, True, False):
             if watched and not audience.threads:
@@ -325,6 +342,7 @@ def _watch_windows(
                 watch.clients.append(after.get("sticheln_web_clients", 0.0))
     finally:
         audience.end()
+        audience.end_api()
     watch.events = sum(audience.events)
     watch.follows = sum(audience.follows)
     watch.api_ms = audience.api_ms

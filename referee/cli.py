@@ -164,6 +164,8 @@ def _tournament(args: argparse.Namespace) -> int:
             raise UsageError(str(exc)) from None
     if args.workers is not None and args.workers < 1:
         raise UsageError(f"--workers: {args.workers} is not allowed; allowed: 1 or more")
+    if args.web_port is not None and not 0 <= args.web_port <= 65535:
+        raise UsageError(f"--web-port {args.web_port} is not allowed; allowed: 0 to 65535")
     if not args.metrics_linger >= 0:  # also refuses nan
         raise UsageError(
             f"--metrics-linger: {args.metrics_linger} is not allowed; allowed: 0 or more seconds, or inf"

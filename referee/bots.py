@@ -194,6 +194,8 @@ class BotProcess:
         #: Why a stream this process opened was refused, when the server could tell
         #: (:mod:`referee.peers`); "" otherwise.
         self.refusal = ""
+        #: The Unix socket made for this process alone (a sandboxed bot), else "".
+        self.origin = ""
         self._after_exit: asyncio.Future[None] | None = None
         _LIVE.add(self)
 

@@ -255,6 +255,8 @@ def _bot_file(folder: Path, name: str, script: str, seats: int = 1, **env: str) 
     path.write_text(
         f"name = {json.dumps(name)}\n"
         f"command = [{json.dumps(sys.executable)}, {json.dumps(str(TEST_BOTS / script))}]\n"
+        # The bot's folder is the one its sandbox may read.
+        f"workdir = {json.dumps(str(TEST_BOTS))}\n"
         f"seats = {seats}\nenv = {{ {table} }}\n"
     )
     return path

@@ -99,9 +99,15 @@ class BadRequest(ValueError):
     """A request with a bad parameter; the message says which and what is allowed."""
 
 
-def _json(doc: Any, status: int = 200) -> web.Response:
+def _dumps(doc: Any) -> bytes:
     text = json.dumps(data.finite(doc), ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    return web.Response(text=text, status=status, content_type="application/json", charset="utf-8")
+    return text.encode("utf-8")
+
+
+def _json(doc: Any, status: int = 200) -> web.Response:
+    return web.Response(
+        body=_dumps(doc), status=status, content_type="application/json", charset="utf-8"
+    )
 
 
 def _error(status: int, message: str) -> web.Response:
@@ -135,6 +141,8 @@ class WebServer:
         self.app = web.Application(middlewares=[self._middleware])
         self._runner: web.AppRunner | None = None
         self._closing = asyncio.Event()
+        #: The latest viewer documents asked for (a finished match's record does not change).
+        self._documents: dict[str, tuple[Path, bytes]] = {}
         self._broadcasts: collections.OrderedDict[str, Broadcast] = collections.OrderedDict()
         #: The live match streams, ended at once when the server stops.
         self._streams: set[asyncio.Task[Any]] = set()
@@ -314,12 +322,17 @@ class WebServer:
 
     async def match(self, request: web.Request) -> web.StreamResponse:
         match_id = request.match_info["match_id"]
-        lines = self.source.record_lines(match_id)
-        try:
-            doc = data.viewer_document(lines)
-        except data.RecordShapeError as exc:
-            raise NotFound(f"the record of match {match_id!r} cannot be shown: {exc}") from None
-        return _json(doc)
+        path = self.source.record_path(match_id)  # refuses a running match
+        cached = self._documents.get(match_id)
+        if cached is None or cached[0] != path:
+            try:
+                doc = data.viewer_document(self.source.record_lines(match_id))
+            except data.RecordShapeError as exc:
+                raise NotFound(f"the record of match {match_id!r} cannot be shown: {exc}") from None
+            cached = self._documents[match_id] = (path, _dumps(doc))
+            while len(self._documents) > KEPT_BROADCASTS:
+                del self._documents[next(iter(self._documents))]
+        return web.Response(body=cached[1], content_type="application/json", charset="utf-8")
 
     async def record(self, request: web.Request) -> web.StreamResponse:
         match_id = request.match_info["match_id"]

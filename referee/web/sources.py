@@ -175,6 +175,7 @@ class LeagueSource(Source):
         super().__init__(league.config.name, league.config.clock.decision_ms)
         self.league = league
         self._seen = league.finished_count()
+        self._standings: tuple[Any, dict[str, Any]] = (None, {})
 
     def version(self) -> Any:
         finished = self.league.finished_count()
@@ -189,11 +190,16 @@ class LeagueSource(Source):
 
     def standings(self) -> dict[str, Any]:
         response = self.league.standings()
-        return {
-            "matches": response.matches,
-            "published_at": response.published_at or None,
-            "standings": data.ranked(_standings_rows(response)),
-        }
+        if self._standings[0] is not response:  # converted once per publication
+            self._standings = (
+                response,
+                {
+                    "matches": response.matches,
+                    "published_at": response.published_at or None,
+                    "standings": data.ranked(_standings_rows(response)),
+                },
+            )
+        return self._standings[1]
 
     def load(self) -> tuple[list[StoredResult], dict[str, dict[str, int]]]:
         return _load(self.league.config.database, self.league.config.name)

@@ -55,7 +55,7 @@ HEARTBEAT_S = 15.0
 UPDATE_POLL_S = 0.25
 #: A live table looks for new events this often (seconds) and writes them in one batch:
 #: a viewer sees no difference, and a busy league is not interrupted for every card.
-LIVE_BATCH_S = 0.1
+LIVE_BATCH_S = 0.25
 #: Broadcasts of this many finished matches are kept for their next viewers.
 KEPT_BROADCASTS = 64
 #: At most this many matches per ``/api/matches`` page.
@@ -100,7 +100,10 @@ class BadRequest(ValueError):
 
 
 def _dumps(doc: Any) -> bytes:
-    text = json.dumps(data.finite(doc), ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    try:
+        text = json.dumps(doc, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    except ValueError:  # a NaN or an infinity somewhere: null in JSON
+        text = json.dumps(data.finite(doc), ensure_ascii=False, separators=(",", ":"))
     return text.encode("utf-8")
 
 
@@ -143,6 +146,7 @@ class WebServer:
         self._closing = asyncio.Event()
         #: The latest viewer documents asked for (a finished match's record does not change).
         self._documents: dict[str, tuple[Path, bytes]] = {}
+        self._bodies: dict[str, tuple[data.Snapshot, bytes]] = {}
         self._broadcasts: collections.OrderedDict[str, Broadcast] = collections.OrderedDict()
         #: The live match streams, ended at once when the server stops.
         self._streams: set[asyncio.Task[Any]] = set()
@@ -301,8 +305,16 @@ class WebServer:
         )
         return _json({**detail, "entry": entry, "versions": versions, "standing": standing})
 
+    def _snapshot_body(self, key: str, make: Callable[[data.Snapshot], Any]) -> web.Response:
+        """A document of the current snapshot, serialized once per snapshot."""
+        snap = self.source.snap
+        found = self._bodies.get(key)
+        if found is None or found[0] is not snap:
+            found = self._bodies[key] = (snap, _dumps(make(snap)))
+        return web.Response(body=found[1], content_type="application/json", charset="utf-8")
+
     async def head_to_head(self, request: web.Request) -> web.StreamResponse:
-        return _json(self.source.snap.head_to_head)
+        return self._snapshot_body("h2h", lambda snap: snap.head_to_head)
 
     async def matches(self, request: web.Request) -> web.StreamResponse:
         text = request.query.get("limit", "50")

@@ -51,22 +51,23 @@ here). Other load on the machine lowers decisions/s and raises the latency.
 
 With ``--watchers N`` the league also serves its web pages (``web_port``), and the window
 is measured in four equal parts, without, with, with and without N live viewers (an
-A-B-B-A order, so that a drift of the machine's load falls on both sides). A viewer is
-a thread of this process holding a Server-Sent Events stream of a running match
+A-B-B-A order, so that a drift of the machine's load falls on both sides). A viewer is a
+thread of this process holding a Server-Sent Events stream of a running match
 (``/api/matches/{id}/live``; viewer i takes the i-th newest running match, so that most
-watch a match from near its start, and when it ends takes another), reading every
-event. All along (with and without viewers, so that the parts differ by the viewers
-alone) one more thread calls the pages' API routes in turn, ``--api-rate`` calls a second (the standings,
-the matches, the bots, a bot, head to head, a finished match's viewer document), timing
-each call from request to the last byte. It prints decisions/s without and with viewers
-and the cost in percent, the referee's CPU per decision without and with viewers (a
-figure that other processes on the machine disturb less than decisions/s: they take CPU
-from the referee, not add to what a decision costs), the API calls' p50, p99 and max,
-the referee's CPU in each part, the CPU of the viewers themselves (this process: on a small machine they take CPU
-from the league too) and the CPU stolen by the host in each part (``machine.py``). Targets: the viewers cost at most 10% of the decisions/s,
-and an API call answers in under 50 ms at p99. The last line is then
-``watchers=<n> decisions_per_s_without=<a> decisions_per_s_with=<b> cost_percent=<c>
-api_p99_ms=<d> steal_percent=<e> cpu_per_decision_percent=<f>``.
+watch a match from near its start, and when it ends takes another), reading every event.
+All along (with and without viewers, so that the parts differ by the viewers alone) one
+more thread calls the pages' API routes in turn, ``--api-rate`` calls a second (the
+standings, the matches, the bots, a bot, head to head, a finished match's viewer
+document), timing each call from request to the last byte. It prints decisions/s without
+and with viewers and the cost in percent, the referee's CPU per decision without and with
+viewers (a figure that other processes on the machine disturb less than decisions/s: they
+take CPU from the referee, not add to what a decision costs), the API calls' p50, p99 and
+max, the referee's CPU in each part, the CPU of the viewers themselves (this process: on a
+small machine they take CPU from the league too) and the CPU stolen by the host in each
+part (``machine.py``). Targets: the viewers cost at most 10% of the decisions/s, and an
+API call answers in under 50 ms at p99. The last line is then ``watchers=<n>
+decisions_per_s_without=<a> decisions_per_s_with=<b> cost_percent=<c> api_p99_ms=<d>
+steal_percent=<e> cpu_per_decision_percent=<f>``.
 
 The figures of every run are printed, then their medians (``--runs``, default 1); the last
 line is exactly ``bots=<n> matches_per_s=<a> decisions_per_s=<b> peak_rss_mb=<c> p99_us=<d>``

@@ -489,7 +489,14 @@ class FolderSource(Source):
                 pass
         from referee.league.service import compute_standings
 
-        response = compute_standings(self._results, 100)
+        # A match with one bot in several seats (``referee match``) cannot be rated.
+        rated = [
+            r
+            for rows in data.by_match(self._results).values()
+            if len({x.bot for x in rows}) == len(rows)
+            for r in rows
+        ]
+        response = compute_standings(rated, 100)
         return {
             "matches": response.matches,
             "published_at": response.published_at,

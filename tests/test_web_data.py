@@ -132,3 +132,12 @@ def test_head_to_head_counts_better_places_and_score_differences() -> None:
     assert [m["match_id"] for m in detail["recent_matches"]] == ["m-1", "m-0"]
     assert [h["place"] for h in detail["rating_history"]] == [1, 3]
     assert detail["faults"] == {"timeout": 2}
+
+
+def test_a_match_with_one_bot_in_several_seats_is_shown_but_not_rated() -> None:
+    """``referee match --bot a.toml --bot a.toml ...`` records such matches."""
+    results = [_row(0, 0, "a", 5, 1), _row(0, 1, "a", 1, 2), _row(0, 2, "b", 0, 3)]
+    snap = data.snapshot(1, results, {})
+    assert snap.history == {}
+    assert [s["seating"] for s in snap.summaries] == [["a", "a", "b"]]
+    assert data.bot_detail("a", snap, 1000.0)["matches"] == 2

@@ -15,7 +15,6 @@ import collections
 import contextlib
 import json
 import math
-import sqlite3
 import time
 from abc import ABC, abstractmethod
 from pathlib import Path
@@ -23,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from referee.league.feed import MatchFeed, replay_feed
 from referee.record import ReplayError, read_record
-from referee.tournament.storage import Store, StoredResult, StoreError, is_url, open_store
+from referee.tournament.storage import StoredResult, open_store
 from referee.web import data
 
 if TYPE_CHECKING:
@@ -87,7 +86,7 @@ class Source(ABC):
     @abstractmethod
     def load(self) -> tuple[list[StoredResult], dict[str, dict[str, int]]]:
         """Every finished match's seat rows (in finishing order) and the faults by bot and
-        reason. Runs in a worker thread: it reads on a connection of its own."""
+        reason."""
 
     @abstractmethod
     def running(self) -> list[dict[str, Any]]:
@@ -125,12 +124,8 @@ class Source(ABC):
         version = self.version()
         if version == self.snap.version:
             return
-
-        def compute() -> data.Snapshot:
-            results, faults = self.load()
-            return data.snapshot(version, results, faults)
-
-        self.snap = await asyncio.to_thread(compute)
+        results, faults = self.load()
+        self.snap = await asyncio.to_thread(data.snapshot, version, results, faults)
 
     def record_lines(self, match_id: str) -> list[dict[str, Any]]:
         """A finished match's record lines."""
@@ -202,7 +197,8 @@ class LeagueSource(Source):
         return self._standings[1]
 
     def load(self) -> tuple[list[StoredResult], dict[str, dict[str, int]]]:
-        return _load(self.league.config.database, self.league.config.name)
+        name = self.league.config.name
+        return self.league.store.results(name), self.league.store.faults_by_reason(name)
 
     def running(self) -> list[dict[str, Any]]:
         return [
@@ -360,7 +356,7 @@ class TournamentSource(Source):
             self._last_fit = time.monotonic()
 
     def load(self) -> tuple[list[StoredResult], dict[str, dict[str, int]]]:
-        return _load(self.config.database, self.config.name)
+        return self.store.results(self.config.name), self.store.faults_by_reason(self.config.name)
 
     def running(self) -> list[dict[str, Any]]:
         return [
@@ -531,24 +527,3 @@ class FolderSource(Source):
 
     def feed(self, match_id: str) -> MatchFeed:
         return replay_feed(match_id, self.record_lines(match_id))
-
-
-class _ReadOnlyStore(Store):
-    """A SQLite database opened read-only on a connection of its own (a worker thread's)."""
-
-    def __init__(self, path: Path) -> None:
-        try:
-            self.db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30)
-        except sqlite3.Error as exc:
-            raise StoreError(f"cannot open the SQLite database {path}: {exc}") from None
-        self.path = path
-        self.where = str(path)
-
-
-def _load(database: str | Path, name: str) -> tuple[list[StoredResult], dict[str, dict[str, int]]]:
-    """Results and faults of tournament (or league) ``name``, read on a new connection."""
-    store = open_store(database) if is_url(database) else _ReadOnlyStore(Path(database))
-    try:
-        return store.results(name), store.faults_by_reason(name)
-    finally:
-        store.close()

@@ -71,7 +71,7 @@ def _check_bot(
         "--scenario",
         "players-3",
         "--startup-ms",
-        "3000",
+        "30000",  # a refused bot exits at once: this is only the limit for a loaded machine
         "--out",
         tmp_path / "check",
         "--",

@@ -34,9 +34,9 @@ def _league(tmp_path: Path) -> League:
 
 def _finish(league: League, index: int) -> None:
     seating = tuple(BOTS[(index + i) % len(BOTS)] for i in range(4))
-    m = ScheduledMatch(index, tuple(sorted(seating)), seating, index, index)
+    m = ScheduledMatch(index, tuple(sorted(seating)), seating, index)
     name = league.config.name
-    league.store.plan(name, [m], lambda m: match_id_of(name, m.index))
+    league.store.plan(name, [m], lambda m: match_id_of(name, m.index), league.store.deal_key(name))
     record = league.config.out / f"{index}.jsonl"
     record.parent.mkdir(parents=True, exist_ok=True)
     record.write_text('{"type":"header"}\n')
@@ -79,12 +79,10 @@ def test_publishing_the_standings_costs_little_memory_per_match_played(tmp_path:
     many = _publication_peak(league)
     assert league.standings().matches == 1200
     # Loading every match's think times cost about 4.7 KB per match played; what is left
-    # (the places of every match, for the Bradley-Terry fit) is a fraction of that.
-    # In the league's process: loading every match with its think times cost about 6 KB
-    # per match played, the places alone (for the fit) 1.8 KB; fitted in a process of its
-    # own, the publication costs the league the same whatever the history.
-    assert many - few < 20_000, (few, many)
-    assert many < 200_000
+    # (the places of every match, for the Bradley-Terry fit, freed after the fit) is
+    # about 1.8 KB.
+    per_match = (many - few) / 1000
+    assert per_match < 2_500, (few, many)
 
 
 def test_a_finished_match_is_found_through_the_database(tmp_path: Path) -> None:

@@ -187,6 +187,12 @@ def _tournament(args: argparse.Namespace) -> int:
             )
         if outcome.complete:
             print(outcome.table, flush=True)
+            if "deal-key.txt" in outcome.exports:
+                print(
+                    f"the tournament is over: its deal key is in {outcome.exports['deal-key.txt']}; "
+                    f"`referee verify {config.out}` re-checks every deal and result",
+                    flush=True,
+                )
             print(
                 f"{outcome.finished}/{outcome.planned} matches finished; exports in {config.out}",
                 flush=True,
@@ -329,6 +335,8 @@ def _merge(args: argparse.Namespace) -> int:
         return 1
     assert merged.outcome is not None
     print(merged.outcome.table, flush=True)
+    if "deal-key.txt" in merged.outcome.exports:
+        print(f"deal key published in {merged.outcome.exports['deal-key.txt']}", flush=True)
     print(
         f"{merged.outcome.finished}/{merged.outcome.planned} matches finished; exports in {config.out}",
         flush=True,

@@ -47,6 +47,7 @@ def finished(tmp_path_factory: pytest.TempPathFactory) -> Path:
     )
     done = referee("tournament", str(path))
     assert done.returncode == 0, done.stderr
+    assert f"its deal key is in {tmp / 'out' / 'deal-key.txt'}" in done.stdout
     return tmp / "out"
 
 

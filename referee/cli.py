@@ -254,6 +254,12 @@ def _tournament(args: argparse.Namespace) -> int:
             )
         elif outcome.complete:
             print(outcome.table, flush=True)
+            if "deal-key.txt" in outcome.exports:
+                print(
+                    f"the tournament is over: its deal key is in {outcome.exports['deal-key.txt']}; "
+                    f"`referee verify {config.out}` re-checks every deal and result",
+                    flush=True,
+                )
             print(
                 f"{outcome.finished}/{outcome.planned} matches finished; exports in {config.out}",
                 flush=True,
@@ -331,7 +337,18 @@ def _verify(args: argparse.Namespace) -> int:
     folder = Path(args.dir)
     if not folder.is_dir():
         raise UsageError(f"{args.dir}: no such folder")
-    audit = verify_tournament(folder, args.commitment or "")
+    schedule = None
+    if args.config:
+        from referee.tournament.config import ConfigError, load_config
+        from referee.tournament.run import match_id_of
+        from referee.tournament.schedule import make_schedule
+
+        try:
+            config = load_config(args.config)
+        except ConfigError as exc:
+            raise UsageError(str(exc)) from None
+        schedule = {match_id_of(config, m): (m.seating, m.deal) for m in make_schedule(config)}
+    audit = verify_tournament(folder, args.commitment or "", schedule)
     for line in audit.problems:
         print(f"{args.dir}/{line}", flush=True)
     if audit.clean:
@@ -461,6 +478,8 @@ def _merge(args: argparse.Namespace) -> int:
         return 1
     assert merged.outcome is not None
     print(merged.outcome.table, flush=True)
+    if "deal-key.txt" in merged.outcome.exports:
+        print(f"deal key published in {merged.outcome.exports['deal-key.txt']}", flush=True)
     print(
         f"{merged.outcome.finished}/{merged.outcome.planned} matches finished; exports in {config.out}",
         flush=True,
@@ -949,6 +968,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--commitment",
         metavar="HEX",
         help="the deal-key commitment published when the tournament was created",
+    )
+    vf.add_argument(
+        "--config",
+        metavar="FILE",
+        help="the tournament file: also check every scheduled match has its record, with "
+        "the schedule's seating and deal number",
     )
     vf.set_defaults(func=_verify)
 

@@ -10,7 +10,10 @@ anyone can check, without trusting the referee that ran it:
   seed commitment every seat received at the start of the match;
 - every record replays with the rules engine: every dealt hand from the seed, every
   play legal, every trick winner, round score, total and place;
-- ``results.csv`` says what the records say, for every match and seat.
+- ``results.csv`` says what the records say, for every match and seat;
+- given the tournament's schedule (``referee verify --config FILE``), every scheduled
+  match has a record, with the schedule's seating and deal number: an organiser cannot
+  have picked deals (or seatings) other than the schedule's.
 
 Every problem is one line naming the file (and the line, where there is one) and what
 differs; see docs/deal.md.
@@ -20,6 +23,7 @@ from __future__ import annotations
 
 import csv
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -43,9 +47,14 @@ class Audit:
         return not self.problems
 
 
-def verify_tournament(out: Path, commitment: str = "") -> Audit:
+def verify_tournament(
+    out: Path,
+    commitment: str = "",
+    schedule: Mapping[str, tuple[tuple[str, ...], int]] | None = None,
+) -> Audit:
     """Check the finished tournament in output folder ``out`` (see the module docstring).
-    ``commitment``, when given, is the deal-key commitment published at creation."""
+    ``commitment``, when given, is the deal-key commitment published at creation;
+    ``schedule``, when given, maps every scheduled match id to its seating and deal."""
     out = Path(out)
     audit = Audit()
     problem = audit.problems.append
@@ -66,7 +75,17 @@ def verify_tournament(out: Path, commitment: str = "") -> Audit:
             broken.add(path.stem)
             continue
         header, end = result.header, result.end
-        records[str(header.get("match_id", path.stem))] = {"header": header, "end": end}
+        match_id = str(header.get("match_id", path.stem))
+        records[match_id] = {"header": header, "end": end}
+        if schedule is not None:
+            planned = schedule.get(match_id)
+            if planned is None:
+                problem(f"{name}: line 1: match {match_id} is not in the tournament's schedule")
+            elif (tuple(header.get("seating", [])), header.get("deal")) != planned:
+                problem(
+                    f"{name}: line 1: seating {list(header.get('seating', []))} and deal "
+                    f"{header.get('deal')}; the schedule has {list(planned[0])} and deal {planned[1]}"
+                )
         if key is None:
             continue
         if header.get("deal_key_commitment") != key.commitment():
@@ -83,6 +102,9 @@ def verify_tournament(out: Path, commitment: str = "") -> Audit:
                 f"seed of deal {deal} ({key.match_seed(deal)})"
             )
     _check_results(out, records, broken, audit)
+    if schedule is not None:
+        for match_id in sorted(set(schedule) - set(records) - broken):
+            problem(f"matches/{match_id}.jsonl: a scheduled match without a record")
     return audit
 
 

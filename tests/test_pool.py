@@ -17,6 +17,7 @@ import pytest
 from bots.harness import BOTS_DIR, assert_no_processes, collect_reports, new_marker, run
 
 from referee.bots import BotConfigError, BotSpec, bot_from_table
+from referee.dealkey import DealKey
 from referee.pool import BotPool, StartFailed
 from referee.server import RefereeServer
 from referee.tournament.config import load_config
@@ -68,8 +69,9 @@ def test_bots_with_seats_play_parallel_matches_from_fewer_processes(
 ) -> None:
     one = load_config(_league(tmp_path, "single", parallel=1, seats=1))
     many = load_config(_league(tmp_path, "multi", parallel=3, seats=3))
-    a = asyncio.run(run_tournament(one, progress=False, workers=1))
-    b = asyncio.run(run_tournament(many, progress=False, workers=workers))
+    key = DealKey.new()  # one deal key: the same deals in both tournaments
+    a = asyncio.run(run_tournament(one, progress=False, workers=1, deal_key=key))
+    b = asyncio.run(run_tournament(many, progress=False, workers=workers, deal_key=key))
     assert a.finished == b.finished == 12
     # The same deals and the same deterministic play: the same results.
     assert _rows(one.out) == _rows(many.out)

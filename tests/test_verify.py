@@ -47,6 +47,7 @@ def finished(tmp_path_factory: pytest.TempPathFactory) -> Path:
     )
     done = referee("tournament", str(path))
     assert done.returncode == 0, done.stderr
+    assert f"its deal key is in {tmp / 'out' / 'deal-key.txt'}" in done.stdout
     return tmp / "out"
 
 
@@ -241,3 +242,39 @@ def test_replay_reads_version_2_and_version_1_records(finished: Path, tmp_path: 
     assert f"line {len(lines)}: the seed and nonce do not hash to the header's commitment" in (
         wrong.stderr
     )
+
+
+def test_a_match_played_from_another_deal_is_caught_against_the_schedule(
+    finished: Path, tmp_path: Path
+) -> None:
+    config = finished.parent / "audit.toml"
+    done = verify(finished, "--config", str(config))
+    assert done.returncode == 0, done.stdout
+    # An organiser replaces match 0 by a match played from deal 1 (a copy of match 3) and
+    # makes results.csv agree: consistent in itself, but not the schedule's deal.
+    out = copy(finished, tmp_path)
+    lines = lines_of(out / "matches" / "audit-00003.jsonl")
+    lines[0]["match_id"] = "audit-00000"
+    write_lines(out / "matches" / "audit-00000.jsonl", lines)
+    header, end = lines[0], lines[-1]
+    seating, totals, places = header["seating"], end["totals"], end["places"]
+    assert isinstance(seating, list) and isinstance(totals, list) and isinstance(places, list)
+    rows = list(csv.reader((out / "results.csv").open()))
+    col = {name: i for i, name in enumerate(rows[0])}
+    for row in rows[1:]:
+        if row[col["match_id"]] == "audit-00000":
+            seat = int(row[col["seat"]])
+            row[col["bot"]] = seating[seat]
+            row[col["total"]], row[col["place"]] = str(totals[seat]), str(places[seat])
+    with (out / "results.csv").open("w", newline="") as f:
+        csv.writer(f).writerows(rows)
+    assert verify(out).returncode == 0
+    done = verify(out, "--config", str(config))
+    assert done.returncode == 1
+    (problem,) = done.stdout.splitlines()
+    assert problem.startswith(f"{out}/matches/audit-00000.jsonl: line 1: seating ")
+    assert "and deal 1; the schedule has" in problem and problem.endswith("and deal 0")
+    # A scheduled match whose record is missing is named too.
+    (out / "matches" / "audit-00005.jsonl").unlink()
+    done = verify(out, "--config", str(config))
+    assert f"{out}/matches/audit-00005.jsonl: a scheduled match without a record" in done.stdout

@@ -273,6 +273,11 @@ async def run_tournament(
         done = len(schedule) - len(todo)
         metrics.finished.set(done)
         bar = Progress(len(schedule), done, progress)
+        if bar.tty:  # the log line above is below a terminal's log level: say it here
+            sys.stderr.write(
+                f"tournament {config.name}: deal key commitment {key.commitment()} "
+                "(the key is published when the last match has ended)\n"
+            )
         bots = {b.name: b for b in config.bots}
         # Bot processes are kept between matches (one match at a time each), except in
         # duplicate mode, where every replay starts the bots afresh.

@@ -29,7 +29,7 @@ then measures for ``--seconds``:
 - the referee's peak memory: ``VmHWM`` (peak resident set) of the referee process from
   ``/proc/PID/status`` at the end of the window, start-up and warm-up included; and how
   fast the resident set grew in the window (``VmRSS`` at its start and end, in MB per
-  minute), since a league runs for weeks;
+  minute, and once a minute in between), since a league runs for weeks;
 - p99 think-time-to-next-request: in the bot processes, the time from sending an answer
   to receiving the next decision request on the same stream (the requests to the table's
   other seats in between included), p99 over all samples of all streams taken in the
@@ -49,6 +49,23 @@ benchmark's single-match rate (``benchmarks/protocol.py``'s ``decisions_per_s``;
 ``--protocol-rate``, default 2000: a reference figure from a quiet machine, not measured
 here). Other load on the machine lowers decisions/s and raises the latency.
 
+With ``--watchers N`` the league also serves its web pages (``web_port``), and the window
+is measured in four equal parts, without, with, with and without N live viewers (an
+A-B-B-A order, so that a drift of the machine's load falls on both sides). A viewer is
+a thread of this process holding a Server-Sent Events stream of a running match
+(``/api/matches/{id}/live``; viewer i takes the i-th newest running match, so that most
+watch a match from near its start, and when it ends takes another), reading every
+event. All along (with and without viewers, so that the parts differ by the viewers
+alone) one more thread calls the pages' API routes in turn, ``--api-rate`` calls a second (the standings,
+the matches, the bots, a bot, head to head, a finished match's viewer document), timing
+each call from request to the last byte. It prints decisions/s without and with viewers
+and the cost in percent, the API calls' p50, p99 and max, the referee's CPU in each
+part, the CPU of the viewers themselves (this process: on a small machine they take CPU
+from the league too) and the CPU stolen by the host in each part (``machine.py``). Targets: the viewers cost at most 10% of the decisions/s,
+and an API call answers in under 50 ms at p99. The last line is then
+``watchers=<n> decisions_per_s_without=<a> decisions_per_s_with=<b> cost_percent=<c>
+api_p99_ms=<d> steal_percent=<e>``.
+
 The figures of every run are printed, then their medians (``--runs``, default 1); the last
 line is exactly ``bots=<n> matches_per_s=<a> decisions_per_s=<b> peak_rss_mb=<c> p99_us=<d>``
 (medians). ``--profile FILE`` runs the referee under cProfile and writes its pstats to
@@ -65,11 +82,13 @@ import os
 import selectors
 import shutil
 import signal
+import socket
 import sqlite3
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 from dataclasses import dataclass
@@ -77,6 +96,7 @@ from pathlib import Path
 from types import FrameType
 
 import grpc
+from machine import Steal, loaded_warning
 
 from sticheln.v1 import league_pb2, league_pb2_grpc
 
@@ -93,6 +113,20 @@ RPC_TIMEOUT_S = 10.0
 ADMIN_TOKEN = "league-bench-admin-token-0123456789"
 TARGET_RSS_MB = 300.0
 TARGET_SHARE = 0.70
+#: With --watchers: the viewers may cost at most this share of decisions/s, and an API
+#: call must answer within this at p99.
+TARGET_WATCH_COST = 0.10
+TARGET_API_P99_MS = 50.0
+#: The API routes the poller calls in turn ({bot} and {match} are filled in).
+API_ROUTES = (
+    "/api/standings",
+    "/api/matches?limit=50",
+    "/api/bots",
+    "/api/info",
+    "/api/bot?name={bot}",
+    "/api/head-to-head",
+    "/api/matches/{match}",
+)
 
 
 class BenchError(Exception):
@@ -114,9 +148,211 @@ class Figures:
     matches_db: int
     referee_cores: float
     bot_cores: float
+    watch: Watch | None = None
 
 
-def _league_file(tmp: Path, streams_total: int, metrics_port: int) -> Path:
+@dataclass
+class Watch:
+    """The figures of a run with live viewers (``--watchers``)."""
+
+    watchers: int
+    without: list[float]
+    with_viewers: list[float]
+    events: int
+    clients: list[float]
+    api_ms: list[float]
+    api_errors: int
+    steal_without: list[float]
+    steal_with: list[float]
+    referee_without: list[float]
+    referee_with: list[float]
+    audience_cores: list[float]
+    follows: int = 0
+
+    @property
+    def rate_without(self) -> float:
+        return statistics.fmean(self.without)
+
+    @property
+    def rate_with(self) -> float:
+        return statistics.fmean(self.with_viewers)
+
+    @property
+    def cost(self) -> float:
+        """The share of decisions/s the viewers cost (negative: none measurable)."""
+        return 1.0 - self.rate_with / self.rate_without if self.rate_without else math.nan
+
+    def api(self, q: float) -> float:
+        ms = sorted(self.api_ms)
+        return ms[min(len(ms) - 1, int(q * len(ms)))] if ms else math.nan
+
+
+class Audience:
+    """Live viewers of running matches and an API caller, as threads of this process."""
+
+    def __init__(self, web: str, watchers: int, api_rate: float) -> None:
+        self.web = web
+        self.host, port = web.removeprefix("http://").rstrip("/").rsplit(":", 1)
+        self.port = int(port)
+        self.watchers = watchers
+        self.api_rate = api_rate
+        self.events = [0] * watchers
+        self.follows = [0] * watchers
+        self.api_ms: list[float] = []
+        self.api_errors = 0
+        self.stop = threading.Event()
+        self.threads: list[threading.Thread] = []
+        self.api_stop = threading.Event()
+        self.api_thread = threading.Thread(target=self._call_api, daemon=True)
+
+    def start_api(self) -> None:
+        """Call the API, ``api_rate`` calls a second, until :meth:`end_api`."""
+        self.api_thread.start()
+
+    def end_api(self) -> None:
+        self.api_stop.set()
+        if self.api_thread.is_alive():
+            self.api_thread.join(STOP_TIMEOUT_S)
+
+    def start(self) -> None:
+        """The viewers join."""
+        self.stop.clear()
+        self.threads = [
+            threading.Thread(target=self._watch, args=(i,), daemon=True)
+            for i in range(self.watchers)
+        ]
+        for t in self.threads:
+            t.start()
+
+    def end(self) -> None:
+        """The viewers leave."""
+        self.stop.set()
+        for t in self.threads:
+            t.join(STOP_TIMEOUT_S)
+        self.threads = []
+
+    def _get(self, path: str) -> bytes:
+        with urllib.request.urlopen(self.web + path, timeout=RPC_TIMEOUT_S) as r:
+            body: bytes = r.read()
+            return body
+
+    def _watch(self, index: int) -> None:
+        """Follow running matches one after the other, counting their events."""
+        import json
+
+        while not self.stop.is_set():
+            try:
+                running = json.loads(self._get("/api/matches?limit=1"))["running"]
+            except OSError:
+                running = []
+            if not running:
+                self.stop.wait(0.05)
+                continue
+            # The newest matches first: a viewer comes to watch a match from its start.
+            match_id = running[-1 - index % len(running)]["match_id"]
+            try:
+                self._follow(index, match_id)
+            except OSError:
+                self.stop.wait(0.05)
+
+    def _follow(self, index: int, match_id: str) -> None:
+        self.follows[index] += 1
+        with socket.create_connection((self.host, self.port), timeout=RPC_TIMEOUT_S) as s:
+            s.sendall(
+                f"GET /api/matches/{match_id}/live HTTP/1.1\r\nHost: {self.host}\r\n"
+                "Accept: text/event-stream\r\n\r\n".encode()
+            )
+            s.settimeout(0.5)
+            tail = b""
+            while not self.stop.is_set():
+                try:
+                    chunk = s.recv(65536)
+                except TimeoutError:
+                    continue
+                if not chunk:
+                    return
+                buf = tail + chunk
+                self.events[index] += buf.count(b"\ndata: ") - tail.count(b"\ndata: ")
+                if b"event: close" in buf:
+                    return
+                tail = buf[-32:]
+
+    def _call_api(self) -> None:
+        import json
+
+        n = 0
+        interval = 1.0 / self.api_rate
+        match = bot = ""
+        next_at = time.perf_counter()
+        while not self.api_stop.is_set():
+            route = API_ROUTES[n % len(API_ROUTES)]
+            n += 1
+            if ("{match}" in route and not match) or ("{bot}" in route and not bot):
+                continue
+            t0 = time.perf_counter()
+            try:
+                body = self._get(route.format(bot=bot, match=match))
+                self.api_ms.append((time.perf_counter() - t0) * 1000)
+            except OSError:
+                self.api_errors += 1
+                body = b""
+            if route.startswith("/api/matches?") and body:
+                finished = json.loads(body)["finished"]
+                match = finished[0]["match_id"] if finished else match
+                bot = finished[0]["seating"][0] if finished else bot
+            next_at += interval
+            self.api_stop.wait(max(0.0, next_at - time.perf_counter()))
+
+
+def _watch_windows(
+    args: argparse.Namespace, metrics_url: str, web: str, referee: int
+) -> tuple[Watch, float]:
+    """Four parts of the window: without, with, with, without viewers; (figures, seconds)."""
+    audience = Audience(web, args.watchers, args.api_rate)
+    part = args.seconds / 4
+    watch = Watch(args.watchers, [], [], 0, [], [], 0, [], [], [], [], [])
+    measured = 0.0
+    # The API is called all along: the parts differ by the viewers alone.
+    audience.start_api()
+    time.sleep(1.0)
+    try:
+        for watched in (False, True, True, False):
+            if watched and not audience.threads:
+                audience.start()
+                # Joining viewers get each match's events so far at once; let that pass.
+                time.sleep(1.0)
+            elif not watched and audience.threads:
+                audience.end()
+                time.sleep(1.0)
+            before, steal, t0 = _metrics(metrics_url), Steal(), time.perf_counter()
+            cpu0, own0 = _cpu_s(referee), time.process_time()
+            time.sleep(part)
+            after, elapsed = _metrics(metrics_url), time.perf_counter() - t0
+            cores = (_cpu_s(referee) - cpu0) / elapsed
+            (watch.referee_with if watched else watch.referee_without).append(cores)
+            if watched:
+                watch.audience_cores.append((time.process_time() - own0) / elapsed)
+            measured += elapsed
+            rate = (
+                after["sticheln_decisions_total"] - before["sticheln_decisions_total"]
+            ) / elapsed
+            (watch.with_viewers if watched else watch.without).append(rate)
+            (watch.steal_with if watched else watch.steal_without).append(steal.percent())
+            if watched:
+                watch.clients.append(after.get("sticheln_web_clients", 0.0))
+    finally:
+        audience.end()
+        audience.end_api()
+    watch.events = sum(audience.events)
+    watch.follows = sum(audience.follows)
+    watch.api_ms = audience.api_ms
+    watch.api_errors = audience.api_errors
+    return watch, measured
+
+
+def _league_file(
+    tmp: Path, streams_total: int, metrics_port: int, web_port: int | None = None
+) -> Path:
     path = tmp / "league.toml"
     path.write_text(
         "\n".join(
@@ -133,6 +369,7 @@ def _league_file(tmp: Path, streams_total: int, metrics_port: int) -> Path:
                 f"metrics_port = {metrics_port}",
                 'metrics_host = "127.0.0.1"',
                 "shutdown_grace_s = 0",
+                *([f"web_port = {web_port}"] if web_port is not None else []),
                 "",
             ]
         ),
@@ -287,7 +524,8 @@ def one_run(args: argparse.Namespace, profile: str | None) -> Figures:
     try:
         streams_total = args.bots * args.streams
         metrics_port = _free_port()
-        config = _league_file(tmp, streams_total, metrics_port)
+        web_port = _free_port() if args.watchers else None
+        config = _league_file(tmp, streams_total, metrics_port, web_port)
         command = [str(REFEREE), "serve", "--config", str(config), "--log-level", args.log_level]
         if profile:
             command = [sys.executable, "-m", "cProfile", "-o", profile, *command]
@@ -337,7 +575,18 @@ def one_run(args: argparse.Namespace, profile: str | None) -> Figures:
         t0 = time.perf_counter()
         for b in bots:
             b.send_signal(signal.SIGUSR1)
-        time.sleep(args.seconds)
+        watch = None
+        rss_by_minute = [rss0]
+        if web_port is not None:
+            watch, _ = _watch_windows(
+                args, metrics_url, f"http://127.0.0.1:{web_port}", referee.pid
+            )
+        else:
+            # The resident set once a minute: a league runs for weeks, so it must stay flat.
+            end = t0 + args.seconds
+            while (left := end - time.perf_counter()) > 0:
+                time.sleep(min(60.0, left))
+                rss_by_minute.append(_vm_mb(referee.pid, "VmRSS"))
         for b in bots:
             b.send_signal(signal.SIGUSR2)
         elapsed = time.perf_counter() - t0
@@ -345,7 +594,8 @@ def one_run(args: argparse.Namespace, profile: str | None) -> Figures:
         cpu_ref = _cpu_s(referee.pid) - cpu_ref
         cpu_bots = sum(_cpu_s(b.pid) for b in bots) - cpu_bots
         peak_mb = _vm_mb(referee.pid, "VmHWM")
-        growth = (_vm_mb(referee.pid, "VmRSS") - rss0) / elapsed * 60
+        rss1 = _vm_mb(referee.pid, "VmRSS")
+        growth = (rss1 - rss0) / elapsed * 60
         dead = [p for p in procs if p.poll() is not None]
         if dead:
             raise BenchError(f"{len(dead)} process(es) exited during the measurement")
@@ -373,7 +623,9 @@ def one_run(args: argparse.Namespace, profile: str | None) -> Figures:
         print(
             f"  connected {streams_total} streams in {connect_s:.1f} s; "
             f"window {elapsed:.1f} s: {key('sticheln_matches_total'):.0f} matches, "
-            f"{key('sticheln_decisions_total'):.0f} decisions; {len(samples)} latency samples",
+            f"{key('sticheln_decisions_total'):.0f} decisions; {len(samples)} latency samples; "
+            f"RSS {rss0:.1f} MB at the start of the window, {rss1:.1f} MB at its end (by minute: "
+            f"{' '.join(f'{x:.0f}' for x in rss_by_minute)})",
             flush=True,
         )
         return Figures(
@@ -390,6 +642,7 @@ def one_run(args: argparse.Namespace, profile: str | None) -> Figures:
             matches_db=matches_db,
             referee_cores=cpu_ref / elapsed,
             bot_cores=cpu_bots / elapsed,
+            watch=watch,
         )
     finally:
         for p in reversed(procs):  # the bots first: they must not keep a stopping league busy
@@ -409,6 +662,40 @@ def _line(f: Figures) -> str:
         f"matches, fault counter {f.faults_counter:.0f}; CPU referee {f.referee_cores:.2f} "
         f"cores, bots {f.bot_cores:.2f} cores"
     )
+
+
+def _watch_report(watches: list[Watch]) -> dict[str, bool]:
+    """Print the live viewers' figures of every run; their targets (met or not)."""
+    for n, w in enumerate(watches, 1):
+        parts = ", ".join(f"{r:,.0f}" for r in w.without)
+        parts_with = ", ".join(f"{r:,.0f}" for r in w.with_viewers)
+        print(
+            f"run {n} viewers: {w.rate_without:,.0f} decisions/s without ({parts}), "
+            f"{w.rate_with:,.0f} with {w.watchers} viewers ({parts_with}): cost {100 * w.cost:.1f}%; "
+            f"{w.events:,} events streamed in {w.follows:,} streams; web clients at the parts' ends "
+            f"{', '.join(f'{c:.0f}' for c in w.clients)}; referee CPU "
+            f"{statistics.fmean(w.referee_without):.2f} cores without, "
+            f"{statistics.fmean(w.referee_with):.2f} with; the viewers and the API caller "
+            f"(this process) {statistics.fmean(w.audience_cores):.2f} cores"
+        )
+        print(
+            f"run {n} API: {len(w.api_ms)} calls, p50 {w.api(0.5):.1f} ms, p99 "
+            f"{w.api(0.99):.1f} ms, max {w.api(1.0):.1f} ms, errors {w.api_errors}; CPU stolen "
+            f"by the host: {statistics.fmean(w.steal_without):.1f}% without viewers, "
+            f"{statistics.fmean(w.steal_with):.1f}% with"
+        )
+    warning = loaded_warning([p for w in watches for p in (*w.steal_with, *w.steal_without)])
+    if warning:
+        print(warning)
+    cost = statistics.median(w.cost for w in watches)
+    p99 = statistics.median(w.api(0.99) for w in watches)
+    return {
+        f"{watches[0].watchers} live viewers cost at most {TARGET_WATCH_COST:.0%} of "
+        f"decisions/s ({100 * cost:.1f}%)": cost <= TARGET_WATCH_COST,
+        f"an API call answers in under {TARGET_API_P99_MS:.0f} ms at p99 ({p99:.1f} ms)": (
+            p99 < TARGET_API_P99_MS and all(w.api_errors == 0 for w in watches)
+        ),
+    }
 
 
 def _interrupt(signum: int, frame: FrameType | None) -> None:
@@ -438,7 +725,21 @@ def main() -> None:
         "--log-level", default="info", choices=["debug", "info", "warning", "error"]
     )
     parser.add_argument("--profile", metavar="FILE", help="cProfile the referee to FILE")
+    parser.add_argument(
+        "--watchers",
+        type=int,
+        default=0,
+        help="live web viewers of running matches in half of the window (default 0: none)",
+    )
+    parser.add_argument(
+        "--api-rate",
+        type=float,
+        default=10.0,
+        help="with --watchers: web API calls per second while they watch (default 10)",
+    )
     args = parser.parse_args()
+    if args.watchers < 0 or not args.api_rate > 0:
+        parser.error("--watchers must be 0 or more and --api-rate above 0")
     for name in ("bots", "streams", "runs", "bots_per_process"):
         if getattr(args, name) < 1:
             parser.error(f"--{name.replace('_', '-')} must be 1 or more")
@@ -503,8 +804,21 @@ def main() -> None:
         rss_target: m.peak_rss_mb < TARGET_RSS_MB,
         rate_target: share >= TARGET_SHARE,
     }
+    watches = [f.watch for f in figures if f.watch is not None]
+    if watches:
+        verdict.update(_watch_report(watches))
     for target, met in verdict.items():
         print(f"target {'met' if met else 'MISSED'}: {target}")
+    if watches:
+        w = watches[len(watches) // 2]
+        steal = statistics.fmean([*w.steal_with, *w.steal_without])
+        print(
+            f"watchers={w.watchers} decisions_per_s_without={med(x.rate_without for x in watches):.0f} "
+            f"decisions_per_s_with={med(x.rate_with for x in watches):.0f} "
+            f"cost_percent={100 * med(x.cost for x in watches):.1f} "
+            f"api_p99_ms={med(x.api(0.99) for x in watches):.1f} steal_percent={steal:.1f}"
+        )
+        return
     print(
         f"bots={args.bots} matches_per_s={m.matches_per_s:.2f} "
         f"decisions_per_s={m.decisions_per_s:.0f} peak_rss_mb={m.peak_rss_mb:.0f} "

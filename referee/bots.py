@@ -191,6 +191,9 @@ class BotProcess:
         self.spec = spec
         self.proc = proc
         self.log_path = log_path
+        #: Why a stream this process opened was refused, when the server could tell
+        #: (:mod:`referee.peers`); "" otherwise.
+        self.refusal = ""
         self._after_exit: asyncio.Future[None] | None = None
         #: The process is bubblewrap, with the bot inside its sandbox.
         self.sandboxed = False
@@ -339,6 +342,11 @@ def _sandboxed_processes(pid: int) -> list[int]:
 def _kill_group(pgid: int, sig: signal.Signals) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, sig)
+
+
+def live_bots() -> list[BotProcess]:
+    """Every bot process started and not yet stopped."""
+    return list(_LIVE)
 
 
 def kill_all_bots() -> None:

@@ -8,6 +8,12 @@ pain card kept in the hand and a short clock. Every fault of the bot's seat in t
 match result is one non-conforming answer; the report names the scenario, the request,
 what the bot sent (recorded off its stream) and what was expected (the legal set, from
 the request's view).
+
+A bot file that declares ``seats = N`` is also played as a tournament plays it: one
+process started with ``STICHELN_SEATS=N`` opens N streams, and two matches run at once on
+two of them (the ``seats`` scenario). A started bot must exit by itself once the referee
+has ended its stream (or every stream of its process) with status OK; one still running
+:data:`LINGER_S` seconds later, or exiting with a failure status, fails the scenario.
 """
 
 from __future__ import annotations
@@ -23,8 +29,9 @@ from typing import Any
 import grpc
 
 from referee import __version__
-from referee.bots import BotSpec
+from referee.bots import BotProcess, BotSpec, log_name
 from referee.faults import Fault, FaultReason
+from referee.pool import await_handshake
 from referee.rules import PRESETS, RuleSet, card_str, cards_str, preset
 from referee.runner import Clock, MatchResult, MatchRunner
 from referee.sandbox import Sandbox
@@ -32,6 +39,10 @@ from referee.server import Malformed, RefereeServer, SeatRegistry, SeatSlot, Sea
 from sticheln.v1 import bot_pb2, bot_pb2_grpc
 
 HOUSE_NAME = "house-lowest"
+#: The name of the scenario that plays two matches at once on one process's streams.
+SEATS_SCENARIO = "seats"
+#: Seconds a started bot may take to exit after the referee ended its stream with OK.
+LINGER_S = 5.0
 
 
 @dataclass(frozen=True)
@@ -44,10 +55,15 @@ class Scenario:
     players: int
     seat: int
     clock: Clock = field(default_factory=Clock)
+    #: Matches played at once on streams of one bot process (the ``seats`` scenario).
+    parallel: int = 1
 
 
-def scenarios(rounds: int = 2) -> list[Scenario]:
-    """Every scenario, in the order they are played; ``rounds`` rounds per match."""
+def scenarios(rounds: int = 2, seats: int = 1) -> list[Scenario]:
+    """Every scenario, in the order they are played; ``rounds`` rounds per match.
+
+    ``seats`` is what the bot file declares: above 1 the ``seats`` scenario comes last.
+    """
 
     def rules(name: str, **overrides: object) -> RuleSet:
         return preset(name, rounds=rounds, **overrides)
@@ -101,6 +117,18 @@ def scenarios(rounds: int = 2) -> list[Scenario]:
             Clock(decision_ms=150, time_bank_ms=1000),
         ),
     ]
+    if seats > 1:
+        out.append(
+            Scenario(
+                SEATS_SCENARIO,
+                f"two matches at once on two of the {seats} streams of one process "
+                f"(STICHELN_SEATS={seats}), 4 players",
+                rules("sticheln"),
+                4,
+                1,
+                parallel=2,
+            )
+        )
     return out
 
 
@@ -165,9 +193,11 @@ class _Tap:
     def __init__(self) -> None:
         self.requests: dict[int, bot_pb2.DecisionRequest] = {}
         self.answers: dict[int, list[int]] = {}
+        #: When the referee ended the stream while it was open (status OK), else None.
+        self.ended_ok_at: float | None = None
 
     def attach(self, stream: SeatStream) -> None:
-        write, deliver = stream.write, stream.deliver
+        write, deliver, end = stream.write, stream.deliver, stream.end
 
         async def tapped_write(message: bot_pb2.RefereeMessage) -> None:
             if message.WhichOneof("kind") == "request":
@@ -179,8 +209,14 @@ class _Tap:
                 self.answers.setdefault(message.decision.request_id, list(message.decision.cards))
             deliver(message, arrived)
 
+        def tapped_end() -> None:
+            if self.ended_ok_at is None and not stream.closed.is_set():
+                self.ended_ok_at = asyncio.get_running_loop().time()
+            end()
+
         setattr(stream, "write", tapped_write)  # noqa: B010  (an instance override)
         setattr(stream, "deliver", tapped_deliver)  # noqa: B010
+        setattr(stream, "end", tapped_end)  # noqa: B010
 
 
 class _TappingRegistry(SeatRegistry):
@@ -201,6 +237,12 @@ class _TappingRegistry(SeatRegistry):
             self._arming.add(task)
             task.add_done_callback(self._arming.discard)
         return slot
+
+    async def disarm(self) -> None:
+        """Stop waiting for streams that never completed their handshake."""
+        for task in list(self._arming):
+            task.cancel()
+        await asyncio.gather(*self._arming, return_exceptions=True)
 
 
 async def _arm(slot: SeatSlot, tap: _Tap) -> None:
@@ -289,6 +331,83 @@ def findings_of(faults: Sequence[Fault], tap: _Tap) -> list[Finding]:
     return out
 
 
+class _ExitWatch:
+    """Whether a started bot exited by itself after the referee ended its stream with OK."""
+
+    def __init__(self) -> None:
+        self.problem = ""
+
+    async def judge(self, process: BotProcess, ended_ok_at: float | None) -> None:
+        """Wait until :data:`LINGER_S` after the stream's end for the process to exit."""
+        if ended_ok_at is None:
+            return  # the stream ended some other way (a forfeit, a crash): reported as such
+        remaining = LINGER_S - (asyncio.get_running_loop().time() - ended_ok_at)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.shield(process.proc.wait()), max(remaining, 0.0))
+        if process.returncode is None:
+            self.problem = (
+                f"the bot process was still running {LINGER_S:g} s after the referee ended "
+                "its stream with status OK (it was stopped with SIGTERM): a bot should exit "
+                "by itself when the referee ends its last stream"
+            )
+        elif process.returncode != 0:
+            self.problem = (
+                f"the bot process {process.describe_exit()} after the referee ended its "
+                "stream with status OK; expected exit status 0"
+            )
+
+
+async def _judge_on_stop(runner: MatchRunner, seat: int, tap: _Tap, watch: _ExitWatch) -> None:
+    """Once the bot's stream is attached, make the runner's stop of its process wait for
+    the exit verdict first (the runner stops the process when the match is over)."""
+    slot = runner.seats[seat].slot
+    await slot.attached.wait()
+    process = runner.seats[seat].process
+    if process is None:
+        return  # a bot that dials in by itself: no process to watch
+    stop = process.stop
+
+    async def judged_stop(grace: float = 2.0) -> None:
+        await watch.judge(process, tap.ended_ok_at)
+        await stop(grace)
+
+    setattr(process, "stop", judged_stop)  # noqa: B010  (an instance override)
+
+
+@dataclass
+class _Lent:
+    """One stream of the bot process, lent to one match."""
+
+    process: BotProcess | None
+    stream: SeatStream
+
+
+class _OneProcess:
+    """Lends the streams of one started bot process to matches, one match each, as a
+    tournament's bot pool does with a bot that declares ``seats``."""
+
+    def __init__(self, spec: BotSpec, process: BotProcess, streams: Sequence[SeatStream]) -> None:
+        self.spec = spec
+        self.process = process
+        self.free = list(streams)
+
+    def serves(self, spec: BotSpec) -> bool:
+        return spec is self.spec
+
+    async def acquire(self, spec: BotSpec, match_id: str = "") -> _Lent:
+        return _Lent(self.process, self.free.pop(0))
+
+    def release(self, bot: Any) -> None:
+        pass
+
+
+def _clock(scenario: Scenario, startup_ms: int | None) -> Clock:
+    clock = scenario.clock
+    if startup_ms is not None:
+        clock = Clock(clock.decision_ms, clock.time_bank_ms, startup_ms)
+    return clock
+
+
 async def run_scenario(
     server: RefereeServer,
     registry: _TappingRegistry,
@@ -299,19 +418,27 @@ async def run_scenario(
     out_dir: Path,
     strike_limit: int = 3,
     startup_ms: int | None = None,
+    pool: _OneProcess | None = None,
+    tap: _Tap | None = None,
+    seat: int | None = None,
 ) -> Outcome:
-    """Play one scenario; the bot's faults become findings."""
-    clock = scenario.clock
-    if startup_ms is not None:
-        clock = Clock(clock.decision_ms, clock.time_bank_ms, startup_ms)
+    """Play one match of a scenario; the bot's faults become findings.
+
+    With ``pool`` the bot's seat is a stream of an already started process (``tap`` is
+    attached to it) and ``seat`` may move the bot to another seat than the scenario's.
+    """
+    clock = _clock(scenario, startup_ms)
+    seat = scenario.seat if seat is None else seat
     house = [
         BotSpec(name=f"{HOUSE_NAME}-{i}", token=secrets.token_urlsafe(24))
         for i in range(scenario.players)
     ]
-    specs = [bot if i == scenario.seat else house[i] for i in range(scenario.players)]
+    specs = [bot if i == seat else house[i] for i in range(scenario.players)]
     match_id = f"check-{scenario.name}-{secrets.token_hex(3)}"
-    tap = _Tap()
-    registry.taps[(match_id, scenario.seat)] = tap
+    watch = _ExitWatch()
+    if tap is None:
+        tap = _Tap()
+        registry.taps[(match_id, seat)] = tap
     runner = MatchRunner(
         server,
         specs,
@@ -321,34 +448,128 @@ async def run_scenario(
         clock=clock,
         strike_limit=strike_limit,
         out_dir=out_dir,
+        pool=pool,
     )
     tasks = [
         asyncio.ensure_future(house_bot(server.address, house[i].token))
         for i in range(scenario.players)
-        if i != scenario.seat
+        if i != seat
     ]
+    judging = (
+        None
+        if pool is not None
+        else asyncio.ensure_future(_judge_on_stop(runner, seat, tap, watch))
+    )
     try:
         result: MatchResult = await runner.run()
     finally:
-        registry.taps.pop((match_id, scenario.seat), None)
+        registry.taps.pop((match_id, seat), None)
+        if judging is not None:
+            judging.cancel()
         done, pending = await asyncio.wait(tasks, timeout=5) if tasks else (set(), set())
         for task in pending:
             task.cancel()
         for task in done:
             if not task.cancelled() and task.exception() is not None:
                 raise RuntimeError(f"a house bot failed: {task.exception()!r}")
-    seat = result.seats[scenario.seat]
-    findings = findings_of(seat.faults, tap)
+    own = result.seats[seat]
+    findings = findings_of(own.faults, tap)
     # The house bots only ever play legal cards at once: a fault of theirs is the referee's.
-    house_faults = [f for s in result.seats if s.seat != scenario.seat for f in s.faults]
-    error = f"a house seat faulted: {house_faults[0].detail}" if house_faults else ""
+    house_faults = [f for s in result.seats if s.seat != seat for f in s.faults]
+    errors = [f"a house seat faulted: {house_faults[0].detail}"] if house_faults else []
+    if watch.problem:
+        errors.append(watch.problem)
     return Outcome(
         scenario,
         findings,
-        decisions=len(seat.think_s),
-        slowest_ms=max(seat.think_s, default=0.0) * 1000,
-        error=error,
+        decisions=len(own.think_s),
+        slowest_ms=max(own.think_s, default=0.0) * 1000,
+        error="; ".join(errors),
     )
+
+
+async def run_seats_scenario(
+    server: RefereeServer,
+    registry: _TappingRegistry,
+    bot: BotSpec,
+    scenario: Scenario,
+    *,
+    seed: int,
+    out_dir: Path,
+    strike_limit: int = 3,
+    startup_ms: int | None = None,
+) -> Outcome:
+    """Start one process of ``bot`` with ``STICHELN_SEATS`` and play ``scenario.parallel``
+    matches at once on its streams; then end every stream with OK and watch it exit."""
+    clock = _clock(scenario, startup_ms)
+    slots = registry.open_seats(
+        f"check-{scenario.name}-{secrets.token_hex(3)}", 0, bot.name, bot.seats
+    )
+    log_path = out_dir / "logs" / f"{slots[0].match_id}-{log_name(bot.name)}.log"
+    process: BotProcess | None = None
+    try:
+        try:
+            process = await BotProcess.start(
+                bot, server.address, slots[0].token, log_path, {"STICHELN_SEATS": str(bot.seats)}
+            )
+        except OSError as exc:
+            return Outcome(scenario, [], error=f"cannot start the bot: {exc}")
+        whys = await asyncio.gather(
+            *(await_handshake(slot, process, clock.startup_ms / 1000) for slot in slots)
+        )
+        streams = [slot.stream for slot in slots if slot.stream is not None]
+        if len(streams) < len(slots):
+            why = next((w for w in whys if w), "a stream did not complete its handshake")
+            return Outcome(
+                scenario,
+                [],
+                error=f"{len(streams)} of the {len(slots)} streams the bot file declares "
+                f"(seats = {bot.seats}) completed the handshake: {why}",
+            )
+        taps = [_Tap() for _ in range(scenario.parallel)]
+        for tap, stream in zip(taps, streams, strict=False):
+            tap.attach(stream)
+        lender = _OneProcess(bot, process, streams[: scenario.parallel])
+        outcomes = await asyncio.gather(
+            *(
+                run_scenario(
+                    server,
+                    registry,
+                    bot,
+                    scenario,
+                    seed=seed + i,
+                    out_dir=out_dir,
+                    strike_limit=strike_limit,
+                    startup_ms=startup_ms,
+                    pool=lender,
+                    tap=taps[i],
+                    seat=(scenario.seat + i) % scenario.players,
+                )
+                for i in range(scenario.parallel)
+            )
+        )
+        # The tournament is over: every stream of the process ends with OK.
+        watch = _ExitWatch()
+        open_streams = all(not stream.closed.is_set() for stream in streams)
+        for stream in streams:
+            stream.end()
+        ended = asyncio.get_running_loop().time() if open_streams else None
+        await watch.judge(process, ended)
+        errors = [o.error for o in outcomes if o.error] + ([watch.problem] if watch.problem else [])
+        return Outcome(
+            scenario,
+            [f for o in outcomes for f in o.findings],
+            decisions=sum(o.decisions for o in outcomes),
+            slowest_ms=max(o.slowest_ms for o in outcomes),
+            error="; ".join(errors),
+        )
+    finally:
+        for slot in slots:
+            if slot.stream is not None:
+                slot.stream.end()
+            registry.close_seat(slot)
+        if process is not None:
+            await process.stop()
 
 
 async def check_bot(
@@ -375,7 +596,8 @@ async def check_bot(
         if on_ready is not None:
             on_ready(server.address)
         for i, scenario in enumerate(chosen):
-            outcome = await run_scenario(
+            play = run_seats_scenario if scenario.parallel > 1 else run_scenario
+            outcome = await play(
                 server,
                 registry,
                 bot,
@@ -389,5 +611,6 @@ async def check_bot(
             if on_outcome is not None:
                 on_outcome(outcome)
     finally:
+        await registry.disarm()
         await server.stop(0.5)
     return outcomes

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import math
+import os
 import random
 import secrets
 import signal
@@ -18,6 +19,11 @@ from referee.rules import PRESETS, Round, RuleError, cards_str, preset
 
 class UsageError(Exception):
     """A user mistake: printed as one line, exit status 2."""
+
+
+#: The deal key given in the environment (``$STICHELN_DEAL_KEY``), taken out of the
+#: environment when the command starts so that no bot process can inherit it.
+_env_deal_key: str | None = None
 
 
 def _demo(args: argparse.Namespace) -> int:
@@ -109,6 +115,8 @@ def _match(args: argparse.Namespace) -> int:
             result = await runner.run()
         finally:
             await server.stop(0.5)
+        if result.aborted:
+            return _print_aborted(result)
         print(
             f"match {result.match_id}  rules {rules.preset}  seed {result.seed}  {result.duration_s:.1f} s"
         )
@@ -122,13 +130,24 @@ def _match(args: argparse.Namespace) -> int:
     return _run_until_done(run(), "interrupted: match abandoned, bots stopped")
 
 
+def _print_aborted(result: Any) -> int:
+    """``referee match``'s report of a match that was not played; exit status 1."""
+    print(f"match {result.match_id} {result.reason}; it was not played", file=sys.stderr)
+    for s in result.seats:
+        for f in s.faults:
+            print(f"  seat {s.seat} {s.bot}: {f.reason.value}: {f.detail}", file=sys.stderr)
+    print(f"record: {result.record_path}", file=sys.stderr)
+    return 1
+
+
 def _tournament(args: argparse.Namespace) -> int:
     """Run (or resume) a tournament, or one shard of it, from its file; print the standings."""
     from referee import logs
+    from referee.dealkey import KEY_ENV
     from referee.metrics import RefereeMetrics
     from referee.tournament.run import Shard, run_tournament
     from referee.tournament.schedule import make_schedule, pair_counts, seat_balance
-    from referee.tournament.storage import ResumeRefused, StoreError
+    from referee.tournament.storage import ResumeRefused, StoreError, is_url
 
     level = args.log_level or ("warning" if sys.stderr.isatty() else "info")
     logs.configure(level)
@@ -145,11 +164,20 @@ def _tournament(args: argparse.Namespace) -> int:
             raise UsageError(str(exc)) from None
     if args.workers is not None and args.workers < 1:
         raise UsageError(f"--workers: {args.workers} is not allowed; allowed: 1 or more")
+    if args.web_port is not None and not 0 <= args.web_port <= 65535:
+        raise UsageError(f"--web-port {args.web_port} is not allowed; allowed: 0 to 65535")
     if not args.metrics_linger >= 0:  # also refuses nan
         raise UsageError(
             f"--metrics-linger: {args.metrics_linger} is not allowed; allowed: 0 or more seconds, or inf"
         )
+    deal_key = _given_deal_key(args)
     schedule = Shard.select(shard, make_schedule(config))
+    if deal_key is None and shard is not None and not is_url(config.database) and not args.dry_run:
+        raise UsageError(
+            f"--shard {shard} with a SQLite database needs the tournament's deal key, the "
+            "same for every shard: make one with `referee deal-key --out deal.key`, then give "
+            f"every shard --deal-key-file deal.key (or ${KEY_ENV}); see docs/sharding.md"
+        )
     if args.dry_run:
         tables = len({m.table for m in schedule})
         part = "" if shard is None else f" (shard {shard})"
@@ -166,7 +194,7 @@ def _tournament(args: argparse.Namespace) -> int:
             "seat positions per bot: " + "; ".join(f"{b} {c}" for b, c in sorted(balance.items()))
         )
         for m in schedule:
-            print(f"{m.index:5d}  deal {m.deal:4d}  seed {m.seed:20d}  {' '.join(m.seating)}")
+            print(f"{m.index:5d}  deal {m.deal:4d}  {' '.join(m.seating)}")
         return 0
     # In the tournament_start log line and the report; on a terminal, said here too.
     _sandbox(config.sandbox, config.bots, say=sys.stderr.isatty())
@@ -177,6 +205,28 @@ def _tournament(args: argparse.Namespace) -> int:
         print(f"metrics on http://{args.metrics_addr}:{port}/metrics", file=sys.stderr)
 
     async def run() -> int:
+        web = follow = None
+        if args.web_port is not None:
+            from referee.web import TournamentSource, WebOptions, WebServer
+
+            source = TournamentSource(config)
+            web = WebServer(source, metrics.registry, WebOptions(args.web_host, args.web_port))
+            try:
+                await web.start()
+            except OSError as exc:
+                raise UsageError(
+                    f"--web-port: cannot serve on {args.web_host}:{args.web_port}: {exc}"
+                ) from None
+            follow = asyncio.ensure_future(source.follow())
+            print(f"web on {web.address}", file=sys.stderr, flush=True)
+        try:
+            return await run_tournament_and_report()
+        finally:
+            if web is not None and follow is not None:
+                follow.cancel()
+                await web.stop()
+
+    async def run_tournament_and_report() -> int:
         outcome = await run_tournament(
             config,
             metrics=metrics,
@@ -185,13 +235,24 @@ def _tournament(args: argparse.Namespace) -> int:
             workers=args.workers,
             log_level=level,
             shard=shard,
+            deal_key=deal_key,
         )
         if shard is not None:
             print(
                 f"shard {shard}: {outcome.shard_finished}/{outcome.shard_planned} of its matches finished",
                 flush=True,
             )
-        if outcome.complete:
+        if outcome.aborted:
+            shown = ", ".join(outcome.aborted[:10])
+            more = f" and {len(outcome.aborted) - 10} more" if len(outcome.aborted) > 10 else ""
+            print(
+                f"{outcome.finished}/{outcome.planned} matches finished; {len(outcome.aborted)} "
+                f"aborted, each played twice with fewer than two bots connected: {shown}{more}. "
+                f"No standings until they are played: see the bot logs in {config.out / 'logs'}, "
+                "fix the bots and run the same command again",
+                flush=True,
+            )
+        elif outcome.complete:
             print(outcome.table, flush=True)
             print(
                 f"{outcome.finished}/{outcome.planned} matches finished; exports in {config.out}",
@@ -217,6 +278,141 @@ def _tournament(args: argparse.Namespace) -> int:
         )
     except (ResumeRefused, StoreError) as exc:
         raise UsageError(str(exc)) from None
+
+
+def _given_deal_key(args: argparse.Namespace) -> Any:
+    """The deal key of ``--deal-key-file`` or ``$STICHELN_DEAL_KEY``, or None."""
+    from referee.dealkey import KEY_ENV, DealKey
+
+    if args.deal_key_file:
+        try:
+            text = Path(args.deal_key_file).read_text(encoding="ascii")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise UsageError(
+                f"--deal-key-file {args.deal_key_file}: cannot be read: {exc}"
+            ) from None
+        where = f"--deal-key-file {args.deal_key_file}"
+    elif _env_deal_key is not None:
+        text, where = _env_deal_key, f"${KEY_ENV}"
+    else:
+        return None
+    try:
+        return DealKey.from_hex(text)
+    except ValueError as exc:
+        raise UsageError(
+            f"{where}: {exc}; make one with `referee deal-key --out deal.key`"
+        ) from None
+
+
+def _deal_key(args: argparse.Namespace) -> int:
+    """Print a fresh deal key (for the shards of a tournament with SQLite databases)."""
+    from referee.dealkey import DealKey
+    from referee.private import open_private
+
+    key = DealKey.new()
+    if args.out:
+        try:
+            fd = open_private(Path(args.out))
+        except OSError as exc:
+            raise UsageError(f"--out {args.out}: cannot be written: {exc.strerror}") from None
+        with open(fd, "w", encoding="ascii") as f:
+            f.write(key.hex() + "\n")
+        print(f"deal key written to {args.out} (mode 0600)", file=sys.stderr)
+    else:
+        print(key.hex(), flush=True)
+    print(f"commitment: {key.commitment()}", file=sys.stderr)
+    return 0
+
+
+def _verify(args: argparse.Namespace) -> int:
+    """Audit a finished tournament's output folder: deals, records, results."""
+    from referee.verify import verify_tournament
+
+    folder = Path(args.dir)
+    if not folder.is_dir():
+        raise UsageError(f"{args.dir}: no such folder")
+    audit = verify_tournament(folder, args.commitment or "")
+    for line in audit.problems:
+        print(f"{args.dir}/{line}", flush=True)
+    if audit.clean:
+        print(
+            f"verified {args.dir}: deal key matches commitment {audit.commitment}; "
+            f"{audit.records} records replay with their deals from the key; "
+            f"results.csv agrees ({audit.result_rows} rows)",
+            flush=True,
+        )
+        return 0
+    print(
+        f"{args.dir}: {len(audit.problems)} problem(s) in {audit.records} records and "
+        f"{audit.result_rows} result rows",
+        file=sys.stderr,
+    )
+    return 1
+
+
+def _compare(args: argparse.Namespace) -> int:
+    """Compare a candidate bot with a baseline on paired deals until the test decides.
+
+    Exit status 0: the candidate is better (H1), 1: it is not (H0), 2: undecided at the
+    match cap, 3: the settings were refused, 130: interrupted (resume with the same command).
+    """
+    import json
+
+    from referee import logs
+    from referee.compare.config import CompareConfigError, Overrides, load_compare
+    from referee.compare.run import (
+        CompareRefused,
+        Verdict,
+        progress_line,
+        progress_record,
+        run_compare,
+    )
+
+    logs.configure(args.log_level)
+    flags = Overrides(
+        name=args.name,
+        candidate=args.candidate,
+        baseline=args.baseline,
+        opponents=args.opponent,
+        rules=args.rules,
+        table_size=args.table_size,
+        seed=args.seed,
+        matches=args.matches,
+        parallel=args.parallel,
+        out=args.out,
+        sprt=args.sprt,
+        decision_ms=args.decision_ms,
+        time_bank_ms=args.time_bank_ms,
+        startup_ms=args.startup_ms,
+    )
+    try:
+        config = load_compare(args.file, flags)
+    except CompareConfigError as exc:
+        print(f"referee compare: {exc}", file=sys.stderr)
+        return 3
+    tty = sys.stderr.isatty()
+
+    def show(verdict: Verdict, matches: int) -> None:
+        if tty:
+            end = "\n" if verdict.finished else ""
+            sys.stderr.write(f"\r\x1b[K{progress_line(config, verdict, matches)}{end}")
+        else:
+            sys.stderr.write(json.dumps(progress_record(config, verdict, matches)) + "\n")
+        sys.stderr.flush()
+
+    async def run() -> int:
+        outcome = await run_compare(config, on_progress=show, log_level=args.log_level)
+        print(outcome.text, flush=True)
+        print(f"report, pairs and match records in {config.out}", flush=True)
+        return outcome.exit_status
+
+    try:
+        return _run_until_done(
+            run(), "interrupted: finished matches are kept; run the same command again to resume"
+        )
+    except CompareRefused as exc:
+        print(f"referee compare: {exc}", file=sys.stderr)
+        return 3
 
 
 def _load_tournament(args: argparse.Namespace) -> Any:
@@ -357,8 +553,24 @@ def _serve(args: argparse.Namespace) -> int:
             loop.add_signal_handler(sig, stop.set)
         # The first line on stdout is the address (port 0 picks a free one).
         print(f"league {config.name} serving on {league.server.address}", flush=True)
+        web = None
+        if config.web_port is not None:
+            from referee.web import LeagueSource, WebOptions, WebServer
+
+            options = WebOptions(config.web_host, config.web_port, config.web_delay_rounds)
+            web = WebServer(LeagueSource(league), metrics.registry, options)
+            try:
+                await web.start()
+            except OSError as exc:
+                await league.stop()
+                raise UsageError(
+                    f"cannot serve the web pages on {config.web_host}:{config.web_port}: {exc}"
+                ) from None
+            print(f"web on {web.address}", flush=True)
         await stop.wait()
         print("stopping: running matches get the grace period to finish", file=sys.stderr)
+        if web is not None:
+            await web.stop()
         await league.stop()
         return 0
 
@@ -423,16 +635,29 @@ def _league(args: argparse.Namespace) -> int:
                         f"{b.connected_streams:>7}  {b.previous_version or '-':8}  {b.owner}"
                     )
             else:
+                from referee.report import interval_text
+
                 st = stub.Standings(league_pb2.StandingsRequest(), timeout=args.timeout)
+                for warning in st.warnings:
+                    print(f"warning: {warning}")
                 print(f"{st.matches} matches")
                 print(
                     f"{'#':>2} {'bot':24} {'rating':>7} {'95% interval':>15} {'elo':>6} {'matches':>7}"
                 )
-                for i, x in enumerate(st.standings, 1):
-                    ci = "" if math.isnan(x.ci_low) else f"{x.ci_low:.0f}-{x.ci_high:.0f}"
+                rank = 0
+                for x in st.standings:
+                    ci = (
+                        ""
+                        if math.isnan(x.ci_low)
+                        else interval_text(x.ci_low, x.ci_high, x.ci_low_open, x.ci_high_open)
+                    )
+                    rank += not x.provisional
+                    shown = "-" if x.provisional else str(rank)
+                    note = "  provisional" if x.provisional else ""
+                    note += f"  group {x.group + 1}" if x.group else ""
                     print(
-                        f"{i:>2} {x.bot:24} {x.rating:>7.0f} {ci:>15} {x.live_elo:>6.0f} "
-                        f"{x.matches:>7}"
+                        f"{shown:>2} {x.bot:24} {x.rating:>7.0f} {ci:>15} {x.live_elo:>6.0f} "
+                        f"{x.matches:>7}{note}"
                     )
         except grpc.RpcError as exc:
             code = exc.code()  # type: ignore[attr-defined]
@@ -451,7 +676,7 @@ def _check_bot(args: argparse.Namespace) -> int:
 
     from referee import logs
     from referee.bots import BotConfigError, BotSpec, load_bot
-    from referee.checkbot import Outcome, check_bot, scenarios
+    from referee.checkbot import SEATS_SCENARIO, Outcome, check_bot, scenarios
 
     logs.configure(args.log_level)
     if type(args.rounds) is not int or args.rounds < 1:
@@ -460,17 +685,12 @@ def _check_bot(args: argparse.Namespace) -> int:
         raise UsageError(f"--strikes: {args.strikes} is not allowed; allowed: 1 or more")
     if args.startup_ms < 0:
         raise UsageError(f"--startup-ms: {args.startup_ms} is not allowed; allowed: 1 or more")
-    all_scenarios = scenarios(rounds=args.rounds)
     if args.list:
-        for s in all_scenarios:
-            print(f"{s.name:<28} {s.about}")
+        for s in scenarios(rounds=args.rounds, seats=2):
+            note = " (for a bot file that declares seats)" if s.name == SEATS_SCENARIO else ""
+            print(f"{s.name:<28} {s.about}{note}")
         return 0
-    names = [s.name for s in all_scenarios]
-    unknown = [n for n in args.scenario or () if n not in names]
-    if unknown:
-        raise UsageError(f"unknown scenario {unknown[0]!r}; allowed: {', '.join(names)}")
-    chosen = [s for s in all_scenarios if not args.scenario or s.name in args.scenario]
-    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    command = args.bot_command[1:] if args.bot_command[:1] == ["--"] else args.bot_command
     ways = sum((bool(command), bool(args.bot), args.connect))
     if ways != 1:
         raise UsageError("give exactly one of: -- COMMAND..., --bot FILE, --connect")
@@ -487,6 +707,16 @@ def _check_bot(args: argparse.Namespace) -> int:
             bot = BotSpec(name=args.name, command=tuple(command), workdir=Path.cwd())
     except BotConfigError as exc:
         raise UsageError(str(exc)) from None
+    all_scenarios = scenarios(rounds=args.rounds, seats=bot.seats)
+    names = [s.name for s in all_scenarios]
+    unknown = [n for n in args.scenario or () if n not in names]
+    if unknown == [SEATS_SCENARIO]:
+        raise UsageError(
+            f"scenario {SEATS_SCENARIO!r} is for a bot file that declares seats (more than 1)"
+        )
+    if unknown:
+        raise UsageError(f"unknown scenario {unknown[0]!r}; allowed: {', '.join(names)}")
+    chosen = [s for s in all_scenarios if not args.scenario or s.name in args.scenario]
     sandbox = _sandbox("none" if args.no_sandbox else "bubblewrap", [bot])
     keep = args.out is not None
     out = Path(args.out) if keep else Path(tempfile.mkdtemp(prefix="check-bot-"))
@@ -528,6 +758,22 @@ def _check_bot(args: argparse.Namespace) -> int:
         return 0
 
     return _run_until_done(run(), f"interrupted: bot stopped; records and logs in {out}")
+
+
+def _web(args: argparse.Namespace) -> int:
+    """Serve a finished tournament's folder as web pages until SIGTERM or Ctrl-C."""
+    from referee import eventloop, logs
+    from referee.web import NotFound, serve_folder
+
+    logs.configure("warning")
+    if not 0 <= args.port <= 65535:
+        raise UsageError(f"--port {args.port} is not allowed; allowed: 0 to 65535")
+    try:
+        return eventloop.run(serve_folder(Path(args.folder), args.host, args.port))
+    except NotFound as exc:
+        raise UsageError(str(exc)) from None
+    except OSError as exc:
+        raise UsageError(f"cannot serve on {args.host}:{args.port}: {exc}") from None
 
 
 def _replay(args: argparse.Namespace) -> int:
@@ -613,6 +859,15 @@ def build_parser() -> argparse.ArgumentParser:
         "--parallel", type=int, default=0, help="matches at once (overrides the file)"
     )
     tour.add_argument(
+        "--web-port",
+        type=int,
+        default=None,
+        help="serve the web pages (standings, matches, live tables) on this port while it runs",
+    )
+    tour.add_argument(
+        "--web-host", default="127.0.0.1", help="address of the web pages (default 127.0.0.1)"
+    )
+    tour.add_argument(
         "--metrics-port", type=int, default=None, help="serve Prometheus metrics on this port"
     )
     tour.add_argument(
@@ -663,7 +918,91 @@ def build_parser() -> argparse.ArgumentParser:
         help="the database, instead of the file's: a SQLite file path or "
         "postgresql://user:password@host:port/dbname (shared by shards)",
     )
+    tour.add_argument(
+        "--deal-key-file",
+        metavar="FILE",
+        help="the tournament's deal key (64 hex digits; default $STICHELN_DEAL_KEY): needed by "
+        "shards with SQLite databases of their own, made by `referee deal-key`",
+    )
     tour.set_defaults(func=_tournament)
+
+    dk = sub.add_parser(
+        "deal-key",
+        help="print a fresh secret deal key (for shards with SQLite databases)",
+        description="Print 64 hex digits of fresh random deal key on stdout (or write them to "
+        "--out, mode 0600) and its commitment on stderr. Give the same key to every shard "
+        "of one tournament with --deal-key-file or $STICHELN_DEAL_KEY (docs/sharding.md).",
+    )
+    dk.add_argument("--out", metavar="FILE", help="write the key to FILE (mode 0600)")
+    dk.set_defaults(func=_deal_key)
+
+    vf = sub.add_parser(
+        "verify",
+        help="audit a finished tournament's output folder: deals, records, results",
+        description="Check a finished tournament's output folder: the revealed deal key "
+        "matches its commitment, every record's seed is the key's seed for its deal and "
+        "opens its commitment, every record replays with the rules engine, and results.csv "
+        "agrees with the records. One line per problem; exit status 1 on any (docs/deal.md).",
+    )
+    vf.add_argument("dir", help="the tournament's output folder (ratings.json, matches/, ...)")
+    vf.add_argument(
+        "--commitment",
+        metavar="HEX",
+        help="the deal-key commitment published when the tournament was created",
+    )
+    vf.set_defaults(func=_verify)
+
+    cmp = sub.add_parser(
+        "compare",
+        help="is a new version better? paired duplicate matches against a baseline, "
+        "with a sequential test",
+        description="Play each deal twice, once with the candidate and once with the "
+        "baseline in the same seat against the same opponents, until a sequential test on "
+        "the mean score difference decides (docs/compare.md). Settings come from FILE's "
+        "[compare] table, the flags, or both (a flag wins). Exit status: 0 the candidate is "
+        "better (H1 accepted), 1 it is not (H0 accepted), 2 undecided at the match cap, 3 "
+        "settings refused, 130 interrupted (run the same command again to resume).",
+    )
+    cmp.add_argument("file", nargs="?", help="a comparison file, e.g. examples/compare.toml")
+    cmp.add_argument("--candidate", metavar="FILE", help="the new version's bot file")
+    cmp.add_argument("--baseline", metavar="FILE", help="the old version's bot file")
+    cmp.add_argument(
+        "--opponent",
+        action="append",
+        metavar="FILE",
+        help="an opponent's bot file (repeat; each deal draws its opponents from these)",
+    )
+    cmp.add_argument("--rules", help=f"preset: {', '.join(PRESETS)} (default sticheln)")
+    cmp.add_argument(
+        "--table-size", type=int, help="seats per match (default: 1 + opponents, within the rules)"
+    )
+    cmp.add_argument(
+        "--sprt",
+        nargs="+",
+        metavar="KEY=VALUE",
+        help="the sequential test: lower=0 upper=5 alpha=0.05 beta=0.05 min_pairs=20 "
+        "(points per match; these are the defaults), or off for a fixed-size comparison",
+    )
+    cmp.add_argument(
+        "--matches",
+        type=int,
+        help="the most matches, two per deal pair (default 2000); alone, without --sprt, "
+        "exactly this many (a fixed-size comparison)",
+    )
+    cmp.add_argument("--parallel", type=int, help="matches at once (default 1)")
+    cmp.add_argument("--seed", type=_u64, help="draws the opponents of each deal (default 1)")
+    cmp.add_argument("--name", help="the comparison's name (default compare)")
+    cmp.add_argument(
+        "--out",
+        help="folder for the store, the report and the match records (default results/NAME)",
+    )
+    cmp.add_argument("--decision-ms", type=int, help="per-decision time limit (default 1000)")
+    cmp.add_argument("--time-bank-ms", type=int, help="match time bank per seat (default 0)")
+    cmp.add_argument("--startup-ms", type=int, help="time a bot has to connect (default 10000)")
+    cmp.add_argument(
+        "--log-level", default="warning", choices=["debug", "info", "warning", "error"]
+    )
+    cmp.set_defaults(func=_compare)
 
     mrg = sub.add_parser(
         "merge",
@@ -742,7 +1081,10 @@ def build_parser() -> argparse.ArgumentParser:
         "bot sent and what was expected. Exit status 1 when any scenario fails.",
     )
     chk.add_argument(
-        "command", nargs=argparse.REMAINDER, help="after --: the command that starts the bot"
+        "bot_command",
+        nargs=argparse.REMAINDER,
+        metavar="command",
+        help="after --: the command that starts the bot",
     )
     chk.add_argument("--bot", metavar="FILE", help="a bot file (TOML) instead of a command")
     chk.add_argument(
@@ -780,6 +1122,12 @@ def build_parser() -> argparse.ArgumentParser:
     chk.add_argument("--log-level", default="error", choices=["debug", "info", "warning", "error"])
     chk.set_defaults(func=_check_bot)
 
+    wb = sub.add_parser("web", help="browse a finished tournament's output folder in a web browser")
+    wb.add_argument("folder", help="the tournament's output folder (its `out`, with matches/)")
+    wb.add_argument("--host", default="127.0.0.1", help="address to serve on (default 127.0.0.1)")
+    wb.add_argument("--port", type=int, default=8080, help="port (default 8080; 0: any free port)")
+    wb.set_defaults(func=_web)
+
     rp = sub.add_parser("replay", help="re-check a match record and print it trick by trick")
     rp.add_argument("file", help="a match record (.jsonl)")
     rp.set_defaults(func=_replay)
@@ -795,15 +1143,29 @@ def _u64(text: str) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``referee`` console script."""
+    global _env_deal_key
+    from referee.dealkey import KEY_ENV
+
+    # Records, bot logs and databases are the organiser's alone (0600 in 0700 folders),
+    # whoever creates them; and the deal key never reaches a child process.
+    os.umask(0o077)
+    _env_deal_key = os.environ.pop(KEY_ENV, None)
     parser = build_parser()
     args = parser.parse_args(argv)
     if getattr(args, "tls_cert", None) and not getattr(args, "tls_key", None):
         parser.error("--tls-cert needs --tls-key")
     try:
         result: int = args.func(args)
+        sys.stdout.flush()
     except UsageError as exc:
         print(f"referee {args.command}: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        # The reader of stdout went away (``referee replay ... | head``): stop quietly, as
+        # a program killed by SIGPIPE would, and keep the interpreter's last flush from
+        # failing too.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 128 + signal.SIGPIPE
     return result
 
 

@@ -28,6 +28,14 @@ from referee.bots import BotProcess, BotSpec, log_name
 from referee.sandbox import SOCKET_ADDRESS, SandboxUnavailable
 from referee.server import RefereeServer, SeatSlot, SeatStream
 
+#: ``Welcome.message`` of a stream the pool keeps for several matches.
+POOLED_WELCOME = (
+    "ready for matches: this stream serves one match at a time, each begins with a "
+    "MatchStart naming the seat and the match"
+)
+#: How long a bot may take to exit by itself after its last stream ended, before SIGTERM.
+EXIT_GRACE_S = 1.0
+
 
 async def await_handshake(slot: SeatSlot, process: BotProcess | None, timeout_s: float) -> str:
     """Wait until ``slot``'s stream completes its handshake, ``process`` exits, or the
@@ -40,7 +48,8 @@ async def await_handshake(slot: SeatSlot, process: BotProcess | None, timeout_s:
         waiter.cancel()
     if slot.attached.is_set() and slot.stream is not None:
         return ""
-    why = slot.handshake_error or f"no valid handshake within {timeout_s:g} s"
+    refusal = process.refusal if process is not None else ""
+    why = slot.handshake_error or refusal or f"no valid handshake within {timeout_s:g} s"
     if process is not None and process.returncode is not None:
         why += f"; the bot process {process.describe_exit()}"
     return why
@@ -229,6 +238,8 @@ class BotPool:
         self._started += 1
         n = self._started
         launch = _Launch(spec, self.server.registry.open_seats("pool", n, spec.name, spec.seats))
+        for slot in launch.slots:  # not seated yet: each MatchStart names seat and match
+            slot.welcome = POOLED_WELCOME
         launch.task = asyncio.ensure_future(self._start(launch, n))
         self._launches.append(launch)
         return launch
@@ -293,7 +304,8 @@ class BotPool:
         await bot.process.stop()
 
     async def close(self) -> None:
-        """End every stream (status OK) and stop every process."""
+        """End every stream (status OK), give the processes :data:`EXIT_GRACE_S` to exit
+        by themselves, as the bot contract promises, then stop the ones still running."""
         # A start under way stops its own process when cancelled.
         tasks = [x.task for x in self._launches if x.task is not None]
         for task in tasks:
@@ -306,6 +318,11 @@ class BotPool:
             bot.stream.end()
             self.server.registry.close_seat(bot.slot)
         processes = {b.process for b in bots}
+        exits = [asyncio.ensure_future(p.proc.wait()) for p in processes if p.returncode is None]
+        if exits:
+            await asyncio.wait(exits, timeout=EXIT_GRACE_S)
+            for waiter in exits:
+                waiter.cancel()
         await asyncio.gather(*(p.stop() for p in processes), return_exceptions=True)
         await asyncio.gather(*self._discarding, return_exceptions=True)
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from referee.private import open_private, private_dir
 from referee.rules import (
     IllegalAction,
     Match,
@@ -25,16 +26,24 @@ from referee.rules import (
 )
 from referee.rules import card_str as cs
 
-RECORD_VERSION = 1
+#: The version this referee writes. Version 2 seals the seed: the header holds only its
+#: commitment, the end line the seed and nonce. ``replay`` reads versions 1 and 2.
+RECORD_VERSION = 2
+READABLE_VERSIONS = (1, 2)
+#: Domain tag of a match seed's commitment (also sent in ``MatchStart.seed_commitment``).
+SEED_DOMAIN = b"sticheln/seed/v1"
 
 
 class RecordWriter:
     """Appends a match's events to its JSON Lines file."""
 
     def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        # Private to the organiser (0600 in a 0700 folder): the record holds every hand.
+        private_dir(path.parent)
         self.path = path
-        self._file: IO[str] = open(path, "w", encoding="utf-8")  # noqa: SIM115 - closed in close()
+        self._file: IO[str] = open(  # noqa: SIM115 - closed in close()
+            open_private(path), "w", encoding="utf-8"
+        )
         self._dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
 
     def write(self, obj: dict[str, Any]) -> None:
@@ -90,6 +99,41 @@ class ReplayResult:
     totals: list[int] = field(default_factory=list)
     places: list[int] = field(default_factory=list)
     finished: bool = False
+    seed: int = 0
+    header: dict[str, Any] = field(default_factory=dict)
+    end: dict[str, Any] = field(default_factory=dict)
+    #: The end line's reason when the match was aborted (not played), else "".
+    aborted: str = ""
+
+
+def seed_commitment(seed: int, nonce: bytes) -> str:
+    """The hex commitment to a match seed: SHA-256 of the domain, the seed (u64
+    big-endian) and the 16-byte nonce."""
+    return hashlib.sha256(SEED_DOMAIN + seed.to_bytes(8, "big") + nonce).hexdigest()
+
+
+def sealed_seed(header: dict[str, Any], rest: Sequence[dict[str, Any]]) -> tuple[int, bytes, int]:
+    """A record's seed, nonce and the line they are on: the header's in version 1, the end
+    line's in version 2. Raises :class:`ReplayError` when the record does not hold them."""
+    version = header.get("version")
+    if version not in READABLE_VERSIONS:
+        raise ReplayError(
+            f"line 1: record version {version!r} is not supported; this referee reads versions "
+            + " and ".join(map(str, READABLE_VERSIONS))
+        )
+    where = header
+    if version != 1:
+        end = next((o for o in rest if o.get("type") == "end"), None)
+        if end is None:
+            raise ReplayError(
+                "the record has no end line: the match did not finish, and its seed is sealed until the end"
+            )
+        where = end
+    line = int(where.get("_line", 1))
+    try:
+        return int(where["seed"]), bytes.fromhex(where.get("nonce", "")), line
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ReplayError(f"line {line}: no readable seed and nonce ({exc})") from None
 
 
 def replay(path: str | Path) -> ReplayResult:
@@ -97,25 +141,30 @@ def replay(path: str | Path) -> ReplayResult:
     discrepancy, else return a readable trick-by-trick account."""
     out = ReplayResult()
     say = out.lines.append
-    lines = read_record(path)
-    header = next(lines, None)
+    everything = list(read_record(path))
+    header = everything[0] if everything else None
     if header is None or header.get("type") != "header":
         raise ReplayError("line 1: the record does not start with a header line")
-    if header.get("version") != RECORD_VERSION:
-        raise ReplayError(
-            f"line 1: record version {header.get('version')!r} is not supported; this referee reads version {RECORD_VERSION}"
-        )
+    end = next((o for o in everything[1:] if o.get("type") == "end"), None)
+    if end is not None and str(end.get("reason", "")).startswith("aborted") and "seed" not in end:
+        # Nothing was dealt, and the deal may be played again: its seed stays sealed.
+        out.header, out.end, out.aborted, out.finished = header, end, str(end["reason"]), True
+        say(f"match {header.get('match_id', '?')} {end['reason']}")
+        return out
+    seed, nonce, seed_line = sealed_seed(header, everything[1:])
     try:
         rules = from_table(header["rules"])
         seating: list[str] = list(header["seating"])
-        seed = int(header["seed"])
         match = Match(rules, len(seating), seed)
     except (KeyError, TypeError, ValueError) as exc:
         raise ReplayError(f"line 1: bad header: {exc}") from None
-    nonce = bytes.fromhex(header.get("nonce", ""))
-    commitment = hashlib.sha256(b"sticheln/seed/v1" + seed.to_bytes(8, "big") + nonce).hexdigest()
-    if commitment != header.get("commitment"):
-        raise ReplayError("line 1: the seed does not hash to the commitment")
+    if seed_commitment(seed, nonce) != header.get("commitment"):
+        raise ReplayError(
+            f"line {seed_line}: the seed and nonce do not hash to the header's commitment"
+        )
+    out.seed = seed
+    out.header = header
+    lines = iter(everything[1:])
     say(
         f"match {header.get('match_id', '?')}: {len(seating)} players, rules {rules.preset}, seed {seed}"
     )
@@ -201,6 +250,9 @@ def replay(path: str | Path) -> ReplayResult:
             say(
                 f"  fault: seat {obj['seat']} {obj['reason']} ({obj.get('detail', '')}), strikes {obj.get('strikes')}"
             )
+        elif kind == "faults_dropped":
+            counts = ", ".join(f"{n} {reason}" for reason, n in obj.get("counts", {}).items())
+            say(f"  faults not recorded one by one: seat {obj['seat']} {counts}")
         elif kind == "round_end":
             result = match.results[-1] if match.results else None
             if result is None or result.round_index != obj.get("round"):
@@ -213,6 +265,10 @@ def replay(path: str | Path) -> ReplayResult:
                 "  scores: "
                 + "  ".join(f"{seating[s]} {v:+d}" for s, v in enumerate(result.scores))
             )
+        elif kind == "end" and str(obj.get("reason", "")).startswith("aborted"):
+            out.aborted = str(obj["reason"])
+            out.finished = True
+            say(f"\nmatch {obj['reason']}")
         elif kind == "end":
             if obj.get("reason", "completed") == "completed" and not match.is_over:
                 raise fail("the match ended before its last round was scored")
@@ -224,6 +280,7 @@ def replay(path: str | Path) -> ReplayResult:
             out.totals = list(match.totals)
             out.places = places
             out.finished = True
+            out.end = obj
             say("\nresult:")
             for s in sorted(range(len(seating)), key=lambda s: places[s]):
                 note = " (forfeited)" if s in forfeited else ""

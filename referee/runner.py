@@ -35,8 +35,9 @@ from referee.faults import (
     check_decision,
     fallback_action,
 )
-from referee.pool import StartFailed, await_handshake, start_bot
-from referee.record import RECORD_VERSION, RecordWriter, cards_text
+from referee.pool import EXIT_GRACE_S, StartFailed, await_handshake, start_bot
+from referee.private import private_dir
+from referee.record import RECORD_VERSION, SEED_DOMAIN, RecordWriter, cards_text
 from referee.rules import Action, Match, Phase, Round, RuleSet, Trick, card_str, view
 from referee.sandbox import SandboxUnavailable
 from referee.server import Malformed, RefereeServer, SeatSlot, SeatStream
@@ -44,9 +45,11 @@ from sticheln.v1 import bot_pb2
 
 log = structlog.get_logger("referee.match")
 
-SEED_DOMAIN = b"sticheln/seed/v1"
-#: How long a bot may take to exit by itself after its last stream ended, before SIGTERM.
-EXIT_GRACE_S = 1.0
+#: The most fault lines one seat adds to a match record and the log. Later faults still
+#: count (strikes, metrics; the one that forfeits the seat is always recorded), and so
+#: do a forfeited seat's further messages, but only as one ``faults_dropped`` line per
+#: seat at the end of the match: a flooding bot cannot grow the record or the log.
+FAULT_LINES_PER_SEAT = 50
 
 
 def seed_commitment(seed: int, nonce: bytes) -> bytes:
@@ -149,7 +152,14 @@ class MatchResult:
     seed: int
     duration_s: float
     decisions: int
+    #: "completed", or "aborted: " and the cause (a match with fewer than two seats
+    #: connected is not played: no places, not to be rated or counted).
     reason: str = "completed"
+
+    @property
+    def aborted(self) -> bool:
+        """The match was not played."""
+        return self.reason != "completed"
 
     @property
     def places(self) -> list[int]:
@@ -177,6 +187,8 @@ class _Seat:
     events: list[tuple[Any, ...]] = field(default_factory=list)
     watcher: asyncio.Task[None] | None = None
     asked: bool = False
+    #: Faults not recorded one by one (see :data:`FAULT_LINES_PER_SEAT`), by reason.
+    dropped: dict[str, int] = field(default_factory=dict)
 
 
 _KIND = {Phase.PAIN: bot_pb2.DECISION_KIND_PAIN_CHOICE, Phase.PLAY: bot_pb2.DECISION_KIND_CARD_PLAY}
@@ -206,6 +218,9 @@ class MatchRunner:
         observer: MatchObserver | None = None,
         pool: SeatPool | None = None,
         on_record: Callable[[dict[str, Any]], None] | None = None,
+        seed_withheld: str = "",
+        deal: int | None = None,
+        deal_key_commitment: str = "",
     ) -> None:
         rules.check_players(len(bots))
         if strike_limit < 1:
@@ -231,6 +246,12 @@ class MatchRunner:
         self.pool = pool
         #: Called with every record line as it is written (a league's spectators).
         self.on_record = on_record
+        #: Why ``MatchEnd`` does not reveal the seed ("" reveals it): a later match plays
+        #: the same deal (duplicate mode). The record's end line always holds the seed.
+        self.seed_withheld = seed_withheld
+        #: The tournament's deal number and its deal key's commitment, for the header.
+        self.deal = deal
+        self.deal_key_commitment = deal_key_commitment
         self._lent: dict[int, LentSeat] = {}
         #: Some seat was granted the "events" capability.
         self._live = False
@@ -253,6 +274,13 @@ class MatchRunner:
             # The header first: a handshake that fails while seating is already a fault line.
             self._write_header()
             await self._seat_bots()
+            connected = sum(s.stream is not None for s in self.seats)
+            if connected < 2:
+                # No match to speak of: nothing is dealt, sent, rated or ranked.
+                return self._abort(
+                    f"fewer than two seats connected ({connected} of {len(self.seats)})",
+                    time.perf_counter() - started,
+                )
             self._log.info(
                 "match_start",
                 seating=[s.spec.name for s in self.seats],
@@ -284,6 +312,7 @@ class MatchRunner:
                 seat.watcher = asyncio.ensure_future(self._watch(seat, seat.stream))
                 return
             if not seat.spec.external:
+                private_dir(logs)
                 log_path = logs / f"{self.match_id}-seat{seat.index}-{log_name(seat.spec.name)}.log"
                 try:
                     seat.process = await start_bot(self.server, seat.spec, [seat.slot], log_path)
@@ -552,6 +581,18 @@ class MatchRunner:
     # -- faults, events, messages -------------------------------------------------------------
 
     def _fault(self, seat: _Seat, reason: FaultReason, detail: str, request_id: int) -> None:
+        if seat.forfeited or len(seat.faults) >= FAULT_LINES_PER_SEAT:
+            # A forfeited seat's further messages, and a seat's faults beyond the cap, are
+            # counted for one summary line at the end instead of a line each.
+            forfeits = reason in FORFEIT_AT_ONCE or (
+                reason not in NO_STRIKE and seat.strikes + 1 >= self.strike_limit
+            )
+            if seat.forfeited or not forfeits:
+                if not seat.forfeited and reason not in NO_STRIKE:
+                    seat.strikes += 1
+                seat.dropped[reason.value] = seat.dropped.get(reason.value, 0) + 1
+                self.observer.fault(seat.spec.name, reason)
+                return
         if reason not in NO_STRIKE:
             seat.strikes += 1
         newly_forfeited = not seat.forfeited and (
@@ -659,17 +700,23 @@ class MatchRunner:
             self.on_record(obj)
 
     def _write_header(self) -> None:
-        self._write(
+        # The seed is not in the header: the record is written while the match runs, and
+        # the seed opens every hand. It goes into the end line (see _finish).
+        header: dict[str, Any] = {
+            "type": "header",
+            "version": RECORD_VERSION,
+            "match_id": self.match_id,
+            "rules": self.rules.to_table(),
+            "players": len(self.seats),
+            "seating": [s.spec.name for s in self.seats],
+            "commitment": seed_commitment(self.seed, self.nonce).hex(),
+        }
+        if self.deal is not None:
+            header["deal"] = self.deal
+        if self.deal_key_commitment:
+            header["deal_key_commitment"] = self.deal_key_commitment
+        header.update(
             {
-                "type": "header",
-                "version": RECORD_VERSION,
-                "match_id": self.match_id,
-                "rules": self.rules.to_table(),
-                "players": len(self.seats),
-                "seating": [s.spec.name for s in self.seats],
-                "seed": str(self.seed),
-                "nonce": self.nonce.hex(),
-                "commitment": seed_commitment(self.seed, self.nonce).hex(),
                 "clock": {
                     "decision_ms": self.clock.decision_ms,
                     "time_bank_ms": self.clock.time_bank_ms,
@@ -680,25 +727,87 @@ class MatchRunner:
                 "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
             }
         )
+        self._write(header)
 
     # -- the end ------------------------------------------------------------------------------
 
-    async def _finish(self, duration: float) -> MatchResult:
-        match = self.match
-        forfeited = {s.index for s in self.seats if s.forfeited}
-        places = match.places(forfeited)
-        positive = match.positive_rounds()
+    def _write_dropped(self) -> None:
+        """One line per seat that had faults not recorded one by one, with their counts."""
+        for seat in self.seats:
+            if seat.dropped:
+                counts = dict(sorted(seat.dropped.items()))
+                total = sum(counts.values())
+                self._write(
+                    {
+                        "type": "faults_dropped",
+                        "seat": seat.index,
+                        "bot": seat.spec.name,
+                        "total": total,
+                        "counts": counts,
+                    }
+                )
+                self._log.warning(
+                    "faults_dropped",
+                    seat=seat.index,
+                    bot=seat.spec.name,
+                    total=total,
+                    counts=counts,
+                )
+
+    def _abort(self, cause: str, duration: float) -> MatchResult:
+        """End a match that cannot be played, before anything is dealt or sent."""
+        reason = f"aborted: {cause}"
+        absent = [s.index for s in self.seats if s.stream is None]
         self._write(
             {
                 "type": "end",
-                "reason": "completed",
-                "totals": list(match.totals),
-                "places": places,
-                "forfeited": sorted(forfeited),
-                "decisions": self._decisions,
+                "reason": reason,
+                "totals": [],
+                "places": [],
+                "forfeited": absent,
+                "decisions": 0,
                 "finished_at": datetime.now(UTC).isoformat(timespec="seconds"),
             }
         )
+        assert self._record is not None
+        self._record.close()
+        self._log.warning("match_aborted", why=cause)
+        return MatchResult(
+            match_id=self.match_id,
+            seats=[
+                SeatResult(s.index, s.spec.name, 0, 0, s.stream is None, 0, s.faults, [])
+                for s in self.seats
+            ],
+            record_path=self.record_path,
+            seed=self.seed,
+            duration_s=duration,
+            decisions=0,
+            reason=reason,
+        )
+
+    async def _finish(self, duration: float) -> MatchResult:
+        match = self.match
+        for seat in self.seats:
+            if seat.stream is not None:
+                seat.stream.on_fault = None  # what comes after the end is not recorded
+        self._write_dropped()
+        forfeited = {s.index for s in self.seats if s.forfeited}
+        places = match.places(forfeited)
+        positive = match.positive_rounds()
+        end_line: dict[str, Any] = {
+            "type": "end",
+            "reason": "completed",
+            "totals": list(match.totals),
+            "places": places,
+            "forfeited": sorted(forfeited),
+            "decisions": self._decisions,
+            "finished_at": datetime.now(UTC).isoformat(timespec="seconds"),
+            "seed": str(self.seed),
+            "nonce": self.nonce.hex(),
+        }
+        if self.seed_withheld:
+            end_line["seed_withheld"] = self.seed_withheld
+        self._write(end_line)
         assert self._record is not None
         self._record.close()
         for seat in self.seats:
@@ -709,8 +818,11 @@ class MatchRunner:
             end.places.extend(places)
             for round_result in match.results:
                 end.rounds.add().CopyFrom(round_result_to_proto(round_result))
-            end.seed = self.seed
-            end.seed_nonce = self.nonce
+            if self.seed_withheld:
+                end.seed_withheld = self.seed_withheld
+            else:
+                end.seed = self.seed
+                end.seed_nonce = self.nonce
             end.forfeited_seats.extend(sorted(forfeited))
             end.reason = "completed"
             await self._send(seat, msg)

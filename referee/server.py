@@ -35,6 +35,7 @@ from grpc_reflection.v1alpha import reflection
 
 from referee import __version__
 from referee.faults import FaultReason
+from referee.peers import blame
 from referee.sandbox import Sandbox
 from sticheln.v1 import bot_pb2
 
@@ -52,8 +53,44 @@ class Malformed:
         self.detail = detail
 
 
-def _parse_bot_message(data: bytes) -> bot_pb2.BotMessage | Malformed:
+class Oversized:
+    """Stands for a message from a bot over :data:`MESSAGE_LIMIT` bytes."""
+
+    __slots__ = ("size",)
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+
+    @property
+    def detail(self) -> str:
+        """What was wrong, in words."""
+        return (
+            f"the bot sent a message of {self.size:,} bytes, over the 1 MiB limit "
+            f"({MESSAGE_LIMIT:,} bytes)"
+        )
+
+
+#: The largest message a bot may send (bot.proto): a larger one ends its stream with
+#: RESOURCE_EXHAUSTED.
+MESSAGE_LIMIT = 1 << 20
+#: The largest message gRPC itself accepts. Between the two the referee sees the message
+#: and can say how big it was; above this gRPC ends the call before the referee sees
+#: anything, exactly as when the bot cancels its call or its connection breaks.
+TRANSPORT_LIMIT = 4 << 20
+#: How long the end of a bot's stream waits for gRPC to cancel the call: a bot that
+#: closed its side is not cancelled; a cancelled call, a broken connection or a message
+#: over :data:`TRANSPORT_LIMIT` is, right after the same end of stream.
+_EOF_SETTLE_S = 0.1
+_CANCELLED = (
+    "the stream was cancelled (the bot cancelled its call, its connection broke, or it "
+    f"sent a message over {TRANSPORT_LIMIT >> 20} MiB, which gRPC refuses unseen)"
+)
+
+
+def _parse_bot_message(data: bytes) -> bot_pb2.BotMessage | Malformed | Oversized:
     # A tolerant deserializer: garbage becomes a recorded fault, not a dead stream.
+    if len(data) > MESSAGE_LIMIT:
+        return Oversized(len(data))
     try:
         return bot_pb2.BotMessage.FromString(data)
     except Exception as exc:  # the protobuf runtime raises DecodeError or RuntimeWarning
@@ -99,6 +136,10 @@ class SeatStream:
         self._answered = asyncio.Event()
         self._answered.set()
         self._answer_due = 0.0
+        #: The bot's side of the stream has ended (its last message was read).
+        self.ending = False
+        #: The message over :data:`MESSAGE_LIMIT` that ended the stream, if one did.
+        self.oversized: Oversized | None = None
         #: Called with (reason, detail, request_id) for faults outside a pending request.
         self.on_fault: Callable[[FaultReason, str, int], None] | None = None
 
@@ -341,6 +382,9 @@ class RefereeServicer:
             return
         if first is _EOF:
             return
+        if isinstance(first, Oversized):
+            await _refuse(context, grpc.StatusCode.RESOURCE_EXHAUSTED, first.detail)
+            return
         if isinstance(first, Malformed) or first.WhichOneof("kind") != "hello":
             await _refuse(
                 context,
@@ -425,9 +469,13 @@ class RefereeServicer:
         finally:
             reader.cancel()
             done.cancel()
-            stream.close(FaultReason.DISCONNECT, "the stream ended")
+            stream.close(
+                FaultReason.DISCONNECT, _CANCELLED if stream.ending else "the stream ended"
+            )
             if self.observer is not None:
                 self.observer.stream_closed()
+        if stream.oversized is not None:
+            await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, stream.oversized.detail)
 
     async def _read(self, stream: SeatStream, context: grpc.aio.ServicerContext[Any, Any]) -> None:
         clock = time.perf_counter
@@ -435,7 +483,13 @@ class RefereeServicer:
             while True:
                 message = await context.read()
                 if message is _EOF:
+                    stream.ending = True
+                    await asyncio.sleep(_EOF_SETTLE_S)  # cancelled here if gRPC ended the call
                     stream.close(FaultReason.DISCONNECT, "the bot closed its stream")
+                    return
+                if isinstance(message, Oversized):
+                    stream.oversized = message
+                    stream.close(FaultReason.DISCONNECT, message.detail)
                     return
                 stream.deliver(message, clock())
         except asyncio.CancelledError:
@@ -447,7 +501,9 @@ class RefereeServicer:
 async def _refuse(
     context: grpc.aio.ServicerContext[Any, Any], code: grpc.StatusCode, message: str
 ) -> None:
-    """End a stream with a status the bot author can act on."""
+    """End a stream with a status the bot author can act on; a bot the referee started
+    has the reason noted, for its seat's handshake fault."""
+    blame(context.peer(), f"the stream was refused with {code.name}: {message}")
     await context.abort(code, message)
 
 
@@ -461,7 +517,7 @@ class TlsConfig:
 
 _SERVER_OPTIONS = [
     ("grpc.so_reuseport", 0),
-    ("grpc.max_receive_message_length", 1 << 20),
+    ("grpc.max_receive_message_length", TRANSPORT_LIMIT),
     ("grpc.keepalive_permit_without_calls", 1),
     ("grpc.http2.min_ping_interval_without_data_ms", 10_000),
 ]

@@ -4,13 +4,23 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
 # Debian packages the tests start for real: Prometheus (promtool and a server), PostgreSQL,
-# docker-compose (its `config` checks deploy/compose.yaml; no Docker daemon needed), and
-# bubblewrap, the sandbox every bot the referee starts runs in.
+# Chromium (the web pages' browser tests), docker-compose (its `config` checks
+# deploy/compose.yaml; no Docker daemon needed), bubblewrap (the sandbox every bot the
+# referee starts runs in), the C++ toolchain with gRPC's development files for the C++
+# sample bot, and protoc plugins.
 need=()
 command -v bwrap >/dev/null || need+=(bubblewrap)
 command -v docker-compose >/dev/null || need+=(docker-compose)
+{ command -v cmake && command -v g++ && command -v protoc && command -v grpc_cpp_plugin; } >/dev/null \
+  && [ -f /usr/include/grpcpp/grpcpp.h ] && [ -f /usr/include/openssl/sha.h ] \
+  || need+=(cmake g++ libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc libssl-dev)
+# The Go and Java protoc plugins, to run the stub lines of docs/protocol-reference.md.
+{ command -v protoc-gen-go && command -v protoc-gen-go-grpc && command -v grpc_java_plugin; } >/dev/null \
+  || need+=(protoc-gen-go protoc-gen-go-grpc protobuf-compiler-grpc-java-plugin)
 { command -v promtool && command -v prometheus; } >/dev/null || need+=(prometheus)
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need+=(postgresql)
+# The web pages' browser tests drive Debian's Chromium (Playwright is pointed at it).
+[ -x /usr/bin/chromium ] || need+=(chromium)
 if [ ${#need[@]} -gt 0 ]; then
   SUDO=$([ "$(id -u)" -eq 0 ] || echo sudo)
   $SUDO apt-get update -qq
@@ -25,6 +35,10 @@ fi
 if command -v npm >/dev/null && [ ! -d sample_bots/node/node_modules ]; then
   (cd sample_bots/node && npm ci --no-audit --no-fund --loglevel=error)
 fi
+# The C++ sample bot (incremental: quick when nothing changed).
+echo "== C++ sample bot"
+cmake -S sample_bots/cpp -B sample_bots/cpp/build -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build sample_bots/cpp/build -j2 >/dev/null
 export PATH="$PWD/.venv/bin:$PATH"
 echo "== ruff"; ruff check . && ruff format --check .
 echo "== mypy"; mypy

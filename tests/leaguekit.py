@@ -82,6 +82,8 @@ class Serve:
         assert self.proc.stdout is not None
         out = self.proc.stdout
         threading.Thread(target=lambda: [lines.put(x) for x in out], daemon=True).start()
+        #: The lines printed after the first (``web on URL`` when the league serves pages).
+        self.lines = lines
         try:
             first = lines.get(timeout=60)
         except queue.Empty:
@@ -270,7 +272,7 @@ def oracle(lines: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
             )
         elif kind == "end":
             done = line["reason"] == "completed"
-            seed, nonce = (int(header["seed"]), header["nonce"]) if done else (0, "")
+            seed, nonce = (int(line["seed"]), line["nonce"]) if done else (0, "")
             out.append(("end", line["totals"], line["places"], line["reason"], seed, nonce))
     return out
 

@@ -85,7 +85,7 @@ def test_the_pages_match_command_plays_both_minimal_bots_without_a_fault(tmp_pat
                 {
                     "rules": from_table(header["rules"]),
                     "players": header["players"],
-                    "seed": int(header["seed"]),
+                    "seed": int(lines[-1]["seed"]),  # sealed: in the end line
                     "round_index": start["round"],
                     "my_seat": seat,
                     "round_start_hand": [parse_card(t) for t in hand_text],

@@ -251,7 +251,10 @@ def test_deal_doc_shows_the_vectors(v: dict[str, Any]) -> None:
 
 
 def _doc_code(language: str) -> str:
-    blocks = re.findall(rf"```{language}\n(.*?)```", DEAL_DOC.read_text(), flags=re.S)
+    """The reference implementation in ``language``: the first block after its heading."""
+    doc = DEAL_DOC.read_text()
+    start = doc.index("## Reference implementation (" + {"python": "Python"}.get(language, "Java"))
+    blocks = re.findall(rf"```{language}\n(.*?)```", doc[start:], flags=re.S)
     assert blocks, f"docs/deal.md has no {language} block"
     return str(blocks[0])
 

@@ -242,7 +242,10 @@ def test_a_seat_learns_nothing_it_may_not_know(
     assert all(s.faults == [] for s in result.seats)
     if rules.deck.value == "french_2_14":
         assert all(len(x["set_aside"]) == 2 for x in lines if x["type"] == "round_start")
-    nonce = bytes.fromhex(lines[0]["nonce"])
+    # The record is sealed: the header has only the commitment, the end line the seed.
+    assert "seed" not in lines[0] and "nonce" not in lines[0]
+    assert lines[-1]["type"] == "end" and lines[-1]["seed"] == str(SEED)
+    nonce = bytes.fromhex(lines[-1]["nonce"])
     for seat, path in enumerate(captures):
         messages = read_capture(path)
         check_seat(messages, seat, lines, rules)
@@ -280,4 +283,4 @@ def test_the_checker_catches_a_leak(tmp_path: Path, marker: str) -> None:
     doctored = [bot_pb2.RefereeMessage.FromString(m.SerializeToString()) for m in messages]
     doctored[first].match_start.match_id = str(SEED)
     with pytest.raises(AssertionError):
-        check_seed(doctored, SEED, bytes.fromhex(lines[0]["nonce"]))
+        check_seed(doctored, SEED, bytes.fromhex(lines[-1]["nonce"]))

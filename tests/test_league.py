@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import shutil
+import sqlite3
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -24,8 +25,9 @@ from leaguekit import (
     write_config,
 )
 
+from referee.dealkey import DealKey
 from referee.league.config import load_league_config
-from referee.ratings import LiveElo, MatchOutcome, fit_standings
+from referee.ratings import MIN_MATCHES, LiveElo, MatchOutcome, fit_standings
 from referee.tournament.config import ConfigError
 from sticheln.v1 import league_pb2
 
@@ -122,9 +124,17 @@ def test_five_bots_join_leave_return_and_the_standings_match_the_database(tmp_pa
         recent = serve.recent()
 
     outcomes = [
-        MatchOutcome(tuple(m["seating"]), tuple(m["places"]), f"{m['idx']:08d}") for m in done
+        MatchOutcome(
+            tuple(m["seating"]),
+            tuple(m["places"]),
+            f"{m['idx']:08d}",
+            forfeited=tuple(b in m["forfeited"] for b in m["seating"]),
+        )
+        for m in done
     ]
-    fitted = {s.bot: s for s in fit_standings(outcomes, bootstrap=20, seed=0)}
+    fitted = {
+        s.bot: s for s in fit_standings(outcomes, bootstrap=20, seed=0, min_matches=MIN_MATCHES)
+    }
     elo = LiveElo()
     for o in outcomes:
         elo.update(o)
@@ -210,8 +220,24 @@ def test_sigterm_mid_match_exits_0_and_the_match_is_replayed_after_restart(
     replayed = kept[match_id]
     assert replayed["seating"] == rows[match_id]["planned_seating"]
     assert replayed["seed"] != old_seed  # a new deal: the seats saw part of the old one
-    assert f'"seed":"{replayed["seed"]}"' in record.record_jsonl.split("\n", 1)[0]
+    assert f'"seed":"{replayed["seed"]}"' in record.record_jsonl.rstrip("\n").rsplit("\n", 1)[-1]
     assert record.summary.seating == replayed["seating"]
+    # Every deal, the replay's too, comes from the key stored when the league was created;
+    # both runs publish its commitment in their first log line, never the key.
+    with sqlite3.connect(db) as con:
+        ((key_hex,),) = con.execute("SELECT deal_key FROM deal_keys").fetchall()
+        deals = dict(con.execute("SELECT match_id, deal FROM matches").fetchall())
+    key = DealKey.from_hex(key_hex)
+    assert replayed["seed"] == key.match_seed(deals[match_id])
+    # The first run dealt match n from deal n; the replay has a deal number of its own.
+    assert deals[match_id] != int(match_id.rsplit("-", 1)[1])
+    assert sorted(deals.values()) == sorted(set(deals.values()))
+    for log in ("serve1.log", "serve2.log"):
+        text = (tmp_path / log).read_text()
+        start = next(line for line in text.splitlines() if line.startswith("{"))
+        assert '"event": "league_start"' in start
+        assert f'"deal_key_commitment": "{key.commitment()}"' in start
+        assert key.hex() not in text.lower()
 
 
 def test_every_bot_of_a_match_stopped_by_sigterm_sees_its_stream_end_with_ok(

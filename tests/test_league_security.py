@@ -361,7 +361,7 @@ def test_watch_match_shows_no_hidden_information_and_honours_the_delay(
     expected = oracle(lines)
     assert watched(live) == expected
     assert watched(late) == expected
-    assert live[-1].end.reason == "completed" and live[-1].end.seed == int(lines[0]["seed"])
+    assert live[-1].end.reason == "completed" and live[-1].end.seed == int(lines[-1]["seed"])
     assert_nothing_hidden(live, lines)
     # Secret picks: empty when revealed, public once scored.
     revealed = [m.event.pain_revealed for m in live if m.event.HasField("pain_revealed")]

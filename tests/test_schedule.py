@@ -10,7 +10,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from referee.tournament.schedule import build_schedule, deal_seed, pair_counts, seat_balance
+from referee.tournament.schedule import (
+    build_schedule,
+    last_seatings,
+    pair_counts,
+    seat_balance,
+)
 
 
 def bots(n: int) -> list[str]:
@@ -66,8 +71,13 @@ def test_duplicate_mode_replays_each_deal_under_every_rotation() -> None:
         first = seatings[0]
         rotations = {tuple(first[r:] + first[:r]) for r in range(k)}
         assert set(seatings) == rotations, deal
-        seeds = {m.seed for m in schedule if m.deal == deal}
-        assert seeds == {deal_seed(3, deal)}
+    # Deals are numbered in play order, each deal's seatings consecutive; the last one is
+    # the seating at whose end the deal's seed may be revealed.
+    assert [m.deal for m in schedule] == sorted(m.deal for m in schedule)
+    last = last_seatings(schedule)
+    for m in schedule:
+        later = [o for o in schedule if o.deal == m.deal and o.index > m.index]
+        assert (last[m.deal] == m.index) == (not later)
 
 
 def test_schedule_is_a_function_of_the_seed() -> None:
@@ -76,7 +86,8 @@ def test_schedule_is_a_function_of_the_seed() -> None:
     c = build_schedule(bots(6), table_size=4, matches_per_table=4, seed=43)
     assert a == b
     assert a != c
-    assert len({m.seed for m in a}) == len(a)
+    # Outside duplicate mode every match has a deal of its own.
+    assert len({m.deal for m in a}) == len(a)
 
 
 # The sample is a heuristic (greedy plus local search), so the bound on the pair spread is

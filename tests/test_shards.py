@@ -20,13 +20,16 @@ from typing import Any
 import psycopg
 import pytest
 
+from referee.dealkey import KEY_ENV, DealKey
 from referee.tournament.config import load_config
 from referee.tournament.run import Shard
 from referee.tournament.schedule import make_schedule
 
 BOTS = Path(__file__).parent / "bots"
 CMD = [sys.executable, "-m", "referee.cli"]
-ENV = {**os.environ, "PYTHONUNBUFFERED": "1"}
+#: One deal key for every run: an unsharded run and its shards deal alike only with one key.
+KEY = DealKey.new()
+ENV = {**os.environ, "PYTHONUNBUFFERED": "1", KEY_ENV: KEY.hex()}
 MATCHES = 24  # 4 tables of 3 bots, 6 matches each
 
 
@@ -55,16 +58,22 @@ def comparable(out: Path) -> tuple[list[dict[str, Any]], list[str]]:
     return standings, (out / "results.csv").read_text().splitlines()
 
 
-def referee(*args: str, timeout: float = 240) -> subprocess.CompletedProcess[str]:
+def referee(
+    *args: str, timeout: float = 240, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [*CMD, *args], capture_output=True, text=True, timeout=timeout, env=ENV, check=False
+        [*CMD, *args], capture_output=True, text=True, timeout=timeout, env=env or ENV, check=False
     )
 
 
-def start(*args: str) -> subprocess.Popen[str]:
+def start(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [*CMD, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV
+        [*CMD, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env or ENV
     )
+
+
+#: The environment without a deal key: each tournament makes its own.
+NO_KEY = {k: v for k, v in ENV.items() if k != KEY_ENV}
 
 
 def no_bots_left(marker: str) -> bool:
@@ -154,6 +163,42 @@ def test_concurrent_shards_on_postgres_equal_the_unsharded_run(
         start("tournament", str(config), "--shard", f"{i}/{k}", "--db", postgres_url)
         for i in range(k)
     ]
+    _finish_on_postgres(shards, k, config, postgres_url)
+    assert comparable(tmp_path / "pg") == unsharded
+    assert no_bots_left(tmp_path.name)
+
+
+@pytest.mark.timeout(400)
+def test_postgres_shards_given_no_key_all_deal_from_the_first_key_stored(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    """Shards that start at once on an empty database race to create the deal key; one
+    wins, every shard deals from it, and the finished tournament verifies."""
+    k = 3
+    config = tournament_file(tmp_path, "pgkey")
+    shards = [
+        start("tournament", str(config), "--shard", f"{i}/{k}", "--db", postgres_url, env=NO_KEY)
+        for i in range(k)
+    ]
+    _finish_on_postgres(shards, k, config, postgres_url)
+    with psycopg.connect(postgres_url) as con:
+        (stored,) = con.execute("SELECT commitment FROM deal_keys").fetchall()
+    out = tmp_path / "pgkey"
+    headers = [
+        json.loads(p.read_text().split("\n", 1)[0]) for p in (out / "matches").glob("*.jsonl")
+    ]
+    assert len(headers) == MATCHES
+    assert {h["deal_key_commitment"] for h in headers} == {stored[0]}
+    assert stored[0] != KEY.commitment()
+    assert (out / "deal-key.txt").read_text().strip() != KEY.hex()
+    audit = referee("verify", str(out), "--commitment", stored[0], env=NO_KEY)
+    assert audit.returncode == 0, audit.stdout + audit.stderr
+
+
+def _finish_on_postgres(
+    shards: list[subprocess.Popen[str]], k: int, config: Path, postgres_url: str
+) -> None:
+    """Wait for the shards, check the shared database and merge (which exports)."""
     for i, proc in enumerate(shards):
         out, err = proc.communicate(timeout=300)
         assert proc.returncode == 0, err
@@ -163,8 +208,6 @@ def test_concurrent_shards_on_postgres_equal_the_unsharded_run(
     assert sorted(orders) == list(range(1, MATCHES + 1)), "two matches got one finish order"
     merged = referee("merge", str(config), "--db", postgres_url)
     assert merged.returncode == 0, merged.stderr
-    assert comparable(tmp_path / "pg") == unsharded
-    assert no_bots_left(tmp_path.name)
 
 
 @pytest.mark.timeout(400)
@@ -257,6 +300,65 @@ def test_sqlite_shard_files_and_merge_equal_the_unsharded_run(
     assert f"0 matches copied, {MATCHES} already there" in again.stdout
     results = (tmp_path / "files" / "results.csv").read_text().splitlines()
     assert len(results) == 1 + MATCHES * 3, "a merged match was stored twice"
+
+
+def test_a_sqlite_shard_without_a_deal_key_is_refused_in_one_line(tmp_path: Path) -> None:
+    config = tournament_file(tmp_path, "nokey")
+    done = referee(
+        "tournament", str(config), "--shard", "0/2", "--db", str(tmp_path / "s.db"), env=NO_KEY
+    )
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "needs the tournament's deal key" in lines[0], done.stderr
+    assert "referee deal-key" in lines[0] and "--deal-key-file" in lines[0]
+    assert not (tmp_path / "s.db").exists()
+    bad = tmp_path / "bad.key"
+    bad.write_text("not a key\n")
+    done = referee("tournament", str(config), "--shard", "0/2", "--deal-key-file", str(bad))
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and f"--deal-key-file {bad}: a deal key is 64 hex digits" in lines[0]
+
+
+@pytest.mark.timeout(300)
+def test_merge_refuses_shards_dealt_with_different_keys(tmp_path: Path) -> None:
+    config = tournament_file(tmp_path, "twokeys")
+    made = referee("deal-key", "--out", str(tmp_path / "other.key"))
+    assert made.returncode == 0, made.stderr
+    other = DealKey.from_hex((tmp_path / "other.key").read_text())
+    assert (tmp_path / "other.key").stat().st_mode & 0o777 == 0o600
+    assert f"commitment: {other.commitment()}" in made.stderr
+    dbs = [tmp_path / "a.db", tmp_path / "b.db"]
+    first = referee("tournament", str(config), "--shard", "0/4", "--db", str(dbs[0]))
+    second = referee(
+        "tournament",
+        str(config),
+        "--shard",
+        "1/4",
+        "--db",
+        str(dbs[1]),
+        "--deal-key-file",
+        str(tmp_path / "other.key"),
+    )
+    assert first.returncode == 0 and second.returncode == 0, first.stderr + second.stderr
+    refused = referee("merge", str(config), *map(str, dbs), "--db", str(tmp_path / "m.db"))
+    assert refused.returncode == 2
+    lines = refused.stderr.strip().splitlines()
+    assert len(lines) == 1 and f"{dbs[1]} was dealt with the deal key of commitment" in lines[0]
+    assert other.commitment() in lines[0] and KEY.commitment() in lines[0]
+    # A shard resumed with another key than its database's is refused too.
+    again = referee(
+        "tournament",
+        str(config),
+        "--shard",
+        "0/4",
+        "--db",
+        str(dbs[0]),
+        "--deal-key-file",
+        str(tmp_path / "other.key"),
+    )
+    assert again.returncode == 2
+    assert "give every shard the same key" in again.stderr
 
 
 def test_merge_refuses_a_shard_of_another_configuration(tmp_path: Path) -> None:

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from prometheus_client import CollectorRegistry
 
+from referee.dealkey import KEY_ENV, DealKey
 from referee.metrics import RefereeMetrics
 from referee.tournament.config import load_config
 from referee.tournament.run import run_tournament
@@ -95,7 +96,12 @@ def _stored(db: Path) -> list:  # type: ignore[type-arg]
 @pytest.mark.timeout(240)
 def test_kill_9_then_resume_gives_the_same_standings(tmp_path: Path) -> None:
     cmd = [sys.executable, "-m", "referee.cli", "tournament"]
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    # Equal standings need equal deals: both tournaments are created with one deal key.
+    # The resume below is given none: it deals from the key stored at creation.
+    key = DealKey.new().hex()
+    resume_env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    resume_env.pop(KEY_ENV, None)
+    env = {**resume_env, KEY_ENV: key}
     whole = league(tmp_path, "whole", parallel=2)
     subprocess.run([*cmd, str(whole)], check=True, capture_output=True, timeout=200, env=env)
 
@@ -117,7 +123,9 @@ def test_kill_9_then_resume_gives_the_same_standings(tmp_path: Path) -> None:
         before = dict(
             con.execute("SELECT idx, finished_at FROM matches WHERE status = 'finished'").fetchall()
         )
-    subprocess.run([*cmd, str(killed)], check=True, capture_output=True, timeout=200, env=env)
+    subprocess.run(
+        [*cmd, str(killed)], check=True, capture_output=True, timeout=200, env=resume_env
+    )
     with sqlite3.connect(db) as con:
         after = dict(
             con.execute("SELECT idx, finished_at FROM matches WHERE status = 'finished'").fetchall()

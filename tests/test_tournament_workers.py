@@ -18,6 +18,7 @@ from bots.harness import run
 from prometheus_client import CollectorRegistry
 from test_tournament import _has_marker, finished, league, standings
 
+from referee.dealkey import DealKey
 from referee.metrics import RefereeMetrics
 from referee.server import RefereeServer
 from referee.tournament.config import load_config
@@ -40,9 +41,12 @@ def test_worker_processes_give_the_results_of_one_process(tmp_path: Path) -> Non
     one = load_config(league(tmp_path, "one", parallel=2))
     two = load_config(league(tmp_path, "two", parallel=2))
     registry = CollectorRegistry()
-    a = asyncio.run(run_tournament(one, progress=False, workers=1))
+    key = DealKey.new()  # equal results need equal deals
+    a = asyncio.run(run_tournament(one, progress=False, workers=1, deal_key=key))
     b = asyncio.run(
-        run_tournament(two, metrics=RefereeMetrics(registry), progress=False, workers=2)
+        run_tournament(
+            two, metrics=RefereeMetrics(registry), progress=False, workers=2, deal_key=key
+        )
     )
     assert a.finished == b.finished == 12
     assert standings(one.out) == standings(two.out)

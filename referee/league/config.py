@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from referee.ratings import MIN_MATCHES
 from referee.rules import RuleError, RuleSet, from_table
 from referee.runner import Clock
 from referee.sandbox import DEFAULT_MODE
@@ -35,10 +36,14 @@ _KEYS = {
     "shutdown_grace_s",
     "publish_interval_s",
     "bootstrap",
+    "min_matches",
     "max_seats_per_bot",
     "handshake_timeout_s",
     "tls_cert",
     "tls_key",
+    "web_port",
+    "web_host",
+    "web_delay_rounds",
 }
 
 
@@ -68,8 +73,15 @@ class LeagueConfig:
     handshake_timeout_s: float
     tls_cert: Path | None
     tls_key: Path | None
+    #: The web pages and JSON API (docs/web.md): off unless a port is given.
+    web_port: int | None = None
+    web_host: str = "127.0.0.1"
+    #: Spectators on the web stay this many rounds behind a running match.
+    web_delay_rounds: int = 0
     #: How bots the league starts are confined: "bubblewrap" (default) or "none".
     sandbox: str = DEFAULT_MODE
+    #: Bots with fewer matches are listed apart in the standings as provisional.
+    min_matches: int = MIN_MATCHES
 
 
 def _float(table: dict[str, Any], key: str, default: float, low: float, where: str) -> float:
@@ -156,6 +168,9 @@ def league_from_table(data: dict[str, Any], base: Path, source: Path, environ: A
     metrics_port = t.get("metrics_port")
     if metrics_port is not None:
         metrics_port = _int(t, "metrics_port", 0, 0, where, 65535)
+    web_port = t.get("web_port")
+    if web_port is not None:
+        web_port = _int(t, "web_port", 0, 0, where, 65535)
     out = _str(t, "out", f"results/{name}", where)
     database = _str(t, "database", "", where)
     out_path = (base / out).resolve()
@@ -188,5 +203,9 @@ def league_from_table(data: dict[str, Any], base: Path, source: Path, environ: A
         handshake_timeout_s=_float(t, "handshake_timeout_s", 10.0, 0.1, where),
         tls_cert=(base / tls_cert).resolve() if tls_cert else None,
         tls_key=(base / tls_key).resolve() if tls_key else None,
+        web_port=web_port,
+        web_host=_str(t, "web_host", "127.0.0.1", where),
+        web_delay_rounds=_int(t, "web_delay_rounds", 0, 0, where, 1000),
         sandbox=sandbox,
+        min_matches=_int(t, "min_matches", MIN_MATCHES, 0, where),
     )

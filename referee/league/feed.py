@@ -10,7 +10,9 @@ spectator may see:
 - ``reveal`` (every pick is in) shows the picks, except under secret visibility, where
   they stay hidden until ``round_end`` (as they do for the seats);
 - ``play``, ``trick``, ``fault`` and ``round_end`` are public (a fault without its
-  detail text, which may name the cards of the faulting seat's hand).
+  detail text, which may name the cards of the faulting seat's hand);
+- ``end`` reveals the seed and nonce (the record's end line holds them) when the match
+  is completed, unless the seats' ``MatchEnd`` withheld them.
 
 A watcher may stay ``delay_rounds`` behind: an event of round r is released once round
 r + delay has been dealt, or the match is over.
@@ -44,9 +46,11 @@ class PublicFilter:
         """The first message, from the record's header line."""
         rules = from_table(dict(line["rules"]))
         self.secret = str(line["rules"].get("pain_visibility", "")) == "secret"
-        # Kept back until the match is completed: the seed opens every deal.
-        self._seed = int(line["seed"])
-        self._nonce = bytes.fromhex(line["nonce"])
+        if "seed" in line:
+            # A version 1 record: the seed is in the header, and kept back here until the
+            # match is completed (it opens every deal). Version 2 has it in the end line.
+            self._seed = int(line["seed"])
+            self._nonce = bytes.fromhex(line["nonce"])
         return league_pb2.WatchMatchResponse(
             match=league_pb2.WatchedMatch(
                 match_id=line["match_id"],
@@ -95,9 +99,9 @@ class PublicFilter:
             end = league_pb2.MatchEnded(
                 totals=line["totals"], places=line["places"], reason=line["reason"]
             )
-            if line["reason"] == "completed":
-                end.seed = self._seed
-                end.seed_nonce = self._nonce
+            if line["reason"] == "completed" and not line.get("seed_withheld"):
+                end.seed = int(line.get("seed", self._seed))
+                end.seed_nonce = bytes.fromhex(line["nonce"]) if "nonce" in line else self._nonce
             return league_pb2.WatchMatchResponse(end=end)
         else:
             return None  # "header" again, "pain", or a line type from a later version

@@ -37,12 +37,14 @@ import grpc
 import structlog
 
 from referee.bots import BotProcess, BotSpec
+from referee.dealkey import DealKey
 from referee.league.config import LeagueConfig
 from referee.league.feed import MatchFeed, replay_feed
 from referee.league.registry import BotEntry, BotRegistry, RegistryError
 from referee.league.scheduler import History, choose_table
+from referee.league.standings import fit_in_child
 from referee.metrics import RefereeMetrics
-from referee.ratings import LiveElo, MatchOutcome, fit_standings
+from referee.ratings import LiveElo, MatchOutcome
 from referee.record import ReplayError, read_record
 from referee.runner import MatchResult, MatchRunner
 from referee.sandbox import Sandbox
@@ -54,8 +56,7 @@ from referee.server import (
     SeatStream,
     TlsConfig,
 )
-from referee.tournament.run import bot_stats, outcomes_from
-from referee.tournament.schedule import ScheduledMatch, deal_seed
+from referee.tournament.schedule import ScheduledMatch
 from referee.tournament.storage import Store, StoredResult
 from sticheln.v1 import bot_pb2, league_pb2
 
@@ -120,16 +121,6 @@ def match_id_of(league: str, index: int) -> str:
     return f"{league}-{index:06d}"
 
 
-def replay_seed(seed: int) -> int:
-    """The seed of an interrupted match's replay: a new deal, derived from the old seed.
-
-    The seats of an interrupted match have seen their hands and the cards played so far,
-    so replaying the same deal would let them play with knowledge of each other's hands.
-    """
-    digest = hashlib.sha256(b"sticheln/league/replay/v1" + seed.to_bytes(8, "big")).digest()
-    return int.from_bytes(digest[:8], "big")
-
-
 def _summary(
     index: int, match_id: str, rows: list[StoredResult], order: int, at: float
 ) -> league_pb2.MatchSummary:
@@ -143,36 +134,6 @@ def _summary(
         finished_at=at,
         finish_order=order,
     )
-
-
-def compute_standings(
-    results: list[StoredResult], bootstrap: int, seed: int = 0
-) -> league_pb2.StandingsResponse:
-    """The published standings of ``results`` (every seat row of the finished matches
-    counted, in finishing order): Bradley–Terry with intervals, live Elo and statistics."""
-    outcomes = outcomes_from(results)
-    elo = LiveElo()
-    for outcome in outcomes:
-        elo.update(outcome)
-    live = elo.ratings()
-    stats = bot_stats(results)
-    fitted = fit_standings(outcomes, bootstrap=bootstrap, seed=seed) if outcomes else []
-    response = league_pb2.StandingsResponse(matches=len(outcomes), published_at=time.time())
-    for s in fitted:
-        st = stats[s.bot]
-        response.standings.add(
-            bot=s.bot,
-            rating=s.rating,
-            ci_low=s.ci_low,
-            ci_high=s.ci_high,
-            games=s.games,
-            live_elo=live.get(s.bot, math.nan),
-            matches=st.matches,
-            mean_place=st.mean_place,
-            mean_score=st.mean_score,
-            faults=st.faults,
-        )
-    return response
 
 
 class League:
@@ -201,9 +162,12 @@ class League:
         self._history = History()
         self._elo = LiveElo()
         self._recent: collections.deque[league_pb2.MatchSummary] = collections.deque(maxlen=RECENT)
-        self._records: dict[str, tuple[int, Path]] = {}
         self._finished = 0
         self._next_index = 0
+        #: The deal number of the next match (a replayed match takes a new one too).
+        self._next_deal = 0
+        #: The league's secret deal key, from its database (made when the league was created).
+        self.key: DealKey | None = None
         self._published = _Published()
         self._publishing: asyncio.Task[None] | None = None
         self._last_publish = -math.inf
@@ -238,22 +202,23 @@ class League:
         fingerprint = self.fingerprint()
         digest = hashlib.sha256(json.dumps(fingerprint, sort_keys=True).encode()).hexdigest()
         self.store.open_tournament(c.name, fingerprint, digest)
+        key = self.key = self.store.deal_key(c.name)
         interrupted = self.store.reset_interrupted(c.name)
         rows = self.store.match_rows(c.name)
         self._next_index = max((r["idx"] for r in rows), default=-1) + 1
+        self._next_deal = max((r["deal"] for r in rows), default=-1) + 1
         for r in rows:
             if r["status"] == "planned":
                 # A league plans a match when it starts it, so every planned match was
-                # interrupted: its bots saw part of the deal, and it is replayed with a new one.
+                # interrupted: its bots saw part of the deal, and it is replayed with a new
+                # one (a deal number no match has used).
                 seating = tuple(json.loads(r["seating"]))
-                seed = replay_seed(int(r["seed"]))
-                self.store.set_seed(c.name, r["idx"], seed)
+                deal = self._take_deal()
+                self.store.set_deal(c.name, r["idx"], deal, key.match_seed(deal))
                 self._replays.append(
-                    ScheduledMatch(r["idx"], tuple(sorted(seating)), seating, seed, r["deal"])
+                    ScheduledMatch(r["idx"], tuple(sorted(seating)), seating, deal)
                 )
-            elif r["status"] == "finished" and r["record_path"]:
-                self._records[r["match_id"]] = (r["idx"], Path(r["record_path"]))
-        results = self.store.results(c.name)
+        results = self.store.results(c.name, think=False)
         by_match: dict[int, list[StoredResult]] = {}
         for res in results:
             by_match.setdefault(res.idx, []).append(res)
@@ -279,6 +244,7 @@ class League:
         log.info(
             "league_start",
             league=c.name,
+            deal_key_commitment=key.commitment(),
             address=self.server.address,
             finished=self._finished,
             replays=len(self._replays),
@@ -460,11 +426,17 @@ class League:
             seating = choose_table(list(idle), size, self._history, self._rng)
             index = self._next_index
             self._next_index += 1
-            m = ScheduledMatch(
-                index, tuple(sorted(seating)), seating, deal_seed(self.config.seed, index), index
+            m = ScheduledMatch(index, tuple(sorted(seating)), seating, self._take_deal())
+            assert self.key is not None
+            self.store.plan(
+                self.config.name, [m], lambda m: match_id_of(self.config.name, m.index), self.key
             )
-            self.store.plan(self.config.name, [m], lambda m: match_id_of(self.config.name, m.index))
             self._launch(m, idle, replayed=False)
+
+    def _take_deal(self) -> int:
+        deal = self._next_deal
+        self._next_deal += 1
+        return deal
 
     def _launch(self, m: ScheduledMatch, idle: dict[str, list[_Stream]], replayed: bool) -> None:
         streams = {bot: idle[bot].pop(0) for bot in m.seating}
@@ -480,11 +452,14 @@ class League:
         self, m: ScheduledMatch, running: _Running, streams: dict[str, _Stream], replayed: bool
     ) -> None:
         c = self.config
+        assert self.key is not None
         runner = MatchRunner(
             self.server,
             [BotSpec(name=bot) for bot in m.seating],
             c.rules,
-            seed=m.seed,
+            seed=self.key.match_seed(m.deal),
+            deal=m.deal,
+            deal_key_commitment=self.key.commitment(),
             match_id=running.match_id,
             clock=c.clock,
             strike_limit=c.strike_limit,
@@ -514,6 +489,11 @@ class League:
             del self._running[running.match_id]
             self.metrics.running.set(len(self._running))
             self._wake.set()
+        if result.aborted:  # fewer than two streams were there: not a result to rate
+            running.feed.interrupt()
+            self.store.mark_aborted(c.name, m.index, result.record_path)
+            log.warning("match_aborted", match_id=running.match_id, why=result.reason)
+            return
         self._finished_match(m, running, result)
 
     def _finished_match(self, m: ScheduledMatch, running: _Running, result: MatchResult) -> None:
@@ -528,7 +508,6 @@ class League:
         self.metrics.matches.inc()
         self.metrics.finished.set(self._finished)
         self.metrics.match_duration.observe(result.duration_s)
-        self._records[running.match_id] = (m.index, result.record_path)
         self._recent.appendleft(
             league_pb2.MatchSummary(
                 match_id=running.match_id,
@@ -564,10 +543,16 @@ class League:
         self._request_publish()
 
     async def _publish(self) -> None:
-        """Fit the standings from the database (in a thread) and publish them."""
+        """Fit the standings from the database and publish them. The fit runs in a
+        process of its own (:mod:`referee.league.standings`): its memory grows with the
+        matches played, and this process must not."""
         try:
-            results = self.store.results(self.config.name)
-            response = await asyncio.to_thread(compute_standings, results, self.config.bootstrap)
+            response = await fit_in_child(
+                self.config.database,
+                self.config.name,
+                self.config.bootstrap,
+                self.config.min_matches,
+            )
         except Exception as exc:
             log.error("standings_failed", error=repr(exc))
             return
@@ -595,19 +580,32 @@ class League:
             response.matches.append(summary)
         return response
 
-    def record(self, match_id: str) -> tuple[league_pb2.MatchSummary, str]:
-        """A finished match's summary and record text."""
+    def finished_count(self) -> int:
+        """Matches finished in this league so far."""
+        return self._finished
+
+    def running_seating(self) -> dict[str, tuple[str, ...]]:
+        """The running matches' seating, by match id."""
+        return {match_id: r.seating for match_id, r in self._running.items()}
+
+    def record_path(self, match_id: str) -> Path:
+        """A finished match's record file; a running match is refused (its record holds
+        the hands)."""
         if match_id in self._running:
             raise Refused(
                 grpc.StatusCode.FAILED_PRECONDITION,
                 f"match {match_id!r} is still running; watch it with WatchMatch",
             )
-        found = self._records.get(match_id)
-        if found is None:
+        path = self._record_path(match_id)
+        if path is None:
             raise Refused(
                 grpc.StatusCode.NOT_FOUND, f"no finished match {match_id!r} in this league"
             )
-        _, path = found
+        return path
+
+    def record(self, match_id: str) -> tuple[league_pb2.MatchSummary, str]:
+        """A finished match's summary and record text."""
+        path = self.record_path(match_id)
         try:
             text = path.read_text(encoding="utf-8")
         except OSError as exc:
@@ -627,16 +625,24 @@ class League:
                 summary.forfeited_seats.extend(last.get("forfeited", []))
         return summary, text
 
+    def _record_path(self, match_id: str) -> Path | None:
+        """The record of a finished match, from the database: the league keeps nothing
+        per finished match in memory (it runs for weeks)."""
+        _, _, number = match_id.rpartition("-")
+        if not number.isdigit() or match_id != match_id_of(self.config.name, int(number)):
+            return None
+        return self.store.record_path(self.config.name, int(number))
+
     def feed(self, match_id: str) -> MatchFeed:
         """The feed of a running match, or of a finished one replayed from its record."""
         running = self._running.get(match_id)
         if running is not None:
             return running.feed
-        found = self._records.get(match_id)
-        if found is None:
+        path = self._record_path(match_id)
+        if path is None:
             raise Refused(grpc.StatusCode.NOT_FOUND, f"no match {match_id!r} in this league")
         try:
-            return replay_feed(match_id, list(read_record(found[1])))
+            return replay_feed(match_id, list(read_record(path)))
         except (OSError, ReplayError) as exc:
             raise Refused(
                 grpc.StatusCode.DATA_LOSS, f"the record of {match_id!r} cannot be read: {exc}"

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from referee.bots import BotConfigError, BotSpec, bot_from_table, load_bot
+from referee.ratings import MIN_MATCHES
 from referee.rules import RuleError, RuleSet, from_table
 from referee.runner import Clock
 from referee.sandbox import DEFAULT_MODE
@@ -50,6 +51,8 @@ class TournamentConfig:
     source: Path
     #: How started bots are confined: "bubblewrap" (the default) or "none" ([sandbox] mode).
     sandbox: str = DEFAULT_MODE
+    #: Bots with fewer matches are listed apart as provisional (exports only).
+    min_matches: int = MIN_MATCHES
 
     def fingerprint(self) -> dict[str, Any]:
         """What decides the schedule and the results: a changed value refuses a resume.
@@ -180,6 +183,7 @@ def config_from_table(data: dict[str, Any], base: Path, source: Path) -> Tournam
         "out",
         "database",
         "anchor",
+        "min_matches",
     }
     extra = sorted(set(t) - known)
     if extra:
@@ -299,4 +303,5 @@ def config_from_table(data: dict[str, Any], base: Path, source: Path) -> Tournam
         anchor=anchor,
         source=source,
         sandbox=sandbox,
+        min_matches=_int(t, "min_matches", MIN_MATCHES, 0, where),
     )

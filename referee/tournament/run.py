@@ -7,24 +7,38 @@ With ``parallel`` matches on more than two cores, matches are played in referee 
 processes (:mod:`referee.tournament.workers`). Results go to the database as each match finishes; a
 tournament killed at any moment and started again with the same command replays only
 the matches that had not finished, and ends with the same standings.
+
+Deals come from the tournament's secret deal key (:mod:`referee.dealkey`), made when the
+tournament is first created and kept in its database; its commitment is in the first log
+line, and the key itself is exported (``deal-key.txt``, ``ratings.json``) once the last
+match has ended, so that ``referee verify`` can re-derive every deal. In duplicate mode a
+deal's seed reaches the bots only at the end of the deal's last seating, which is started
+after the deal's other seatings have ended.
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
+import contextlib
 import os
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import structlog
 
 from referee import logs
+from referee.dealkey import DealKey
 from referee.metrics import RefereeMetrics
-from referee.ratings import BotStats, LiveElo, MatchOutcome, Standing, fit_standings, quantile
+from referee.private import private_dir
+from referee.ratings import BotStats, LiveElo, MatchOutcome, Standing, fit, quantile
 from referee.report import (
+    EMBEDDED_MATCHES,
+    ReportMatch,
     standings_table,
     write_ratings_csv,
     write_ratings_json,
@@ -33,8 +47,15 @@ from referee.report import (
 )
 from referee.runner import MatchResult
 from referee.tournament.config import TournamentConfig
-from referee.tournament.schedule import ScheduledMatch, make_schedule
-from referee.tournament.storage import Store, StoredResult, is_url, open_store, redact
+from referee.tournament.schedule import ScheduledMatch, last_seatings, make_schedule
+from referee.tournament.storage import (
+    ResumeRefused,
+    Store,
+    StoredResult,
+    is_url,
+    open_store,
+    redact,
+)
 from referee.tournament.workers import (
     InProcess,
     MatchJob,
@@ -104,6 +125,9 @@ class TournamentOutcome:
     referee_cpu_s: float = 0.0
     shard_finished: int = 0
     shard_planned: int = 0
+    #: The ids of the matches this run aborted twice (fewer than two seats connected):
+    #: not finished, so no standings until a later run plays them.
+    aborted: list[str] = field(default_factory=list)
 
     @property
     def complete(self) -> bool:
@@ -161,6 +185,7 @@ def outcomes_from(results: Sequence[StoredResult]) -> list[MatchOutcome]:
                 bots=tuple(r.bot for r in rows),
                 places=tuple(r.place for r in rows),
                 key=f"{idx:08d}",
+                forfeited=tuple(r.forfeited for r in rows),
             )
         )
     return out
@@ -197,12 +222,15 @@ async def run_tournament(
     workers: int | None = None,
     log_level: str | None = None,
     shard: Shard | None = None,
+    deal_key: DealKey | None = None,
 ) -> TournamentOutcome:
     """Play every unfinished match of ``config`` (or of ``indices``, or of ``shard``) and,
     once the whole tournament is finished in the database, export the standings.
 
     Several shards may run at once on one shared database (PostgreSQL, or one SQLite
-    file on one machine): each plans, resets and plays only its own matches.
+    file on one machine): each plans, resets and plays only its own matches. The deal key
+    is the database's (made at creation); ``deal_key`` gives it instead, for shards with
+    databases of their own, and must equal the stored key when there is one.
     """
     full = make_schedule(config)
     schedule = full
@@ -218,7 +246,8 @@ async def run_tournament(
         resumed = store.open_tournament(
             config.name, config.fingerprint(), config.fingerprint_hash()
         )
-        store.plan(config.name, schedule, lambda m: match_id_of(config, m))
+        key = tournament_key(store, config.name, deal_key, resumed)
+        store.plan(config.name, schedule, lambda m: match_id_of(config, m), key)
         interrupted = store.reset_interrupted(
             config.name, None if len(schedule) == len(full) else mine
         )
@@ -227,6 +256,7 @@ async def run_tournament(
         log.info(
             "tournament_start",
             tournament=config.name,
+            deal_key_commitment=key.commitment(),
             shard=None if shard is None else str(shard),
             planned=len(schedule),
             finished=len(finished & mine),
@@ -247,7 +277,7 @@ async def run_tournament(
         # Bot processes are kept between matches (one match at a time each), except in
         # duplicate mode, where every replay starts the bots afresh.
         pooled = config.mode != "duplicate"
-        log_dir = config.out / "logs"
+        log_dir = private_dir(config.out / "logs")
         startup_s = config.clock.startup_ms / 1000
         count = _worker_count(config, workers, port, len(todo))
         player: MatchPlayer
@@ -268,49 +298,88 @@ async def run_tournament(
             here = InProcess(metrics, log_dir, startup_s, pooled, config.sandbox)
             player = here
             await here.start(host, port)
-        queue: asyncio.Queue[ScheduledMatch] = asyncio.Queue()
-        for m in todo:
-            queue.put_nowait(m)
-
+        queue = DealQueue(config.mode == "duplicate", full, todo)
+        finished_before = frozenset(finished)
         running = 0
+        aborted: list[str] = []
+
+        def withheld(m: ScheduledMatch) -> str:
+            if config.mode != "duplicate":
+                return ""
+            if m.index != queue.last[m.deal]:
+                return (
+                    f"deal {m.deal} is played again by a later seating of this duplicate "
+                    "tournament; its seed is revealed at the end of the deal's last seating"
+                )
+            # This run's other seatings of the deal have ended (the queue held this one
+            # back until then); ask the database about the rest (other shards').
+            others = [
+                i
+                for i in queue.seatings[m.deal]
+                if i != m.index and i not in finished_before and i not in queue.played
+            ]
+            if others and store.finished_among(config.name, others) != set(others):
+                return (
+                    f"deal {m.deal} is still being played by another seating (another "
+                    "shard's); its seed follows from the deal key the tournament publishes "
+                    "when its last match has ended"
+                )
+            return ""
 
         async def play(m: ScheduledMatch) -> MatchResult:
             job = MatchJob(
                 index=m.index,
                 bots=tuple(bots[name] for name in m.seating),
                 rules=config.rules,
-                seed=m.seed,
+                seed=key.match_seed(m.deal),
                 match_id=match_id_of(config, m),
                 clock=config.clock,
                 strike_limit=config.strike_limit,
                 out_dir=config.out,
+                deal=m.deal,
+                deal_key_commitment=key.commitment(),
+                seed_withheld=withheld(m),
             )
+            aborts = 0
             for attempt in range(1, WORKER_RETRIES + 2):
                 try:
-                    return await player.play(
+                    result = await player.play(
                         job, lambda path: store.mark_running(config.name, m.index, path)
                     )
                 except WorkerDied as exc:
                     if attempt > WORKER_RETRIES:
                         raise
                     log.warning("match_replayed", match_index=m.index, why=str(exc))
-            raise AssertionError("unreachable")
+                    continue
+                if not result.aborted or aborts == ABORT_RETRIES:
+                    return result
+                aborts += 1
+                log.warning("match_replayed", match_index=m.index, why=result.reason)
+            return result
 
         async def worker() -> None:
             nonlocal done, running
             while True:
-                try:
-                    m = queue.get_nowait()
-                except asyncio.QueueEmpty:
+                m = await queue.next()
+                if m is None:
                     return
                 running += 1
                 metrics.running.set(running)
                 try:
                     result = await play(m)
+                except BaseException:
+                    queue.stop()
+                    raise
                 finally:
                     running -= 1
                     metrics.running.set(running)
+                if result.aborted:
+                    store.mark_aborted(config.name, m.index, result.record_path)
+                    aborted.append(result.match_id)
+                    log.warning("match_aborted", match_id=result.match_id, why=result.reason)
+                    continue
                 store.save_result(config.name, m.index, result)
+                queue.finished(m)
                 metrics.matches.inc()
                 metrics.match_duration.observe(result.duration_s)
                 elo.update(
@@ -345,8 +414,11 @@ async def run_tournament(
                 tournament=config.name,
                 finished=exported.finished,
                 planned=exported.planned,
-                why="other shards' matches are not finished yet; no exports",
+                why="matches were aborted; no exports"
+                if aborted
+                else "other shards' matches are not finished yet; no exports",
             )
+        exported.aborted = sorted(aborted)
         exported.referee_cpu_s = referee_cpu_s
         exported.shard_planned = len(schedule)
         exported.shard_finished = len(finished & mine)
@@ -356,6 +428,79 @@ async def run_tournament(
 
 
 WORKER_RETRIES = 2
+#: How often a match that was aborted (fewer than two seats connected) is played again
+#: at once, with the same deal; then it stays aborted until the tournament runs again.
+ABORT_RETRIES = 1
+
+
+class DealQueue:
+    """The matches still to play, in schedule order; in duplicate mode a deal's last
+    seating waits until this run's other seatings of the deal have finished, so that its
+    ``MatchEnd`` may reveal the seed while no seating of the deal is still being played."""
+
+    def __init__(
+        self, duplicate: bool, full: Sequence[ScheduledMatch], todo: Sequence[ScheduledMatch]
+    ) -> None:
+        self.duplicate = duplicate
+        #: Per deal: the index of its last seating, and the indices of all its seatings.
+        self.last = last_seatings(full)
+        self.seatings: dict[int, list[int]] = {}
+        for m in full:
+            self.seatings.setdefault(m.deal, []).append(m.index)
+        self._queue = collections.deque(todo)
+        todo_indices = {m.index for m in todo}
+        #: Per deal: this run's seatings of it, other than the last, not finished yet.
+        self._waiting = {
+            deal: {i for i in indices if i != self.last[deal] and i in todo_indices}
+            for deal, indices in self.seatings.items()
+        }
+        self._held: dict[int, ScheduledMatch] = {}
+        #: The matches this run has finished.
+        self.played: set[int] = set()
+        self._changed = asyncio.Event()
+        self._stopped = False
+
+    async def next(self) -> ScheduledMatch | None:
+        """The next match to play, or None when there is none left (or the run failed)."""
+        while not self._stopped:
+            while self._queue:
+                m = self._queue.popleft()
+                if self.duplicate and m.index == self.last[m.deal] and self._waiting[m.deal]:
+                    self._held[m.deal] = m
+                    continue
+                return m
+            if not self._held:
+                return None
+            self._changed.clear()
+            await self._changed.wait()
+        return None
+
+    def finished(self, m: ScheduledMatch) -> None:
+        """``m`` has finished: a deal's last seating may now be due."""
+        self.played.add(m.index)
+        waiting = self._waiting[m.deal]
+        waiting.discard(m.index)
+        if not waiting and m.deal in self._held:
+            self._queue.appendleft(self._held.pop(m.deal))
+        self._changed.set()
+
+    def stop(self) -> None:
+        """A match failed: hand out no more."""
+        self._stopped = True
+        self._changed.set()
+
+
+def tournament_key(store: Store, name: str, given: DealKey | None, resumed: bool) -> DealKey:
+    """The tournament's deal key: stored at creation (the first shard to store one wins),
+    or ``given`` (checked against the stored one). Refuses a tournament created before
+    deal keys existed whose finished matches were dealt from its public seed."""
+    if resumed and store.stored_deal_key(name) is None and store.finished_indices(name):
+        raise ResumeRefused(
+            f"tournament {name!r} in {redact(store.where)} was started by an older referee that "
+            "dealt from the public seed; finish it with that referee, or start it anew under a "
+            "new name or database"
+        )
+    return store.deal_key(name, given)
 
 
 def _worker_count(config: TournamentConfig, workers: int | None, port: int, todo: int) -> int:
@@ -374,14 +519,20 @@ def export(config: TournamentConfig, store: Store) -> TournamentOutcome:
     Everything exported depends on the set of finished matches alone, not on the order
     they finished in (parallel matches, shards): the live Elo column is replayed in
     schedule order, and the Bradley–Terry fit and its bootstrap are order-independent.
+
+    The tournament is over, so the deal key is published with the exports: in
+    ``deal-key.txt`` and ``ratings.json``, beside its commitment (``referee verify``).
     """
+    key = store.stored_deal_key(config.name)
+    deal = {} if key is None else {"deal_key_commitment": key.commitment(), "deal_key": key.hex()}
     results = sorted(store.results(config.name), key=lambda r: (r.idx, r.seat))
     outcomes = outcomes_from(results)
     elo = LiveElo()
     for outcome in outcomes:
         elo.update(outcome)
     stats = bot_stats(results)
-    standings = fit_standings(outcomes, anchor=config.anchor or None) if outcomes else []
+    fitted = fit(outcomes, anchor=config.anchor or None, min_matches=config.min_matches)
+    standings, warnings = fitted.standings, fitted.warnings
     live = elo.ratings()
     out = config.out
     out.mkdir(parents=True, exist_ok=True)
@@ -391,9 +542,20 @@ def export(config: TournamentConfig, store: Store) -> TournamentOutcome:
         "results.csv": out / "results.csv",
         "report.html": out / "report.html",
     }
+    if key is not None:
+        exports["deal-key.txt"] = out / "deal-key.txt"
     # Written beside, then renamed: shards finishing at once never leave a torn file.
     tmp = {name: out / f".{name}.{os.getpid()}.tmp" for name in exports}
-    write_ratings_json(tmp["ratings.json"], standings, stats, live)
+    write_ratings_json(
+        tmp["ratings.json"],
+        standings,
+        stats,
+        live,
+        meta={"tournament": config.name, **deal},
+        warnings=warnings,
+    )
+    if key is not None:
+        tmp["deal-key.txt"].write_text(key.hex() + "\n", encoding="ascii")
     write_ratings_csv(tmp["ratings.csv"], standings, stats, live)
     write_results_csv(
         tmp["results.csv"],
@@ -413,6 +575,7 @@ def export(config: TournamentConfig, store: Store) -> TournamentOutcome:
         ],
     )
     think = {bot: (s.think_p50_ms, s.think_p99_ms) for bot, s in stats.items()}
+    rows = store.match_rows(config.name)
     write_report_html(
         tmp["report.html"],
         f"Tournament {config.name}",
@@ -420,11 +583,15 @@ def export(config: TournamentConfig, store: Store) -> TournamentOutcome:
         stats,
         store.faults_by_reason(config.name),
         think,
+        deal=deal,
+        live_elo=live,
+        matches=report_matches(results, rows, out),
         sandbox=config.sandbox,
+        warnings=warnings,
+        min_matches=config.min_matches,
     )
     for name, path in exports.items():
         os.replace(tmp[name], path)
-    rows = store.match_rows(config.name)
     finished = sum(1 for r in rows if r["status"] == "finished")
     return TournamentOutcome(
         standings,
@@ -432,9 +599,42 @@ def export(config: TournamentConfig, store: Store) -> TournamentOutcome:
         live,
         finished,
         len(rows),
-        standings_table(standings, stats, live),
+        standings_table(standings, stats, live, warnings, config.min_matches),
         exports,
     )
+
+
+def report_matches(
+    results: Sequence[StoredResult], rows: Sequence[dict[str, Any]], out: Path
+) -> list[ReportMatch]:
+    """The report's matches, newest first; the latest ones with their record embedded."""
+    from referee.record import ReplayError, read_record
+    from referee.web.data import RecordShapeError, viewer_document
+
+    paths = {r["idx"]: r["record_path"] for r in rows}
+    by_idx: dict[int, list[StoredResult]] = {}
+    for r in results:
+        by_idx.setdefault(r.idx, []).append(r)
+    found: list[ReportMatch] = []
+    for idx in sorted(by_idx, reverse=True):
+        seats = sorted(by_idx[idx], key=lambda r: r.seat)
+        path = Path(paths.get(idx) or out / "matches" / f"{seats[0].match_id}.jsonl")
+        viewer = None
+        if len(found) < EMBEDDED_MATCHES:
+            with contextlib.suppress(OSError, ReplayError, RecordShapeError):
+                viewer = viewer_document(list(read_record(path)))
+        record = os.path.relpath(path, out) if path.is_absolute() else str(path)
+        found.append(
+            ReportMatch(
+                seats[0].match_id,
+                [r.bot for r in seats],
+                [r.total for r in seats],
+                [r.place for r in seats],
+                record,
+                viewer,
+            )
+        )
+    return found
 
 
 class MergeRefused(ValueError):
@@ -463,6 +663,8 @@ def merge_shards(config: TournamentConfig, sources: Sequence[str]) -> MergeOutco
     copied = already = 0
     try:
         store.open_tournament(config.name, config.fingerprint(), config.fingerprint_hash())
+        key = store.stored_deal_key(config.name)
+        keyed_by = redact(config.database)
         for source in sources:
             if (
                 not is_url(source)
@@ -483,6 +685,20 @@ def merge_shards(config: TournamentConfig, sources: Sequence[str]) -> MergeOutco
                     raise MergeRefused(
                         f"{redact(source)} holds tournament {config.name!r} with a different configuration "
                         f"({changes}); merge only shards of this configuration"
+                    )
+                shard_key = shard.stored_deal_key(config.name)
+                if shard_key is None:
+                    raise MergeRefused(
+                        f"{redact(source)} holds no deal key for tournament {config.name!r}; "
+                        "it was played by an older referee and cannot be merged"
+                    )
+                if key is None:
+                    key, keyed_by = store.deal_key(config.name, shard_key), redact(source)
+                elif shard_key != key:
+                    raise MergeRefused(
+                        f"{redact(source)} was dealt with the deal key of commitment "
+                        f"{shard_key.commitment()}, {keyed_by} with {key.commitment()}; "
+                        "merge only shards played with one key"
                     )
                 for found in shard.finished_matches(config.name):
                     if store.import_finished(config.name, found):

@@ -1,8 +1,10 @@
 """Deterministic tournament schedules: round robin, duplicate, and balanced samples.
 
-Everything follows from the tournament seed: the order of the tables, the seating of each
-match and each match's deal seed. The same configuration always gives the same schedule,
-which is what lets a killed tournament resume, and shards split it.
+Everything follows from the tournament's public seed: the order of the tables, the seating
+of each match and which matches share a deal. The same configuration always gives the same
+schedule, which is what lets a killed tournament resume, and shards split it. The cards of
+a deal do not follow from the schedule: deal number ``d`` is played from the match seed
+``key.match_seed(d)`` of the tournament's secret deal key (:mod:`referee.dealkey`).
 
 - **Round robin**: every k-subset of the bots is a table. A table's matches come in
   blocks of k, the k rotations of one cyclic seating order, so that over whole blocks
@@ -11,7 +13,7 @@ which is what lets a killed tournament resume, and shards split it.
   as its neighbour equally often. Leftover matches (``matches_per_table`` not a multiple
   of k) take the rotations that keep each bot's seat counts most even.
 - **Duplicate**: each deal is played under all k cyclic rotations of the seating, with the
-  same deal seed, so the luck of the deal cancels out (as in duplicate bridge); successive
+  same deal, so the luck of the deal cancels out (as in duplicate bridge); successive
   deals take different cyclic orders.
 - **Balanced sample**: when every k-subset would exceed ``max_matches``, tables are chosen
   greedily so that every pair of bots shares a table as equally as possible.
@@ -19,7 +21,6 @@ which is what lets a killed tournament resume, and shards split it.
 
 from __future__ import annotations
 
-import hashlib
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -31,30 +32,21 @@ from referee.tournament.config import TournamentConfig
 
 @dataclass(frozen=True)
 class ScheduledMatch:
-    """One match of the schedule: its position, seating (bot names by seat) and deal seed.
+    """One match of the schedule: its position, seating (bot names by seat) and deal number.
 
-    ``deal`` numbers the deal sequences; in duplicate mode the k rotations of one deal share
-    it (and so the seed).
+    ``deal`` numbers the deals; in duplicate mode the k rotations of one deal share it (and
+    so the match seed, which the tournament's deal key gives for the deal number).
     """
 
     index: int
     table: tuple[str, ...]
     seating: tuple[str, ...]
-    seed: int
     deal: int
 
     @property
     def key(self) -> str:
         """A stable text key: ``index:seat0,seat1,...``."""
         return f"{self.index}:{','.join(self.seating)}"
-
-
-def deal_seed(tournament_seed: int, deal: int) -> int:
-    """The match seed of deal number ``deal``: SHA-256 of the domain, seed and deal number."""
-    digest = hashlib.sha256(
-        b"sticheln/tournament/v1" + tournament_seed.to_bytes(8, "big") + deal.to_bytes(8, "big")
-    ).digest()
-    return int.from_bytes(digest[:8], "big")
 
 
 def make_schedule(config: TournamentConfig) -> list[ScheduledMatch]:
@@ -126,14 +118,13 @@ def build_schedule(
     for table, seatings in plans:
         if mode == "duplicate":
             for d in range(matches_per_table // k):
-                seed_of_deal = deal_seed(seed, deal)
                 for seating in seatings[d * k : (d + 1) * k]:
-                    out.append(ScheduledMatch(len(out), tuple(table), seating, seed_of_deal, deal))
+                    out.append(ScheduledMatch(len(out), tuple(table), seating, deal))
                 deal += 1
             continue
         _, chosen = next(rest)
         for seating in [*seatings, *chosen]:
-            out.append(ScheduledMatch(len(out), tuple(table), seating, deal_seed(seed, deal), deal))
+            out.append(ScheduledMatch(len(out), tuple(table), seating, deal))
             deal += 1
     return out
 
@@ -295,3 +286,12 @@ def seat_balance(schedule: Sequence[ScheduledMatch]) -> dict[str, list[int]]:
         for pos, bot in enumerate(m.seating):
             counts.setdefault(bot, [0] * k)[pos] += 1
     return counts
+
+
+def last_seatings(schedule: Sequence[ScheduledMatch]) -> dict[int, int]:
+    """Per deal number, the index of the last scheduled match that plays it: in duplicate
+    mode a deal's seed may be revealed to the bots only at the end of that match."""
+    last: dict[int, int] = {}
+    for m in schedule:
+        last[m.deal] = max(m.index, last.get(m.deal, m.index))
+    return last

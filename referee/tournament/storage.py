@@ -5,8 +5,9 @@ opens :class:`Store`, an SQLite file on this machine; a ``postgresql://`` URL op
 :class:`PostgresStore`, one database that the shards of a tournament running on many
 machines share. Both hold the same tables and answer the same methods:
 
-``tournaments`` (name, config fingerprint), ``matches`` (the schedule, with each match's
-status: planned, running, finished), ``results`` (one row per seat of a finished match),
+``tournaments`` (name, config fingerprint), ``deal_keys`` (each tournament's secret deal
+key and its published commitment, :mod:`referee.dealkey`), ``matches`` (the schedule, with each match's
+status: planned, running, finished, aborted), ``results`` (one row per seat of a finished match),
 ``faults``. A match's results, faults and its ``finished`` status are written in one
 transaction, so a tournament (or a shard of one) killed at any moment has every finished
 match complete and every other one replayable from the start. Shards write concurrently:
@@ -30,6 +31,9 @@ from typing import TYPE_CHECKING, Any, ClassVar
 if TYPE_CHECKING:
     from referee.runner import MatchResult
     from referee.tournament.schedule import ScheduledMatch
+
+from referee.dealkey import DealKey
+from referee.private import create_private, private_dir
 
 SCHEMA_VERSION = 1
 
@@ -84,6 +88,11 @@ CREATE TABLE IF NOT EXISTS faults (
     forfeited INTEGER NOT NULL
 );
 CREATE INDEX IF NOT EXISTS faults_by_match ON faults (tournament, idx);
+CREATE TABLE IF NOT EXISTS deal_keys (
+    tournament TEXT PRIMARY KEY,
+    deal_key TEXT NOT NULL,
+    commitment TEXT NOT NULL
+);
 """
 
 _MATCH_COLUMNS = (
@@ -98,6 +107,10 @@ class StoreError(Exception):
 
 class ResumeRefused(ValueError):
     """The database holds this tournament with a different configuration."""
+
+
+class DealKeyRefused(ResumeRefused):
+    """A deal key was given that is not the one the tournament was created with."""
 
 
 @dataclass(frozen=True)
@@ -177,7 +190,10 @@ class Store:
     def __init__(self, path: Path) -> None:
         path = Path(path)
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
+            # The file holds the deal key: readable by its owner only, and so are the WAL
+            # and shared-memory files, which SQLite creates with the database file's mode.
+            private_dir(path.parent, own=False)
+            create_private(path)
             self.db: Any = sqlite3.connect(path, isolation_level=None, timeout=30)
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute("PRAGMA synchronous=NORMAL")
@@ -256,13 +272,42 @@ class Store:
             return ""
         return "; ".join(describe_changes(json.loads(row[0]), fingerprint)) or "details differ"
 
+    def deal_key(self, name: str, given: DealKey | None = None) -> DealKey:
+        """The deal key of tournament ``name``: the stored one, else ``given`` (or a fresh
+        one) stored now. When shards create the tournament at once, the first key stored
+        wins and every shard gets it. Raises :class:`DealKeyRefused` when ``given`` is not
+        the stored key."""
+        candidate = given or DealKey.new()
+        self._execute(
+            "INSERT INTO deal_keys VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+            (name, candidate.hex(), candidate.commitment()),
+        )
+        stored = self.stored_deal_key(name)
+        assert stored is not None
+        if given is not None and stored != given:
+            raise DealKeyRefused(
+                f"tournament {name!r} in {redact(self.where)} has the deal key with commitment "
+                f"{stored.commitment()}, not the given key (commitment {given.commitment()}); "
+                "give every shard the same key"
+            )
+        return stored
+
+    def stored_deal_key(self, name: str) -> DealKey | None:
+        """The deal key stored for ``name``, or None."""
+        row = self._execute(
+            "SELECT deal_key FROM deal_keys WHERE tournament = ?", (name,)
+        ).fetchone()
+        return None if row is None else DealKey.from_hex(row[0])
+
     def plan(
         self,
         tournament: str,
         schedule: Sequence[ScheduledMatch],
         match_id_of: Callable[[ScheduledMatch], str],
+        key: DealKey,
     ) -> None:
-        """Insert the schedule's matches that are not stored yet."""
+        """Insert the schedule's matches that are not stored yet, each with the seed of
+        its deal under ``key``."""
         with self._transaction():
             self._executemany(
                 "INSERT INTO matches (tournament, idx, match_id, seating, seed, deal) "
@@ -273,7 +318,7 @@ class Store:
                         m.index,
                         match_id_of(m),
                         json.dumps(m.seating),
-                        str(m.seed),
+                        str(key.match_seed(m.deal)),
                         m.deal,
                     )
                     for m in schedule
@@ -300,12 +345,13 @@ class Store:
                 count += cur.rowcount
         return count
 
-    def set_seed(self, tournament: str, idx: int, seed: int) -> None:
-        """A planned match gets a new seed (a league replays an interrupted match with a
+    def set_deal(self, tournament: str, idx: int, deal: int, seed: int) -> None:
+        """A planned match gets another deal (a league replays an interrupted match with a
         fresh deal: its seats saw part of the old one)."""
         self._execute(
-            "UPDATE matches SET seed = ? WHERE tournament = ? AND idx = ? AND status = 'planned'",
-            (str(seed), tournament, idx),
+            "UPDATE matches SET deal = ?, seed = ? "
+            "WHERE tournament = ? AND idx = ? AND status = 'planned'",
+            (deal, str(seed), tournament, idx),
         )
 
     def finished_indices(self, tournament: str) -> set[int]:
@@ -315,12 +361,43 @@ class Store:
         )
         return {r[0] for r in rows}
 
+    def finished_among(self, tournament: str, indices: Iterable[int]) -> set[int]:
+        """Which of ``indices`` are finished (another shard's matches, say)."""
+        found: set[int] = set()
+        for chunk in _chunks(sorted(set(indices)), 500):
+            marks = ", ".join("?" * len(chunk))
+            rows = self._execute(
+                f"SELECT idx FROM matches WHERE tournament = ? AND status = 'finished' "
+                f"AND idx IN ({marks})",
+                (tournament, *chunk),
+            )
+            found.update(r[0] for r in rows)
+        return found
+
     def mark_running(self, tournament: str, idx: int, record_path: Path) -> None:
         """A match has started."""
         self._execute(
             "UPDATE matches SET status = 'running', started_at = ?, record_path = ? "
             "WHERE tournament = ? AND idx = ? AND status <> 'finished'",
             (time.time(), str(record_path), tournament, idx),
+        )
+
+    def record_path(self, tournament: str, idx: int) -> Path | None:
+        """The record of finished match ``idx``, if it is finished."""
+        row = self._execute(
+            "SELECT record_path FROM matches "
+            "WHERE tournament = ? AND idx = ? AND status = 'finished'",
+            (tournament, idx),
+        ).fetchone()
+        return Path(row[0]) if row is not None and row[0] else None
+
+    def mark_aborted(self, tournament: str, idx: int, record_path: Path) -> None:
+        """A match was not played (fewer than two seats connected): no results, and it is
+        played again when the tournament is run again."""
+        self._execute(
+            "UPDATE matches SET status = 'aborted', record_path = ? "
+            "WHERE tournament = ? AND idx = ? AND status <> 'finished'",
+            (str(record_path), tournament, idx),
         )
 
     def save_result(self, tournament: str, idx: int, result: MatchResult) -> None:
@@ -447,19 +524,25 @@ class Store:
 
     # -- reading -----------------------------------------------------------------------------
 
-    def results(self, tournament: str) -> list[StoredResult]:
-        """Every stored seat result, in finishing order then seat."""
+    def results(self, tournament: str, think: bool = True) -> list[StoredResult]:
+        """Every stored seat result, in finishing order then seat; with ``think`` False
+        without the think times (every ``think_us`` empty), which are most of the size."""
         rows = self._execute(
             "SELECT r.idx, m.match_id, r.seat, r.bot, r.total, r.place, r.forfeited, "
-            "r.positive_rounds, r.faults, r.think_us "
+            f"r.positive_rounds, r.faults, {'r.think_us' if think else 'NULL'} "
             "FROM results r JOIN matches m ON m.tournament = r.tournament AND m.idx = r.idx "
             "WHERE r.tournament = ? AND m.status = 'finished' ORDER BY m.finish_order, r.idx, r.seat",
             (tournament,),
         )
         out = []
-        for idx, mid, seat, bot, total, place, forfeited, positive, faults, think in rows:
-            arr = array.array("I")
-            arr.frombytes(bytes(think))
+        none: array.array[int] = array.array("I")
+        names: dict[str, str] = {}
+        for idx, mid, seat, bot, total, place, forfeited, positive, faults, times in rows:
+            arr = none
+            if think:
+                arr = array.array("I")
+                arr.frombytes(bytes(times))
+            bot = names.setdefault(bot, bot)  # one string per bot, not per row
             out.append(
                 StoredResult(
                     idx, mid, seat, bot, total, place, bool(forfeited), positive, faults, arr

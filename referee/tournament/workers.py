@@ -57,6 +57,11 @@ class MatchJob:
     clock: Clock
     strike_limit: int
     out_dir: Path
+    #: The deal number and the deal key's commitment, written in the record's header.
+    deal: int | None = None
+    deal_key_commitment: str = ""
+    #: Why MatchEnd withholds the seed ("" reveals it): see MatchRunner.
+    seed_withheld: str = ""
 
 
 class WorkerDied(Exception):
@@ -126,6 +131,9 @@ def _runner(
         out_dir=job.out_dir,
         observer=observer,
         pool=pool,
+        seed_withheld=job.seed_withheld,
+        deal=job.deal,
+        deal_key_commitment=job.deal_key_commitment,
     )
 
 

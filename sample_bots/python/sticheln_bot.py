@@ -446,7 +446,15 @@ async def _serve(bot: Bot, call: Any) -> None:
         elif kind == "match_end":
             end = msg.match_end
             start = bot.match_start
-            if start is not None and not seed_matches(
+            if end.seed_withheld:
+                # A later match plays the same deal (duplicate mode): the seed stays
+                # secret until then, so there is nothing to check yet.
+                print(
+                    f"{bot.name}: the seed of match {start.match_id if start else '?'} is "
+                    f"withheld, commitment not checked: {end.seed_withheld}",
+                    file=sys.stderr,
+                )
+            elif start is not None and not seed_matches(
                 start.seed_commitment, end.seed, end.seed_nonce
             ):
                 print(

@@ -224,7 +224,7 @@ class FaultNotice(_message.Message):
     def __init__(self, request_id: _Optional[int] = ..., reason: _Optional[_Union[FaultReason, str]] = ..., detail: _Optional[str] = ..., strikes: _Optional[int] = ..., forfeited: _Optional[bool] = ..., seat: _Optional[int] = ...) -> None: ...
 
 class MatchEnd(_message.Message):
-    __slots__ = ("totals", "places", "rounds", "seed", "seed_nonce", "forfeited_seats", "reason")
+    __slots__ = ("totals", "places", "rounds", "seed", "seed_nonce", "forfeited_seats", "reason", "seed_withheld")
     TOTALS_FIELD_NUMBER: _ClassVar[int]
     PLACES_FIELD_NUMBER: _ClassVar[int]
     ROUNDS_FIELD_NUMBER: _ClassVar[int]
@@ -232,6 +232,7 @@ class MatchEnd(_message.Message):
     SEED_NONCE_FIELD_NUMBER: _ClassVar[int]
     FORFEITED_SEATS_FIELD_NUMBER: _ClassVar[int]
     REASON_FIELD_NUMBER: _ClassVar[int]
+    SEED_WITHHELD_FIELD_NUMBER: _ClassVar[int]
     totals: _containers.RepeatedScalarFieldContainer[int]
     places: _containers.RepeatedScalarFieldContainer[int]
     rounds: _containers.RepeatedCompositeFieldContainer[_game_pb2.RoundResult]
@@ -239,4 +240,5 @@ class MatchEnd(_message.Message):
     seed_nonce: bytes
     forfeited_seats: _containers.RepeatedScalarFieldContainer[int]
     reason: str
-    def __init__(self, totals: _Optional[_Iterable[int]] = ..., places: _Optional[_Iterable[int]] = ..., rounds: _Optional[_Iterable[_Union[_game_pb2.RoundResult, _Mapping]]] = ..., seed: _Optional[int] = ..., seed_nonce: _Optional[bytes] = ..., forfeited_seats: _Optional[_Iterable[int]] = ..., reason: _Optional[str] = ...) -> None: ...
+    seed_withheld: str
+    def __init__(self, totals: _Optional[_Iterable[int]] = ..., places: _Optional[_Iterable[int]] = ..., rounds: _Optional[_Iterable[_Union[_game_pb2.RoundResult, _Mapping]]] = ..., seed: _Optional[int] = ..., seed_nonce: _Optional[bytes] = ..., forfeited_seats: _Optional[_Iterable[int]] = ..., reason: _Optional[str] = ..., seed_withheld: _Optional[str] = ...) -> None: ...

@@ -3,7 +3,8 @@
 - ``silent``: opens the stream and sends nothing;
 - ``never``: never connects at all;
 - ``token``: sends a Hello with a wrong token;
-- ``version``: sends a Hello with protocol version 2.
+- ``version``: sends a Hello with protocol version ``VERSION`` (default 2);
+- ``nohello``: sends a ``Decision`` as its first message.
 
 The status the stream ended with goes to ``REPORT`` (see botlib).
 """
@@ -45,4 +46,9 @@ elif MODE == "token":
         never_called, first=botlib.hello("bad-token", token="not-" + os.environ["STICHELN_TOKEN"])
     )
 elif MODE == "version":
-    botlib.run(never_called, first=botlib.hello("bad-version", version=2))
+    botlib.run(
+        never_called,
+        first=botlib.hello("bad-version", version=int(os.environ.get("VERSION", "2"))),
+    )
+elif MODE == "nohello":
+    botlib.run(never_called, first=botlib.decision(1, [17]))

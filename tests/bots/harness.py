@@ -203,7 +203,8 @@ def check_decisions(
     """
     lowest = set(lowest_seats)
     header = lines[0]
-    match = Match(from_table(header["rules"]), header["players"], int(header["seed"]))
+    seed = int(next(x for x in lines if x["type"] == "end")["seed"])  # sealed until the end
+    match = Match(from_table(header["rules"]), header["players"], seed)
     others = []
     for line in lines:
         if line["type"] not in ("pain", "play"):

@@ -2,9 +2,11 @@
 
 It plays a legal card picked deterministically from the request id, so the captures cover
 varied play, not only the lowest cards (``PICK=lowest``: the lowest cards instead).
-``CAPABILITIES`` (comma-separated) go into its Hello.
+``CAPABILITIES`` (comma-separated) go into its Hello. ``ENVIRON``: append the process's
+whole environment there (one JSON object per process), to show what it inherited.
 """
 
+import json
 import os
 
 import botlib
@@ -28,4 +30,7 @@ async def decide(stream: botlib.Stream, request: bot_pb2.DecisionRequest, n: int
     await stream.write(botlib.decision(request.request_id, pick(request)))
 
 
+if os.environ.get("ENVIRON"):
+    with open(os.environ["ENVIRON"], "a", encoding="utf-8") as f:
+        f.write(json.dumps(dict(os.environ)) + "\n")
 botlib.run(decide, name="recorder")

@@ -1,0 +1,793 @@
+"""Running a comparison: the deal pairs, their matches, the store, the test, the exports.
+
+Deal pair ``d`` is two matches on one deal: match ``2d`` with the candidate and match
+``2d + 1`` with the baseline, in the same seat, against the same opponents in the same
+seats. The deal's match seed is ``key.match_seed(d)`` under the comparison's secret deal
+key (:mod:`referee.dealkey`), made when the comparison is created and kept in its
+database; the public ``seed`` draws the opponents of each deal and nothing else, and the
+candidate's seat rotates over the deals (deal ``d``: seat ``d mod k``). So a comparison is
+a function of its seed and key, apart from the bots themselves.
+
+Every match starts its bots afresh: an opponent process that played the candidate's match
+of a deal could otherwise remember the deal in the baseline's.
+
+The test reads the pairs in deal order and stops at the first deal pair where the
+evidence crosses a bound. With matches in parallel, pairs finish out of order; a pair
+counts once it and every pair before it are finished, so the verdict does not depend on
+the order matches finish in. Pairs played after the verdict (they were running when it
+came) are kept in the records but not counted.
+
+Each finished match is stored in one transaction; a comparison killed at any moment and
+started again with the same settings replays only the unfinished matches.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import os
+import random
+import sqlite3
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import structlog
+
+from referee import logs
+from referee.compare.config import CompareConfig, finite
+from referee.compare.sprt import H0, H1, Z95, State, first_verdict, state
+from referee.dealkey import DealKey
+from referee.metrics import RefereeMetrics
+from referee.runner import MatchResult
+from referee.tournament.config import describe_changes
+from referee.tournament.workers import (
+    InProcess,
+    MatchJob,
+    MatchPlayer,
+    WorkerDied,
+    WorkerProcesses,
+    default_workers,
+)
+
+log = structlog.get_logger("referee.compare")
+
+CANDIDATE = "candidate"
+BASELINE = "baseline"
+#: Exit statuses of ``referee compare``.
+EXIT_H1, EXIT_H0, EXIT_UNDECIDED = 0, 1, 2
+#: Times a match is replayed after its referee worker died.
+WORKER_RETRIES = 2
+
+
+class CompareRefused(ValueError):
+    """The comparison cannot use its store (it cannot be opened, or it holds this
+    comparison with other settings); the message is one line."""
+
+
+# -- the schedule ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class PairPlan:
+    """Deal pair ``deal``: its match seed, the seat of the compared bot and the opponents
+    in the other seats, in seat order."""
+
+    deal: int
+    seed: int
+    seat: int
+    opponents: tuple[str, ...]
+
+    def seating(self, bot: str) -> tuple[str, ...]:
+        """The bot names by seat with ``bot`` in the compared seat."""
+        seats = list(self.opponents)
+        seats.insert(self.seat, bot)
+        return tuple(seats)
+
+
+def plan_pair(config: CompareConfig, key: DealKey, deal: int) -> PairPlan:
+    """The plan of deal pair ``deal``: opponents drawn by the public seed, the seed by the key."""
+    rng = random.Random(f"sticheln/compare/v1/{config.seed}/{deal}")
+    names = [b.name for b in config.opponents]
+    opponents = tuple(rng.sample(names, config.table_size - 1))
+    return PairPlan(deal, key.match_seed(deal), deal % config.table_size, opponents)
+
+
+def match_id(config: CompareConfig, deal: int, role: str) -> str:
+    """``<name>-<deal>-c`` for the candidate's match, ``-b`` for the baseline's."""
+    return f"{config.name}-{deal:05d}-{role[0]}"
+
+
+# -- the store ---------------------------------------------------------------------------------
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS compare_runs (
+    name TEXT PRIMARY KEY,
+    fingerprint TEXT NOT NULL,
+    fingerprint_hash TEXT NOT NULL,
+    deal_key TEXT NOT NULL,
+    created_at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS compare_matches (
+    name TEXT NOT NULL,
+    idx INTEGER NOT NULL,
+    deal INTEGER NOT NULL,
+    role TEXT NOT NULL,
+    match_id TEXT NOT NULL,
+    seating TEXT NOT NULL,
+    status TEXT NOT NULL,
+    record_path TEXT,
+    duration_s REAL,
+    finished_at REAL,
+    PRIMARY KEY (name, idx)
+);
+CREATE TABLE IF NOT EXISTS compare_results (
+    name TEXT NOT NULL,
+    idx INTEGER NOT NULL,
+    seat INTEGER NOT NULL,
+    bot TEXT NOT NULL,
+    total INTEGER NOT NULL,
+    place INTEGER NOT NULL,
+    forfeited INTEGER NOT NULL,
+    faults INTEGER NOT NULL,
+    PRIMARY KEY (name, idx, seat)
+);
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class SeatRow:
+    """One seat of one finished match, as stored."""
+
+    idx: int
+    seat: int
+    bot: str
+    total: int
+    place: int
+    forfeited: bool
+    faults: int
+
+
+class CompareStore:
+    """A comparison's SQLite database: its settings and deal key, the matches, the results.
+
+    The file holds the secret deal key, so it is made readable by its owner only.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o600)
+            os.close(fd)
+            self.db = sqlite3.connect(path, isolation_level=None, timeout=30)
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute("PRAGMA synchronous=NORMAL")
+            self.db.executescript(_SCHEMA)
+        except (OSError, sqlite3.Error) as exc:
+            raise CompareRefused(f"cannot open the comparison's database {path}: {exc}") from None
+
+    def close(self) -> None:
+        """Close the connection."""
+        self.db.close()
+
+    @contextmanager
+    def _transaction(self) -> Iterator[None]:
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+        self.db.execute("COMMIT")
+
+    def open_run(self, config: CompareConfig) -> tuple[bool, DealKey]:
+        """Register the comparison with a fresh deal key, or check a resume; returns
+        (resumed, the deal key). Raises :class:`CompareRefused` naming what changed."""
+        fingerprint = config.fingerprint()
+        key = DealKey.new()
+        cur = self.db.execute(
+            "INSERT INTO compare_runs VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+            (
+                config.name,
+                json.dumps(fingerprint, sort_keys=True),
+                config.fingerprint_hash(),
+                key.hex(),
+                time.time(),
+            ),
+        )
+        if cur.rowcount == 1:
+            return False, key
+        stored, stored_hash, stored_key = self.db.execute(
+            "SELECT fingerprint, fingerprint_hash, deal_key FROM compare_runs WHERE name = ?",
+            (config.name,),
+        ).fetchone()
+        if stored_hash != config.fingerprint_hash():
+            changes = "; ".join(describe_changes(json.loads(stored), fingerprint))
+            raise CompareRefused(
+                f"comparison {config.name!r} in {self.path} was started with other settings "
+                f"({changes or 'details differ'}); restore them, or use a new name or --out"
+            )
+        return True, DealKey.from_hex(stored_key)
+
+    def reset_running(self, name: str) -> int:
+        """Matches left running by a killed run are forgotten (they are played again)."""
+        return int(
+            self.db.execute(
+                "DELETE FROM compare_matches WHERE name = ? AND status = 'running'", (name,)
+            ).rowcount
+        )
+
+    def mark_running(
+        self, name: str, idx: int, deal: int, role: str, mid: str, seating: tuple[str, ...]
+    ) -> None:
+        """A match has started."""
+        self.db.execute(
+            "INSERT INTO compare_matches (name, idx, deal, role, match_id, seating, status) "
+            "VALUES (?, ?, ?, ?, ?, ?, 'running') ON CONFLICT (name, idx) DO UPDATE SET "
+            "status = 'running'",
+            (name, idx, deal, role, mid, json.dumps(seating)),
+        )
+
+    def save(self, name: str, idx: int, result: MatchResult) -> None:
+        """Store a finished match, all of it in one transaction."""
+        with self._transaction():
+            self.db.execute("DELETE FROM compare_results WHERE name = ? AND idx = ?", (name, idx))
+            self.db.executemany(
+                "INSERT INTO compare_results VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                [
+                    (name, idx, s.seat, s.bot, s.total, s.place, int(s.forfeited), len(s.faults))
+                    for s in result.seats
+                ],
+            )
+            self.db.execute(
+                "UPDATE compare_matches SET status = 'finished', record_path = ?, duration_s = ?, "
+                "finished_at = ? WHERE name = ? AND idx = ?",
+                (str(result.record_path), result.duration_s, time.time(), name, idx),
+            )
+
+    def finished(self, name: str) -> dict[int, list[SeatRow]]:
+        """Every finished match's seats, by match index."""
+        rows = self.db.execute(
+            "SELECT r.idx, r.seat, r.bot, r.total, r.place, r.forfeited, r.faults "
+            "FROM compare_results r JOIN compare_matches m ON m.name = r.name AND m.idx = r.idx "
+            "WHERE r.name = ? AND m.status = 'finished' ORDER BY r.idx, r.seat",
+            (name,),
+        )
+        out: dict[int, list[SeatRow]] = {}
+        for idx, seat, bot, total, place, forfeited, faults in rows:
+            out.setdefault(idx, []).append(
+                SeatRow(idx, seat, bot, total, place, bool(forfeited), faults)
+            )
+        return out
+
+    def matches(self, name: str) -> dict[int, dict[str, Any]]:
+        """Every finished match's id, deal, role and record path, by match index."""
+        cur = self.db.execute(
+            "SELECT idx, match_id, deal, role, record_path, duration_s FROM compare_matches "
+            "WHERE name = ? AND status = 'finished' ORDER BY idx",
+            (name,),
+        )
+        cols = [d[0] for d in cur.description]
+        return {row[0]: dict(zip(cols, row, strict=True)) for row in cur.fetchall()}
+
+
+# -- the pairs and the test ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Pair:
+    """One finished deal pair: the candidate's and the baseline's score and place."""
+
+    deal: int
+    candidate_total: int
+    baseline_total: int
+    candidate_place: int
+    baseline_place: int
+    #: The share of the opponents each placed below (a shared place counts half).
+    candidate_share: float = 0.0
+    baseline_share: float = 0.0
+
+    @property
+    def score_diff(self) -> int:
+        """Candidate − baseline, in points."""
+        return self.candidate_total - self.baseline_total
+
+    @property
+    def place_diff(self) -> int:
+        """Candidate − baseline, in places (negative: the candidate placed better)."""
+        return self.candidate_place - self.baseline_place
+
+    @property
+    def share_diff(self) -> float:
+        """Candidate − baseline, in the share of opponents beaten."""
+        return self.candidate_share - self.baseline_share
+
+    def sample(self, metric: str) -> float:
+        """The pair's sample for the test: the score or the share difference."""
+        return float(self.score_diff) if metric == "score" else self.share_diff
+
+
+def share_beaten(rows: list[SeatRow], bot: str) -> float:
+    """The share of the other seats ``bot`` placed below, a shared place counting half;
+    forfeited seats share the last place."""
+    n = len(rows)
+    gone = sum(r.forfeited for r in rows)
+    place = {r.seat: (n - gone + 1 if r.forfeited else r.place) for r in rows}
+    mine = next(r.seat for r in rows if r.bot == bot)
+    won = sum(
+        1.0 if place[mine] < place[r.seat] else 0.5 if place[mine] == place[r.seat] else 0.0
+        for r in rows
+        if r.seat != mine
+    )
+    return won / (n - 1)
+
+
+def pairs_from(config: CompareConfig, finished: dict[int, list[SeatRow]]) -> list[Pair]:
+    """The finished deal pairs in deal order, up to the first pair not finished."""
+    out = []
+    for deal in range(config.max_pairs):
+        c, b = finished.get(2 * deal), finished.get(2 * deal + 1)
+        if c is None or b is None:
+            break
+        mine = next(r for r in c if r.bot == config.candidate.name)
+        theirs = next(r for r in b if r.bot == config.baseline.name)
+        out.append(
+            Pair(
+                deal,
+                mine.total,
+                theirs.total,
+                mine.place,
+                theirs.place,
+                share_beaten(c, config.candidate.name),
+                share_beaten(b, config.baseline.name),
+            )
+        )
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """Where the comparison stands: the test over the counted pairs and its decision.
+
+    ``decision`` is ``"H1"``, ``"H0"`` or None (undecided) for a sequential test, and
+    ``"better"``, ``"worse"`` or ``"no difference"`` for a fixed-size comparison once all
+    its pairs are in (None before).
+    """
+
+    pairs: int
+    score: State
+    decision: str | None
+    finished: bool
+
+
+def judge(config: CompareConfig, pairs: list[Pair]) -> Verdict:
+    """The test over ``pairs`` (in deal order): the first verdict, or where it stands."""
+    diffs = [p.sample(config.metric) for p in pairs]
+    if config.sprt is not None:
+        decision, at = first_verdict(config.sprt, diffs)
+        counted = at if decision is not None else len(diffs)
+        score = state(config.sprt, diffs[:counted])
+        done = decision is not None or counted >= config.max_pairs
+        return Verdict(counted, score, decision, done)
+    counted = min(len(diffs), config.max_pairs)
+    data = np.asarray(diffs[:counted], dtype=np.float64)
+    mean = float(data.mean()) if counted else math.nan
+    sd = float(data.std(ddof=1)) if counted >= 2 else math.nan
+    ci = Z95 * sd / math.sqrt(counted) if counted >= 2 else math.nan
+    score = State(counted, mean, sd, ci, math.nan, None, config.max_pairs - counted)
+    done = counted >= config.max_pairs
+    decision = None
+    if done:
+        decision = "better" if mean - ci > 0 else "worse" if mean + ci < 0 else "no difference"
+    return Verdict(counted, score, decision, done)
+
+
+def exit_status(verdict: Verdict) -> int:
+    """0 when the candidate is better (H1, or a fixed-size interval above 0), 1 when it is
+    not (H0, or an interval below 0), 2 when undecided."""
+    if verdict.decision in (H1, "better"):
+        return EXIT_H1
+    if verdict.decision in (H0, "worse"):
+        return EXIT_H0
+    return EXIT_UNDECIDED
+
+
+# -- running -------------------------------------------------------------------------------------
+
+
+@dataclass
+class CompareOutcome:
+    """What a comparison produced: its verdict, the summary written to compare.json (see
+    :func:`summary`), the terminal report and the export paths."""
+
+    verdict: Verdict
+    summary: dict[str, Any]
+    text: str
+    exports: dict[str, Path]
+    played_now: int
+
+    @property
+    def exit_status(self) -> int:
+        """The command's exit status (:func:`exit_status`)."""
+        return exit_status(self.verdict)
+
+
+Progress = Callable[[Verdict, int], None]
+
+
+async def run_compare(
+    config: CompareConfig,
+    *,
+    on_progress: Progress | None = None,
+    host: str = "127.0.0.1",
+    workers: int | None = None,
+    log_level: str | None = None,
+    metrics: RefereeMetrics | None = None,
+) -> CompareOutcome:
+    """Play deal pairs until the test decides or ``matches`` are played, then export.
+
+    ``on_progress(verdict, matches finished)`` is called after each match that adds a
+    counted pair. A comparison already decided in its store plays nothing.
+    """
+    metrics = metrics or RefereeMetrics()
+    store = CompareStore(config.database)
+    try:
+        resumed, key = store.open_run(config)
+        replay = store.reset_running(config.name)
+        finished = store.finished(config.name)
+        verdict = judge(config, pairs_from(config, finished))
+        log.info(
+            "compare_start",
+            comparison=config.name,
+            resumed=resumed,
+            finished_matches=len(finished),
+            replaying_interrupted=replay,
+            counted_pairs=verdict.pairs,
+        )
+        played = 0
+        if not verdict.finished:
+            played = await _play(
+                config, key, store, finished, on_progress, host, workers, log_level, metrics
+            )
+            verdict = judge(config, pairs_from(config, finished))
+        return _export(config, store, verdict, played)
+    finally:
+        store.close()
+
+
+async def _play(
+    config: CompareConfig,
+    key: DealKey,
+    store: CompareStore,
+    finished: dict[int, list[SeatRow]],
+    on_progress: Progress | None,
+    host: str,
+    workers: int | None,
+    log_level: str | None,
+    metrics: RefereeMetrics,
+) -> int:
+    bots = {b.name: b for b in (config.candidate, config.baseline, *config.opponents)}
+    decided = False
+    counted = judge(config, pairs_from(config, finished)).pairs
+
+    def jobs() -> Iterator[tuple[int, PairPlan, str]]:
+        for deal in range(config.max_pairs):
+            plan: PairPlan | None = None
+            for idx, role in ((2 * deal, CANDIDATE), (2 * deal + 1, BASELINE)):
+                if idx not in finished:
+                    plan = plan or plan_pair(config, key, deal)
+                    yield idx, plan, role
+
+    queue = jobs()
+    todo_max = 2 * config.max_pairs - len(finished)
+    wanted = default_workers(config.parallel) if workers is None else workers
+    count = max(1, min(wanted, config.parallel, todo_max))
+    log_dir = config.out / "logs"
+    startup_s = config.clock.startup_ms / 1000
+    player: MatchPlayer
+    if count > 1:
+        processes = WorkerProcesses(
+            count,
+            metrics,
+            log_dir=log_dir,
+            startup_s=startup_s,
+            pooled=False,
+            host=host,
+            log_level=log_level or logs.LEVEL,
+        )
+        player = processes
+        await processes.start()
+    else:
+        here = InProcess(metrics, log_dir, startup_s, pooled=False)
+        player = here
+        await here.start(host, 0)
+    played = 0
+
+    async def play(idx: int, plan: PairPlan, role: str) -> MatchResult:
+        bot = config.candidate if role == CANDIDATE else config.baseline
+        seating = plan.seating(bot.name)
+        mid = match_id(config, plan.deal, role)
+        job = MatchJob(
+            index=idx,
+            bots=tuple(bots[name] for name in seating),
+            rules=config.rules,
+            seed=plan.seed,
+            match_id=mid,
+            clock=config.clock,
+            strike_limit=config.strike_limit,
+            out_dir=config.out,
+        )
+        for attempt in range(1, WORKER_RETRIES + 2):
+            try:
+                return await player.play(
+                    job,
+                    lambda _path: store.mark_running(
+                        config.name, idx, plan.deal, role, mid, seating
+                    ),
+                )
+            except WorkerDied as exc:
+                if attempt > WORKER_RETRIES:
+                    raise
+                log.warning("match_replayed", match_id=mid, why=str(exc))
+        raise AssertionError("unreachable")
+
+    async def worker() -> None:
+        nonlocal decided, counted, played
+        while not decided:
+            job = next(queue, None)
+            if job is None:
+                return
+            result = await play(*job)
+            store.save(config.name, job[0], result)
+            finished[job[0]] = [
+                SeatRow(job[0], s.seat, s.bot, s.total, s.place, s.forfeited, len(s.faults))
+                for s in result.seats
+            ]
+            played += 1
+            verdict = judge(config, pairs_from(config, finished))
+            if verdict.pairs != counted or (verdict.finished and not decided):
+                counted = verdict.pairs
+                decided = verdict.finished
+                if on_progress is not None:
+                    on_progress(verdict, len(finished))
+
+    try:
+        await asyncio.gather(*(worker() for _ in range(config.parallel)))
+    finally:
+        await player.close()
+    return played
+
+
+# -- the exports ---------------------------------------------------------------------------------
+
+
+def summary(
+    config: CompareConfig, verdict: Verdict, pairs: list[Pair], matches: int
+) -> dict[str, Any]:
+    """Everything compare.json says (format version 1): settings, verdict, differences."""
+    counted = pairs[: verdict.pairs]
+    n = len(counted)
+    score = np.array([p.score_diff for p in counted], dtype=np.float64)
+    place = np.array([p.place_diff for p in counted], dtype=np.float64)
+    share = np.array([p.share_diff for p in counted], dtype=np.float64)
+    cand = np.array([p.candidate_total for p in counted], dtype=np.float64)
+    base = np.array([p.baseline_total for p in counted], dtype=np.float64)
+
+    def interval(x: Any) -> dict[str, float | None]:
+        if x.size < 2:
+            return {"mean": finite(float(x.mean())) if x.size else None, "ci95": None}
+        half = Z95 * float(x.std(ddof=1)) / math.sqrt(x.size)
+        return {"mean": float(x.mean()), "ci95": half}
+
+    won = int((score > 0).sum())
+    drew = int((score == 0).sum())
+    sprt = config.sprt
+    paired_var = float(score.var(ddof=1)) if n >= 2 else None
+    unpaired_var = float(cand.var(ddof=1) + base.var(ddof=1)) if n >= 2 else None
+    if config.metric == "share":
+        cs = np.array([p.candidate_share for p in counted], dtype=np.float64)
+        bs = np.array([p.baseline_share for p in counted], dtype=np.float64)
+        paired_var = float(share.var(ddof=1)) if n >= 2 else None
+        unpaired_var = float(cs.var(ddof=1) + bs.var(ddof=1)) if n >= 2 else None
+    return {
+        "version": 1,
+        "comparison": config.name,
+        "candidate": config.candidate.name,
+        "baseline": config.baseline.name,
+        "opponents": [b.name for b in config.opponents],
+        "table_size": config.table_size,
+        "rules": config.rules.preset,
+        "seed": config.seed,
+        "metric": config.metric,
+        "test": None
+        if sprt is None
+        else {
+            "lower": sprt.lower,
+            "upper": sprt.upper,
+            "alpha": sprt.alpha,
+            "beta": sprt.beta,
+            "min_pairs": sprt.min_pairs,
+            "elo0": None if config.elo is None else config.elo[0],
+            "elo1": None if config.elo is None else config.elo[1],
+            "llr": finite(verdict.score.llr),
+            "accept_h0_at": sprt.accept_h0_at,
+            "accept_h1_at": sprt.accept_h1_at,
+        },
+        "verdict": verdict.decision or "undecided",
+        "exit_status": exit_status(verdict),
+        "pairs": n,
+        "pairs_after_verdict": len(pairs) - n,
+        "max_pairs": config.max_pairs,
+        "matches": matches,
+        "score_diff": interval(score),
+        "place_diff": interval(place),
+        "share_diff": interval(share),
+        "candidate_score": interval(cand),
+        "baseline_score": interval(base),
+        "deals_won": won,
+        "deals_drawn": drew,
+        "deals_lost": n - won - drew,
+        "share_won": won / n if n else None,
+        "variance_paired": paired_var,
+        "variance_unpaired": unpaired_var,
+    }
+
+
+def report_text(s: dict[str, Any]) -> str:
+    """The terminal report of a summary (no trailing newline)."""
+
+    def pm(x: dict[str, float | None], digits: int = 1) -> str:
+        if x["mean"] is None:
+            return "–"
+        ci = "" if x["ci95"] is None else f" ± {x['ci95']:.{digits}f}"
+        return f"{x['mean']:+.{digits}f}{ci}"
+
+    t = s["test"]
+    elo = t is not None and t["elo1"] is not None
+    if not t:
+        gain = low = ""
+    elif elo:
+        gain, low = f"{t['elo1']:g} Elo", f"{t['elo0']:g} Elo"
+    else:
+        gain, low = f"{t['upper']:g} points per match", f"{t['lower']:g}"
+    verdicts = {
+        H1: f"H1 accepted: {s['candidate']} is better by at least {gain}",
+        H0: f"H0 accepted: {s['candidate']} is not better by {gain} (at most {low})",
+        "undecided": "undecided: the match cap was reached before either bound",
+        "better": f"{s['candidate']} scores more (the 95% interval lies above 0)",
+        "worse": f"{s['candidate']} scores less (the 95% interval lies below 0)",
+        "no difference": "no significant difference (the 95% interval contains 0)",
+    }
+    lines = [
+        f"comparison {s['comparison']}: {s['candidate']} (candidate) vs {s['baseline']} "
+        f"(baseline), {s['table_size']} seats, opponents {', '.join(s['opponents'])}",
+        f"verdict: {verdicts[s['verdict']]}",
+        f"deal pairs: {s['pairs']} ({2 * s['pairs']} matches)"
+        + (
+            f"; {s['pairs_after_verdict']} more played after the verdict, not counted"
+            if s["pairs_after_verdict"]
+            else ""
+        ),
+        f"score difference per match (candidate − baseline): {pm(s['score_diff'])}  (95% CI)",
+        f"place difference per match (candidate − baseline): {pm(s['place_diff'], 2)}",
+        f"share of opponents beaten (candidate − baseline): {pm(s['share_diff'], 3)}",
+        f"deals won / drawn / lost by the candidate: {s['deals_won']} / {s['deals_drawn']} / "
+        f"{s['deals_lost']}"
+        + ("" if s["share_won"] is None else f"  ({100 * s['share_won']:.0f}% won)"),
+    ]
+    if t:
+        llr = "–" if t["llr"] is None else f"{t['llr']:.2f}"
+        bounds = (
+            f"H0 {t['elo0']:g} Elo = {t['lower']:+.4f}, H1 {t['elo1']:g} Elo = "
+            f"{t['upper']:+.4f} in share of opponents beaten"
+            if elo
+            else f"H0 {t['lower']:g}, H1 {t['upper']:g} points"
+        )
+        lines.append(
+            f"LLR {llr} (bounds {t['accept_h0_at']:.2f}, {t['accept_h1_at']:.2f}; "
+            f"{bounds}, alpha {t['alpha']:g}, beta {t['beta']:g})"
+        )
+    if s["variance_paired"] is not None and s["variance_paired"] > 0:
+        ratio = s["variance_unpaired"] / s["variance_paired"]
+        unit = "share" if s["metric"] == "share" else "score"
+        lines.append(
+            f"variance of a pair's {unit} difference: paired {s['variance_paired']:.4g}, "
+            f"unpaired {s['variance_unpaired']:.4g} ({ratio:.1f} times smaller paired)"
+        )
+    return "\n".join(lines)
+
+
+def _export(
+    config: CompareConfig, store: CompareStore, verdict: Verdict, played: int
+) -> CompareOutcome:
+    from referee.compare.report import write_compare_html
+    from referee.report import write_results_csv
+
+    finished = store.finished(config.name)
+    pairs = pairs_from(config, finished)
+    s = summary(config, verdict, pairs, len(finished))
+    out = config.out
+    out.mkdir(parents=True, exist_ok=True)
+    exports = {
+        "compare.json": out / "compare.json",
+        "pairs.csv": out / "pairs.csv",
+        "results.csv": out / "results.csv",
+        "report.html": out / "report.html",
+    }
+    tmp = {name: out / f".{name}.{os.getpid()}.tmp" for name in exports}
+    text = json.dumps(s, ensure_ascii=False, indent=2, allow_nan=False)
+    tmp["compare.json"].write_text(text + "\n", encoding="utf-8")
+    lines = [
+        "deal,candidate_total,baseline_total,score_diff,candidate_place,baseline_place,counted"
+    ]
+    lines += [
+        f"{p.deal},{p.candidate_total},{p.baseline_total},{p.score_diff},"
+        f"{p.candidate_place},{p.baseline_place},{'true' if p.deal < verdict.pairs else 'false'}"
+        for p in pairs
+    ]
+    tmp["pairs.csv"].write_text("\n".join(lines) + "\n", encoding="utf-8")
+    info = store.matches(config.name)
+    write_results_csv(
+        tmp["results.csv"],
+        [
+            {
+                "tournament": config.name,
+                "match_index": r.idx,
+                "match_id": info[r.idx]["match_id"],
+                "seat": r.seat,
+                "bot": r.bot,
+                "total": r.total,
+                "place": r.place,
+                "forfeited": r.forfeited,
+                "faults": r.faults,
+            }
+            for idx in sorted(finished)
+            for r in finished[idx]
+        ],
+    )
+    write_compare_html(tmp["report.html"], s, pairs[: verdict.pairs])
+    for name, path in exports.items():
+        os.replace(tmp[name], path)
+    return CompareOutcome(verdict, s, report_text(s), exports, played)
+
+
+def progress_line(config: CompareConfig, verdict: Verdict, matches: int) -> str:
+    """The live line: pairs, mean difference ± 95% CI, LLR and bounds, pairs to go."""
+    s = verdict.score
+    digits = 1 if config.metric == "score" else 3
+    diff = "–" if math.isnan(s.mean) else f"{s.mean:+.{digits}f}"
+    if not math.isnan(s.ci95):
+        diff += f" ± {s.ci95:.{digits}f}"
+    parts = [f"pairs {verdict.pairs}", f"matches {matches}", f"diff {diff}"]
+    if config.sprt is not None:
+        parts.append(
+            f"LLR {s.llr:.2f} [{config.sprt.accept_h0_at:.2f}, {config.sprt.accept_h1_at:.2f}]"
+        )
+    togo = s.pairs_to_go
+    parts.append("to go ?" if togo is None else f"~{togo} pairs to go")
+    return "  ".join(parts)
+
+
+def progress_record(config: CompareConfig, verdict: Verdict, matches: int) -> dict[str, Any]:
+    """The live state as one JSON line's fields."""
+    s = verdict.score
+    record: dict[str, Any] = {
+        "event": "compare_progress",
+        "pairs": verdict.pairs,
+        "matches": matches,
+        "mean_diff": finite(s.mean),
+        "ci95": finite(s.ci95),
+        "pairs_to_go": s.pairs_to_go,
+    }
+    if config.sprt is not None:
+        record["llr"] = finite(s.llr)
+        record["bounds"] = [config.sprt.accept_h0_at, config.sprt.accept_h1_at]
+    if verdict.finished:
+        record["verdict"] = verdict.decision or "undecided"
+    return record

@@ -1,0 +1,95 @@
+"""A spectator's public messages (:mod:`referee.league.feed`) as the web API's JSON events.
+
+The feed decides what is public; this module only changes the form: cards as their short
+text (``"H12"``), enums as lower-case words. Every event has a ``type``:
+``match``, ``dealt``, ``revealed``, ``play``, ``trick``, ``scored``, ``fault``, ``end``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from google.protobuf.json_format import MessageToDict
+
+from referee.rules import card_str
+from sticheln.v1 import game_pb2, league_pb2
+
+
+def _cards(cards: Any) -> list[str]:
+    return [card_str(c) for c in cards]
+
+
+def event_json(msg: league_pb2.WatchMatchResponse) -> dict[str, Any]:
+    """One public message as a JSON-ready dict."""
+    kind = msg.WhichOneof("kind")
+    if kind == "match":
+        m = msg.match
+        return {
+            "type": "match",
+            "match_id": m.match_id,
+            "seating": list(m.seating),
+            "rules": MessageToDict(m.rules, preserving_proto_field_name=True),
+            "commitment": m.seed_commitment.hex(),
+        }
+    if kind == "end":
+        e = msg.end
+        out: dict[str, Any] = {
+            "type": "end",
+            "totals": list(e.totals),
+            "places": list(e.places),
+            "reason": e.reason,
+        }
+        if e.seed or e.seed_nonce:
+            out["seed"] = str(e.seed)
+            out["nonce"] = e.seed_nonce.hex()
+        return out
+    ev = msg.event
+    rnd = ev.round_index
+    what = ev.WhichOneof("kind")
+    if what == "round_dealt":
+        return {"type": "dealt", "round": rnd, "dealer": ev.round_dealt.dealer}
+    if what == "pain_revealed":
+        return {
+            "type": "revealed",
+            "round": rnd,
+            "pain": [_cards(p.cards) for p in ev.pain_revealed.pain],
+        }
+    if what == "card_played":
+        return {
+            "type": "play",
+            "round": rnd,
+            "seat": ev.card_played.seat,
+            "card": card_str(ev.card_played.card),
+        }
+    if what == "trick":
+        t = ev.trick
+        reason = game_pb2.TrickReason.Name(t.reason).removeprefix("TRICK_REASON_").lower()
+        return {
+            "type": "trick",
+            "round": rnd,
+            "leader": t.leader,
+            "cards": _cards(t.cards),
+            "winner": t.winner,
+            "reason": reason,
+            "tie": t.tie,
+        }
+    if what == "round_scored":
+        s = ev.round_scored
+        return {
+            "type": "scored",
+            "round": rnd,
+            "scores": list(s.scores),
+            "totals": list(s.totals),
+            "pain": [_cards(p.cards) for p in s.pain],
+        }
+    if what == "fault":
+        f = ev.fault
+        return {
+            "type": "fault",
+            "round": rnd,
+            "seat": f.seat,
+            "reason": f.reason,
+            "strikes": f.strikes,
+            "forfeited": f.forfeited,
+        }
+    return {"type": "unknown", "round": rnd}

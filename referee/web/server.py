@@ -1,0 +1,480 @@
+"""The referee's web server: read-only pages and one JSON API under ``/api/`` (docs/web.md).
+
+It runs on the referee's own asyncio loop, beside the gRPC server, and serves what a
+:class:`~referee.web.sources.Source` answers. Every route is GET (and HEAD); any other
+method is 405. Every response carries a strict Content-Security-Policy: the pages load
+only this server's own scripts and styles, nothing inline and nothing from another host,
+and they put every text from the data into the page as text, never as markup.
+
+A running match is reachable only through its public feed
+(:mod:`referee.league.feed`, the one place that decides what a spectator may see), as
+Server-Sent Events at ``/api/matches/{id}/live``; its record, with the hands, is
+refused until it has finished.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import json
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import structlog
+from aiohttp import web
+from prometheus_client import CollectorRegistry, Counter, Gauge
+
+from referee.league.feed import MatchFeed, PublicFilter
+from referee.web import data
+from referee.web.live import event_json
+from referee.web.sources import NotFound, Source, StillRunning
+from sticheln.v1 import league_pb2
+
+log = structlog.get_logger("referee.web")
+
+CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+)
+#: The pages: path → file in ``referee/web/static``.
+PAGES = {
+    "/": "index.html",
+    "/bot": "bot.html",
+    "/head-to-head": "h2h.html",
+    "/matches": "matches.html",
+    "/match": "match.html",
+}
+#: A live stream sends a comment this often when nothing happens (proxies and browsers
+#: then keep it open, and a closed one is noticed).
+HEARTBEAT_S = 15.0
+#: How often the standings' update stream looks for a change.
+UPDATE_POLL_S = 0.25
+#: A live table looks for new events this often (seconds) and writes them in one batch:
+#: a viewer sees no difference, and a busy league is not interrupted for every card.
+LIVE_BATCH_S = 0.1
+#: Broadcasts of this many finished matches are kept for their next viewers.
+KEPT_BROADCASTS = 64
+#: At most this many matches per ``/api/matches`` page.
+MAX_LIMIT = 500
+STATIC_TYPES = {
+    ".html": "text/html; charset=utf-8",
+    ".css": "text/css; charset=utf-8",
+    ".js": "text/javascript; charset=utf-8",
+    ".svg": "image/svg+xml",
+}
+
+
+class WebMetrics:
+    """The web server's metrics, on the referee's registry (docs/metrics.md)."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.clients = Gauge(
+            "sticheln_web_clients",
+            "Live viewers connected now, by stream (a match's table, or the standings' updates).",
+            ["stream"],
+            registry=registry,
+        )
+        self.requests = Counter(
+            "sticheln_web_requests",
+            "Web requests answered, by route and HTTP status code.",
+            ["route", "code"],
+            registry=registry,
+        )
+
+
+@dataclass(frozen=True)
+class WebOptions:
+    """Where to serve, and how far behind a running match's spectators stay."""
+
+    host: str = "127.0.0.1"
+    port: int = 0
+    delay_rounds: int = 0
+
+
+class BadRequest(ValueError):
+    """A request with a bad parameter; the message says which and what is allowed."""
+
+
+def _json(doc: Any, status: int = 200) -> web.Response:
+    text = json.dumps(data.finite(doc), ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    return web.Response(text=text, status=status, content_type="application/json", charset="utf-8")
+
+
+def _error(status: int, message: str) -> web.Response:
+    return _json({"error": message}, status)
+
+
+def _static_files() -> dict[str, tuple[bytes, str]]:
+    """The shipped pages, scripts and styles, read once."""
+    out: dict[str, tuple[bytes, str]] = {}
+    folder = resources.files("referee.web") / "static"
+    for entry in folder.iterdir():
+        suffix = Path(entry.name).suffix
+        if entry.is_file() and suffix in STATIC_TYPES:
+            out[entry.name] = (entry.read_bytes(), STATIC_TYPES[suffix])
+    return out
+
+
+class WebServer:
+    """The pages and the API of one source, on this loop."""
+
+    def __init__(
+        self,
+        source: Source,
+        registry: CollectorRegistry,
+        options: WebOptions | None = None,
+    ) -> None:
+        self.source = source
+        self.options = options or WebOptions()
+        self.metrics = WebMetrics(registry)
+        self.static = _static_files()
+        self.app = web.Application(middlewares=[self._middleware])
+        self._runner: web.AppRunner | None = None
+        self._closing = asyncio.Event()
+        self._broadcasts: collections.OrderedDict[str, Broadcast] = collections.OrderedDict()
+        #: The live match streams, ended at once when the server stops.
+        self._streams: set[asyncio.Task[Any]] = set()
+        self._changed = asyncio.Condition()
+        self._watcher: asyncio.Task[None] | None = None
+        self.address = ""
+        self.port = 0
+        r = self.app.router
+        for path, name in PAGES.items():
+            r.add_get(path, self._page(name))
+        r.add_get("/static/{file}", self._static)
+        api: dict[str, Callable[[web.Request], Awaitable[web.StreamResponse]]] = {
+            "/api/info": self.info,
+            "/api/standings": self.standings,
+            "/api/bots": self.bots,
+            "/api/bot": self.bot,
+            "/api/head-to-head": self.head_to_head,
+            "/api/matches": self.matches,
+            "/api/matches/{match_id}": self.match,
+            "/api/matches/{match_id}/record.jsonl": self.record,
+            "/api/matches/{match_id}/live": self.live,
+            "/api/updates": self.updates,
+        }
+        for path, handler in api.items():
+            r.add_get(path, handler)
+
+    # -- life cycle -------------------------------------------------------------------------
+
+    async def start(self) -> str:
+        """Listen; returns ``http://host:port/``."""
+        self._runner = web.AppRunner(
+            # A viewer that leaves ends its live stream at once.
+            self.app,
+            access_log=None,
+            shutdown_timeout=2.0,
+            handler_cancellation=True,
+        )
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, self.options.host, self.options.port)
+        await site.start()
+        sockets = self._runner.addresses
+        self.port = int(sockets[0][1]) if sockets else self.options.port
+        host = self.options.host
+        shown = f"[{host}]" if ":" in host else host
+        self.address = f"http://{shown}:{self.port}/"
+        await self.source.refresh()
+        self._watcher = asyncio.ensure_future(self._watch_versions())
+        log.info("web_start", address=self.address)
+        return self.address
+
+    async def stop(self) -> None:
+        """End every live stream, then stop listening."""
+        self._closing.set()
+        for task in list(self._streams):
+            task.cancel()
+        async with self._changed:
+            self._changed.notify_all()
+        if self._watcher is not None:
+            self._watcher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._watcher
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+    async def _watch_versions(self) -> None:
+        """Compute the documents again and wake the update streams whenever the source's
+        data changed."""
+        last = None
+        while True:
+            try:
+                await self.source.refresh()
+                version = self.source.version()
+            except Exception as exc:  # a busy database: try again next time
+                log.warning("web_source_failed", error=repr(exc))
+                version = last
+            if version != last:
+                last = version
+                async with self._changed:
+                    self._changed.notify_all()
+            await asyncio.sleep(UPDATE_POLL_S)
+
+    # -- every request ------------------------------------------------------------------------
+
+    @web.middleware
+    async def _middleware(
+        self, request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+    ) -> web.StreamResponse:
+        resource = request.match_info.route.resource
+        # The route's pattern, not the path: a label with a bounded set of values.
+        route = resource.canonical if resource is not None else "other"
+        try:
+            response = await handler(request)
+        except web.HTTPException as exc:
+            response = exc
+        except BadRequest as exc:
+            response = _error(400, str(exc))
+        except StillRunning as exc:
+            response = _error(409, str(exc))
+        except NotFound as exc:
+            response = _error(404, str(exc))
+        except Exception as exc:
+            log.exception("web_request_failed", path=request.path)
+            response = _error(500, f"the server failed to answer: {type(exc).__name__}")
+        if not response.prepared:
+            self._secure(response)
+        self.metrics.requests.labels(route, str(response.status)).inc()
+        return response
+
+    @staticmethod
+    def _secure(response: web.StreamResponse) -> None:
+        h = response.headers
+        h["Content-Security-Policy"] = CSP
+        h["X-Content-Type-Options"] = "nosniff"
+        h["Referrer-Policy"] = "no-referrer"
+        h["Cross-Origin-Resource-Policy"] = "same-origin"
+        h.setdefault("Cache-Control", "no-cache")
+
+    def _page(self, name: str) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
+        async def page(request: web.Request) -> web.StreamResponse:
+            body, kind = self.static[name]
+            return web.Response(body=body, headers={"Content-Type": kind})
+
+        return page
+
+    async def _static(self, request: web.Request) -> web.StreamResponse:
+        found = self.static.get(request.match_info["file"])
+        if found is None:
+            raise NotFound(f"no file {request.match_info['file']!r}")
+        return web.Response(body=found[0], headers={"Content-Type": found[1]})
+
+    # -- the API --------------------------------------------------------------------------------
+
+    async def info(self, request: web.Request) -> web.StreamResponse:
+        return _json({**self.source.info(), "progress": self.source.progress()})
+
+    async def standings(self, request: web.Request) -> web.StreamResponse:
+        return _json(self.source.standings())
+
+    async def bots(self, request: web.Request) -> web.StreamResponse:
+        return _json({"bots": self.source.bots()})
+
+    async def bot(self, request: web.Request) -> web.StreamResponse:
+        name = request.query.get("name", "")
+        if not name:
+            raise BadRequest("the query parameter 'name' (a bot's name) is missing")
+        snap = self.source.snap
+        entries = {b["name"]: b for b in self.source.bots()}
+        if name not in entries and name not in snap.by_bot:
+            raise NotFound(f"no bot {name!r}")
+        entry = entries.get(name, {"name": name})
+        family = entry.get("family")
+        versions = [b for b in entries.values() if family and b.get("family") == family]
+        detail = data.bot_detail(name, snap, self.source.decision_ms)
+        standing = next(
+            (s for s in self.source.standings()["standings"] if s.get("bot") == name), None
+        )
+        return _json({**detail, "entry": entry, "versions": versions, "standing": standing})
+
+    async def head_to_head(self, request: web.Request) -> web.StreamResponse:
+        return _json(self.source.snap.head_to_head)
+
+    async def matches(self, request: web.Request) -> web.StreamResponse:
+        text = request.query.get("limit", "50")
+        try:
+            limit = int(text)
+        except ValueError:
+            limit = -1
+        if not 1 <= limit <= MAX_LIMIT:
+            raise BadRequest(f"limit={text!r} is not allowed; allowed: 1 to {MAX_LIMIT}")
+        return _json(
+            {
+                "progress": self.source.progress(),
+                "running": self.source.running(),
+                "finished": self.source.snap.summaries[:limit],
+            }
+        )
+
+    async def match(self, request: web.Request) -> web.StreamResponse:
+        match_id = request.match_info["match_id"]
+        lines = self.source.record_lines(match_id)
+        try:
+            doc = data.viewer_document(lines)
+        except data.RecordShapeError as exc:
+            raise NotFound(f"the record of match {match_id!r} cannot be shown: {exc}") from None
+        return _json(doc)
+
+    async def record(self, request: web.Request) -> web.StreamResponse:
+        match_id = request.match_info["match_id"]
+        path = self.source.record_path(match_id)
+        try:
+            body = path.read_bytes()
+        except OSError as exc:
+            raise NotFound(f"the record of match {match_id!r} cannot be read: {exc}") from None
+        return web.Response(
+            body=body,
+            headers={
+                "Content-Type": "application/jsonl; charset=utf-8",
+                "Content-Disposition": f'attachment; filename="{match_id}.jsonl"',
+            },
+        )
+
+    # -- live streams ----------------------------------------------------------------------------
+
+    async def _event_stream(self, request: web.Request, stream: str) -> web.StreamResponse:
+        response = web.StreamResponse(
+            headers={"Content-Type": "text/event-stream", "Cache-Control": "no-store"}
+        )
+        self._secure(response)
+        await response.prepare(request)
+        self.metrics.clients.labels(stream).inc()
+        return response
+
+    def _broadcast(self, match_id: str) -> Broadcast:
+        """The match's broadcast, shared by its viewers; a finished match's is kept for
+        the next viewers (the latest :data:`KEPT_BROADCASTS`), so that it is read from
+        its record and filtered once."""
+        found = self._broadcasts.get(match_id)
+        # A league replays an interrupted match under the same id: a new broadcast then.
+        if found is not None and (
+            not found.done or all(m["match_id"] != match_id for m in self.source.running())
+        ):
+            self._broadcasts.move_to_end(match_id)
+            return found
+        b = Broadcast(self.source.feed(match_id), self.options.delay_rounds)
+        self._broadcasts[match_id] = b
+        excess = len(self._broadcasts) - KEPT_BROADCASTS
+        if excess > 0:  # the oldest finished ones go; running matches' stay
+            for key in [k for k, v in self._broadcasts.items() if v.done][:excess]:
+                del self._broadcasts[key]
+        return b
+
+    async def live(self, request: web.Request) -> web.StreamResponse:
+        match_id = request.match_info["match_id"]
+        b = self._broadcast(match_id)
+        response = await self._event_stream(request, "match")
+        task = asyncio.current_task()
+        assert task is not None
+        self._streams.add(task)
+        heartbeat = asyncio.ensure_future(_heartbeat(response))
+        try:
+            await response.write(b"retry: 2000\n\n")
+            sent = 0
+            while True:
+                b.pump()
+                if sent < len(b.chunks):
+                    # Everything new in one write: a viewer joining late gets the match so
+                    # far at once, and a busy stream is written once per batch.
+                    chunk = b"".join(b.chunks[sent:])
+                    sent = len(b.chunks)
+                    await response.write(chunk)
+                if b.done and sent >= len(b.chunks):
+                    break
+                await asyncio.sleep(LIVE_BATCH_S)
+            await response.write(b"event: close\ndata: {}\n\n")
+        except ConnectionResetError:
+            pass  # the viewer left
+        except asyncio.CancelledError:
+            if not self._closing.is_set():
+                raise  # the viewer left (the request was cancelled)
+        finally:
+            heartbeat.cancel()
+            self._streams.discard(task)
+            self.metrics.clients.labels("match").dec()
+        return response
+
+    async def updates(self, request: web.Request) -> web.StreamResponse:
+        response = await self._event_stream(request, "updates")
+        try:
+            await response.write(b"retry: 2000\n\n")
+            last = None
+            while not self._closing.is_set():
+                version = self.source.version()
+                if version != last:
+                    last = version
+                    progress = self.source.progress()
+                    await response.write(f"data: {json.dumps(data.finite(progress))}\n\n".encode())
+                async with self._changed:
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(self._changed.wait(), HEARTBEAT_S)
+                if self.source.version() == last and not self._closing.is_set():
+                    await response.write(b": still here\n\n")
+        except ConnectionResetError:
+            pass  # the viewer left
+        finally:
+            self.metrics.clients.labels("updates").dec()
+        return response
+
+
+class Broadcast:
+    """A match's public events, filtered and encoded once for all its web viewers.
+
+    ``chunks`` holds one Server-Sent Event per public message of the feed released so far
+    (with the server's delay); :meth:`pump` takes in what the feed released since, in one
+    go, when a viewer looks: a busy match costs one pass per batch, not a task switch per
+    card.
+    """
+
+    def __init__(self, feed: MatchFeed, delay_rounds: int) -> None:
+        self.feed = feed
+        self.delay_rounds = delay_rounds
+        self.public = PublicFilter()
+        self.read = 0
+        self.chunks: list[bytes] = []
+        self.done = False
+
+    def pump(self) -> None:
+        """Encode the messages the feed released since the last call.
+
+        The same steps as :meth:`MatchFeed.watch`, taken in one go: the header first, then
+        each line the delay lets out (every line of a round once the round ``delay`` later
+        has been dealt, everything once the match is over) through the public filter.
+        """
+        feed, lines = self.feed, self.feed.lines
+        if self.done:
+            return
+        if self.read == 0 and lines:
+            self._add(self.public.header(lines[0]))
+            self.read = 1
+        while self.read < len(lines):
+            line = lines[self.read]
+            if not feed.over and int(line.get("round", 0)) > feed.dealt - self.delay_rounds:
+                break
+            self.read += 1
+            msg = self.public.event(line)
+            if msg is not None:
+                self._add(msg)
+                if msg.WhichOneof("kind") == "end":
+                    self.done = True
+                    return
+        self.done = feed.over and self.read >= len(lines)
+
+    def _add(self, msg: league_pb2.WatchMatchResponse) -> None:
+        text = json.dumps(event_json(msg), separators=(",", ":"))
+        self.chunks.append(f"data: {text}\n\n".encode())
+
+
+async def _heartbeat(response: web.StreamResponse) -> None:
+    """A comment line every :data:`HEARTBEAT_S` on a live stream, so a quiet stream stays
+    open through proxies and a closed one is noticed."""
+    with contextlib.suppress(ConnectionResetError):
+        while True:
+            await asyncio.sleep(HEARTBEAT_S)
+            await response.write(b": still here\n\n")

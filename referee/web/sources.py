@@ -1,0 +1,541 @@
+"""Where the web pages' data comes from: a running league, a running tournament, or a
+finished tournament's (or league's) output folder.
+
+A source answers a few questions (standings, stored seat results, faults, bots, running
+matches, progress, a finished match's record, a match's public feed); everything else is
+computed from those answers by :mod:`referee.web.data`. A source never hands out the
+record of a match that is still running: :meth:`Source.record_lines` refuses it, and a
+running match is only reachable through its public feed (:mod:`referee.league.feed`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import json
+import math
+import sqlite3
+import time
+from abc import ABC, abstractmethod
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from referee.league.feed import MatchFeed, replay_feed
+from referee.record import ReplayError, read_record
+from referee.tournament.storage import Store, StoredResult, StoreError, is_url, open_store
+from referee.web import data
+
+if TYPE_CHECKING:
+    from referee.league.service import League
+    from referee.tournament.config import TournamentConfig
+    from sticheln.v1 import league_pb2
+
+#: How often a running tournament's record files are read again for its spectators.
+TAIL_INTERVAL_S = 0.5
+#: The window over which matches per second are measured.
+RATE_WINDOW_S = 600.0
+
+
+class NotFound(LookupError):
+    """No such bot or match; the message says which."""
+
+
+class StillRunning(LookupError):
+    """A running match's record was asked for; only its public feed may be watched."""
+
+
+def _standings_rows(response: league_pb2.StandingsResponse) -> list[dict[str, Any]]:
+    from google.protobuf.json_format import MessageToDict
+
+    rows = []
+    for s in response.standings:
+        row = MessageToDict(
+            s, preserving_proto_field_name=True, always_print_fields_with_no_presence=True
+        )
+        # Floats straight from the message: MessageToDict writes NaN as a string.
+        for field, value in s.ListFields():
+            if isinstance(value, float):
+                row[field.name] = value
+        rows.append(row)
+    return data.finite(rows)  # type: ignore[no-any-return]
+
+
+class Source(ABC):
+    """What the web server asks; subclasses answer from where their data lives."""
+
+    kind = "source"
+
+    def __init__(self, name: str, decision_ms: float) -> None:
+        self.name = name
+        self.decision_ms = decision_ms
+        #: The documents of the finished matches, as of the last :meth:`refresh`.
+        self.snap = data.Snapshot()
+        self._finish_times: collections.deque[float] = collections.deque(maxlen=10_000)
+        self._started = time.time()
+
+    # -- answered by each source ------------------------------------------------------------
+
+    @abstractmethod
+    def version(self) -> Any:
+        """A value that changes whenever a match starts or finishes or standings change."""
+
+    @abstractmethod
+    def standings(self) -> dict[str, Any]:
+        """``{"matches": n, "published_at": t, "standings": [row, ...]}``."""
+
+    @abstractmethod
+    def load(self) -> tuple[list[StoredResult], dict[str, dict[str, int]]]:
+        """Every finished match's seat rows (in finishing order) and the faults by bot and
+        reason. Runs in a worker thread: it reads on a connection of its own."""
+
+    @abstractmethod
+    def running(self) -> list[dict[str, Any]]:
+        """The running matches: ``match_id`` and ``seating``."""
+
+    @abstractmethod
+    def finished(self) -> int:
+        """How many matches have finished."""
+
+    @abstractmethod
+    def planned(self) -> int | None:
+        """How many matches are planned in all (None: a league has no end)."""
+
+    @abstractmethod
+    def record_path(self, match_id: str) -> Path:
+        """The record file of a finished match; NotFound or StillRunning otherwise."""
+
+    @abstractmethod
+    def feed(self, match_id: str) -> MatchFeed:
+        """The public feed of a running match, or of a finished one from its record."""
+
+    def bots(self) -> list[dict[str, Any]]:
+        """Every bot: name, and where known description, owner, versions, connection."""
+        names = set(self.snap.by_bot) | {b for m in self.running() for b in m["seating"]}
+        return [{"name": n} for n in sorted(names)]
+
+    def info(self) -> dict[str, Any]:
+        """What is being served: its kind, name and clock."""
+        return {"kind": self.kind, "name": self.name, "decision_ms": self.decision_ms}
+
+    # -- computed ---------------------------------------------------------------------------
+
+    async def refresh(self) -> None:
+        """Compute the documents again, in a worker thread, if the data changed."""
+        version = self.version()
+        if version == self.snap.version:
+            return
+
+        def compute() -> data.Snapshot:
+            results, faults = self.load()
+            return data.snapshot(version, results, faults)
+
+        self.snap = await asyncio.to_thread(compute)
+
+    def record_lines(self, match_id: str) -> list[dict[str, Any]]:
+        """A finished match's record lines."""
+        path = self.record_path(match_id)
+        try:
+            lines = list(read_record(path))
+        except (OSError, ReplayError) as exc:
+            raise NotFound(f"the record of match {match_id!r} cannot be read: {exc}") from None
+        for line in lines:
+            line.pop("_line", None)
+        return lines
+
+    def progress(self) -> dict[str, Any]:
+        """Matches done and planned, running now, matches per second, the time left."""
+        done = self.finished()
+        planned = self.planned()
+        now = time.time()
+        window = min(RATE_WINDOW_S, max(now - self._started, 1e-9))
+        recent = sum(1 for t in self._finish_times if t >= now - window)
+        rate = recent / window if recent else None
+        eta = (planned - done) / rate if rate and planned is not None else None
+        return {
+            "finished": done,
+            "planned": planned,
+            "running": len(self.running()),
+            "matches_per_s": rate,
+            "eta_s": 0.0 if planned is not None and done >= planned else eta,
+        }
+
+    def _finished_now(self, count: int) -> None:
+        """``count`` more matches finished since the last look (for matches per second)."""
+        now = time.time()
+        self._finish_times.extend([now] * count)
+
+
+class LeagueSource(Source):
+    """A league served by this process: its published standings, database and feeds."""
+
+    kind = "league"
+
+    def __init__(self, league: League) -> None:
+        super().__init__(league.config.name, league.config.clock.decision_ms)
+        self.league = league
+        self._seen = league.finished_count()
+
+    def version(self) -> Any:
+        finished = self.league.finished_count()
+        if finished > self._seen:
+            self._finished_now(finished - self._seen)
+            self._seen = finished
+        return (
+            finished,
+            tuple(sorted(self.league.running_seating())),
+            self.league.standings().matches,
+        )
+
+    def standings(self) -> dict[str, Any]:
+        response = self.league.standings()
+        return {
+            "matches": response.matches,
+            "published_at": response.published_at or None,
+            "standings": data.ranked(_standings_rows(response)),
+        }
+
+    def load(self) -> tuple[list[StoredResult], dict[str, dict[str, int]]]:
+        return _load(self.league.config.database, self.league.config.name)
+
+    def running(self) -> list[dict[str, Any]]:
+        return [
+            {"match_id": mid, "seating": list(seating)}
+            for mid, seating in sorted(self.league.running_seating().items())
+        ]
+
+    def finished(self) -> int:
+        return self.league.finished_count()
+
+    def planned(self) -> int | None:
+        return None
+
+    def bots(self) -> list[dict[str, Any]]:
+        out = []
+        for e in self.league.registry.entries():
+            out.append(
+                {
+                    "name": e.name,
+                    "owner": e.owner,
+                    "description": e.description,
+                    "family": e.family,
+                    "previous_version": e.previous,
+                    "version": e.version,
+                    "active": e.active,
+                    "connected_streams": self.league.connected(e.name),
+                    "registered_at": e.registered_at,
+                }
+            )
+        return out
+
+    def info(self) -> dict[str, Any]:
+        c = self.league.config
+        return {
+            **super().info(),
+            "table_size": c.table_size,
+            "rules": c.rules.to_table(),
+            "delay_rounds": c.web_delay_rounds,
+        }
+
+    def record_path(self, match_id: str) -> Path:
+        from referee.server import Refused
+
+        if match_id in self.league.running_seating():
+            raise StillRunning(f"match {match_id!r} is still running; watch it live")
+        try:
+            return self.league.record_path(match_id)
+        except Refused as exc:
+            raise NotFound(exc.message) from None
+
+    def feed(self, match_id: str) -> MatchFeed:
+        from referee.server import Refused
+
+        try:
+            return self.league.feed(match_id)
+        except Refused as exc:
+            raise NotFound(exc.message) from None
+
+
+class _Tail:
+    """A running match's record file, read as it grows into a public feed."""
+
+    def __init__(self, match_id: str, path: Path) -> None:
+        self.feed = MatchFeed(match_id)
+        self.path = path
+        self.offset = 0
+        self.partial = ""
+
+    def read(self) -> None:
+        """Append the complete lines written since the last read."""
+        try:
+            with open(self.path, encoding="utf-8") as f:
+                f.seek(self.offset)
+                text = f.read()
+                self.offset = f.tell()
+        except OSError:
+            return
+        text = self.partial + text
+        complete, _, self.partial = text.rpartition("\n")
+        for raw in complete.split("\n"):
+            if raw.strip():
+                with contextlib.suppress(ValueError):
+                    line = json.loads(raw)
+                    if isinstance(line, dict):
+                        self.feed.append(line)
+
+
+class TournamentSource(Source):
+    """A tournament being run by this process, read from its database and record files.
+
+    The standings are fitted again (in a thread, at most every ``publish_interval_s``)
+    when matches finished; a running match's spectators read its record file as it
+    grows, through the same public filter as a league's.
+    """
+
+    kind = "tournament"
+
+    def __init__(self, config: TournamentConfig, publish_interval_s: float = 2.0) -> None:
+        super().__init__(config.name, config.clock.decision_ms)
+        self.config = config
+        self.store = open_store(config.database)
+        self.publish_interval_s = publish_interval_s
+        self._rows: list[dict[str, Any]] = []
+        self._rows_at = -math.inf
+        self._published: dict[str, Any] = {"matches": 0, "published_at": None, "standings": []}
+        self._fitting: asyncio.Task[None] | None = None
+        self._last_fit = -math.inf
+        self._tails: dict[str, _Tail] = {}
+        self._seen = -1
+
+    def close(self) -> None:
+        """Close the database connection."""
+        self.store.close()
+
+    def _match_rows(self) -> list[dict[str, Any]]:
+        # Read at most every 100 ms however many requests come in.
+        now = time.monotonic()
+        if now - self._rows_at > 0.1:
+            self._rows = self.store.match_rows(self.config.name)
+            self._rows_at = now
+        return self._rows
+
+    def version(self) -> Any:
+        rows = self._match_rows()
+        finished = sum(1 for r in rows if r["status"] == "finished")
+        if self._seen >= 0 and finished > self._seen:
+            self._finished_now(finished - self._seen)
+        self._seen = finished
+        running = tuple(r["match_id"] for r in rows if r["status"] == "running")
+        return (finished, running, self._published["matches"])
+
+    def standings(self) -> dict[str, Any]:
+        finished = self.version()[0]
+        if (
+            finished > self._published["matches"]
+            and self._fitting is None
+            and time.monotonic() - self._last_fit >= self.publish_interval_s
+        ):
+            self._fitting = asyncio.ensure_future(self._fit())
+        return self._published
+
+    async def _fit(self) -> None:
+        from referee.league.standings import compute_standings
+
+        try:
+            results = self.snap.results
+            response = await asyncio.to_thread(compute_standings, results, 100)
+            self._published = {
+                "matches": response.matches,
+                "published_at": response.published_at,
+                "standings": data.ranked(_standings_rows(response)),
+            }
+        finally:
+            self._fitting = None
+            self._last_fit = time.monotonic()
+
+    def load(self) -> tuple[list[StoredResult], dict[str, dict[str, int]]]:
+        return _load(self.config.database, self.config.name)
+
+    def running(self) -> list[dict[str, Any]]:
+        return [
+            {"match_id": r["match_id"], "seating": json.loads(r["seating"])}
+            for r in self._match_rows()
+            if r["status"] == "running"
+        ]
+
+    def finished(self) -> int:
+        return int(self.version()[0])
+
+    def planned(self) -> int | None:
+        return len(self._match_rows())
+
+    def bots(self) -> list[dict[str, Any]]:
+        return [{"name": b.name} for b in self.config.bots]
+
+    def info(self) -> dict[str, Any]:
+        c = self.config
+        return {**super().info(), "table_size": c.table_size, "rules": c.rules.to_table()}
+
+    def _row(self, match_id: str) -> dict[str, Any]:
+        row = next((r for r in self._match_rows() if r["match_id"] == match_id), None)
+        if row is None:
+            raise NotFound(f"no match {match_id!r} in tournament {self.name!r}")
+        return row
+
+    def record_path(self, match_id: str) -> Path:
+        row = self._row(match_id)
+        if row["status"] != "finished":
+            raise StillRunning(f"match {match_id!r} is not finished; watch it live")
+        if not row["record_path"]:
+            raise NotFound(f"match {match_id!r} has no record")
+        return Path(row["record_path"])
+
+    def feed(self, match_id: str) -> MatchFeed:
+        row = self._row(match_id)
+        if row["status"] == "finished":
+            return replay_feed(match_id, self.record_lines(match_id))
+        if row["status"] != "running" or not row["record_path"]:
+            raise NotFound(f"match {match_id!r} has not started")
+        tail = self._tails.get(match_id)
+        if tail is None:
+            tail = self._tails[match_id] = _Tail(match_id, Path(row["record_path"]))
+            tail.read()
+        return tail.feed
+
+    async def follow(self) -> None:
+        """Read the running matches' records as they grow, for their spectators (runs
+        until cancelled)."""
+        while True:
+            await asyncio.sleep(TAIL_INTERVAL_S)
+            self._rows_at = -math.inf
+            status = {r["match_id"]: r["status"] for r in self._match_rows()}
+            for match_id, tail in list(self._tails.items()):
+                tail.read()
+                if status.get(match_id) != "running":
+                    if status.get(match_id) == "finished":
+                        tail.read()
+                        tail.feed.finish()
+                    else:
+                        tail.feed.interrupt()
+                    del self._tails[match_id]
+
+
+class FolderSource(Source):
+    """A finished tournament's (or league's) output folder: its match records, and its
+    ``ratings.json`` where there is one (else standings fitted from the records)."""
+
+    kind = "folder"
+
+    def __init__(self, folder: Path, decision_ms: float | None = None) -> None:
+        folder = Path(folder)
+        matches = folder / "matches"
+        if not matches.is_dir():
+            raise NotFound(f"{folder}: no matches/ folder here; give a tournament's output folder")
+        super().__init__(folder.resolve().name, 0.0)
+        self.folder = folder
+        self._paths: dict[str, Path] = {}
+        self._unfinished: set[str] = set()
+        self._results: list[StoredResult] = []
+        self._faults: dict[str, dict[str, int]] = {}
+        clock_ms: float | None = None
+        loaded: list[tuple[str, list[StoredResult]]] = []
+        for path in sorted(matches.glob("*.jsonl")):
+            try:
+                lines = list(read_record(path))
+            except (OSError, ReplayError):
+                continue
+            if not lines or lines[0].get("type") != "header":
+                continue
+            match_id = str(lines[0].get("match_id") or path.stem)
+            rows = data.results_from_record(lines, len(loaded))
+            if not rows:
+                self._unfinished.add(match_id)
+                continue
+            self._paths[match_id] = path
+            data.faults_from_record(lines, self._faults)
+            clock = lines[0].get("clock") or {}
+            if clock_ms is None and isinstance(clock, dict) and "decision_ms" in clock:
+                clock_ms = float(clock["decision_ms"])
+            loaded.append((match_id, rows))
+        for _, rows in loaded:
+            self._results.extend(rows)
+        self.decision_ms = decision_ms if decision_ms is not None else (clock_ms or 0.0)
+        # A tournament's or league's match ids are "<name>-<number>": its name.
+        prefixes = {m.rsplit("-", 1)[0] for m in [*self._paths, *self._unfinished] if "-" in m}
+        if len(prefixes) == 1:
+            self.name = prefixes.pop()
+        self._standings = self._read_standings()
+
+    def _read_standings(self) -> dict[str, Any]:
+        path = self.folder / "ratings.json"
+        if path.is_file():
+            try:
+                doc = json.loads(path.read_text(encoding="utf-8"))
+                rows = [dict(r) for r in doc["standings"]]
+                meta = doc.get("meta", {})
+                return {
+                    "matches": len(self._paths),
+                    "published_at": path.stat().st_mtime,
+                    "standings": data.ranked(data.finite(rows)),
+                    "meta": meta,
+                }
+            except (OSError, ValueError, KeyError, TypeError):
+                pass
+        from referee.league.standings import compute_standings
+
+        response = compute_standings(self._results, 100)
+        return {
+            "matches": response.matches,
+            "published_at": response.published_at,
+            "standings": data.ranked(_standings_rows(response)),
+        }
+
+    def version(self) -> Any:
+        return 0
+
+    def standings(self) -> dict[str, Any]:
+        return self._standings
+
+    def load(self) -> tuple[list[StoredResult], dict[str, dict[str, int]]]:
+        return self._results, self._faults
+
+    def running(self) -> list[dict[str, Any]]:
+        return []
+
+    def finished(self) -> int:
+        return len(self._paths)
+
+    def planned(self) -> int | None:
+        return len(self._paths) + len(self._unfinished)
+
+    def record_path(self, match_id: str) -> Path:
+        if match_id in self._unfinished:
+            raise StillRunning(f"match {match_id!r} did not finish; its record is not shown")
+        path = self._paths.get(match_id)
+        if path is None:
+            raise NotFound(f"no finished match {match_id!r} in {self.folder}")
+        return path
+
+    def feed(self, match_id: str) -> MatchFeed:
+        return replay_feed(match_id, self.record_lines(match_id))
+
+
+class _ReadOnlyStore(Store):
+    """A SQLite database opened read-only on a connection of its own (a worker thread's)."""
+
+    def __init__(self, path: Path) -> None:
+        try:
+            self.db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30)
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot open the SQLite database {path}: {exc}") from None
+        self.path = path
+        self.where = str(path)
+
+
+def _load(database: str | Path, name: str) -> tuple[list[StoredResult], dict[str, dict[str, int]]]:
+    """Results and faults of tournament (or league) ``name``, read on a new connection."""
+    store = open_store(database) if is_url(database) else _ReadOnlyStore(Path(database))
+    try:
+        return store.results(name), store.faults_by_reason(name)
+    finally:
+        store.close()

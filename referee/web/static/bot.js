@@ -1,0 +1,67 @@
+// A bot: its entry and versions, rating over matches, think times against the clock,
+// faults by reason and its latest matches.
+import { api, el, fmt, botLink, matchLink, frame, showError, query, lineChart, barsWithLimit } from "/static/common.js";
+
+const main = document.getElementById("main");
+
+function definitionList(pairs) {
+  return el("table", { class: "entry" }, el("tbody", {}, pairs.filter(([, v]) => v !== undefined && v !== null && v !== "")
+    .map(([k, v]) => el("tr", {}, el("th", { class: "text", text: k }), el("td", { class: "text" }, v)))));
+}
+
+async function render(name) {
+  const doc = await api(`/api/bot?name=${encodeURIComponent(name)}`);
+  const e = doc.entry || {};
+  const s = doc.standing;
+  const parts = [el("h1", { id: "bot-name", text: doc.bot })];
+  parts.push(definitionList([
+    ["Description", e.description ? el("span", { id: "bot-description", text: e.description }) : null],
+    ["Owner", e.owner],
+    ["Registered", e.registered_at ? new Date(e.registered_at * 1000).toLocaleString() : null],
+    ["Status", e.active === undefined ? null : `${e.active ? "active" : "revoked"}, ${e.connected_streams || 0} stream(s) connected`],
+    ["Rating", s ? `${fmt(s.rating)} (95% interval ${fmt(s.ci_low)}–${fmt(s.ci_high)}), rank ${s.rank}` : "not rated yet"],
+    ["Live Elo", s ? fmt(s.live_elo) : null],
+    ["Matches", String(doc.matches)],
+    ["Mean score", fmt(doc.mean_score, 1)],
+    ["Mean place", fmt(doc.mean_place, 2)],
+  ]));
+  if (doc.versions && doc.versions.length > 1) {
+    parts.push(el("h2", { text: "Versions" }), el("table", { id: "versions" },
+      el("thead", {}, el("tr", {}, ["Version", "Entry", "Succeeds", "Description", "Active"].map((h) => el("th", { class: "text", text: h })))),
+      el("tbody", {}, doc.versions.map((v) => el("tr", {},
+        el("td", { class: "text", text: `v${v.version}` }), el("td", { class: "text" }, botLink(v.name)),
+        el("td", { class: "text" }, v.previous_version ? botLink(v.previous_version) : "–"),
+        el("td", { class: "text", text: v.description || "" }), el("td", { class: "text", text: v.active ? "yes" : "no" }))))));
+  }
+  parts.push(el("h2", { text: "Live Elo over its matches" }));
+  parts.push(doc.rating_history.length
+    ? lineChart(doc.rating_history.map((h, i) => ({ x: i + 1, y: h.elo, title: `${h.match_id}: place ${h.place}, Elo ${fmt(h.elo)}` })), "live Elo over matches")
+    : el("p", { class: "muted", text: "No finished match yet." }));
+  const think = doc.think;
+  parts.push(el("h2", { text: `Think time per decision (${think.decisions} decisions)` }));
+  parts.push(barsWithLimit(think.percentiles.map((p) => ({ label: p.q === 1 ? "max" : `p${Math.round(p.q * 100)}`, value: p.ms })), think.decision_ms, "ms"));
+  parts.push(el("h2", { text: "Faults by reason" }));
+  const reasons = Object.entries(doc.faults);
+  parts.push(reasons.length
+    ? el("table", { id: "faults" }, el("tbody", {}, reasons.map(([r, n]) => el("tr", {}, el("th", { class: "text", text: r }), el("td", { text: n })))))
+    : el("p", { class: "muted", text: "No fault." }));
+  parts.push(el("h2", { text: "Latest matches" }));
+  parts.push(doc.recent_matches.length
+    ? el("table", { id: "recent" }, el("thead", {}, el("tr", {}, ["Match", "Seating", "Place", "Score"].map((h, i) => el("th", { class: i < 2 ? "text" : null, text: h })))),
+      el("tbody", {}, doc.recent_matches.map((m) => {
+        const seat = m.seating.indexOf(doc.bot);
+        return el("tr", {}, el("td", { class: "text" }, matchLink(m.match_id)),
+          el("td", { class: "text" }, m.seating.flatMap((b, i) => [i ? ", " : "", botLink(b)])),
+          el("td", { text: m.places[seat] }), el("td", { text: m.totals[seat] }));
+      })))
+    : el("p", { class: "muted", text: "None yet." }));
+  main.replaceChildren(...parts);
+}
+
+await frame("Bot · Sticheln referee");
+const name = query("name");
+if (!name) showError(main, new Error("no bot named: add ?name=BOT to the address"));
+else {
+  document.title = `${name} · Sticheln referee`;
+  try { await render(name); } catch (e) { showError(main, e); }
+}

@@ -1,0 +1,209 @@
+// Shared helpers of the pages: the API, elements built from data (always as text, never
+// as markup), the navigation bar, numbers, cards and small SVG charts.
+
+export async function api(path) {
+  const response = await fetch(path, { headers: { Accept: "application/json" } });
+  let body = null;
+  try { body = await response.json(); } catch { body = null; }
+  if (!response.ok) {
+    const err = new Error((body && body.error) || `${path}: HTTP ${response.status}`);
+    err.status = response.status;
+    throw err;
+  }
+  return body;
+}
+
+// An element with attributes and children; strings become text nodes.
+export function el(tag, attrs = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs)) {
+    if (value === null || value === undefined || value === false) continue;
+    if (key === "class") node.className = value;
+    else if (key === "text") node.textContent = String(value);
+    else if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
+    else node.setAttribute(key, String(value));
+  }
+  for (const child of children.flat()) {
+    if (child === null || child === undefined) continue;
+    node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+  return node;
+}
+
+export function fmt(x, digits = 0) {
+  if (x === null || x === undefined || Number.isNaN(x)) return "–";
+  return Number(x).toFixed(digits);
+}
+
+export function signed(x, digits = 0) {
+  if (x === null || x === undefined) return "–";
+  const text = Number(x).toFixed(digits);
+  return x > 0 ? `+${text}` : text;
+}
+
+export function duration(seconds) {
+  if (seconds === null || seconds === undefined) return "–";
+  const s = Math.round(seconds);
+  const h = Math.floor(s / 3600), m = Math.floor((s % 3600) / 60), r = s % 60;
+  return h ? `${h}h${String(m).padStart(2, "0")}m` : `${m}m${String(r).padStart(2, "0")}s`;
+}
+
+export function botLink(name) {
+  return el("a", { href: `/bot?name=${encodeURIComponent(name)}`, text: name, class: "bot" });
+}
+
+export function matchLink(id, text = id) {
+  return el("a", { href: `/match?id=${encodeURIComponent(id)}`, text });
+}
+
+export function query(name) {
+  return new URLSearchParams(location.search).get(name);
+}
+
+const PAGES = [
+  ["/", "Standings"],
+  ["/matches", "Matches"],
+  ["/head-to-head", "Head to head"],
+];
+
+// The header: links to every page, and what is being served.
+export async function frame(title) {
+  const nav = el("nav", {}, PAGES.map(([href, text]) =>
+    el("a", { href, text, "aria-current": location.pathname === href ? "page" : null })));
+  const where = el("span", { class: "where" });
+  document.body.prepend(el("header", {}, el("span", { class: "brand", text: "Sticheln referee" }), nav, where));
+  document.title = title;
+  try {
+    const info = await api("/api/info");
+    where.textContent = `${info.kind} ${info.name}`;
+    return info;
+  } catch (e) {
+    where.textContent = "";
+    return null;
+  }
+}
+
+export function progressLine(p) {
+  const parts = [el("span", { id: "progress-done", text: p.planned === null ? `${p.finished} matches finished` : `${p.finished} / ${p.planned} matches` })];
+  if (p.planned) parts.push(el("progress", { max: p.planned, value: p.finished }));
+  parts.push(el("span", { text: `running ${p.running}` }));
+  parts.push(el("span", { text: `${p.matches_per_s === null ? "–" : fmt(p.matches_per_s * 60, 1)} matches/min` }));
+  if (p.planned !== null) parts.push(el("span", { text: `ETA ${p.eta_s === null ? "–" : duration(p.eta_s)}` }));
+  return el("div", { class: "progress" }, parts);
+}
+
+export function showError(container, error) {
+  container.replaceChildren(el("p", { class: "error", text: error.message }));
+}
+
+// -- cards ------------------------------------------------------------------------------
+export const SUITS = {
+  C: ["♣", "clubs"], S: ["♠", "spades"], H: ["♥", "hearts"], D: ["♦", "diamonds"],
+  K: ["▲", "caps"], W: ["⇄", "switches"], P: ["◉", "planets"], R: ["★", "stars"],
+};
+
+export function card(text, extra = "") {
+  if (!text) return el("span", { class: `card hidden ${extra}`, title: "hidden" });
+  const suit = text[0], rank = text.slice(1);
+  const [sym, name] = SUITS[suit] || ["?", suit];
+  return el("span", { class: `card suit-${suit} ${extra}`, "data-card": text, title: `${rank} of ${name}` },
+    el("span", { class: "rank", text: rank }), el("span", { class: "sym", text: sym }));
+}
+
+// -- SVG --------------------------------------------------------------------------------
+const NS = "http://www.w3.org/2000/svg";
+
+export function svg(tag, attrs = {}, ...children) {
+  const node = document.createElementNS(NS, tag);
+  for (const [key, value] of Object.entries(attrs)) {
+    if (key === "text") node.textContent = String(value);
+    else node.setAttribute(key, String(value));
+  }
+  for (const child of children.flat()) if (child) node.append(child);
+  return node;
+}
+
+export function niceTicks(lo, hi, count = 6) {
+  const raw = Math.max(hi - lo, 1) / count;
+  const mag = 10 ** Math.floor(Math.log10(raw));
+  const step = [1, 2, 2.5, 5, 10].map((m) => m * mag).find((s) => s >= raw);
+  const ticks = [];
+  for (let t = Math.floor(lo / step) * step; t <= Math.ceil(hi / step) * step + 1e-9; t += step) ticks.push(t);
+  return ticks.length > 1 ? ticks : [lo, lo + step];
+}
+
+// Ratings as dots with their 95% intervals as error bars, one row per bot.
+export function errorBarChart(rows) {
+  const labelW = 190, plotW = 560, rowH = 24, top = 10, bottom = 34;
+  const values = rows.flatMap((r) => [r.rating, r.ci_low, r.ci_high]).filter((v) => v !== null && v !== undefined);
+  const ticks = niceTicks(Math.min(...values, 1500), Math.max(...values, 1500));
+  const lo = ticks[0], hi = ticks[ticks.length - 1];
+  const x = (v) => labelW + ((v - lo) / (hi - lo)) * plotW;
+  const axisY = top + rowH * rows.length, width = labelW + plotW + 20, height = axisY + bottom;
+  const chart = svg("svg", { width, height, viewBox: `0 0 ${width} ${height}`, role: "img", "aria-label": "ratings with 95% intervals", id: "ratings-chart" });
+  for (const t of ticks) {
+    chart.append(svg("line", { class: "grid", x1: x(t), x2: x(t), y1: top, y2: axisY }),
+      svg("text", { x: x(t), y: axisY + 16, "text-anchor": "middle", text: String(Math.round(t)) }));
+  }
+  chart.append(svg("line", { class: "axis", x1: labelW, x2: labelW + plotW, y1: axisY, y2: axisY }));
+  rows.forEach((r, i) => {
+    const y = top + rowH * i + rowH / 2;
+    const name = r.bot.length > 26 ? `${r.bot.slice(0, 25)}…` : r.bot;
+    chart.append(svg("text", { x: labelW - 8, y: y + 4, "text-anchor": "end", text: name }));
+    let tip = `${r.bot}: ${fmt(r.rating)}`;
+    if (r.ci_low !== null && r.ci_low !== undefined) {
+      tip += ` (95% interval ${fmt(r.ci_low)}–${fmt(r.ci_high)})`;
+      const x1 = x(r.ci_low), x2 = x(r.ci_high);
+      chart.append(svg("g", { class: "errorbar" }, svg("title", { text: tip }),
+        svg("line", { class: "bar", x1, x2, y1: y, y2: y }),
+        svg("line", { class: "bar", x1, x2: x1, y1: y - 5, y2: y + 5 }),
+        svg("line", { class: "bar", x1: x2, x2, y1: y - 5, y2: y + 5 })));
+    }
+    chart.append(svg("circle", { class: "dot", cx: x(r.rating), cy: y, r: 4 }, svg("title", { text: tip })));
+  });
+  return chart;
+}
+
+// A line chart of points {x, y}; the x axis counts, the y axis is labelled.
+export function lineChart(points, yLabel) {
+  const left = 56, plotW = 620, plotH = 200, top = 10, bottom = 34;
+  const width = left + plotW + 20, height = top + plotH + bottom;
+  const chart = svg("svg", { width, height, viewBox: `0 0 ${width} ${height}`, role: "img", "aria-label": yLabel });
+  if (!points.length) return chart;
+  const ys = points.map((p) => p.y), xs = points.map((p) => p.x);
+  const yt = niceTicks(Math.min(...ys), Math.max(...ys), 5);
+  const x0 = Math.min(...xs), x1 = Math.max(...xs, x0 + 1);
+  const X = (v) => left + ((v - x0) / (x1 - x0)) * plotW;
+  const Y = (v) => top + plotH - ((v - yt[0]) / (yt[yt.length - 1] - yt[0])) * plotH;
+  for (const t of yt) {
+    chart.append(svg("line", { class: "grid", x1: left, x2: left + plotW, y1: Y(t), y2: Y(t) }),
+      svg("text", { x: left - 6, y: Y(t) + 4, "text-anchor": "end", text: String(Math.round(t)) }));
+  }
+  chart.append(svg("line", { class: "axis", x1: left, x2: left + plotW, y1: top + plotH, y2: top + plotH }),
+    svg("text", { x: left + plotW / 2, y: height - 6, "text-anchor": "middle", text: "matches played" }));
+  chart.append(svg("polyline", { class: "line", points: points.map((p) => `${X(p.x)},${Y(p.y)}`).join(" ") }));
+  if (points.length <= 80) for (const p of points) chart.append(svg("circle", { class: "dot", cx: X(p.x), cy: Y(p.y), r: 2.5 }, svg("title", { text: p.title || "" })));
+  return chart;
+}
+
+// Horizontal bars (label, value) against a dashed limit line.
+export function barsWithLimit(bars, limit, unit) {
+  const labelW = 70, plotW = 520, rowH = 22, top = 8, bottom = 34;
+  const width = labelW + plotW + 60, height = top + rowH * bars.length + bottom;
+  const max = Math.max(limit || 0, ...bars.map((b) => b.value || 0), 1e-9) * 1.05;
+  const X = (v) => labelW + (v / max) * plotW;
+  const chart = svg("svg", { width, height, viewBox: `0 0 ${width} ${height}`, role: "img", "aria-label": "think times against the clock" });
+  bars.forEach((b, i) => {
+    const y = top + rowH * i;
+    chart.append(svg("text", { x: labelW - 6, y: y + 15, "text-anchor": "end", text: b.label }),
+      svg("rect", { class: "hbar", x: labelW, y: y + 3, width: Math.max(0, X(b.value || 0) - labelW), height: rowH - 6 }),
+      svg("text", { x: X(b.value || 0) + 4, y: y + 15, text: `${fmt(b.value, 1)} ${unit}` }));
+  });
+  const axisY = top + rowH * bars.length;
+  chart.append(svg("line", { class: "axis", x1: labelW, x2: labelW + plotW, y1: axisY, y2: axisY }));
+  if (limit) {
+    chart.append(svg("line", { class: "limit", x1: X(limit), x2: X(limit), y1: top, y2: axisY }),
+      svg("text", { x: X(limit), y: axisY + 16, "text-anchor": "middle", text: `clock ${fmt(limit)} ${unit}` }));
+  }
+  return chart;
+}

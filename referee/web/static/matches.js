@@ -1,0 +1,40 @@
+// Running and recent matches, with the progress of a tournament.
+import { api, el, fmt, botLink, matchLink, frame, showError, progressLine } from "/static/common.js";
+
+const main = document.getElementById("main");
+
+function seatList(seating, places, totals) {
+  return el("span", {}, seating.flatMap((bot, s) => [
+    s ? ", " : "",
+    botLink(bot),
+    places ? el("span", { class: "muted", text: ` (${places[s]}. ${totals[s] > 0 ? "+" : ""}${totals[s]})` }) : "",
+  ]));
+}
+
+async function render() {
+  const doc = await api("/api/matches?limit=100");
+  const running = doc.running.length
+    ? el("table", { id: "running" }, el("thead", {}, el("tr", {}, el("th", { class: "text", text: "Match" }), el("th", { class: "text", text: "Seating" }))),
+      el("tbody", {}, doc.running.map((m) => el("tr", { "data-match": m.match_id },
+        el("td", { class: "text" }, matchLink(m.match_id), " ", el("span", { class: "pill live", text: "live" })),
+        el("td", { class: "text" }, seatList(m.seating))))))
+    : el("p", { class: "muted", text: "No match is running." });
+  const finished = doc.finished.length
+    ? el("table", { id: "finished" }, el("thead", {}, el("tr", {}, el("th", { class: "text", text: "Match" }), el("th", { class: "text", text: "Seating (place, score)" }), el("th", { text: "Faults" }))),
+      el("tbody", {}, doc.finished.map((m) => el("tr", { "data-match": m.match_id },
+        el("td", { class: "text" }, matchLink(m.match_id)),
+        el("td", { class: "text" }, seatList(m.seating, m.places, m.totals)),
+        el("td", { text: fmt(m.faults.reduce((a, b) => a + b, 0)) })))))
+    : el("p", { class: "muted", text: "No finished match yet." });
+  main.replaceChildren(el("h1", { text: "Matches" }), progressLine(doc.progress),
+    el("h2", { text: "Running now" }), running, el("h2", { text: "Finished, newest first" }), finished);
+}
+
+async function refresh() {
+  try { await render(); } catch (e) { showError(main, e); }
+}
+
+await frame("Matches · Sticheln referee");
+await refresh();
+const updates = new EventSource("/api/updates");
+updates.onmessage = () => refresh();

@@ -1,0 +1,370 @@
+"""``referee compare`` end to end: settings, the paired schedule, real sample bots, the
+store, resume after kill -9, and the exports."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from referee.compare.config import CompareConfigError, Overrides, load_compare, share_for_elo
+from referee.compare.run import (
+    CompareRefused,
+    CompareStore,
+    SeatRow,
+    exit_status,
+    judge,
+    pairs_from,
+    plan_pair,
+    run_compare,
+    share_beaten,
+)
+from referee.compare.sprt import H0, H1, first_verdict
+from referee.dealkey import DealKey
+
+ROOT = Path(__file__).parent.parent
+SAMPLES = ROOT / "sample_bots"
+RANDOM = str(SAMPLES / "random.toml")
+HEURISTIC = str(SAMPLES / "heuristic.toml")
+MINIMAL = str(SAMPLES / "minimal-python.toml")
+
+
+def flags(tmp_path: Path, **kw: object) -> Overrides:
+    base: dict[str, object] = {
+        "candidate": HEURISTIC,
+        "baseline": RANDOM,
+        "opponents": [RANDOM, MINIMAL],
+        "out": str(tmp_path / "out"),
+        "decision_ms": 2000,
+        "startup_ms": 8000,
+    }
+    base.update(kw)
+    return Overrides(**base)  # type: ignore[arg-type]
+
+
+# -- settings ----------------------------------------------------------------------------------
+
+
+def test_flags_alone_make_a_comparison_with_the_default_test(tmp_path: Path) -> None:
+    config = load_compare(None, flags(tmp_path))
+    assert config.sprt is not None
+    assert (config.sprt.lower, config.sprt.upper, config.sprt.alpha, config.sprt.beta) == (
+        0.0,
+        5.0,
+        0.05,
+        0.05,
+    )
+    assert config.table_size == 3
+    assert config.matches == 2000
+    # The baseline and an opponent share the file: the later one is renamed.
+    assert [config.candidate.name, config.baseline.name] == ["heuristic", "random"]
+    assert [b.name for b in config.opponents] == ["random-2", "minimal"]
+    assert config.database == tmp_path / "out" / "compare.db"
+
+
+def test_matches_alone_is_a_fixed_size_comparison_and_with_sprt_a_cap(tmp_path: Path) -> None:
+    assert load_compare(None, flags(tmp_path, matches=40)).sprt is None
+    capped = load_compare(None, flags(tmp_path, matches=40, sprt=["upper=10"]))
+    assert capped.sprt is not None and capped.sprt.upper == 10.0 and capped.max_pairs == 20
+    assert load_compare(None, flags(tmp_path, sprt=["off"], matches=10)).sprt is None
+
+
+def test_file_settings_and_flags_over_them(tmp_path: Path) -> None:
+    path = tmp_path / "c.toml"
+    path.write_text(
+        f'[compare]\nname = "mine"\ncandidate = "{HEURISTIC}"\nbaseline = "{RANDOM}"\n'
+        f'opponents = ["{MINIMAL}", "{MINIMAL}", "{RANDOM}"]\ntable_size = 4\nseed = 9\n'
+        'out = "o"\n[compare.sprt]\nlower = -1\nupper = 4\nalpha = 0.1\n'
+        '[rules]\npreset = "amigo"\n[clock]\ndecision_ms = 300\n'
+    )
+    config = load_compare(path, Overrides(seed=10, sprt=["beta=0.2"]))
+    assert config.name == "mine" and config.table_size == 4 and config.seed == 10
+    assert config.sprt is not None
+    assert (config.sprt.lower, config.sprt.upper, config.sprt.alpha, config.sprt.beta) == (
+        -1.0,
+        4.0,
+        0.1,
+        0.2,
+    )
+    assert config.rules.preset == "amigo" and config.clock.decision_ms == 300
+    assert config.out == (tmp_path / "o").resolve()
+    assert [b.name for b in config.opponents] == ["minimal", "minimal-2", "random-2"]
+
+
+@pytest.mark.parametrize(
+    ("kw", "text", "message"),
+    [
+        ({"candidate": None}, "", "no candidate; give --candidate FILE"),
+        ({"opponents": []}, "", "no opponents; give --opponent FILE"),
+        ({"table_size": 4}, "", "table_size = 4 needs 3 opponents at each table, but 2 are given"),
+        ({"sprt": ["upper=x"]}, "", "--sprt: upper = 'x' is not a number"),
+        ({"sprt": ["uper=3"]}, "", "--sprt: 'uper=3' is not allowed"),
+        ({"sprt": ["upper=-1"]}, "", "upper = -1 is not above lower = 0"),
+        ({"matches": 7}, "", "matches = 7 is not allowed; allowed: an even number"),
+        ({"matches": 10, "sprt": ["upper=9"]}, "", "fewer than the test's 20 deal pairs"),
+        ({"baseline": "/nonexistent.toml"}, "", "bot file not found"),
+        ({}, "[compare]\nbogus = 1\n", "[compare] has unknown key 'bogus'"),
+        ({}, "[compare.sprt]\nupper = 'five'\n", "[compare.sprt]"),
+        ({}, "[compare]\nparallel = 0\n", "parallel = 0 is not allowed"),
+        ({}, "[tournament]\n", "unknown table [tournament]"),
+    ],
+)
+def test_bad_settings_are_refused_in_one_line(
+    tmp_path: Path, kw: dict[str, object], text: str, message: str
+) -> None:
+    path = None
+    if text:
+        path = tmp_path / "c.toml"
+        path.write_text(text)
+    with pytest.raises(CompareConfigError) as info:
+        load_compare(path, flags(tmp_path, **kw))
+    assert message in str(info.value)
+    assert "\n" not in str(info.value)
+
+
+def test_cli_refuses_bad_settings_with_status_3(tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "referee.cli", "compare", "--candidate", HEURISTIC],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 3
+    assert proc.stderr.strip() == (
+        "referee compare: referee compare: no baseline; give --baseline FILE or "
+        '[compare] baseline = "FILE"'
+    )
+
+
+# -- the paired schedule ------------------------------------------------------------------------
+
+
+def test_pairs_share_deal_seats_and_opponents_and_the_seat_rotates(tmp_path: Path) -> None:
+    config = load_compare(None, flags(tmp_path, opponents=[RANDOM, MINIMAL, MINIMAL], table_size=3))
+    key = DealKey.from_hex("ab" * 32)
+    plans = [plan_pair(config, key, d) for d in range(30)]
+    names = {b.name for b in config.opponents}
+    for d, plan in enumerate(plans):
+        assert plan.seed == key.match_seed(d)
+        assert plan.seat == d % config.table_size
+        c, b = plan.seating(config.candidate.name), plan.seating(config.baseline.name)
+        assert c[plan.seat] == config.candidate.name and b[plan.seat] == config.baseline.name
+        assert [x for i, x in enumerate(c) if i != plan.seat] == list(plan.opponents)
+        assert [x for i, x in enumerate(b) if i != plan.seat] == list(plan.opponents)
+        assert set(plan.opponents) <= names and len(set(plan.opponents)) == 2
+    # Every opponent is drawn, in more than one seat order.
+    assert {o for p in plans for o in p.opponents} == names
+    assert len({p.opponents for p in plans}) > 3
+    # The same seed and key give the same plans; another seed other opponents, same deals.
+    assert [plan_pair(config, key, d) for d in range(30)] == plans
+    other = load_compare(
+        None, flags(tmp_path, opponents=[RANDOM, MINIMAL, MINIMAL], table_size=3, seed=2)
+    )
+    replans = [plan_pair(other, key, d) for d in range(30)]
+    assert [p.seed for p in replans] == [p.seed for p in plans]
+    assert [p.opponents for p in replans] != [p.opponents for p in plans]
+
+
+def test_the_store_keeps_the_deal_key_and_refuses_changed_settings(tmp_path: Path) -> None:
+    config = load_compare(None, flags(tmp_path))
+    store = CompareStore(config.database)
+    try:
+        resumed, key = store.open_run(config)
+        assert not resumed
+        assert store.open_run(config) == (True, key)
+        changed = load_compare(None, flags(tmp_path, sprt=["upper=7"]))
+        with pytest.raises(CompareRefused, match=r"sprt\.upper: 5\.0 -> 7\.0"):
+            store.open_run(changed)
+    finally:
+        store.close()
+    assert config.database.stat().st_mode & 0o077 == 0  # it holds the secret key
+
+
+# -- real bots -----------------------------------------------------------------------------------
+
+
+@pytest.mark.timeout(180)
+def test_heuristic_against_random_accepts_h1_within_a_few_dozen_pairs(tmp_path: Path) -> None:
+    config = load_compare(None, flags(tmp_path, parallel=2, sprt=["upper=20", "min_pairs=10"]))
+    seen: list[int] = []
+    outcome = asyncio.run(run_compare(config, on_progress=lambda v, m: seen.append(v.pairs)))
+    assert outcome.verdict.decision == H1 and outcome.exit_status == 0
+    assert 10 <= outcome.verdict.pairs <= 36
+    assert seen == sorted(seen) and seen[-1] == outcome.verdict.pairs
+    s = outcome.summary
+    assert s["score_diff"]["mean"] > 5.0 and s["share_won"] > 0.5
+    assert s["deals_won"] + s["deals_drawn"] + s["deals_lost"] == s["pairs"]
+    for name in ("compare.json", "pairs.csv", "results.csv", "report.html"):
+        assert outcome.exports[name].stat().st_size > 0
+    assert json.loads((config.out / "compare.json").read_text()) == s
+    records = sorted((config.out / "matches").glob("*.jsonl"))
+    assert len(records) == s["matches"] >= 2 * s["pairs"]
+    assert "H1 accepted" in (config.out / "report.html").read_text()
+    # Started again, a decided comparison plays nothing and says the same.
+    again = asyncio.run(run_compare(config))
+    assert again.played_now == 0 and again.summary == s
+
+
+@pytest.mark.timeout(180)
+def test_random_against_a_copy_of_itself_accepts_h0(tmp_path: Path) -> None:
+    config = load_compare(
+        None,
+        flags(
+            tmp_path,
+            candidate=RANDOM,
+            baseline=RANDOM,
+            opponents=[MINIMAL, MINIMAL],
+            parallel=2,
+            sprt=["lower=0", "upper=40", "min_pairs=10"],
+        ),
+    )
+    assert config.baseline.name == "random-2"
+    outcome = asyncio.run(run_compare(config))
+    assert outcome.verdict.decision == H0 and exit_status(outcome.verdict) == 1
+    assert abs(outcome.summary["score_diff"]["mean"]) < 40
+
+
+@pytest.mark.timeout(120)
+def test_a_fixed_size_comparison_plays_exactly_its_matches_and_streams_json_lines(
+    tmp_path: Path,
+) -> None:
+    out = tmp_path / "fixed"
+    proc = subprocess.run(
+        [
+            sys.executable, "-m", "referee.cli", "compare",
+            "--candidate", HEURISTIC, "--baseline", RANDOM,
+            "--opponent", MINIMAL, "--opponent", MINIMAL,
+            "--matches", "6", "--parallel", "2", "--out", str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=100,
+    )  # fmt: skip
+    assert proc.returncode in (0, 1, 2), proc.stderr
+    lines = [json.loads(x) for x in proc.stderr.splitlines() if x.startswith("{")]
+    assert [x["pairs"] for x in lines] == [1, 2, 3]
+    assert lines[-1]["verdict"] in ("better", "worse", "no difference")
+    assert "llr" not in lines[-1]
+    summary = json.loads((out / "compare.json").read_text())
+    assert summary["pairs"] == 3 and summary["matches"] == 6 and summary["test"] is None
+    expected = {"better": 0, "worse": 1, "no difference": 2}[summary["verdict"]]
+    assert proc.returncode == expected
+    assert "score difference per match" in proc.stdout
+
+
+@pytest.mark.timeout(240)
+def test_kill_9_then_resume_keeps_finished_pairs_and_completes(tmp_path: Path) -> None:
+    out = tmp_path / "killed"
+    cmd = [
+        sys.executable, "-m", "referee.cli", "compare",
+        "--candidate", RANDOM, "--baseline", RANDOM,
+        "--opponent", MINIMAL, "--opponent", MINIMAL,
+        "--sprt", "upper=40", "min_pairs=10", "--parallel", "2", "--out", str(out),
+    ]  # fmt: skip
+    db = out / "compare.db"
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while _finished(db) < 4:
+        assert proc.poll() is None, "the comparison ended before it could be killed"
+        assert time.monotonic() < deadline, "no match finished in time"
+        time.sleep(0.05)  # polling the database for a condition, not waiting out a race
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=30)
+    before = _finished_at(db)
+    assert 4 <= len(before) < 20
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=200)
+    assert done.returncode in (0, 1), done.stderr  # decided, not capped
+    after = _finished_at(db)
+    assert all(after[i] == t for i, t in before.items()), "a finished match was played again"
+    summary = json.loads((out / "compare.json").read_text())
+    assert summary["verdict"] in (H0, H1) and summary["pairs"] >= 10
+    assert all(2 * d in after and 2 * d + 1 in after for d in range(summary["pairs"]))
+    assert summary["matches"] == len(after)
+
+
+def _finished(db: Path) -> int:
+    if not db.exists():
+        return 0
+    with sqlite3.connect(db) as con:
+        try:
+            row = con.execute(
+                "SELECT COUNT(*) FROM compare_matches WHERE status = 'finished'"
+            ).fetchone()
+        except sqlite3.OperationalError:  # the tables do not exist yet
+            return 0
+        return int(row[0])
+
+
+def _finished_at(db: Path) -> dict[int, float]:
+    with sqlite3.connect(db) as con:
+        return dict(
+            con.execute(
+                "SELECT idx, finished_at FROM compare_matches WHERE status = 'finished'"
+            ).fetchall()
+        )
+
+
+# -- bounds in Elo -------------------------------------------------------------------------------
+
+
+def test_elo_bounds_test_the_share_of_opponents_beaten(tmp_path: Path) -> None:
+    config = load_compare(None, flags(tmp_path, sprt=["elo0=0", "elo1=50", "min_pairs=5"]))
+    assert config.metric == "share" and config.elo == (0.0, 50.0)
+    assert config.sprt is not None and config.sprt.lower == 0.0
+    assert config.sprt.upper == pytest.approx(1 / (1 + 10 ** (-50 / 400)) - 0.5)
+    assert share_for_elo(-80.0) == pytest.approx(-share_for_elo(80.0))
+    # Small differences: ln 10 / 1600 of a share per Elo point.
+    assert share_for_elo(1.0) == pytest.approx(math.log(10) / 1600, rel=1e-3)
+    for words, message in (
+        (["elo0=0", "elo1=50", "upper=3"], "either as lower/upper"),
+        (["elo1=50"], "give both elo0 and elo1"),
+        (["elo0=0", "elo1=5000"], "elo1 = 5000.0 is not allowed"),
+    ):
+        with pytest.raises(CompareConfigError, match=message):
+            load_compare(None, flags(tmp_path, sprt=words))
+    # The candidate beats both opponents or one, the baseline one or none, in turn.
+    strong = load_compare(None, flags(tmp_path, sprt=["elo0=0", "elo1=300", "min_pairs=5"]))
+    finished: dict[int, list[SeatRow]] = {}
+    for deal in range(40):
+        for idx, bot, place in ((2 * deal, "heuristic", 1), (2 * deal + 1, "random", 3)):
+            place = place + deal % 2 * (1 if place == 1 else -1)
+            others = [p for p in (1, 2, 3) if p != place]
+            finished[idx] = [
+                SeatRow(idx, 0, bot, 0, place, False, 0),
+                SeatRow(idx, 1, "random-2", 0, others[0], False, 0),
+                SeatRow(idx, 2, "minimal", 0, others[1], False, 0),
+            ]
+    pairs = pairs_from(strong, finished)
+    assert [p.share_diff for p in pairs] == [1.0, 0.0] * 20
+    verdict = judge(strong, pairs)
+    assert strong.sprt is not None
+    assert (verdict.decision, verdict.pairs) == first_verdict(strong.sprt, [1.0, 0.0] * 20)
+    assert verdict.decision == H1 and verdict.pairs < 40
+
+
+def test_share_beaten_counts_shared_places_half_and_ties_forfeits() -> None:
+    rows = [
+        SeatRow(0, 0, "a", 0, 2, False, 0),
+        SeatRow(0, 1, "b", 0, 2, False, 0),
+        SeatRow(0, 2, "c", 0, 3, True, 0),
+        SeatRow(0, 3, "d", 0, 4, True, 0),
+    ]
+    assert share_beaten(rows, "a") == pytest.approx((0.5 + 1 + 1) / 3)
+    assert share_beaten(rows, "c") == pytest.approx(0.5 / 3)  # the forfeits tie
+
+
+def test_an_unusable_store_is_refused_in_one_line(tmp_path: Path) -> None:
+    (tmp_path / "out").write_text("a file where the folder should be")
+    config = load_compare(None, flags(tmp_path))
+    with pytest.raises(CompareRefused, match="cannot open the comparison's database") as info:
+        CompareStore(config.database)
+    assert "\n" not in str(info.value)

@@ -1,0 +1,354 @@
+"""The web pages in a real browser: Debian's Chromium driven by Playwright, against a real
+``referee serve`` (and ``referee web``) with sample bot processes, over 127.0.0.1 only.
+
+The standings show every bot and update after a match; the viewer steps through a
+finished match and shows each trick's cards as recorded; a running match appears on the
+spectator table, advances, and shows no card that was not public yet; a bot named as
+markup renders as text. Every page leaves a screenshot in test-artifacts/web/.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import urllib.parse
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from leaguekit import ADMIN, REFEREE, ROOT, SAMPLES, Serve, bots, finished, wait_for
+from webkit import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, get_json, have_chromium, web_league
+
+from referee.record import read_record
+from sticheln.v1 import league_pb2
+
+pytestmark = pytest.mark.skipif(
+    not have_chromium(), reason="needs Debian's chromium and playwright"
+)
+
+LEAGUE = "webview"
+XSS = "<img src=x onerror=alert(1)>"
+
+
+class Browser:
+    """One Chromium page that may reach 127.0.0.1 only; it records what it was refused,
+    every dialog (none may open) and every script error."""
+
+    def __init__(self, playwright: Any) -> None:
+        self.browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        self.context = self.browser.new_context(viewport={"width": 1280, "height": 900})
+        self.refused: list[str] = []
+        self.dialogs: list[str] = []
+        self.errors: list[str] = []
+        self.context.route("**/*", self._route)
+        self.page = self.context.new_page()
+        self.page.on("dialog", self._dialog)
+        self.page.on("pageerror", lambda e: self.errors.append(str(e)))
+        self.page.set_default_timeout(30_000)
+
+    def _route(self, route: Any) -> None:
+        host = urllib.parse.urlsplit(route.request.url).hostname
+        if host in ("127.0.0.1", "::1"):
+            route.continue_()
+        else:
+            self.refused.append(route.request.url)
+            route.abort()
+
+    def _dialog(self, dialog: Any) -> None:
+        self.dialogs.append(dialog.message)
+        dialog.dismiss()
+
+    def screenshot(self, name: str) -> None:
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        self.page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
+
+    def wait_until(self, predicate: str, timeout: float = 30, what: str = "") -> None:
+        """Poll a JavaScript function until it returns true (the pages' CSP forbids
+        Playwright's own polling, which evaluates strings)."""
+        wait_for(lambda: self.page.evaluate(predicate), timeout, what or predicate, every=0.05)
+
+    def check_clean(self) -> None:
+        assert self.refused == [], f"the pages asked for other hosts: {self.refused}"
+        assert self.dialogs == [], f"a dialog opened: {self.dialogs}"
+        assert self.errors == [], f"script errors: {self.errors}"
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = Browser(p)
+        try:
+            yield b
+        finally:
+            b.browser.close()
+
+
+class League:
+    def __init__(self, serve: Serve, url: str, out: Path) -> None:
+        self.serve, self.url, self.out = serve, url, out
+
+    def finished(self) -> list[dict[str, Any]]:
+        return finished(self.out / "league.db", LEAGUE)
+
+    def record(self, match_id: str) -> list[dict[str, Any]]:
+        return list(read_record(self.out / "matches" / f"{match_id}.jsonl"))
+
+
+@pytest.fixture(scope="module")
+def league(tmp_path_factory: pytest.TempPathFactory) -> Iterator[League]:
+    tmp = tmp_path_factory.mktemp("web-browser")
+    table = {"name": LEAGUE, "table_size": 3, "parallel": 1}
+    with web_league(tmp, table) as (serve, url), bots(serve.address, tmp) as b:
+        for kind, name, think in (
+            ("heuristic", "heur", 0),
+            ("random", "rand", 0),
+            ("slow", "slow", 120),
+        ):
+            b.start(kind, name, serve.register(name), think_ms=think)
+        # Names are restricted in a league; a description is free text.
+        serve.league.RegisterBot(
+            league_pb2.RegisterBotRequest(name="described", owner=XSS, description=XSS),
+            metadata=ADMIN,
+            timeout=10,
+        )
+        lg = League(serve, url, tmp / "out")
+        wait_for(lambda: len(lg.finished()) >= 1, 120, "a finished match")
+        yield lg
+
+
+def test_standings_show_every_bot_and_update_after_a_match(
+    browser: Browser, league: League
+) -> None:
+    page = browser.page
+    page.goto(f"{league.url}/")
+    page.wait_for_selector("#standings tbody tr")
+    page.evaluate("window.sameDocument = true")
+    shown = page.eval_on_selector_all("#standings tbody tr", "rows => rows.map(r => r.dataset.bot)")
+    assert sorted(shown) == ["heur", "rand", "slow"]
+    count = int(page.get_attribute("#standings-meta", "data-matches") or 0)
+    before = len(league.finished())
+    # No reload: the page follows the league's updates by itself.
+    browser.wait_until(
+        f"() => Number(document.querySelector('#standings-meta').dataset.matches) > {count}",
+        60,
+        "the standings to count a new match",
+    )
+    assert page.evaluate("window.sameDocument") is True
+    assert len(league.finished()) > before or count < before
+    cells = page.eval_on_selector_all(
+        "#standings tbody tr", "rows => rows.map(r => r.querySelector('.live-elo').textContent)"
+    )
+    assert all(c != "–" for c in cells)
+    assert page.locator("#ratings-chart .errorbar").count() == 3
+    browser.screenshot("standings")
+    browser.check_clean()
+
+
+def test_the_viewer_steps_through_a_finished_match_as_recorded(
+    browser: Browser, league: League
+) -> None:
+    match_id = league.finished()[0]["match_id"]
+    lines = league.record(match_id)
+    seating = lines[0]["seating"]
+    n = len(seating)
+    page = browser.page
+    page.goto(f"{league.url}/match?id={match_id}")
+    page.wait_for_selector("#trick")
+    assert page.text_content("#step-label") == "Round 1 · the deal"
+    hands = page.eval_on_selector_all(
+        ".seat [data-hand]",
+        "hs => hs.map(h => [...h.querySelectorAll('[data-card]')].map(c => c.dataset.card))",
+    )
+    assert hands == lines[1]["hands"]
+    state = """() => {
+        const t = document.querySelector('#trick');
+        return {round: Number(t.dataset.round), trick: Number(t.dataset.trick),
+                cards: [...t.querySelectorAll('.played')].map(p => [Number(p.dataset.seat), p.querySelector('[data-card]').dataset.card]),
+                won: [...t.querySelectorAll('.played')].filter(p => p.querySelector('.won')).map(p => Number(p.dataset.seat)),
+                outcome: document.querySelector('#trick-outcome').textContent};
+    }"""
+    trick_number: dict[int, int] = {}
+    for line in lines:
+        if line["type"] == "round_start" and line["round"] > 0:
+            page.keyboard.press("ArrowRight")  # the next round's deal
+            assert page.evaluate(state)["trick"] == -1
+        if line["type"] != "trick":
+            continue
+        r = line["round"]
+        t = trick_number[r] = trick_number.get(r, -1) + 1
+        page.keyboard.press("ArrowRight")
+        shown = page.evaluate(state)
+        assert (shown["round"], shown["trick"]) == (r, t)
+        expected = [((line["leader"] + i) % n, c) for i, c in enumerate(line["cards"])]
+        assert [tuple(x) for x in shown["cards"]] == expected
+        if line["winner"] >= 0:
+            assert shown["won"] == [line["winner"]]
+            assert shown["outcome"].startswith(f"{seating[line['winner']]} wins")
+        else:
+            assert shown["won"] == [] and shown["outcome"].startswith("Nobody wins")
+        if t == 3 and r == 0:
+            browser.screenshot("viewer")
+    # The scores of every round, as recorded.
+    ends = [x["scores"] for x in lines if x["type"] == "round_end"]
+    rows = page.eval_on_selector_all(
+        "#scores tbody tr",
+        "rs => rs.map(r => [...r.querySelectorAll('td')].map(c => c.textContent))",
+    )
+    assert [[int(v) for v in row[1:]] for row in rows if row] == ends
+    # Back with the key, a round with the buttons, then play and pause.
+    page.keyboard.press("ArrowLeft")
+    assert page.evaluate(state)["trick"] == trick_number[len(ends) - 1] - 1
+    page.select_option("#round-select", "0")
+    assert page.text_content("#step-label") == "Round 1 · the deal"
+    page.click("#next")
+    assert page.text_content("#step-label") == f"Round 1 · trick 1 / {trick_number[0] + 1}"
+    page.click("#play")
+    browser.wait_until(
+        "() => document.querySelector('#step-label').textContent.includes('trick 3 ')"
+    )
+    page.click("#play")
+    paused = page.text_content("#step-label")
+    page.wait_for_timeout(1500)  # a playing viewer would have moved on by now
+    assert page.text_content("#step-label") == paused
+    download = page.get_attribute("#download", "href")
+    assert download == f"/api/matches/{match_id}/record.jsonl"
+    browser.check_clean()
+
+
+def test_a_running_match_appears_on_the_spectator_table_and_advances(
+    browser: Browser, league: League
+) -> None:
+    page = browser.page
+    for _attempt in range(3):
+        running = wait_for(
+            lambda: get_json(f"{league.url}/api/matches")["running"], 60, "a running match"
+        )[0]["match_id"]
+        page.goto(f"{league.url}/matches")
+        page.wait_for_selector(f'#running tr[data-match="{running}"]')
+        browser.screenshot("matches")
+        page.click(f'#running tr[data-match="{running}"] a')
+        page.wait_for_selector("#live-badge, #step-label")
+        if page.locator("#live-badge").count():
+            break
+        # It finished between the list and the click: the viewer opened; take the next one.
+    else:
+        raise AssertionError("no running match stayed running long enough to be opened")
+    snapshot = """() => ({
+        events: Number(document.querySelector('#live-status').dataset.events || 0),
+        over: document.querySelector('#live-status').dataset.over === '1',
+        round: Number(document.querySelector('#trick')?.dataset.round ?? -1),
+        cards: [...document.querySelectorAll('#main [data-card]')].map(c => c.dataset.card),
+        hands: document.querySelectorAll('[data-hand]').length,
+    })"""
+    seen: list[dict[str, Any]] = []
+    first = page.evaluate(snapshot)
+    # It advances: more events arrive while the page stays open.
+    while True:
+        s = page.evaluate(snapshot)
+        seen.append(s)
+        if s["over"] or s["events"] >= first["events"] + 20:
+            break
+        page.wait_for_timeout(50)
+        assert len(seen) < 1200, "the spectator table did not advance"
+    assert seen[-1]["events"] > first["events"] or first["over"]
+    browser.screenshot("spectator")
+    wait_for(lambda: running in [m["match_id"] for m in league.finished()], 60, "the match's end")
+    lines = league.record(running)
+    played: dict[int, set[str]] = {}
+    picks: dict[int, set[str]] = {}
+    for x in lines:
+        if x["type"] == "play":
+            played.setdefault(x["round"], set()).add(x["card"])
+        elif x["type"] == "reveal":
+            picks[x["round"]] = {c for p in x["pain"] for c in p}
+    for s in seen:
+        assert s["hands"] == 0, "a hand was shown on the spectator table"
+        allowed = played.get(s["round"], set()) | picks.get(s["round"], set())
+        assert set(s["cards"]) <= allowed, f"cards not public yet: {set(s['cards']) - allowed}"
+    browser.check_clean()
+
+
+def test_bot_and_head_to_head_pages(browser: Browser, league: League) -> None:
+    page = browser.page
+    page.goto(f"{league.url}/head-to-head")
+    page.wait_for_selector("#matrix")
+    heads = page.eval_on_selector_all("#matrix thead th a", "as => as.map(a => a.textContent)")
+    assert heads == ["heur", "rand", "slow"]
+    browser.screenshot("head-to-head")
+    page.goto(f"{league.url}/bot?name=heur")
+    page.wait_for_selector("#recent")
+    assert page.text_content("#bot-name") == "heur"
+    assert page.locator("svg[aria-label='live Elo over matches'] polyline").count() == 1
+    browser.screenshot("bot")
+    page.goto(f"{league.url}/bot?name=described")
+    page.wait_for_selector("#bot-description")
+    assert page.text_content("#bot-description") == XSS
+    assert page.locator("img").count() == 0
+    browser.check_clean()
+
+
+def test_a_bot_named_as_markup_renders_as_text(browser: Browser, tmp_path: Path) -> None:
+    """A tournament with a bot named like an HTML tag, browsed with ``referee web``."""
+    bot = [sys.executable, str(SAMPLES / "python" / "random_bot.py")]
+    tour = tmp_path / "t.toml"
+    tour.write_text(
+        "\n".join(
+            [
+                "[tournament]",
+                'name = "xss"',
+                "table_size = 3",
+                "matches_per_table = 1",
+                "parallel = 1",
+                'out = "out"',
+                "[clock]",
+                "decision_ms = 2000",
+                *(
+                    f"[[bots]]\nname = {json.dumps(name)}\ncommand = {json.dumps(bot)}"
+                    for name in (XSS, "plain", "other")
+                ),
+            ]
+        )
+        + "\n",
+        encoding="utf-8",
+    )
+    done = subprocess.run(
+        [*REFEREE, "tournament", str(tour)], capture_output=True, text=True, timeout=300, cwd=ROOT
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    web = subprocess.Popen(
+        [*REFEREE, "web", str(tmp_path / "out"), "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+    )
+    try:
+        assert web.stdout is not None
+        line = web.stdout.readline()
+        assert line.startswith("web on http://127.0.0.1:"), line + (
+            web.stderr.read() if web.stderr else ""
+        )
+        url = line.split(" ", 2)[2].strip().rstrip("/")
+        page = browser.page
+        match_id = get_json(f"{url}/api/matches")["finished"][0]["match_id"]
+        pages = {
+            "xss-standings": ("/", "#standings"),
+            "xss-bot": (f"/bot?name={urllib.parse.quote(XSS)}", "#recent"),
+            "xss-head-to-head": ("/head-to-head", "#matrix"),
+            "xss-matches": ("/matches", "#finished"),
+            "xss-viewer": (f"/match?id={match_id}", "#trick"),
+        }
+        for name, (path, ready) in pages.items():
+            page.goto(url + path)
+            page.wait_for_selector(ready)
+            assert XSS in page.inner_text("#main"), name
+            assert page.locator("img").count() == 0, name
+            browser.screenshot(name)
+        browser.check_clean()
+    finally:
+        web.terminate()
+        web.wait(10)

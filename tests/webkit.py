@@ -1,0 +1,104 @@
+"""Test helpers for the web pages: a real ``referee serve`` with its web port, plain HTTP
+requests over 127.0.0.1, and Debian's Chromium driven by Playwright.
+
+Not a test module: the web tests import it. Every wait has a deadline.
+"""
+
+from __future__ import annotations
+
+import json
+import queue
+import shutil
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from leaguekit import Serve, serving, write_config
+
+CHROMIUM = "/usr/bin/chromium"
+#: Chromium started so that it reaches no host but the one the test names: no background
+#: networking, updates, sync or first-run requests.
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+    "--disable-sync",
+    "--disable-quic",
+]
+ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts" / "web"
+
+
+def have_chromium() -> bool:
+    """Debian's Chromium and the Playwright package are both installed."""
+    try:
+        import playwright  # noqa: F401
+    except ImportError:
+        return False
+    return shutil.which(CHROMIUM) is not None
+
+
+@dataclass
+class Reply:
+    status: int
+    headers: dict[str, str]
+    body: bytes
+
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+
+def request(url: str, method: str = "GET", timeout: float = 10) -> Reply:
+    """One HTTP request; any status comes back as a :class:`Reply`."""
+    req = urllib.request.Request(url, method=method)
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as r:
+            return Reply(r.status, dict(r.headers.items()), r.read())
+    except urllib.error.HTTPError as exc:
+        return Reply(exc.code, dict(exc.headers.items()), exc.read())
+
+
+def get_json(url: str) -> Any:
+    reply = request(url)
+    assert reply.status == 200, f"GET {url}: {reply.status} {reply.body[:300]!r}"
+    return reply.json()
+
+
+def sse_events(url: str, count: int, timeout: float = 30) -> list[dict[str, Any]]:
+    """The first ``count`` data events of a Server-Sent Events stream (fewer if it ends)."""
+    out: list[dict[str, Any]] = []
+    with urllib.request.urlopen(url, timeout=timeout) as r:
+        assert r.headers["Content-Type"].startswith("text/event-stream")
+        for raw in r:
+            line = raw.decode().rstrip("\n")
+            if line.startswith("event: close"):
+                break
+            if line.startswith("data: "):
+                out.append(json.loads(line[6:]))
+                if len(out) >= count:
+                    break
+    return out
+
+
+@contextmanager
+def web_league(
+    tmp: Path,
+    league: dict[str, Any],
+    rules: dict[str, Any] | None = None,
+    clock: dict[str, int] | None = None,
+) -> Iterator[tuple[Serve, str]]:
+    """A ``referee serve`` with its web pages on a free port: the process and the base URL."""
+    config = write_config(tmp / "league.toml", {**league, "web_port": 0}, rules, clock)
+    with serving(config, tmp / "serve.log") as serve:
+        try:
+            line = serve.lines.get(timeout=30)
+        except queue.Empty:
+            raise AssertionError(f"no web address printed; log: {serve.tail()}") from None
+        assert line.startswith("web on http://127.0.0.1:"), line
+        yield serve, line.split(" ", 2)[2].strip().rstrip("/")

@@ -24,6 +24,7 @@ from bots.harness import (
 )
 
 from referee.bots import BotConfigError, BotProcess, bot_from_table
+from referee.league.config import league_from_table
 from referee.pool import await_handshake, start_bot
 from referee.sandbox import (
     SOCKET_DIR,
@@ -394,3 +395,19 @@ def test_a_sandboxed_bot_is_sent_sigterm_before_it_is_killed(tmp_path: Path) -> 
     assert notes == ["sigterm"]
     assert process.describe_exit() == "exited with status 143"  # its own exit, after SIGTERM
     assert_no_processes(marker)
+
+
+def test_a_league_file_chooses_the_sandbox(tmp_path: Path) -> None:
+    def league(sandbox: object) -> str:
+        config = league_from_table(
+            {"league": {"name": "l", "seed": 1}, "sandbox": sandbox},
+            tmp_path,
+            tmp_path / "league.toml",
+            {"STICHELN_ADMIN_TOKEN": "x" * 32},
+        )
+        return config.sandbox
+
+    assert league({}) == "bubblewrap"
+    assert league({"mode": "none"}) == "none"
+    with pytest.raises(ConfigError, match=r"\[sandbox\] mode = 'off' is not allowed"):
+        league({"mode": "off"})

@@ -197,6 +197,8 @@ class BotProcess:
         self._after_exit: asyncio.Future[None] | None = None
         #: The process is bubblewrap, with the bot inside its sandbox.
         self.sandboxed = False
+        #: The path of the Unix socket made for this process ("" when it dials TCP).
+        self.origin = ""
         _LIVE.add(self)
 
     @classmethod

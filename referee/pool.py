@@ -89,7 +89,7 @@ async def start_bot(
         for slot in slots:
             slot.origin = socket.origin
         policy = sandbox.policy(spec.workdir, spec.read, socket.folder)
-        return await BotProcess.start(
+        process = await BotProcess.start(
             spec,
             SOCKET_ADDRESS,
             token,
@@ -98,6 +98,8 @@ async def start_bot(
             policy=policy,
             on_exit=socket.close,
         )
+        process.origin = socket.origin
+        return process
     except BaseException:
         await socket.close()
         raise

@@ -378,18 +378,20 @@ class RefereeServicer:
                 context,
                 grpc.StatusCode.DEADLINE_EXCEEDED,
                 f"no Hello within {self.handshake_timeout:g} s of opening the stream",
+                origin,
             )
             return
         if first is _EOF:
             return
         if isinstance(first, Oversized):
-            await _refuse(context, grpc.StatusCode.RESOURCE_EXHAUSTED, first.detail)
+            await _refuse(context, grpc.StatusCode.RESOURCE_EXHAUSTED, first.detail, origin)
             return
         if isinstance(first, Malformed) or first.WhichOneof("kind") != "hello":
             await _refuse(
                 context,
                 grpc.StatusCode.INVALID_ARGUMENT,
                 "the first message on a stream must be a Hello",
+                origin,
             )
             return
         hello = first.hello
@@ -402,7 +404,7 @@ class RefereeServicer:
             try:
                 slot = self.lobby.admit(hello)
             except Refused as exc:
-                await _refuse(context, exc.code, exc.message)
+                await _refuse(context, exc.code, exc.message, origin)
                 return
             try:
                 await self._serve(slot, hello, context, self.lobby)
@@ -415,6 +417,7 @@ class RefereeServicer:
                 context,
                 grpc.StatusCode.UNAUTHENTICATED,
                 f"{what}: send the token the referee gave this seat (STICHELN_TOKEN) in Hello.token",
+                origin,
             )
             return
         await self._serve(slot, hello, context)
@@ -436,6 +439,7 @@ class RefereeServicer:
                 grpc.StatusCode.FAILED_PRECONDITION,
                 f"protocol version {hello.protocol_version} is not supported: this referee speaks "
                 f"version {PROTOCOL_VERSION} (sticheln.v1); set Hello.protocol_version = {PROTOCOL_VERSION}",
+                slot.origin,
             )
             return
         if slot.stream is not None:
@@ -443,6 +447,7 @@ class RefereeServicer:
                 context,
                 grpc.StatusCode.ALREADY_EXISTS,
                 f"seat {slot.seat} of match {slot.match_id} already has a stream; one stream per seat",
+                slot.origin,
             )
             return
         stream = SeatStream(context, hello)
@@ -499,11 +504,15 @@ class RefereeServicer:
 
 
 async def _refuse(
-    context: grpc.aio.ServicerContext[Any, Any], code: grpc.StatusCode, message: str
+    context: grpc.aio.ServicerContext[Any, Any],
+    code: grpc.StatusCode,
+    message: str,
+    origin: str = "",
 ) -> None:
     """End a stream with a status the bot author can act on; a bot the referee started
-    has the reason noted, for its seat's handshake fault."""
-    blame(context.peer(), f"the stream was refused with {code.name}: {message}")
+    has the reason noted, for its seat's handshake fault (found by its own socket,
+    ``origin``, or by the stream's TCP peer)."""
+    blame(context.peer(), f"the stream was refused with {code.name}: {message}", origin)
     await context.abort(code, message)
 
 

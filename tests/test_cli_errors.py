@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from bots.harness import BOTS_DIR, assert_no_processes, bot_table, new_marker, toml_text
+from bots.harness import assert_no_processes, bot_table, new_marker, toml_text
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -66,6 +66,10 @@ def test_replay_into_a_closed_pipe_ends_quietly(tmp_path: Path, marker: str) -> 
 def _check_bot(
     mode: str, tmp_path: Path, marker: str, **env: str
 ) -> subprocess.CompletedProcess[str]:
+    # A bot file carries the bot's environment: a started bot gets none of the referee's.
+    table = bot_table("handshake_bot.py", marker, name="handshake", env={"MODE": mode, **env})
+    path = tmp_path / "handshake.toml"
+    path.write_text(toml_text(table))
     return referee(
         "check-bot",
         "--scenario",
@@ -74,11 +78,8 @@ def _check_bot(
         "3000",
         "--out",
         tmp_path / "check",
-        "--",
-        sys.executable,
-        str(BOTS_DIR / "handshake_bot.py"),
-        f"--marker={marker}",
-        env={"MODE": mode, **env},
+        "--bot",
+        path,
     )
 
 

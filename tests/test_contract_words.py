@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from bots.harness import BOTS_DIR, assert_no_processes, new_marker, run
+from bots.harness import BOTS_DIR, assert_no_processes, collect_reports, new_marker, run
 
 from referee.bots import BotSpec
 from referee.league.registry import NAME, BotRegistry, RegistryError
@@ -44,6 +44,7 @@ def test_a_pooled_stream_is_welcomed_without_a_seat_or_a_match(tmp_path: Path) -
             await server.stop(0.2)
 
     run(lend())
+    collect_reports(tmp_path)
     welcomes = [
         bot_pb2.RefereeMessage.FromString(base64.b64decode(line)).welcome.message
         for line in capture.read_text().splitlines()

@@ -278,6 +278,8 @@ class BotProcess:
         code = self.proc.returncode
         if code is None:
             return "still running"
+        if self.sandboxed and code > 128:
+            code = 128 - code  # bubblewrap exits with 128 + the signal that killed the bot
         if code < 0:
             try:
                 return f"killed by {signal.Signals(-code).name}"

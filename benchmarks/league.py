@@ -51,20 +51,23 @@ here). Other load on the machine lowers decisions/s and raises the latency.
 
 With ``--watchers N`` the league also serves its web pages (``web_port``), and the window
 is measured in four equal parts, without, with, with and without N live viewers (an
-A-B-B-A order, so that a drift of the machine's load falls on both sides). A viewer is
-a thread of this process holding a Server-Sent Events stream of a running match
+A-B-B-A order, so that a drift of the machine's load falls on both sides). A viewer is a
+thread of this process holding a Server-Sent Events stream of a running match
 (``/api/matches/{id}/live``; viewer i takes the i-th newest running match, so that most
-watch a match from near its start, and when it ends takes another), reading every
-event. All along (with and without viewers, so that the parts differ by the viewers
-alone) one more thread calls the pages' API routes in turn, ``--api-rate`` calls a second (the standings,
-the matches, the bots, a bot, head to head, a finished match's viewer document), timing
-each call from request to the last byte. It prints decisions/s without and with viewers
-and the cost in percent, the API calls' p50, p99 and max, the referee's CPU in each
-part, the CPU of the viewers themselves (this process: on a small machine they take CPU
-from the league too) and the CPU stolen by the host in each part (``machine.py``). Targets: the viewers cost at most 10% of the decisions/s,
-and an API call answers in under 50 ms at p99. The last line is then
-``watchers=<n> decisions_per_s_without=<a> decisions_per_s_with=<b> cost_percent=<c>
-api_p99_ms=<d> steal_percent=<e>``.
+watch a match from near its start, and when it ends takes another), reading every event.
+All along (with and without viewers, so that the parts differ by the viewers alone) one
+more thread calls the pages' API routes in turn, ``--api-rate`` calls a second (the
+standings, the matches, the bots, a bot, head to head, a finished match's viewer
+document), timing each call from request to the last byte. It prints decisions/s without
+and with viewers and the cost in percent, the referee's CPU per decision without and with
+viewers (a figure that other processes on the machine disturb less than decisions/s: they
+take CPU from the referee, not add to what a decision costs), the API calls' p50, p99 and
+max, the referee's CPU in each part, the CPU of the viewers themselves (this process: on a
+small machine they take CPU from the league too) and the CPU stolen by the host in each
+part (``machine.py``). Targets: the viewers cost at most 10% of the decisions/s, and an
+API call answers in under 50 ms at p99. The last line is then ``watchers=<n>
+decisions_per_s_without=<a> decisions_per_s_with=<b> cost_percent=<c> api_p99_ms=<d>
+steal_percent=<e> cpu_per_decision_percent=<f>``.
 
 The figures of every run are printed, then their medians (``--runs``, default 1); the last
 line is exactly ``bots=<n> matches_per_s=<a> decisions_per_s=<b> peak_rss_mb=<c> p99_us=<d>``
@@ -168,6 +171,16 @@ class Watch:
     referee_with: list[float]
     audience_cores: list[float]
     follows: int = 0
+    #: (decisions, referee CPU seconds) summed over the parts without and with viewers.
+    cpu_without: tuple[float, float] = (0.0, 0.0)
+    cpu_with: tuple[float, float] = (0.0, 0.0)
+
+    @property
+    def us_per_decision(self) -> tuple[float, float]:
+        """The referee's CPU per decision without and with viewers, in µs: unlike
+        decisions/s, it does not depend on how much CPU other processes left it."""
+        a, b = self.cpu_without, self.cpu_with
+        return (1e6 * a[1] / a[0] if a[0] else math.nan, 1e6 * b[1] / b[0] if b[0] else math.nan)
 
     @property
     def rate_without(self) -> float:
@@ -333,9 +346,16 @@ def _watch_windows(
             if watched:
                 watch.audience_cores.append((time.process_time() - own0) / elapsed)
             measured += elapsed
-            rate = (
-                after["sticheln_decisions_total"] - before["sticheln_decisions_total"]
-            ) / elapsed
+            decisions = after["sticheln_decisions_total"] - before["sticheln_decisions_total"]
+            rate = decisions / elapsed
+            spent = (decisions, cores * elapsed)
+            if watched:
+                watch.cpu_with = (watch.cpu_with[0] + spent[0], watch.cpu_with[1] + spent[1])
+            else:
+                watch.cpu_without = (
+                    watch.cpu_without[0] + spent[0],
+                    watch.cpu_without[1] + spent[1],
+                )
             (watch.with_viewers if watched else watch.without).append(rate)
             (watch.steal_with if watched else watch.steal_without).append(steal.percent())
             if watched:
@@ -678,6 +698,11 @@ def _watch_report(watches: list[Watch]) -> dict[str, bool]:
             f"{statistics.fmean(w.referee_with):.2f} with; the viewers and the API caller "
             f"(this process) {statistics.fmean(w.audience_cores):.2f} cores"
         )
+        cpu_a, cpu_b = w.us_per_decision
+        print(
+            f"run {n} referee CPU per decision: {cpu_a:.0f} µs without viewers, {cpu_b:.0f} µs "
+            f"with ({100 * (cpu_b / cpu_a - 1):+.1f}%)"
+        )
         print(
             f"run {n} API: {len(w.api_ms)} calls, p50 {w.api(0.5):.1f} ms, p99 "
             f"{w.api(0.99):.1f} ms, max {w.api(1.0):.1f} ms, errors {w.api_errors}; CPU stolen "
@@ -687,6 +712,7 @@ def _watch_report(watches: list[Watch]) -> dict[str, bool]:
     warning = loaded_warning([p for w in watches for p in (*w.steal_with, *w.steal_without)])
     if warning:
         print(warning)
+    print(f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores at the end")
     cost = statistics.median(w.cost for w in watches)
     p99 = statistics.median(w.api(0.99) for w in watches)
     return {
@@ -816,7 +842,9 @@ def main() -> None:
             f"watchers={w.watchers} decisions_per_s_without={med(x.rate_without for x in watches):.0f} "
             f"decisions_per_s_with={med(x.rate_with for x in watches):.0f} "
             f"cost_percent={100 * med(x.cost for x in watches):.1f} "
-            f"api_p99_ms={med(x.api(0.99) for x in watches):.1f} steal_percent={steal:.1f}"
+            f"api_p99_ms={med(x.api(0.99) for x in watches):.1f} steal_percent={steal:.1f} "
+            f"cpu_per_decision_percent="
+            f"{med(100 * (x.us_per_decision[1] / x.us_per_decision[0] - 1) for x in watches):.1f}"
         )
         return
     print(

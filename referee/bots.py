@@ -194,11 +194,11 @@ class BotProcess:
         #: Why a stream this process opened was refused, when the server could tell
         #: (:mod:`referee.peers`); "" otherwise.
         self.refusal = ""
+        #: The Unix socket made for this process alone (a sandboxed bot), else "".
+        self.origin = ""
         self._after_exit: asyncio.Future[None] | None = None
         #: The process is bubblewrap, with the bot inside its sandbox.
         self.sandboxed = False
-        #: The path of the Unix socket made for this process ("" when it dials TCP).
-        self.origin = ""
         _LIVE.add(self)
 
     @classmethod

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import itertools
 import math
 import os
@@ -371,27 +372,26 @@ class RefereeServicer:
     ) -> None:
         """One bot stream for one seat, opened on the TCP port (``origin`` "") or on the
         Unix socket ``origin`` of one started bot process."""
+        refuse = functools.partial(_refuse, origin=origin)
         try:
             first = await asyncio.wait_for(context.read(), self.handshake_timeout)
         except TimeoutError:
-            await _refuse(
+            await refuse(
                 context,
                 grpc.StatusCode.DEADLINE_EXCEEDED,
                 f"no Hello within {self.handshake_timeout:g} s of opening the stream",
-                origin,
             )
             return
         if first is _EOF:
             return
         if isinstance(first, Oversized):
-            await _refuse(context, grpc.StatusCode.RESOURCE_EXHAUSTED, first.detail, origin)
+            await refuse(context, grpc.StatusCode.RESOURCE_EXHAUSTED, first.detail)
             return
         if isinstance(first, Malformed) or first.WhichOneof("kind") != "hello":
-            await _refuse(
+            await refuse(
                 context,
                 grpc.StatusCode.INVALID_ARGUMENT,
                 "the first message on a stream must be a Hello",
-                origin,
             )
             return
         hello = first.hello
@@ -404,7 +404,7 @@ class RefereeServicer:
             try:
                 slot = self.lobby.admit(hello)
             except Refused as exc:
-                await _refuse(context, exc.code, exc.message, origin)
+                await refuse(context, exc.code, exc.message)
                 return
             try:
                 await self._serve(slot, hello, context, self.lobby)
@@ -413,11 +413,10 @@ class RefereeServicer:
             return
         if slot is None:
             what = "no token" if not hello.token else "the token is not valid"
-            await _refuse(
+            await refuse(
                 context,
                 grpc.StatusCode.UNAUTHENTICATED,
                 f"{what}: send the token the referee gave this seat (STICHELN_TOKEN) in Hello.token",
-                origin,
             )
             return
         await self._serve(slot, hello, context)
@@ -439,7 +438,7 @@ class RefereeServicer:
                 grpc.StatusCode.FAILED_PRECONDITION,
                 f"protocol version {hello.protocol_version} is not supported: this referee speaks "
                 f"version {PROTOCOL_VERSION} (sticheln.v1); set Hello.protocol_version = {PROTOCOL_VERSION}",
-                slot.origin,
+                origin=slot.origin,
             )
             return
         if slot.stream is not None:
@@ -447,7 +446,7 @@ class RefereeServicer:
                 context,
                 grpc.StatusCode.ALREADY_EXISTS,
                 f"seat {slot.seat} of match {slot.match_id} already has a stream; one stream per seat",
-                slot.origin,
+                origin=slot.origin,
             )
             return
         stream = SeatStream(context, hello)
@@ -510,8 +509,8 @@ async def _refuse(
     origin: str = "",
 ) -> None:
     """End a stream with a status the bot author can act on; a bot the referee started
-    has the reason noted, for its seat's handshake fault (found by its own socket,
-    ``origin``, or by the stream's TCP peer)."""
+    has the reason noted, for its seat's handshake fault (``origin``: the Unix socket of
+    the one process the stream came from, or "" for the TCP port)."""
     blame(context.peer(), f"the stream was refused with {code.name}: {message}", origin)
     await context.abort(code, message)
 

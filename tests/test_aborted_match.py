@@ -25,6 +25,7 @@ from bots.harness import (
 
 from referee.record import replay
 from referee.rules import preset
+from referee.runner import Clock
 
 pytestmark = pytest.mark.timeout(150)
 
@@ -44,7 +45,11 @@ def test_a_match_with_one_seat_connected_is_aborted_and_nothing_is_dealt(
     broken = [
         bot("handshake_bot.py", marker, name=f"old{i}", env={"MODE": "version"}) for i in (1, 2)
     ]
-    result = run_match([broken[0], good, broken[1]], preset("sticheln", rounds=1), out_dir=tmp_path)
+    # The refused bots exit at once; the long start-up limit is for the good one.
+    clock = Clock(decision_ms=2000, startup_ms=30_000)
+    result = run_match(
+        [broken[0], good, broken[1]], preset("sticheln", rounds=1), out_dir=tmp_path, clock=clock
+    )
     assert result.aborted
     assert result.reason == "aborted: fewer than two seats connected (1 of 3)"
     lines = record_lines(result.record_path)
@@ -73,7 +78,7 @@ def test_a_tournament_retries_an_aborted_match_once_then_reports_it(
     path.write_text(
         '[tournament]\nname = "t"\nseed = 2\ntable_size = 3\nmatches_per_table = 1\n'
         f'parallel = 1\nout = "{tmp_path / "out"}"\n[clock]\ndecision_ms = 2000\n'
-        "startup_ms = 5000\n" + bots
+        "startup_ms = 30000\n" + bots
     )
     ran = subprocess.run(
         [sys.executable, "-m", "referee.cli", "tournament", str(path), "--workers", "1"],
@@ -114,6 +119,7 @@ def test_referee_match_reports_an_aborted_match_with_exit_status_1(
         files.append(path)
     ran = subprocess.run(
         [sys.executable, "-m", "referee.cli", "match", "--out", str(tmp_path / "out")]
+        + ["--startup-ms", "30000"]
         + [x for f in files for x in ("--bot", str(f))],
         capture_output=True,
         text=True,

@@ -17,7 +17,6 @@ import time
 from pathlib import Path
 
 import pytest
-from bots.harness import collect_reports
 
 from referee.checkbot import lowest_cards, scenarios
 from referee.rules import PRESETS, parse_card
@@ -250,13 +249,15 @@ def test_usage_errors_are_one_line_and_status_2() -> None:
 
 
 def _bot_file(folder: Path, name: str, script: str, seats: int = 1, **env: str) -> Path:
-    """A bot file starting one of the test bots with this interpreter, in their folder."""
+    """A bot file starting one of the test bots with this interpreter."""
     path = folder / f"{name}.toml"
     table = ", ".join(f"{k} = {json.dumps(v)}" for k, v in env.items())
     path.write_text(
         f"name = {json.dumps(name)}\n"
         f"command = [{json.dumps(sys.executable)}, {json.dumps(str(TEST_BOTS / script))}]\n"
-        f"workdir = {json.dumps(str(TEST_BOTS))}\nseats = {seats}\nenv = {{ {table} }}\n"
+        # The bot's folder is the one its sandbox may read.
+        f"workdir = {json.dumps(str(TEST_BOTS))}\n"
+        f"seats = {seats}\nenv = {{ {table} }}\n"
     )
     return path
 
@@ -302,17 +303,13 @@ def test_a_bot_file_with_seats_is_played_two_matches_at_once_on_one_process(
 ) -> None:
     matches = tmp_path / "matches.txt"
     bot = _bot_file(tmp_path, "seated", "lowest_bot.py", seats=3, MATCHES=str(matches))
-    done = check_bot(
-        *("--bot", str(bot), "--scenario", "seats", "--scenario", "players-3"),
-        *("--out", str(tmp_path / "out")),  # the bot's log, where it tells its matches
-    )
+    done = check_bot("--bot", str(bot), "--scenario", "seats", "--scenario", "players-3")
     assert done.returncode == 0, done.stdout + done.stderr
     assert re.match(
         r"PASS seats \(two matches at once on two of the 3 streams of one process "
         r"\(STICHELN_SEATS=3\), 4 players; seat 1\): 60 decisions",
         done.stdout.splitlines()[1],
     ), done.stdout
-    collect_reports(tmp_path)
     seen = [line.split() for line in matches.read_text().splitlines()]
     seats_matches = [(pid, m) for pid, m in seen if m.startswith("check-seats-")]
     assert len(seats_matches) == 2 and seats_matches[0][1] != seats_matches[1][1]

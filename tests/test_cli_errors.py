@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from bots.harness import assert_no_processes, bot_table, new_marker, toml_text
+from bots.harness import BOTS_DIR, assert_no_processes, bot_table, new_marker, toml_text
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -66,20 +66,22 @@ def test_replay_into_a_closed_pipe_ends_quietly(tmp_path: Path, marker: str) -> 
 def _check_bot(
     mode: str, tmp_path: Path, marker: str, **env: str
 ) -> subprocess.CompletedProcess[str]:
-    # A bot file carries the bot's environment: a started bot gets none of the referee's.
-    table = bot_table("handshake_bot.py", marker, name="handshake", env={"MODE": mode, **env})
-    path = tmp_path / "handshake.toml"
-    path.write_text(toml_text(table))
     return referee(
         "check-bot",
         "--scenario",
         "players-3",
         "--startup-ms",
-        "3000",
+        "30000",  # a refused bot exits at once: this is only the limit for a loaded machine
         "--out",
         tmp_path / "check",
-        "--bot",
-        path,
+        "--",
+        # A started bot gets only an allowlisted environment: its own variables go on its
+        # command line.
+        "env",
+        *(f"{k}={v}" for k, v in {"MODE": mode, **env}.items()),
+        sys.executable,
+        str(BOTS_DIR / "handshake_bot.py"),
+        f"--marker={marker}",
     )
 
 

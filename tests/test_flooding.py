@@ -24,6 +24,9 @@ from referee.runner import FAULT_LINES_PER_SEAT, Clock
 from referee.server import MESSAGE_LIMIT
 
 pytestmark = pytest.mark.timeout(120)
+#: Time enough to start a Python bot with gRPC on a loaded machine; the bots here all
+#: connect, so a long limit costs nothing.
+SLOW_START = Clock(decision_ms=2000, startup_ms=30_000)
 
 
 @pytest.fixture
@@ -45,6 +48,7 @@ def test_a_message_over_1_mib_forfeits_the_seat_and_says_so(
         [flood, bot("lowest_bot.py", marker), bot("lowest_bot.py", marker, name="lowest2")],
         preset("sticheln", rounds=1),
         out_dir=tmp_path,
+        clock=SLOW_START,
     )
     lines = check_finished(result)
     (fault,) = record_faults(lines, 0)
@@ -69,7 +73,7 @@ def test_a_flooding_seat_adds_a_bounded_record_and_log_and_one_summary(
             [flood, bot("lowest_bot.py", marker), bot("lowest_bot.py", marker, name="lowest2")],
             preset("sticheln", rounds=1),
             out_dir=tmp_path,
-            clock=Clock(decision_ms=10_000, startup_ms=5000),
+            clock=Clock(decision_ms=10_000, startup_ms=30_000),
         )
     lines = check_finished(result)
     faults = record_faults(lines, 0)

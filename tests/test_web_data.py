@@ -40,9 +40,14 @@ def record(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
     return lines
 
 
+def _seed(record: list[dict[str, Any]]) -> str:
+    """The seed: in the end line (record version 2) or in the header (version 1)."""
+    return next(str(x["seed"]) for x in reversed(record) if "seed" in x)
+
+
 def test_the_viewer_document_keeps_every_card(record: list[dict[str, Any]]) -> None:
     doc = data.viewer_document(record)
-    assert doc["seed"] == str(record[0]["seed"])
+    assert doc["seed"] == _seed(record)
     assert len(doc["rounds"]) == 4
     for r in doc["rounds"]:
         dealt = [Counter(h) for h in r["hands"]]
@@ -59,13 +64,17 @@ def test_the_viewer_document_keeps_every_card(record: list[dict[str, Any]]) -> N
     assert doc["end"]["places"] == record[-1]["places"]
 
 
-def test_a_record_with_its_seed_at_the_end_is_read(record: list[dict[str, Any]]) -> None:
-    """Records may carry only a commitment in the header and reveal the seed last."""
-    header = {k: v for k, v in record[0].items() if k not in ("seed", "nonce")}
-    moved = [header, *record[1:], {"type": "seed", "seed": record[0]["seed"], "nonce": "00"}]
-    doc = data.viewer_document(moved)
-    assert doc["seed"] == str(record[0]["seed"])
-    assert "seed" not in json.dumps(doc["end"])
+def test_the_seed_is_read_from_the_header_or_the_end(record: list[dict[str, Any]]) -> None:
+    """Version 1 records carry the seed in the header, version 2 in the end line."""
+    seed = _seed(record)
+    bare = [{k: v for k, v in x.items() if k not in ("seed", "nonce")} for x in record]
+    in_header = [{**bare[0], "seed": seed}, *bare[1:]]
+    at_end = [*bare[:-1], {**bare[-1], "seed": seed, "nonce": "00"}]
+    for lines in (in_header, at_end):
+        doc = data.viewer_document(lines)
+        assert doc["seed"] == seed
+        assert "seed" not in doc["end"] and "nonce" not in doc["end"]
+    assert data.viewer_document(bare)["seed"] is None  # an unfinished record has none
     unknown = [*record[:3], {"type": "from_the_future", "round": 0}, *record[3:]]
     assert data.viewer_document(unknown)["rounds"] == data.viewer_document(record)["rounds"]
     with pytest.raises(data.RecordShapeError, match="line 1: the record does not start"):
@@ -132,3 +141,12 @@ def test_head_to_head_counts_better_places_and_score_differences() -> None:
     assert [m["match_id"] for m in detail["recent_matches"]] == ["m-1", "m-0"]
     assert [h["place"] for h in detail["rating_history"]] == [1, 3]
     assert detail["faults"] == {"timeout": 2}
+
+
+def test_a_match_with_one_bot_in_several_seats_is_shown_but_not_rated() -> None:
+    """``referee match --bot a.toml --bot a.toml ...`` records such matches."""
+    results = [_row(0, 0, "a", 5, 1), _row(0, 1, "a", 1, 2), _row(0, 2, "b", 0, 3)]
+    snap = data.snapshot(1, results, {})
+    assert snap.history == {}
+    assert [s["seating"] for s in snap.summaries] == [["a", "a", "b"]]
+    assert data.bot_detail("a", snap, 1000.0)["matches"] == 2

@@ -107,6 +107,8 @@ def rating_history(results: Iterable[StoredResult]) -> dict[str, list[dict[str, 
     out: dict[str, list[dict[str, Any]]] = {}
     for n, rows in enumerate(by_match(results).values(), 1):
         seating = tuple(r.bot for r in rows)
+        if len(set(seating)) < len(seating):
+            continue  # one bot in several seats (a test match): nothing to rate
         elo.update(MatchOutcome(seating, tuple(r.place for r in rows), rows[0].match_id))
         ratings = elo.ratings()
         for r in rows:

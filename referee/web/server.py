@@ -55,7 +55,7 @@ HEARTBEAT_S = 15.0
 UPDATE_POLL_S = 0.25
 #: A live table looks for new events this often (seconds) and writes them in one batch:
 #: a viewer sees no difference, and a busy league is not interrupted for every card.
-LIVE_BATCH_S = 0.1
+LIVE_BATCH_S = 0.25
 #: Broadcasts of this many finished matches are kept for their next viewers.
 KEPT_BROADCASTS = 64
 #: At most this many matches per ``/api/matches`` page.
@@ -99,9 +99,18 @@ class BadRequest(ValueError):
     """A request with a bad parameter; the message says which and what is allowed."""
 
 
+def _dumps(doc: Any) -> bytes:
+    try:
+        text = json.dumps(doc, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    except ValueError:  # a NaN or an infinity somewhere: null in JSON
+        text = json.dumps(data.finite(doc), ensure_ascii=False, separators=(",", ":"))
+    return text.encode("utf-8")
+
+
 def _json(doc: Any, status: int = 200) -> web.Response:
-    text = json.dumps(data.finite(doc), ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    return web.Response(text=text, status=status, content_type="application/json", charset="utf-8")
+    return web.Response(
+        body=_dumps(doc), status=status, content_type="application/json", charset="utf-8"
+    )
 
 
 def _error(status: int, message: str) -> web.Response:
@@ -135,6 +144,9 @@ class WebServer:
         self.app = web.Application(middlewares=[self._middleware])
         self._runner: web.AppRunner | None = None
         self._closing = asyncio.Event()
+        #: The latest viewer documents asked for (a finished match's record does not change).
+        self._documents: dict[str, tuple[Path, bytes]] = {}
+        self._bodies: dict[str, tuple[data.Snapshot, bytes]] = {}
         self._broadcasts: collections.OrderedDict[str, Broadcast] = collections.OrderedDict()
         #: The live match streams, ended at once when the server stops.
         self._streams: set[asyncio.Task[Any]] = set()
@@ -293,8 +305,16 @@ class WebServer:
         )
         return _json({**detail, "entry": entry, "versions": versions, "standing": standing})
 
+    def _snapshot_body(self, key: str, make: Callable[[data.Snapshot], Any]) -> web.Response:
+        """A document of the current snapshot, serialized once per snapshot."""
+        snap = self.source.snap
+        found = self._bodies.get(key)
+        if found is None or found[0] is not snap:
+            found = self._bodies[key] = (snap, _dumps(make(snap)))
+        return web.Response(body=found[1], content_type="application/json", charset="utf-8")
+
     async def head_to_head(self, request: web.Request) -> web.StreamResponse:
-        return _json(self.source.snap.head_to_head)
+        return self._snapshot_body("h2h", lambda snap: snap.head_to_head)
 
     async def matches(self, request: web.Request) -> web.StreamResponse:
         text = request.query.get("limit", "50")
@@ -314,12 +334,17 @@ class WebServer:
 
     async def match(self, request: web.Request) -> web.StreamResponse:
         match_id = request.match_info["match_id"]
-        lines = self.source.record_lines(match_id)
-        try:
-            doc = data.viewer_document(lines)
-        except data.RecordShapeError as exc:
-            raise NotFound(f"the record of match {match_id!r} cannot be shown: {exc}") from None
-        return _json(doc)
+        path = self.source.record_path(match_id)  # refuses a running match
+        cached = self._documents.get(match_id)
+        if cached is None or cached[0] != path:
+            try:
+                doc = data.viewer_document(self.source.record_lines(match_id))
+            except data.RecordShapeError as exc:
+                raise NotFound(f"the record of match {match_id!r} cannot be shown: {exc}") from None
+            cached = self._documents[match_id] = (path, _dumps(doc))
+            while len(self._documents) > KEPT_BROADCASTS:
+                del self._documents[next(iter(self._documents))]
+        return web.Response(body=cached[1], content_type="application/json", charset="utf-8")
 
     async def record(self, request: web.Request) -> web.StreamResponse:
         match_id = request.match_info["match_id"]

@@ -15,7 +15,6 @@ import collections
 import contextlib
 import json
 import math
-import sqlite3
 import time
 from abc import ABC, abstractmethod
 from pathlib import Path
@@ -23,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from referee.league.feed import MatchFeed, replay_feed
 from referee.record import ReplayError, read_record
-from referee.tournament.storage import Store, StoredResult, StoreError, is_url, open_store
+from referee.tournament.storage import StoredResult, open_store
 from referee.web import data
 
 if TYPE_CHECKING:
@@ -87,7 +86,7 @@ class Source(ABC):
     @abstractmethod
     def load(self) -> tuple[list[StoredResult], dict[str, dict[str, int]]]:
         """Every finished match's seat rows (in finishing order) and the faults by bot and
-        reason. Runs in a worker thread: it reads on a connection of its own."""
+        reason."""
 
     @abstractmethod
     def running(self) -> list[dict[str, Any]]:
@@ -125,12 +124,8 @@ class Source(ABC):
         version = self.version()
         if version == self.snap.version:
             return
-
-        def compute() -> data.Snapshot:
-            results, faults = self.load()
-            return data.snapshot(version, results, faults)
-
-        self.snap = await asyncio.to_thread(compute)
+        results, faults = self.load()
+        self.snap = await asyncio.to_thread(data.snapshot, version, results, faults)
 
     def record_lines(self, match_id: str) -> list[dict[str, Any]]:
         """A finished match's record lines."""
@@ -175,6 +170,7 @@ class LeagueSource(Source):
         super().__init__(league.config.name, league.config.clock.decision_ms)
         self.league = league
         self._seen = league.finished_count()
+        self._standings: tuple[Any, dict[str, Any]] = (None, {})
 
     def version(self) -> Any:
         finished = self.league.finished_count()
@@ -189,14 +185,20 @@ class LeagueSource(Source):
 
     def standings(self) -> dict[str, Any]:
         response = self.league.standings()
-        return {
-            "matches": response.matches,
-            "published_at": response.published_at or None,
-            "standings": data.ranked(_standings_rows(response)),
-        }
+        if self._standings[0] is not response:  # converted once per publication
+            self._standings = (
+                response,
+                {
+                    "matches": response.matches,
+                    "published_at": response.published_at or None,
+                    "standings": data.ranked(_standings_rows(response)),
+                },
+            )
+        return self._standings[1]
 
     def load(self) -> tuple[list[StoredResult], dict[str, dict[str, int]]]:
-        return _load(self.league.config.database, self.league.config.name)
+        name = self.league.config.name
+        return self.league.store.results(name), self.league.store.faults_by_reason(name)
 
     def running(self) -> list[dict[str, Any]]:
         return [
@@ -354,7 +356,7 @@ class TournamentSource(Source):
             self._last_fit = time.monotonic()
 
     def load(self) -> tuple[list[StoredResult], dict[str, dict[str, int]]]:
-        return _load(self.config.database, self.config.name)
+        return self.store.results(self.config.name), self.store.faults_by_reason(self.config.name)
 
     def running(self) -> list[dict[str, Any]]:
         return [
@@ -483,7 +485,14 @@ class FolderSource(Source):
                 pass
         from referee.league.standings import compute_standings
 
-        response = compute_standings(self._results, 100)
+        # A match with one bot in several seats (``referee match``) cannot be rated.
+        rated = [
+            r
+            for rows in data.by_match(self._results).values()
+            if len({x.bot for x in rows}) == len(rows)
+            for r in rows
+        ]
+        response = compute_standings(rated, 100)
         return {
             "matches": response.matches,
             "published_at": response.published_at,
@@ -518,24 +527,3 @@ class FolderSource(Source):
 
     def feed(self, match_id: str) -> MatchFeed:
         return replay_feed(match_id, self.record_lines(match_id))
-
-
-class _ReadOnlyStore(Store):
-    """A SQLite database opened read-only on a connection of its own (a worker thread's)."""
-
-    def __init__(self, path: Path) -> None:
-        try:
-            self.db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30)
-        except sqlite3.Error as exc:
-            raise StoreError(f"cannot open the SQLite database {path}: {exc}") from None
-        self.path = path
-        self.where = str(path)
-
-
-def _load(database: str | Path, name: str) -> tuple[list[StoredResult], dict[str, dict[str, int]]]:
-    """Results and faults of tournament (or league) ``name``, read on a new connection."""
-    store = open_store(database) if is_url(database) else _ReadOnlyStore(Path(database))
-    try:
-        return store.results(name), store.faults_by_reason(name)
-    finally:
-        store.close()

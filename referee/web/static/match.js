@@ -22,8 +22,9 @@ function reasonText(trick, seating) {
 // Seats around an oval, seat 0 at the bottom, clockwise.
 function place(node, seat, n) {
   const angle = Math.PI / 2 + (2 * Math.PI * seat) / n;
-  node.style.left = `${50 + 40 * Math.cos(angle)}%`;
-  node.style.top = `${50 + 36 * Math.sin(angle)}%`;
+  const [rx, ry] = n > 5 ? [43, 41] : [40, 36];
+  node.style.left = `${50 + rx * Math.cos(angle)}%`;
+  node.style.top = `${50 + ry * Math.sin(angle)}%`;
 }
 
 function seatPanel(s, n, name, { dealer, leader, forfeited, meta, pain, hand, handNote }) {

@@ -197,6 +197,8 @@ class BotProcess:
         #: The Unix socket made for this process alone (a sandboxed bot), else "".
         self.origin = ""
         self._after_exit: asyncio.Future[None] | None = None
+        #: The process is bubblewrap, with the bot inside its sandbox.
+        self.sandboxed = False
         _LIVE.add(self)
 
     @classmethod
@@ -257,6 +259,7 @@ class BotProcess:
                 start_new_session=True,
             )
         bot = cls(spec, proc, log_path)
+        bot.sandboxed = policy is not None
         if on_exit is not None:
             bot._after_exit = asyncio.ensure_future(bot._run_after_exit(on_exit))
         return bot
@@ -275,6 +278,8 @@ class BotProcess:
         code = self.proc.returncode
         if code is None:
             return "still running"
+        if self.sandboxed and code > 128:
+            code = 128 - code  # bubblewrap exits with 128 + the signal that killed the bot
         if code < 0:
             try:
                 return f"killed by {signal.Signals(-code).name}"
@@ -283,8 +288,17 @@ class BotProcess:
         return f"exited with status {code}"
 
     async def stop(self, grace: float = 2.0) -> None:
-        """End the whole process group: SIGTERM, then SIGKILL after ``grace`` seconds."""
-        _kill_group(self.proc.pid, signal.SIGTERM)
+        """End the whole process group: SIGTERM, then SIGKILL after ``grace`` seconds.
+
+        In a sandbox the SIGTERM goes to the bot's own processes: bubblewrap would end the
+        sandbox at once on a SIGTERM of its own, before the bot could act on it.
+        """
+        inside = _sandboxed_processes(self.proc.pid) if self.sandboxed else []
+        for pid in inside:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGTERM)
+        if not inside:
+            _kill_group(self.proc.pid, signal.SIGTERM)
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self.proc.wait(), grace)
         # The leader may be gone while children it started live on: kill the group.
@@ -299,6 +313,34 @@ class BotProcess:
 def log_name(name: str) -> str:
     """A bot name made safe for a log file name."""
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)[:40]
+
+
+def _sandboxed_processes(pid: int) -> list[int]:
+    """The processes below bubblewrap process ``pid``, bubblewrap's own left out (seen
+    from outside the sandbox, through /proc/PID/task/TID/children)."""
+    found: list[int] = []
+    todo = [pid]
+    while todo:
+        parent = todo.pop()
+        try:
+            tasks = os.listdir(f"/proc/{parent}/task")
+        except OSError:
+            continue
+        for task in tasks:
+            try:
+                with open(f"/proc/{parent}/task/{task}/children", encoding="ascii") as f:
+                    children = [int(c) for c in f.read().split()]
+            except (OSError, ValueError):
+                continue
+            for child in children:
+                todo.append(child)
+                try:
+                    with open(f"/proc/{child}/comm", encoding="utf-8") as f:
+                        if f.read().strip() != "bwrap":
+                            found.append(child)
+                except OSError:
+                    continue
+    return found
 
 
 def _kill_group(pgid: int, sig: signal.Signals) -> None:

@@ -224,6 +224,7 @@ def test_the_cpp_bot_plays_a_match_among_the_python_sample_bots(tmp_path: Path) 
     random_file = tmp_path / "cpp-random.toml"
     random_file.write_text(
         f'name = "cpp-random"\ncommand = [{json.dumps(str(BOT))}, "--strategy", "random"]\n'
+        f"workdir = {json.dumps(str(SAMPLE_BOTS))}\n"
     )
     played = subprocess.run(
         [
@@ -300,8 +301,10 @@ def test_the_cpp_bot_plays_over_tls(tmp_path: Path) -> None:
     bot_file = tmp_path / "cpp-tls.toml"
     bot_file.write_text(
         f'name = "cpp-tls"\ncommand = [{json.dumps(str(BOT))}]\n'
-        f"env = {{ STICHELN_TLS_CA = {json.dumps(str(tls.cert_file))} }}\n"
+        f"workdir = {json.dumps(str(SAMPLE_BOTS))}\n"
     )
+    # TLS is for the TCP port: unsandboxed, the referee gives its bots the certificate to
+    # trust (STICHELN_TLS_CA); a sandboxed bot dials its own Unix socket instead.
     played = subprocess.run(
         [
             sys.executable,
@@ -309,6 +312,7 @@ def test_the_cpp_bot_plays_over_tls(tmp_path: Path) -> None:
             *("--bot", str(SAMPLE_BOTS / "random.toml"), "--seed", "4"),
             *("--out", str(tmp_path / "out")),
             *("--tls-cert", str(tls.cert_file), "--tls-key", str(tls.key_file)),
+            "--no-sandbox",
         ],
         capture_output=True,
         text=True,

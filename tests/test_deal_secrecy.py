@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from bots.harness import collect_reports
 from google.protobuf import text_format
 from hypothesis import given
 from hypothesis import strategies as st
@@ -160,6 +161,7 @@ def played(tmp_path_factory: pytest.TempPathFactory) -> Played:
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=60)
+    collect_reports(tmp)  # the captures and environments the bots told of in their logs
     return Played(tmp, tmp / "out-dup", key, stderr.read_text(), metrics)
 
 

@@ -13,6 +13,7 @@ from bots.harness import (
     assert_no_processes,
     bot,
     check_finished,
+    collect_reports,
     new_marker,
     record_faults,
     run_match,
@@ -56,6 +57,7 @@ def test_a_message_over_1_mib_forfeits_the_seat_and_says_so(
     assert "the bot sent a message of " in fault["detail"]
     sent = int(fault["detail"].split("message of ")[1].split(" bytes")[0].replace(",", ""))
     assert size < sent <= size + 12  # the padding and a few bytes of framing around it
+    collect_reports(tmp_path)
     status = report.read_text()
     assert status.startswith("RESOURCE_EXHAUSTED ")
     assert "over the 1 MiB limit" in status

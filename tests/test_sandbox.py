@@ -14,9 +14,18 @@ import time
 from pathlib import Path
 
 import pytest
-from bots.harness import BOTS_DIR, assert_no_processes, new_marker, processes_with
+from bots.harness import (
+    BOTS_DIR,
+    assert_no_processes,
+    collect_reports,
+    new_marker,
+    processes_with,
+    run,
+)
 
-from referee.bots import BotConfigError, bot_from_table
+from referee.bots import BotConfigError, BotProcess, bot_from_table
+from referee.league.config import league_from_table
+from referee.pool import await_handshake, start_bot
 from referee.sandbox import (
     SOCKET_DIR,
     Sandbox,
@@ -25,6 +34,7 @@ from referee.sandbox import (
     bot_environment,
     bwrap_command,
 )
+from referee.server import RefereeServer
 from referee.tournament.config import ConfigError, config_from_table
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -351,3 +361,56 @@ def test_a_compiled_bot_in_its_folder_plays_in_the_sandbox() -> None:
         assert_no_processes(marker)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_a_sandboxed_bot_is_sent_sigterm_before_it_is_killed(tmp_path: Path) -> None:
+    """bubblewrap ends its sandbox at once on a signal of its own: the SIGTERM goes to the
+    bot's processes inside, which get their grace period."""
+    marker = new_marker()
+    spec = bot_from_table(
+        {
+            "name": "ending",
+            "command": [sys.executable, "ending_bot.py", f"--marker={marker}"],
+            "workdir": str(BOTS_DIR),
+            "env": {"ENDINGS": str(tmp_path / "endings")},
+        }
+    )
+
+    async def main() -> BotProcess:
+        server = RefereeServer()
+        await server.start("127.0.0.1", 0)
+        try:
+            slot = server.registry.open_seat("m", 0, "ending")
+            process = await start_bot(server, spec, [slot], tmp_path / "ending.log")
+            assert process.sandboxed
+            assert await await_handshake(slot, process, 30) == ""
+            await process.stop(grace=10)
+            return process
+        finally:
+            await server.stop(0)
+
+    process = run(main())
+    collect_reports(tmp_path)
+    notes = [line.split()[2] for line in (tmp_path / "endings").read_text().splitlines()]
+    assert notes == ["sigterm"]
+    # It exited by itself with 143 (128 + SIGTERM), which bubblewrap passes on: from outside
+    # the sandbox that reads as the signal's end.
+    assert process.returncode == 143
+    assert process.describe_exit() == "killed by SIGTERM"
+    assert_no_processes(marker)
+
+
+def test_a_league_file_chooses_the_sandbox(tmp_path: Path) -> None:
+    def league(sandbox: object) -> str:
+        config = league_from_table(
+            {"league": {"name": "l", "seed": 1}, "sandbox": sandbox},
+            tmp_path,
+            tmp_path / "league.toml",
+            {"STICHELN_ADMIN_TOKEN": "x" * 32},
+        )
+        return config.sandbox
+
+    assert league({}) == "bubblewrap"
+    assert league({"mode": "none"}) == "none"
+    with pytest.raises(ConfigError, match=r"\[sandbox\] mode = 'off' is not allowed"):
+        league({"mode": "off"})

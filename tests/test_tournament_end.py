@@ -10,7 +10,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from bots.harness import BOTS_DIR, assert_no_processes
+from bots.harness import BOTS_DIR, assert_no_processes, collect_reports
 
 from referee.tournament.config import load_config
 from referee.tournament.run import run_tournament
@@ -43,6 +43,7 @@ def test_every_pooled_stream_reads_its_last_match_end_ends_ok_and_exits_by_itsel
     config = load_config(_tournament(tmp_path, seats, parallel))
     outcome = asyncio.run(run_tournament(config, progress=False, workers=workers))
     assert outcome.finished == outcome.planned == 8
+    collect_reports(tmp_path)
     lines = [line.split() for line in (tmp_path / "endings").read_text().splitlines()]
     by_pid: dict[str, list[list[str]]] = {}
     for line in lines:

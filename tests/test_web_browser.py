@@ -307,7 +307,8 @@ def test_a_bot_named_as_markup_renders_as_text(browser: Browser, tmp_path: Path)
                 "[clock]",
                 "decision_ms = 2000",
                 *(
-                    f"[[bots]]\nname = {json.dumps(name)}\ncommand = {json.dumps(bot)}"
+                    f"[[bots]]\nname = {json.dumps(name)}\ncommand = {json.dumps(bot)}\n"
+                    f"workdir = {json.dumps(str(SAMPLES))}"
                     for name in (XSS, "plain", "other")
                 ),
             ]

@@ -40,7 +40,10 @@ def tournament_file(tmp: Path) -> Path:
             "[[bots]]",
             f"name = {json.dumps(name)}",
             f"command = {json.dumps(SLOW)}",
+            # Its folder, and the sample bots it builds on: all a sandboxed bot may read.
+            f"workdir = {json.dumps(str(Path(SLOW[-1]).parent))}",
             f'env = {{ THINK_MS = "{think}" }}',
+            f"sandbox = {{ read = [{json.dumps(str(ROOT / 'sample_bots' / 'python'))}] }}",
         ]
     path = tmp / "t.toml"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")

@@ -1,6 +1,7 @@
-"""A well-behaved bot that writes down how its streams end (``ENDINGS``, one line each).
+"""A well-behaved bot that writes down how its streams end (``ENDINGS``, one line each,
+through its log: ``botlib.tell``).
 
-Lines, with the process id and a monotonic time in seconds:
+Lines, with the process (``botlib.PROCESS``) and a monotonic time in seconds:
 
 - ``<pid> <t> end <match id>``: a stream read the ``MatchEnd`` of that match;
 - ``<pid> <t> status <CODE>``: a stream ended with that gRPC status;
@@ -23,8 +24,7 @@ LOG = os.environ["ENDINGS"]
 
 
 def note(text: str) -> None:
-    with open(LOG, "a", encoding="utf-8") as f:
-        f.write(f"{os.getpid()} {time.monotonic():.6f} {text}\n")
+    botlib.tell(LOG, f"{botlib.PROCESS} {time.monotonic():.6f} {text}")
 
 
 def on_sigterm(signum: int, frame: object) -> None:

@@ -3,7 +3,8 @@
 It plays a legal card picked deterministically from the request id, so the captures cover
 varied play, not only the lowest cards (``PICK=lowest``: the lowest cards instead).
 ``CAPABILITIES`` (comma-separated) go into its Hello. ``ENVIRON``: append the process's
-whole environment there (one JSON object per process), to show what it inherited.
+whole environment there (one JSON object per process, through its log: ``botlib.tell``),
+to show what it inherited.
 """
 
 import json
@@ -31,6 +32,5 @@ async def decide(stream: botlib.Stream, request: bot_pb2.DecisionRequest, n: int
 
 
 if os.environ.get("ENVIRON"):
-    with open(os.environ["ENVIRON"], "a", encoding="utf-8") as f:
-        f.write(json.dumps(dict(os.environ)) + "\n")
+    botlib.tell(os.environ["ENVIRON"], json.dumps(dict(os.environ)))
 botlib.run(decide, name="recorder")

@@ -33,6 +33,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from referee import logs  # noqa: E402
 from referee.compare.config import Overrides, load_compare  # noqa: E402
 from referee.compare.run import run_compare  # noqa: E402
 from referee.compare.sprt import Sprt, fixed_size_pairs, simulate  # noqa: E402
@@ -90,6 +91,9 @@ def real_bots(pairs: int) -> None:
             "baseline": str(samples / "random.toml"),
             "opponents": [str(samples / "random.toml"), str(samples / "minimal-python.toml")],
             "parallel": 2,
+            # A generous clock: the bots answer in about a millisecond, but a busy machine
+            # should not turn into timeouts.
+            "decision_ms": 5000,
         }
         fixed = load_compare(
             None,
@@ -117,6 +121,7 @@ def real_bots(pairs: int) -> None:
 
 
 def main() -> None:
+    logs.configure("warning")
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tests", type=int, default=4000, help="simulated tests per row")
     parser.add_argument("--pairs", type=int, default=30, help="deal pairs with real bots")

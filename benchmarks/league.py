@@ -29,7 +29,7 @@ then measures for ``--seconds``:
 - the referee's peak memory: ``VmHWM`` (peak resident set) of the referee process from
   ``/proc/PID/status`` at the end of the window, start-up and warm-up included; and how
   fast the resident set grew in the window (``VmRSS`` at its start and end, in MB per
-  minute), since a league runs for weeks;
+  minute, and once a minute in between), since a league runs for weeks;
 - p99 think-time-to-next-request: in the bot processes, the time from sending an answer
   to receiving the next decision request on the same stream (the requests to the table's
   other seats in between included), p99 over all samples of all streams taken in the
@@ -53,9 +53,10 @@ With ``--watchers N`` the league also serves its web pages (``web_port``), and t
 is measured in four equal parts, without, with, with and without N live viewers (an
 A-B-B-A order, so that a drift of the machine's load falls on both sides). A viewer is
 a thread of this process holding a Server-Sent Events stream of a running match
-(``/api/matches/{id}/live``, a match of the running ones chosen by its number; when the
-match ends it takes another), reading every event; while the viewers watch, one more
-thread calls the pages' API routes in turn, ``--api-rate`` calls a second (the standings,
+(``/api/matches/{id}/live``; viewer i takes the i-th newest running match, so that most
+watch a match from near its start, and when it ends takes another), reading every
+event. All along (with and without viewers, so that the parts differ by the viewers
+alone) one more thread calls the pages' API routes in turn, ``--api-rate`` calls a second (the standings,
 the matches, the bots, a bot, head to head, a finished match's viewer document), timing
 each call from request to the last byte. It prints decisions/s without and with viewers
 and the cost in percent, the API calls' p50, p99 and max, the referee's CPU in each
@@ -201,18 +202,30 @@ class Audience:
         self.api_errors = 0
         self.stop = threading.Event()
         self.threads: list[threading.Thread] = []
+        self.api_stop = threading.Event()
+        self.api_thread = threading.Thread(target=self._call_api, daemon=True)
+
+    def start_api(self) -> None:
+        """Call the API, ``api_rate`` calls a second, until :meth:`end_api`."""
+        self.api_thread.start()
+
+    def end_api(self) -> None:
+        self.api_stop.set()
+        if self.api_thread.is_alive():
+            self.api_thread.join(STOP_TIMEOUT_S)
 
     def start(self) -> None:
+        """The viewers join."""
         self.stop.clear()
         self.threads = [
             threading.Thread(target=self._watch, args=(i,), daemon=True)
             for i in range(self.watchers)
         ]
-        self.threads.append(threading.Thread(target=self._call_api, daemon=True))
         for t in self.threads:
             t.start()
 
     def end(self) -> None:
+        """The viewers leave."""
         self.stop.set()
         for t in self.threads:
             t.join(STOP_TIMEOUT_S)
@@ -235,7 +248,8 @@ class Audience:
             if not running:
                 self.stop.wait(0.05)
                 continue
-            match_id = running[index % len(running)]["match_id"]
+            # The newest matches first: a viewer comes to watch a match from its start.
+            match_id = running[-1 - index % len(running)]["match_id"]
             try:
                 self._follow(index, match_id)
             except OSError:
@@ -270,7 +284,7 @@ class Audience:
         interval = 1.0 / self.api_rate
         match = bot = ""
         next_at = time.perf_counter()
-        while not self.stop.is_set():
+        while not self.api_stop.is_set():
             route = API_ROUTES[n % len(API_ROUTES)]
             n += 1
             if ("{match}" in route and not match) or ("{bot}" in route and not bot):
@@ -287,7 +301,7 @@ class Audience:
                 match = finished[0]["match_id"] if finished else match
                 bot = finished[0]["seating"][0] if finished else bot
             next_at += interval
-            self.stop.wait(max(0.0, next_at - time.perf_counter()))
+            self.api_stop.wait(max(0.0, next_at - time.perf_counter()))
 
 
 def _watch_windows(
@@ -298,6 +312,9 @@ def _watch_windows(
     part = args.seconds / 4
     watch = Watch(args.watchers, [], [], 0, [], [], 0, [], [], [], [], [])
     measured = 0.0
+    # The API is called all along: the parts differ by the viewers alone.
+    audience.start_api()
+    time.sleep(1.0)
     try:
         for watched in (False, True, True, False):
             if watched and not audience.threads:
@@ -325,6 +342,7 @@ def _watch_windows(
                 watch.clients.append(after.get("sticheln_web_clients", 0.0))
     finally:
         audience.end()
+        audience.end_api()
     watch.events = sum(audience.events)
     watch.follows = sum(audience.follows)
     watch.api_ms = audience.api_ms
@@ -558,12 +576,17 @@ def one_run(args: argparse.Namespace, profile: str | None) -> Figures:
         for b in bots:
             b.send_signal(signal.SIGUSR1)
         watch = None
+        rss_by_minute = [rss0]
         if web_port is not None:
             watch, _ = _watch_windows(
                 args, metrics_url, f"http://127.0.0.1:{web_port}", referee.pid
             )
         else:
-            time.sleep(args.seconds)
+            # The resident set once a minute: a league runs for weeks, so it must stay flat.
+            end = t0 + args.seconds
+            while (left := end - time.perf_counter()) > 0:
+                time.sleep(min(60.0, left))
+                rss_by_minute.append(_vm_mb(referee.pid, "VmRSS"))
         for b in bots:
             b.send_signal(signal.SIGUSR2)
         elapsed = time.perf_counter() - t0
@@ -571,7 +594,8 @@ def one_run(args: argparse.Namespace, profile: str | None) -> Figures:
         cpu_ref = _cpu_s(referee.pid) - cpu_ref
         cpu_bots = sum(_cpu_s(b.pid) for b in bots) - cpu_bots
         peak_mb = _vm_mb(referee.pid, "VmHWM")
-        growth = (_vm_mb(referee.pid, "VmRSS") - rss0) / elapsed * 60
+        rss1 = _vm_mb(referee.pid, "VmRSS")
+        growth = (rss1 - rss0) / elapsed * 60
         dead = [p for p in procs if p.poll() is not None]
         if dead:
             raise BenchError(f"{len(dead)} process(es) exited during the measurement")
@@ -599,7 +623,9 @@ def one_run(args: argparse.Namespace, profile: str | None) -> Figures:
         print(
             f"  connected {streams_total} streams in {connect_s:.1f} s; "
             f"window {elapsed:.1f} s: {key('sticheln_matches_total'):.0f} matches, "
-            f"{key('sticheln_decisions_total'):.0f} decisions; {len(samples)} latency samples",
+            f"{key('sticheln_decisions_total'):.0f} decisions; {len(samples)} latency samples; "
+            f"RSS {rss0:.1f} MB at the start of the window, {rss1:.1f} MB at its end (by minute: "
+            f"{' '.join(f'{x:.0f}' for x in rss_by_minute)})",
             flush=True,
         )
         return Figures(

@@ -21,6 +21,15 @@ server's CPU per round trip: ``parallel`` groups of four client processes at onc
 group served in turn, with messages of a decision's size. That is the gRPC floor of one
 decision at that setting: no referee can spend less and still move the two messages.
 
+Then the bot sandbox (``--sandbox-runs``, 0 to skip; ``--sandbox-only`` for nothing else):
+
+- start-up per bot process, sandbox vs none: from spawning the random bot (through
+  ``referee.launch``, and bubblewrap with its own socket's gRPC server) to its ``Hello``
+  handshake on the referee; the median of ``--starts`` starts one after another, and the
+  median time to open and close a bot's socket server alone;
+- duplicate mode's matches/s with and without the sandbox: four random bots, one table,
+  two deals of four seatings each (every match starts its four processes afresh).
+
 Prints every run (with the share of CPU time the hypervisor stole meanwhile, see
 ``benchmarks/machine.py``) and the median of ``--runs`` runs per setting, then a warning
 when a run had more than 5% stolen. The last line is exactly:
@@ -43,7 +52,11 @@ from types import ModuleType
 from machine import Steal, loaded_warning
 
 from referee import eventloop, logs
+from referee.bots import bot_from_table
 from referee.metrics import RefereeMetrics
+from referee.pool import await_handshake, start_bot
+from referee.sandbox import Sandbox
+from referee.server import RefereeServer
 from referee.tournament.config import config_from_table
 from referee.tournament.run import run_tournament
 from referee.tournament.storage import Store
@@ -52,7 +65,15 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def one_run(
-    parallel: int, seed: int, matches_per_table: int, seats: int = 8, workers: int | None = None
+    parallel: int,
+    seed: int,
+    matches_per_table: int,
+    seats: int = 8,
+    workers: int | None = None,
+    *,
+    mode: str = "round_robin",
+    bots: int = 6,
+    sandbox: str = "bubblewrap",
 ) -> tuple[float, float, int]:
     """(matches/s, referee CPU µs per decision, matches) for one fresh tournament."""
     with tempfile.TemporaryDirectory(prefix="sticheln-bench-") as tmp:
@@ -60,12 +81,14 @@ def one_run(
             "tournament": {
                 "name": f"bench-p{parallel}",
                 "seed": seed,
+                "mode": mode,
                 "table_size": 4,
                 "matches_per_table": matches_per_table,
                 "parallel": parallel,
                 "out": tmp,
             },
             "clock": {"decision_ms": 5000, "startup_ms": 30000},
+            "sandbox": {"mode": sandbox},
             "bots": [
                 {
                     "name": f"random{i}",
@@ -73,7 +96,7 @@ def one_run(
                     "workdir": str(ROOT / "sample_bots"),
                     "seats": seats,
                 }
-                for i in range(6)
+                for i in range(bots)
             ],
         }
         config = config_from_table(table, base=Path(tmp), source=Path(tmp) / "bench.toml")
@@ -133,6 +156,96 @@ def grpc_floor_us(parallel: int, roundtrips: int = 1500) -> float:
     return eventloop.run(measure())
 
 
+def bot_start_ms(sandbox: str, starts: int) -> list[float]:
+    """Milliseconds from spawning the random bot to its completed handshake, ``starts``
+    times one after another, with the sandbox ``sandbox`` ("bubblewrap" or "none")."""
+    spec = bot_from_table(
+        {"name": "random", "command": [sys.executable, "python/random_bot.py"]},
+        base=ROOT / "sample_bots",
+    )
+
+    async def measure() -> list[float]:
+        server = RefereeServer(sandbox=Sandbox(sandbox))
+        await server.start("127.0.0.1", 0)
+        times = []
+        try:
+            with tempfile.TemporaryDirectory(prefix="sticheln-bench-") as tmp:
+                for n in range(starts + 1):
+                    slot = server.registry.open_seat("bench", n, "random")
+                    t0 = time.perf_counter()
+                    process = await start_bot(server, spec, [slot], Path(tmp) / f"{n}.log")
+                    why = await await_handshake(slot, process, 30.0)
+                    elapsed = time.perf_counter() - t0
+                    if why:
+                        raise SystemExit(f"the bot did not start: {why}")
+                    assert slot.stream is not None
+                    slot.stream.end()
+                    await process.stop()
+                    server.registry.close_seat(slot)
+                    if n:  # the first start warms the file cache
+                        times.append(elapsed * 1000)
+        finally:
+            await server.stop(0)
+        return times
+
+    return eventloop.run(measure())
+
+
+def socket_server_ms(count: int = 20) -> list[float]:
+    """Milliseconds to open one bot's socket with its gRPC server and to close it again."""
+
+    async def measure() -> list[float]:
+        server = RefereeServer()
+        await server.start("127.0.0.1", 0)
+        times = []
+        try:
+            for _ in range(count):
+                t0 = time.perf_counter()
+                sock = await server.open_bot_socket()
+                await sock.close()
+                times.append((time.perf_counter() - t0) * 1000)
+        finally:
+            await server.stop(0)
+        return times
+
+    return eventloop.run(measure())
+
+
+def sandbox_bench(runs: int, starts: int) -> list[float]:
+    """Print the sandbox's cost; return the CPU share stolen in each part."""
+    med = statistics.median
+    steals = []
+    starts_ms: dict[str, list[float]] = {"none": [], "bubblewrap": []}
+    duplicate: dict[str, list[float]] = {"none": [], "bubblewrap": []}
+    for run in range(runs):
+        for mode in ("none", "bubblewrap"):
+            steal = Steal()
+            times = bot_start_ms(mode, starts)
+            starts_ms[mode].append(med(times))
+            rate, _, n = one_run(1, run + 1, 8, mode="duplicate", bots=4, sandbox=mode)
+            duplicate[mode].append(rate)
+            steals.append(steal.percent())
+            print(
+                f"sandbox run {run + 1} {mode}: bot start to Hello median {med(times):.1f} ms "
+                f"(of {len(times)}), duplicate mode {n} matches {rate:.2f} matches/s, CPU "
+                f"stolen by the host {steals[-1]:.0f}%",
+                flush=True,
+            )
+    sockets = socket_server_ms()
+    extra = med(starts_ms["bubblewrap"]) - med(starts_ms["none"])
+    print(
+        f"median bot start to Hello: none {med(starts_ms['none']):.1f} ms, bubblewrap "
+        f"{med(starts_ms['bubblewrap']):.1f} ms (+{extra:.1f} ms per bot process; of which "
+        f"its socket's gRPC server opened and closed: {med(sockets):.2f} ms)"
+    )
+    print(
+        f"median duplicate mode: none {med(duplicate['none']):.2f} matches/s, bubblewrap "
+        f"{med(duplicate['bubblewrap']):.2f} matches/s"
+    )
+    print(f"sandbox_start_extra_ms={extra:.1f}")
+    return steals
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=3, help="runs per setting (median)")
@@ -147,8 +260,22 @@ def main() -> None:
         default=None,
         help="referee processes (default: as referee tournament)",
     )
+    parser.add_argument(
+        "--sandbox-runs", type=int, default=3, help="runs of the sandbox part (0: skip it)"
+    )
+    parser.add_argument("--starts", type=int, default=10, help="bot starts per sandbox run")
+    parser.add_argument(
+        "--sandbox-only", action="store_true", help="measure only the sandbox's cost"
+    )
     args = parser.parse_args()
     logs.configure("warning")
+    if args.sandbox_only or args.sandbox_runs:
+        steals = sandbox_bench(args.sandbox_runs or 3, args.starts)
+        if args.sandbox_only:
+            warning = loaded_warning(steals)
+            if warning:
+                print(warning)
+            return
     settings = [int(p) for p in args.parallel.split(",")]
     rates: dict[int, list[float]] = {p: [] for p in settings}
     cpus: dict[int, list[float]] = {p: [] for p in settings}

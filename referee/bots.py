@@ -11,11 +11,16 @@ A bot file declares either a command the referee starts for each seat::
     [limits]
     cpu_seconds = 120                        # RLIMIT_CPU of the bot process
     memory_mb = 2048                         # RLIMIT_AS of the bot process
+    [sandbox]
+    read = ["/opt/my-runtime"]               # more read-only paths (relative to this file)
 
 or an external bot that dials in by itself with a token (no ``command``)::
 
     name = "remote"
     token = "a-long-secret"
+
+Started bots run in a sandbox (:mod:`referee.sandbox`): they see their own folder
+read-only and ``[sandbox] read`` besides the system and the referee's interpreter.
 
 A started bot finds the referee's address in ``STICHELN_REFEREE`` and its per-seat token
 in ``STICHELN_TOKEN``. A bot that declares ``seats = N`` can play N matches at once: a
@@ -36,9 +41,15 @@ import signal
 import sys
 import tomllib
 import weakref
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from referee.sandbox import SandboxPolicy, bot_environment, bwrap_command
+
+#: The variables the referee sets for a started bot (a bot file's ``env`` cannot).
+REFEREE_VARIABLES = ("STICHELN_REFEREE", "STICHELN_TOKEN", "STICHELN_SEATS", "STICHELN_TLS_CA")
 
 #: The most matches one bot process may declare to play at once (``seats``).
 MAX_SEATS = 64
@@ -69,6 +80,8 @@ class BotSpec:
     source: str = ""
     #: Matches one process of this bot can play at once (one stream each).
     seats: int = 1
+    #: More paths the bot may read in its sandbox (its bot file's ``[sandbox] read``).
+    read: tuple[Path, ...] = ()
 
     @property
     def external(self) -> bool:
@@ -92,7 +105,7 @@ def load_bot(path: str | Path) -> BotSpec:
 
 def bot_from_table(data: dict[str, Any], base: Path = Path("."), source: str = "bot") -> BotSpec:
     """A bot from a TOML table (a bot file's contents, or a table in a tournament file)."""
-    known = {"name", "command", "workdir", "env", "token", "limits", "seats"}
+    known = {"name", "command", "workdir", "env", "token", "limits", "seats", "sandbox"}
     unknown = sorted(set(data) - known)
     if unknown:
         raise BotConfigError(
@@ -144,6 +157,16 @@ def bot_from_table(data: dict[str, Any], base: Path = Path("."), source: str = "
             raise BotConfigError(f"{source}: limit {key} must be a whole number > 0, not {value!r}")
     if limits_table:
         limits = Limits(**limits_table)
+    sandbox = data.get("sandbox", {})
+    if not isinstance(sandbox, dict) or set(sandbox) - {"read"}:
+        raise BotConfigError(f"{source}: [sandbox] allows one key, read (a list of paths)")
+    read = sandbox.get("read", [])
+    if not isinstance(read, list) or not all(isinstance(p, str) and p for p in read):
+        raise BotConfigError(f"{source}: [sandbox] read must be a list of paths")
+    read_paths = tuple((base / p).resolve() for p in read)
+    missing = next((p for p in read_paths if not p.exists()), None)
+    if missing is not None and command:
+        raise BotConfigError(f"{source}: [sandbox] read: {missing} does not exist")
     return BotSpec(
         name=name.strip(),
         command=command,
@@ -153,6 +176,7 @@ def bot_from_table(data: dict[str, Any], base: Path = Path("."), source: str = "
         limits=limits,
         source=source,
         seats=seats,
+        read=read_paths,
     )
 
 
@@ -170,6 +194,9 @@ class BotProcess:
         #: Why a stream this process opened was refused, when the server could tell
         #: (:mod:`referee.peers`); "" otherwise.
         self.refusal = ""
+        #: The Unix socket made for this process alone (a sandboxed bot), else "".
+        self.origin = ""
+        self._after_exit: asyncio.Future[None] | None = None
         _LIVE.add(self)
 
     @classmethod
@@ -180,21 +207,36 @@ class BotProcess:
         token: str,
         log_path: Path,
         extra_env: dict[str, str] | None = None,
+        *,
+        policy: SandboxPolicy | None = None,
+        tls_ca: str = "",
+        on_exit: Callable[[], Awaitable[None]] | None = None,
     ) -> BotProcess:
         """Start ``spec``'s command with its limits in a new process group (for one seat,
-        unless ``extra_env`` sets ``STICHELN_SEATS``)."""
+        unless ``extra_env`` sets ``STICHELN_SEATS``), confined by ``policy`` when given.
+
+        The environment is an allowlist (:func:`referee.sandbox.bot_environment`): the
+        referee's own never passes. ``tls_ca`` is the certificate to trust on a TLS port
+        (``STICHELN_TLS_CA``). ``on_exit`` runs once the process has ended.
+        """
         log_path.parent.mkdir(parents=True, exist_ok=True)
-        env = {**os.environ, **spec.env}
-        # How many streams to open is the referee's to say: one, unless extra_env says more.
-        env.pop("STICHELN_SEATS", None)
-        env.update(extra_env or {})
-        env.update(STICHELN_REFEREE=address, STICHELN_TOKEN=token)
-        # The referee's own interpreter comes first on the bot's PATH, so that a bot file's
-        # "python3" is the environment the referee was installed in (with grpc and protobuf).
-        env["PATH"] = os.pathsep.join(
-            [os.path.dirname(sys.executable), env.get("PATH", os.defpath)]
+        # Where to dial, with which token and certificate, and how many streams to open
+        # (one, unless extra_env says more) are the referee's to say, not the bot file's.
+        bot_env = {k: v for k, v in spec.env.items() if k not in REFEREE_VARIABLES}
+        ours = {**(extra_env or {}), "STICHELN_REFEREE": address, "STICHELN_TOKEN": token}
+        if tls_ca:
+            ours["STICHELN_TLS_CA"] = tls_ca
+        env = bot_environment(
+            bot_env,
+            os.environ,
+            home="/tmp" if policy is not None else os.environ.get("HOME", "/"),
+            referee=ours,
+            # The referee's own interpreter comes first on the bot's PATH, so that a bot
+            # file's "python3" is the environment the referee was installed in (with grpc
+            # and protobuf).
+            interpreter_bin=os.path.dirname(sys.executable),
         )
-        env.setdefault("PYTHONUNBUFFERED", "1")
+        command = list(spec.command) if policy is None else bwrap_command(policy, spec.command)
         argv = [
             sys.executable,
             "-m",
@@ -202,7 +244,7 @@ class BotProcess:
             f"--cpu-seconds={spec.limits.cpu_seconds}",
             f"--memory-mb={spec.limits.memory_mb}",
             "--",
-            *spec.command,
+            *command,
         ]
         with open(log_path, "ab") as log:
             proc = await asyncio.create_subprocess_exec(
@@ -214,7 +256,14 @@ class BotProcess:
                 stderr=log,
                 start_new_session=True,
             )
-        return cls(spec, proc, log_path)
+        bot = cls(spec, proc, log_path)
+        if on_exit is not None:
+            bot._after_exit = asyncio.ensure_future(bot._run_after_exit(on_exit))
+        return bot
+
+    async def _run_after_exit(self, on_exit: Callable[[], Awaitable[None]]) -> None:
+        await self.proc.wait()
+        await on_exit()
 
     @property
     def returncode(self) -> int | None:
@@ -242,6 +291,8 @@ class BotProcess:
         _kill_group(self.proc.pid, signal.SIGKILL)
         if self.proc.returncode is None:
             await self.proc.wait()
+        if self._after_exit is not None:
+            await asyncio.gather(self._after_exit, return_exceptions=True)
         _LIVE.discard(self)
 
 

@@ -34,6 +34,7 @@ from referee.faults import Fault, FaultReason
 from referee.pool import await_handshake
 from referee.rules import PRESETS, RuleSet, card_str, cards_str, preset
 from referee.runner import Clock, MatchResult, MatchRunner
+from referee.sandbox import Sandbox
 from referee.server import Malformed, RefereeServer, SeatRegistry, SeatSlot, SeatStream
 from sticheln.v1 import bot_pb2, bot_pb2_grpc
 
@@ -583,10 +584,12 @@ async def check_bot(
     startup_ms: int | None = None,
     on_ready: Callable[[str], None] | None = None,
     on_outcome: Callable[[Outcome], None] | None = None,
+    sandbox: Sandbox | None = None,
 ) -> list[Outcome]:
-    """Play ``bot`` through ``chosen`` on one server; ``on_ready`` gets its address."""
+    """Play ``bot`` through ``chosen`` on one server; ``on_ready`` gets its address. A
+    started bot runs in ``sandbox`` (default: bubblewrap)."""
     registry = _TappingRegistry()
-    server = RefereeServer(registry)
+    server = RefereeServer(registry, sandbox=sandbox)
     await server.start(host, port)
     outcomes = []
     try:

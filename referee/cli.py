@@ -55,6 +55,24 @@ def _demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def _sandbox(mode: str, bots: Sequence[Any], say: bool = True) -> Any:
+    """The sandbox for ``bots`` (a :class:`referee.sandbox.Sandbox`), said on stderr
+    (``say``); when some bot is to be started and no sandbox can be made here, a one-line
+    refusal."""
+    from referee.sandbox import Sandbox, SandboxUnavailable
+
+    sandbox = Sandbox(mode)
+    if any(not b.external for b in bots):
+        try:
+            if sandbox.enabled:
+                sandbox.check()
+        except SandboxUnavailable as exc:
+            raise UsageError(str(exc)) from None
+        if say:
+            print(sandbox.describe(), file=sys.stderr)
+    return sandbox
+
+
 def _match(args: argparse.Namespace) -> int:
     """Play one match between bots declared in TOML files and print the result table."""
     from referee import logs
@@ -73,9 +91,10 @@ def _match(args: argparse.Namespace) -> int:
     except (BotConfigError, RuleError, ValueError) as exc:
         raise UsageError(str(exc)) from None
     tls = TlsConfig(Path(args.tls_cert), Path(args.tls_key)) if args.tls_cert else None
+    sandbox = _sandbox("none" if args.no_sandbox else "bubblewrap", bots)
 
     async def run() -> int:
-        server = RefereeServer()
+        server = RefereeServer(sandbox=sandbox)
         await server.start(args.host, args.port, tls)
         for bot in bots:
             if bot.external:
@@ -145,6 +164,8 @@ def _tournament(args: argparse.Namespace) -> int:
             raise UsageError(str(exc)) from None
     if args.workers is not None and args.workers < 1:
         raise UsageError(f"--workers: {args.workers} is not allowed; allowed: 1 or more")
+    if args.web_port is not None and not 0 <= args.web_port <= 65535:
+        raise UsageError(f"--web-port {args.web_port} is not allowed; allowed: 0 to 65535")
     if not args.metrics_linger >= 0:  # also refuses nan
         raise UsageError(
             f"--metrics-linger: {args.metrics_linger} is not allowed; allowed: 0 or more seconds, or inf"
@@ -175,6 +196,8 @@ def _tournament(args: argparse.Namespace) -> int:
         for m in schedule:
             print(f"{m.index:5d}  deal {m.deal:4d}  {' '.join(m.seating)}")
         return 0
+    # In the tournament_start log line and the report; on a terminal, said here too.
+    _sandbox(config.sandbox, config.bots, say=sys.stderr.isatty())
     metrics = RefereeMetrics()
     metrics.planned.set(len(schedule))  # known before the first scrape
     if args.metrics_port is not None:
@@ -612,16 +635,29 @@ def _league(args: argparse.Namespace) -> int:
                         f"{b.connected_streams:>7}  {b.previous_version or '-':8}  {b.owner}"
                     )
             else:
+                from referee.report import interval_text
+
                 st = stub.Standings(league_pb2.StandingsRequest(), timeout=args.timeout)
+                for warning in st.warnings:
+                    print(f"warning: {warning}")
                 print(f"{st.matches} matches")
                 print(
                     f"{'#':>2} {'bot':24} {'rating':>7} {'95% interval':>15} {'elo':>6} {'matches':>7}"
                 )
-                for i, x in enumerate(st.standings, 1):
-                    ci = "" if math.isnan(x.ci_low) else f"{x.ci_low:.0f}-{x.ci_high:.0f}"
+                rank = 0
+                for x in st.standings:
+                    ci = (
+                        ""
+                        if math.isnan(x.ci_low)
+                        else interval_text(x.ci_low, x.ci_high, x.ci_low_open, x.ci_high_open)
+                    )
+                    rank += not x.provisional
+                    shown = "-" if x.provisional else str(rank)
+                    note = "  provisional" if x.provisional else ""
+                    note += f"  group {x.group + 1}" if x.group else ""
                     print(
-                        f"{i:>2} {x.bot:24} {x.rating:>7.0f} {ci:>15} {x.live_elo:>6.0f} "
-                        f"{x.matches:>7}"
+                        f"{shown:>2} {x.bot:24} {x.rating:>7.0f} {ci:>15} {x.live_elo:>6.0f} "
+                        f"{x.matches:>7}{note}"
                     )
         except grpc.RpcError as exc:
             code = exc.code()  # type: ignore[attr-defined]
@@ -681,6 +717,7 @@ def _check_bot(args: argparse.Namespace) -> int:
     if unknown:
         raise UsageError(f"unknown scenario {unknown[0]!r}; allowed: {', '.join(names)}")
     chosen = [s for s in all_scenarios if not args.scenario or s.name in args.scenario]
+    sandbox = _sandbox("none" if args.no_sandbox else "bubblewrap", [bot])
     keep = args.out is not None
     out = Path(args.out) if keep else Path(tempfile.mkdtemp(prefix="check-bot-"))
 
@@ -708,6 +745,7 @@ def _check_bot(args: argparse.Namespace) -> int:
             startup_ms=args.startup_ms or (60_000 if args.connect else None),
             on_ready=ready,
             on_outcome=show,
+            sandbox=sandbox,
         )
         failed = [o.scenario.name for o in outcomes if not o.passed]
         if failed:
@@ -799,6 +837,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--host", default="127.0.0.1", help="address to serve bots on (default 127.0.0.1)"
     )
     match.add_argument("--port", type=int, default=0, help="port (default 0: any free port)")
+    match.add_argument(
+        "--no-sandbox",
+        action="store_true",
+        help="start the bots without a sandbox, as this user and with the network (trusted "
+        "bots only)",
+    )
     match.add_argument("--tls-cert", help="serve TLS with this certificate (PEM)")
     match.add_argument("--tls-key", help="the certificate's private key (PEM)")
     match.add_argument(
@@ -1070,6 +1114,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--host", default="127.0.0.1", help="address to serve bots on (default 127.0.0.1)"
     )
     chk.add_argument("--port", type=int, default=0, help="port (default 0: any free port)")
+    chk.add_argument(
+        "--no-sandbox",
+        action="store_true",
+        help="start the bot without a sandbox, as this user and with the network",
+    )
     chk.add_argument("--log-level", default="error", choices=["debug", "info", "warning", "error"])
     chk.set_defaults(func=_check_bot)
 

@@ -16,6 +16,8 @@ import resource
 import signal
 import sys
 
+from referee import grpcenv
+
 _PR_SET_PDEATHSIG = 1
 
 
@@ -29,6 +31,9 @@ def main(argv: list[str] | None = None) -> None:
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not command:
         parser.error("no bot command given after --")
+    # Importing the referee package tuned gRPC through the environment; the bot gets the
+    # environment the referee gave it, and nothing of that tuning.
+    grpcenv.restore()
     resource.setrlimit(resource.RLIMIT_CPU, (args.cpu_seconds, args.cpu_seconds + 5))
     memory = args.memory_mb * 1024 * 1024
     resource.setrlimit(resource.RLIMIT_AS, (memory, memory))

@@ -6,8 +6,9 @@ handshake came in time. For a bot the referee started, the stream's TCP peer tel
 process opened it: on Linux, the peer's port is a socket in ``/proc/net/tcp`` whose
 inode is open in exactly one process. The refusal is noted on that :class:`BotProcess`
 (``refusal``), and the seat's handshake fault then says what was refused and why.
-Elsewhere (another system, a Unix socket peer, a bot that is not the referee's child)
-nothing is noted and the fault keeps its general wording.
+A sandboxed bot dials a Unix socket made for its process alone, and the socket names
+the process. Elsewhere (another system, a bot that is not the referee's child) nothing
+is noted and the fault keeps its general wording.
 """
 
 from __future__ import annotations
@@ -98,10 +99,16 @@ def owner(peer: str, bots: Iterable[BotProcess]) -> BotProcess | None:
     return None
 
 
-def blame(peer: str, reason: str) -> None:
-    """Note ``reason`` (why a stream was refused) on the started bot that opened it."""
+def blame(peer: str, reason: str, origin: str = "") -> None:
+    """Note ``reason`` (why a stream was refused) on the started bot that opened it: the
+    one whose own Unix socket ``origin`` is, or else the one holding the TCP ``peer``."""
     bots = live_bots()
     if not bots:
+        return
+    if origin:
+        for started in bots:
+            if started.origin == origin:
+                started.refusal = reason
         return
     try:
         bot = owner(peer, bots)

@@ -19,11 +19,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from referee.bots import BotProcess, BotSpec, log_name
+from referee.sandbox import SOCKET_ADDRESS, SandboxUnavailable
 from referee.server import RefereeServer, SeatSlot, SeatStream
 
 #: ``Welcome.message`` of a stream the pool keeps for several matches.
@@ -51,6 +53,56 @@ async def await_handshake(slot: SeatSlot, process: BotProcess | None, timeout_s:
     if process is not None and process.returncode is not None:
         why += f"; the bot process {process.describe_exit()}"
     return why
+
+
+async def start_bot(
+    server: RefereeServer,
+    spec: BotSpec,
+    slots: Sequence[SeatSlot],
+    log_path: Path,
+    extra_env: dict[str, str] | None = None,
+) -> BotProcess:
+    """Start one process of ``spec`` for ``slots`` (its seats, one token), confined as
+    ``server.sandbox`` says.
+
+    A sandboxed process dials a Unix socket made for it alone (bound into its sandbox);
+    its seats open only there, and the socket closes when the process ends. Without a
+    sandbox it dials the server's TCP port (and trusts the port's certificate, if any).
+    Raises :class:`OSError` when it cannot be started and
+    :class:`~referee.sandbox.SandboxUnavailable` when no sandbox can be made here.
+    """
+    token = slots[0].token
+    sandbox = server.sandbox
+    if not sandbox.enabled:
+        tls = server.tls
+        return await BotProcess.start(
+            spec,
+            server.address,
+            token,
+            log_path,
+            extra_env,
+            tls_ca=str(tls.cert_file.resolve()) if tls is not None else "",
+        )
+    sandbox.check()
+    socket = await server.open_bot_socket(sandbox.bot_user if sandbox.as_root else None)
+    try:
+        for slot in slots:
+            slot.origin = socket.origin
+        policy = sandbox.policy(spec.workdir, spec.read, socket.folder)
+        process = await BotProcess.start(
+            spec,
+            SOCKET_ADDRESS,
+            token,
+            log_path,
+            extra_env,
+            policy=policy,
+            on_exit=socket.close,
+        )
+        process.origin = socket.origin
+        return process
+    except BaseException:
+        await socket.close()
+        raise
 
 
 class StartFailed(Exception):
@@ -203,10 +255,8 @@ class BotPool:
         process: BotProcess | None = None
         try:
             try:
-                process = await BotProcess.start(
-                    spec, self.server.address, launch.slots[0].token, log_path, extra
-                )
-            except OSError as exc:
+                process = await start_bot(self.server, spec, launch.slots, log_path, extra)
+            except (OSError, SandboxUnavailable) as exc:
                 raise StartFailed(f"cannot start the bot: {exc}") from None
             whys = await asyncio.gather(
                 *(await_handshake(slot, process, self.startup_s) for slot in launch.slots)

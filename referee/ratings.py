@@ -43,6 +43,8 @@ from numpy.typing import NDArray
 ELO_PER_THETA = 400.0 / math.log(10.0)
 #: The default prior's standard deviation, in Elo.
 PRIOR_SIGMA_ELO = 1000.0
+#: Bots with fewer matches than this are provisional by default: listed apart, unranked.
+MIN_MATCHES = 5
 #: Newton stops when no θ moves by more than this.
 TOLERANCE = 1e-9
 
@@ -62,12 +64,20 @@ class MatchOutcome:
     bots: tuple[str, ...]
     places: tuple[int, ...]
     key: str = ""
+    #: Per seat, whether it forfeited (empty: none did). Forfeited seats share the last
+    #: place: a forfeit is not a result between the forfeited seats.
+    forfeited: tuple[bool, ...] = ()
 
     def __post_init__(self) -> None:
         # A frozen dataclass: normalise lists from a database row to tuples.
         object.__setattr__(self, "bots", tuple(self.bots))
         object.__setattr__(self, "places", tuple(self.places))
+        object.__setattr__(self, "forfeited", tuple(bool(f) for f in self.forfeited))
         n = len(self.bots)
+        if self.forfeited and len(self.forfeited) != n:
+            raise ValueError(
+                f"match {self.key!r}: {n} bots but {len(self.forfeited)} forfeited flags"
+            )
         if n < 2:
             raise ValueError(f"match {self.key!r}: a match needs at least 2 seats, got {n}")
         if len(self.places) != n:
@@ -79,6 +89,13 @@ class MatchOutcome:
         for place in self.places:
             if not isinstance(place, int) or isinstance(place, bool) or not 1 <= place <= n:
                 raise ValueError(f"match {self.key!r}: place {place!r} is not in 1..{n}")
+        gone = sum(self.forfeited)
+        if gone:
+            last = n - gone + 1
+            shared = tuple(
+                last if f else p for p, f in zip(self.places, self.forfeited, strict=True)
+            )
+            object.__setattr__(self, "places", shared)
 
 
 def _score(place_i: int, place_j: int) -> float:
@@ -128,7 +145,7 @@ class LiveElo:
 class Standing:
     """One bot's published rating (Elo scale), its 95% interval and its pairwise games.
 
-    ``ci_low``/``ci_high`` are NaN when no bootstrap was run.
+    ``ci_low``/``ci_high`` are NaN when no bootstrap was run, and infinite at an open end.
     """
 
     bot: str
@@ -136,6 +153,18 @@ class Standing:
     ci_low: float
     ci_high: float
     games: int
+    #: Matches the bot played.
+    matches: int = 0
+    #: Fewer matches than the fit's ``min_matches``: listed apart, unranked.
+    provisional: bool = False
+    #: The group of bots connected by matches it belongs to (0 = the largest); ratings
+    #: compare only within a group.
+    group: int = 0
+    #: The data do not bound this end of the interval (e.g. the bot never lost, resp. never
+    #: won; see :func:`_open_ends`): ``ci_high`` is +inf, resp. ``ci_low`` is -inf, and the
+    #: other end is a bound ("> 1900", "< 1400").
+    low_open: bool = False
+    high_open: bool = False
 
 
 def bradley_terry(
@@ -248,11 +277,216 @@ class _Games:
         return flat.reshape(self.n, self.n)
 
 
-def _to_elo(theta: FloatArray, anchor_index: int | None, anchor_value: float) -> FloatArray:
-    elo = theta * ELO_PER_THETA
-    if anchor_index is None:
-        return elo - float(elo.mean()) + anchor_value
-    return elo - float(elo[anchor_index]) + anchor_value
+def _groups(games: FloatArray) -> NDArray[np.intp]:
+    """The group of each bot: bots connected by games, directly or through common
+    opponents. Numbered by size, largest first (then by first bot): 0, 1, ..."""
+    n = games.shape[0]
+    label = np.full(n, -1, dtype=np.intp)
+    linked = games > 0
+    count = 0
+    for first in range(n):
+        if label[first] >= 0:
+            continue
+        label[first] = count
+        todo = [first]
+        while todo:
+            a = todo.pop()
+            for b in np.flatnonzero(linked[a] & (label < 0)):
+                label[b] = count
+                todo.append(int(b))
+        count += 1
+    sizes = np.bincount(label, minlength=count)
+    order = sorted(range(count), key=lambda g: (-sizes[g], int(np.flatnonzero(label == g)[0])))
+    renumber = np.empty(count, dtype=np.intp)
+    renumber[order] = np.arange(count)
+    out: NDArray[np.intp] = renumber[label]
+    return out
+
+
+def _open_ends(
+    wins: FloatArray, group: NDArray[np.intp]
+) -> tuple[NDArray[np.bool_], NDArray[np.bool_]]:
+    """Which interval ends the data cannot bound: (low open, high open) per bot.
+
+    Let a → b when a won (or shared a place) against b at least once, and call bots that
+    reach each other along these arrows a circle. Within a circle every rating difference
+    is bounded by the data. A group's main circle is its largest (then the one with the
+    most even record); the ratings are read against it. A bot outside it that no bot of
+    the main circle reaches (nobody there beat it, even through others) could be better by
+    any amount: its high end is open. One that reaches no bot of the main circle could be
+    worse by any amount: its low end is open. Only the prior holds such a rating.
+    """
+    n = wins.shape[0]
+    reach = (wins > 0) | np.eye(n, dtype=bool)
+    for k in range(n):  # transitive closure (Warshall)
+        reach |= reach[:, k : k + 1] & reach[k : k + 1, :]
+    circle = reach & reach.T
+    won, lost = wins.sum(axis=1), wins.sum(axis=0)
+    balance = np.abs(won - lost) / np.maximum(won + lost, 1e-12)
+    low_open = np.zeros(n, dtype=bool)
+    high_open = np.zeros(n, dtype=bool)
+    for g in np.unique(group):
+        members = np.flatnonzero(group == g)
+        main = min(members, key=lambda i: (-int(circle[i].sum()), float(balance[i]), int(i)))
+        for i in members:
+            if not circle[main, i]:
+                high_open[i] = not reach[main, i]
+                low_open[i] = not reach[i, main]
+    return low_open, high_open
+
+
+def _anchored(
+    elo: FloatArray,
+    group: NDArray[np.intp],
+    held: NDArray[np.bool_],
+    core: NDArray[np.bool_],
+    anchor_index: int | None,
+    anchor_value: float,
+) -> FloatArray:
+    """Ratings shifted so that in each group the mean over the ``core`` bots ``held`` is
+    ``anchor_value`` (over all held bots of a group without one), and in the anchor bot's
+    group so that the anchor bot is exactly ``anchor_value``."""
+    out = elo.copy()
+    for g in np.unique(group):
+        members = group == g
+        if anchor_index is not None and members[anchor_index]:
+            out[members] += anchor_value - elo[anchor_index]
+            continue
+        mine = members & held & core
+        if not mine.any():
+            mine = members & held
+        if mine.any():
+            out[members] += anchor_value - float(elo[mine].mean())
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class Fit:
+    """The published standings and what a reader must know about them.
+
+    ``standings``: each group's bots that played at least ``min_matches`` best first,
+    group after group, then the provisional bots (best first). ``warnings``: one line
+    each, for every export (groups that never met, a fallback anchor, provisional bots).
+    """
+
+    standings: list[Standing]
+    groups: int
+    warnings: tuple[str, ...]
+    min_matches: int = 0
+
+
+def fit(
+    outcomes: Iterable[MatchOutcome],
+    *,
+    anchor: str | None = None,
+    anchor_value: float = 1500.0,
+    bootstrap: int = 200,
+    seed: int = 0,
+    prior_sigma_elo: float = PRIOR_SIGMA_ELO,
+    min_matches: int = 0,
+) -> Fit:
+    """Bradley–Terry standings on the Elo scale with 95% bootstrap intervals.
+
+    Each group of bots connected by matches is its own scale, anchored so that the mean
+    rating of its firmly placed bots (no open interval end, not provisional; all of them if
+    there are none) is ``anchor_value``; with ``anchor``, the anchor bot's group is anchored so that
+    the anchor bot is exactly ``anchor_value`` (an anchor that played no match falls back
+    to the mean, with a warning). The intervals are the 2.5 and 97.5 percentiles of
+    ``bootstrap`` refits over whole matches resampled with replacement (seeded, so
+    reproducible); each refit is anchored on the bots it holds, and a refit in which a bot
+    (or the anchor bot) played no game says nothing about it and is left out of that bot's
+    (or its group's) percentiles. An interval end the data cannot bound is open
+    (:func:`_open_ends`). The result does not depend on the order of ``outcomes``.
+    """
+    ordered = sorted(outcomes, key=lambda o: (o.key, o.bots, o.places))
+    bots = sorted({b for o in ordered for b in o.bots})
+    if not bots:
+        return Fit([], 0, (), min_matches)
+    warnings: list[str] = []
+    index = {b: i for i, b in enumerate(bots)}
+    if anchor is not None and anchor not in index:
+        warnings.append(
+            f"the anchor bot {anchor!r} played no match: each group's mean rating is "
+            f"{anchor_value:g} instead"
+        )
+        anchor = None
+    anchor_index = None if anchor is None else index[anchor]
+
+    games = _Games(ordered, index)
+    wins = games.wins()
+    theta = bradley_terry(wins, prior_sigma_elo=prior_sigma_elo)
+    played = (wins + wins.T).sum(axis=1)
+    group = _groups(wins + wins.T)
+    matches = np.zeros(len(bots), dtype=np.intp)
+    for o in ordered:
+        for b in o.bots:
+            matches[index[b]] += 1
+    low_open, high_open = _open_ends(wins, group)
+    # The scale is set by the bots the data place firmly: neither an open end nor
+    # provisional. A newcomer's rating swings from resample to resample; in the mean it
+    # would move everybody's interval with it.
+    core = ~low_open & ~high_open & (matches >= min_matches)
+    everyone = np.ones(len(bots), dtype=bool)
+    rating = _anchored(theta * ELO_PER_THETA, group, everyone, core, anchor_index, anchor_value)
+
+    low = np.full(len(bots), math.nan)
+    high = np.full(len(bots), math.nan)
+    if bootstrap > 0:
+        rng = np.random.default_rng(seed)
+        samples = np.full((bootstrap, len(bots)), math.nan)
+        anchor_group = None if anchor_index is None else group == group[anchor_index]
+        for r in range(bootstrap):
+            picks = rng.integers(0, games.matches, size=games.matches)
+            counts = np.bincount(picks, minlength=games.matches).astype(np.float64)
+            w = games.wins(counts)
+            refit = bradley_terry(w, prior_sigma_elo=prior_sigma_elo, start=theta)
+            seen = (w + w.T).sum(axis=1) > 0
+            use = seen.copy()
+            this_anchor = anchor_index
+            if anchor_index is not None and not seen[anchor_index]:
+                assert anchor_group is not None
+                use &= ~anchor_group  # no scale for the anchor's group in this refit
+                this_anchor = None
+            elo = _anchored(refit * ELO_PER_THETA, group, seen, core, this_anchor, anchor_value)
+            samples[r, use] = elo[use]
+        has_sample = ~np.isnan(samples).all(axis=0)
+        if has_sample.any():
+            low[has_sample] = np.nanpercentile(samples[:, has_sample], 2.5, axis=0)
+            high[has_sample] = np.nanpercentile(samples[:, has_sample], 97.5, axis=0)
+    low[low_open] = -math.inf
+    high[high_open] = math.inf
+
+    standings = [
+        Standing(
+            bot=b,
+            rating=float(rating[i]),
+            ci_low=float(low[i]),
+            ci_high=float(high[i]),
+            games=round(float(played[i])),
+            matches=int(matches[i]),
+            provisional=bool(matches[i] < min_matches),
+            group=int(group[i]),
+            low_open=bool(low_open[i]),
+            high_open=bool(high_open[i]),
+        )
+        for i, b in enumerate(bots)
+    ]
+    standings.sort(key=lambda s: (s.provisional, s.group, -s.rating, s.bot))
+    groups = int(group.max()) + 1
+    if groups > 1:
+        sizes = np.bincount(group)
+        warnings.append(
+            f"the bots form {groups} groups that never met, directly or through common "
+            f"opponents ({', '.join(str(k) for k in sizes)} bots): ratings compare only "
+            "within a group"
+        )
+    provisional = [s.bot for s in standings if s.provisional]
+    if provisional:
+        warnings.append(
+            f"{len(provisional)} bot(s) played fewer than {min_matches} matches and are "
+            f"listed apart as provisional: {', '.join(provisional)}"
+        )
+    return Fit(standings, groups, tuple(warnings), min_matches)
 
 
 def fit_standings(
@@ -263,62 +497,18 @@ def fit_standings(
     bootstrap: int = 200,
     seed: int = 0,
     prior_sigma_elo: float = PRIOR_SIGMA_ELO,
+    min_matches: int = 0,
 ) -> list[Standing]:
-    """Bradley–Terry standings on the Elo scale with 95% bootstrap intervals, best first.
-
-    Anchored so that the mean rating is ``anchor_value``, or, with ``anchor``, so that the
-    named bot is exactly ``anchor_value``. The intervals are the 2.5 and 97.5 percentiles
-    of ``bootstrap`` refits over whole matches resampled with replacement (seeded, so
-    reproducible); a refit in which a bot (or the anchor bot) played no game says nothing
-    about it and is left out of that bot's (or every bot's) percentiles. The result does not
-    depend on the order of ``outcomes``.
-    """
-    ordered = sorted(outcomes, key=lambda o: (o.key, o.bots, o.places))
-    bots = sorted({b for o in ordered for b in o.bots})
-    if not bots:
-        return []
-    index = {b: i for i, b in enumerate(bots)}
-    if anchor is not None and anchor not in index:
-        raise ValueError(f"anchor bot {anchor!r} played no match")
-    anchor_index = None if anchor is None else index[anchor]
-
-    games = _Games(ordered, index)
-    wins = games.wins()
-    theta = bradley_terry(wins, prior_sigma_elo=prior_sigma_elo)
-    rating = _to_elo(theta, anchor_index, anchor_value)
-    played = (wins + wins.T).sum(axis=1)
-
-    low = np.full(len(bots), math.nan)
-    high = np.full(len(bots), math.nan)
-    if bootstrap > 0:
-        rng = np.random.default_rng(seed)
-        samples = np.full((bootstrap, len(bots)), math.nan)
-        for r in range(bootstrap):
-            picks = rng.integers(0, games.matches, size=games.matches)
-            counts = np.bincount(picks, minlength=games.matches).astype(np.float64)
-            w = games.wins(counts)
-            refit = bradley_terry(w, prior_sigma_elo=prior_sigma_elo, start=theta)
-            seen = (w + w.T).sum(axis=1) > 0
-            if anchor_index is not None and not seen[anchor_index]:
-                continue
-            samples[r, seen] = _to_elo(refit, anchor_index, anchor_value)[seen]
-        has_sample = ~np.isnan(samples).all(axis=0)
-        if has_sample.any():
-            low[has_sample] = np.nanpercentile(samples[:, has_sample], 2.5, axis=0)
-            high[has_sample] = np.nanpercentile(samples[:, has_sample], 97.5, axis=0)
-
-    standings = [
-        Standing(
-            bot=b,
-            rating=float(rating[i]),
-            ci_low=float(low[i]),
-            ci_high=float(high[i]),
-            games=round(float(played[i])),
-        )
-        for i, b in enumerate(bots)
-    ]
-    standings.sort(key=lambda s: (-s.rating, s.bot))
-    return standings
+    """The standings of :func:`fit` alone (its warnings dropped)."""
+    return fit(
+        outcomes,
+        anchor=anchor,
+        anchor_value=anchor_value,
+        bootstrap=bootstrap,
+        seed=seed,
+        prior_sigma_elo=prior_sigma_elo,
+        min_matches=min_matches,
+    ).standings
 
 
 @dataclass(frozen=True, slots=True)

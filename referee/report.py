@@ -7,6 +7,12 @@ table shows control characters escaped, and the HTML escapes all text.
 Floats are written in full (``repr``) to JSON and CSV, so the files read back to the same
 values; a missing value (NaN, e.g. no think times, no bootstrap) is ``null`` in JSON and an
 empty cell in CSV.
+
+Where the data cannot support a number, every export says so: an interval end the data do
+not bound is open (``ci_high_open``/``ci_low_open`` true, the value ``null``; "> 1900" in
+the table and the page), provisional bots (fewer matches than the minimum) are listed apart
+with no rank, groups of bots that never met are ranked and shown separately, and the fit's
+warnings head the table, the page and the JSON's ``meta.warnings``.
 """
 
 from __future__ import annotations
@@ -37,6 +43,10 @@ RATINGS_COLUMNS = (
     "faults",
     "think_p50_ms",
     "think_p99_ms",
+    "provisional",
+    "group",
+    "ci_low_open",
+    "ci_high_open",
 )
 
 RATINGS_FORMAT_VERSION = 1
@@ -66,17 +76,40 @@ class ResultRow:
 RESULTS_COLUMNS = tuple(f.name for f in fields(ResultRow))
 
 
-def _ranks(standings: Sequence[Standing]) -> list[int]:
-    """Competition ranks (1, 2, 2, 4) of standings sorted best first."""
-    ranks: list[int] = []
-    for i, s in enumerate(standings):
-        same = i > 0 and s.rating == standings[i - 1].rating
-        ranks.append(ranks[-1] if same else i + 1)
+def _ranks(standings: Sequence[Standing]) -> list[int | None]:
+    """Competition ranks (1, 2, 2, 4) of standings sorted best first, within each group;
+    None for a provisional bot."""
+    ranks: list[int | None] = []
+    last: dict[int, tuple[float, int, int]] = {}  # group -> (rating, rank, count)
+    for s in standings:
+        if s.provisional:
+            ranks.append(None)
+            continue
+        rating, rank, count = last.get(s.group, (math.nan, 0, 0))
+        count += 1
+        if s.rating != rating:
+            rank = count
+        last[s.group] = (s.rating, rank, count)
+        ranks.append(rank)
     return ranks
 
 
 def _finite(x: float | None) -> float | None:
-    return None if x is None or math.isnan(x) else x
+    return None if x is None or not math.isfinite(x) else x
+
+
+def interval_text(low: float | None, high: float | None, low_open: bool, high_open: bool) -> str:
+    """A 95% interval as text: ``1450–1620``, ``> 1900`` (no upper bound), ``< 1400`` (no
+    lower bound), ``open`` (neither), ``–`` (none computed)."""
+    if low_open and high_open:
+        return "open"
+    if high_open:
+        return "–" if low is None else f"> {_fmt(low)}"
+    if low_open:
+        return "–" if high is None else f"< {_fmt(high)}"
+    if low is None or high is None:
+        return "–"
+    return f"{_fmt(low)}–{_fmt(high)}"
 
 
 def _rows(
@@ -103,6 +136,10 @@ def _rows(
                 "faults": st.faults if st else None,
                 "think_p50_ms": _finite(st.think_p50_ms) if st else None,
                 "think_p99_ms": _finite(st.think_p99_ms) if st else None,
+                "provisional": s.provisional,
+                "group": s.group,
+                "ci_low_open": s.low_open,
+                "ci_high_open": s.high_open,
             }
         )
     return rows
@@ -127,8 +164,12 @@ def standings_table(
     standings: Sequence[Standing],
     stats: Mapping[str, BotStats],
     live_elo: Mapping[str, float],
+    warnings: Sequence[str] = (),
+    min_matches: int = 0,
 ) -> str:
-    """The standings as an aligned terminal table, best first (no trailing newline)."""
+    """The standings as an aligned terminal table, best first (no trailing newline): a
+    section per group of bots that never met the others, then the provisional bots, and
+    the ``warnings`` first."""
     header = (
         "rank",
         "bot",
@@ -142,11 +183,23 @@ def standings_table(
         "think p50/p99 ms",
     )
     lines: list[tuple[str, ...]] = [header]
-    for row in _rows(standings, stats, live_elo):
-        ci = "–" if row["ci_low"] is None else f"{_fmt(row['ci_low'])}–{_fmt(row['ci_high'])}"
+    titles: dict[int, str] = {}  # line number -> a section title printed before it
+    rows = _rows(standings, stats, live_elo)
+    several = len({r["group"] for r in rows}) > 1
+    for row in rows:
+        section = (
+            f"provisional (fewer than {min_matches} matches; not ranked)"
+            if row["provisional"]
+            else f"group {row['group'] + 1}"
+            if several
+            else ""
+        )
+        if section and section not in titles.values():
+            titles[len(lines)] = section
+        ci = interval_text(row["ci_low"], row["ci_high"], row["ci_low_open"], row["ci_high_open"])
         lines.append(
             (
-                str(row["rank"]),
+                "–" if row["rank"] is None else str(row["rank"]),
                 _terminal_safe(row["bot"]),
                 _fmt(row["rating"]),
                 ci,
@@ -160,8 +213,10 @@ def standings_table(
         )
     widths = [max(len(line[c]) for line in lines) for c in range(len(header))]
     left = {1}  # the bot name; numbers are right-aligned
-    out = []
+    out = [f"warning: {_terminal_safe(w)}" for w in warnings]
     for n, line in enumerate(lines):
+        if n in titles:
+            out.append(f"-- {titles[n]}")
         cells = [
             cell.ljust(widths[c]) if c in left else cell.rjust(widths[c])
             for c, cell in enumerate(line)
@@ -179,15 +234,17 @@ def write_ratings_json(
     live_elo: Mapping[str, float] | None = None,
     *,
     meta: Mapping[str, Any] | None = None,
+    warnings: Sequence[str] = (),
 ) -> None:
     """The standings as JSON: ``{"version": 1, "meta": {...}, "standings": [{...}, ...]}``.
 
     Each entry has the keys of :data:`RATINGS_COLUMNS`; ``meta`` is free-form (tournament,
-    anchor, number of resamples, ...).
+    anchor, number of resamples, ...) and always holds ``warnings``, the fit's warnings
+    (a list of lines, empty when there are none).
     """
     doc = {
         "version": RATINGS_FORMAT_VERSION,
-        "meta": dict(meta or {}),
+        "meta": {**dict(meta or {}), "warnings": list(warnings)},
         "standings": _rows(standings, stats, live_elo),
     }
     text = json.dumps(doc, ensure_ascii=False, indent=2, allow_nan=False)
@@ -255,6 +312,7 @@ details { margin: .4em 0; } summary { cursor: pointer; }
 details table td, details table th { text-align: left; }
 .c-H, .c-D { color: #c0392b; } .c-K { color: #7d3c98; } .c-W { color: #117a65; }
 .c-P { color: #1f618d; } .c-R { color: #9a7d0a; } .won { font-weight: 700; }
+.warning { background: #fff4d6; border-left: 4px solid #e0a800; padding: .4em .8em; }
 """
 
 #: The report embeds the trick-by-trick account of at most this many matches (the latest);
@@ -350,7 +408,7 @@ def ratings_svg(standings: Sequence[Standing]) -> str:
     """An inline SVG chart: one row per bot, its rating as a dot and its 95% CI as a bar."""
     label_w, plot_w, row_h, top, bottom = 170, 520, 24, 10, 34
     values = [s.rating for s in standings]
-    values += [v for s in standings for v in (s.ci_low, s.ci_high) if not math.isnan(v)]
+    values += [v for s in standings for v in (s.ci_low, s.ci_high) if math.isfinite(v)]
     ticks = _nice_ticks(min(values), max(values)) if values else [1500.0]
     lo, hi = ticks[0], max(ticks[-1], ticks[0] + 1.0)
 
@@ -377,9 +435,13 @@ def ratings_svg(standings: Sequence[Standing]) -> str:
         name = s.bot if len(s.bot) <= 24 else s.bot[:23] + "…"
         parts.append(f'<text x="{label_w - 8}" y="{y + 4:.1f}" text-anchor="end">{_e(name)}</text>')
         tip = f"{s.bot}: {s.rating:.0f}"
-        if not math.isnan(s.ci_low):
-            tip += f" (95% CI {s.ci_low:.0f}–{s.ci_high:.0f})"
-            x1, x2 = x(s.ci_low), x(s.ci_high)
+        if not (math.isnan(s.ci_low) or math.isnan(s.ci_high)):
+            low = None if s.low_open else s.ci_low
+            high = None if s.high_open else s.ci_high
+            tip += f" (95% CI {interval_text(low, high, s.low_open, s.high_open)})"
+            # An open end runs to the edge of the axis.
+            x1 = label_w if s.low_open else x(s.ci_low)
+            x2 = label_w + plot_w if s.high_open else x(s.ci_high)
             parts.append(
                 f'<g class="errorbar"><title>{_e(tip)}</title>'
                 f'<line x1="{x1:.1f}" y1="{y:.1f}" x2="{x2:.1f}" y2="{y:.1f}"/>'
@@ -410,6 +472,9 @@ def write_report_html(
     live_elo: Mapping[str, float] | None = None,
     deal: Mapping[str, str] | None = None,
     matches: Sequence[ReportMatch] = (),
+    sandbox: str = "",
+    warnings: Sequence[str] = (),
+    min_matches: int = 0,
 ) -> None:
     """A self-contained HTML report: standings table, ratings chart, a section per bot and
     the matches, each linked to its record, the latest with their tricks embedded.
@@ -417,7 +482,10 @@ def write_report_html(
     No external assets and no script: the CSS and the SVG chart are inline. ``faults_by_reason`` maps
     bot → fault reason → count; ``think`` maps bot → (p50, p99) think time in ms.
     ``deal`` holds the deal key's ``deal_key_commitment`` and, once the tournament is
-    over, the ``deal_key`` itself: the report says how to check the deals with them.
+    over, the ``deal_key`` itself: the report says how to check the deals with them;
+    ``sandbox`` is how the bots were confined ("bubblewrap" or "none"). The
+    ``warnings`` head the page; groups of bots that never met and the provisional bots
+    get tables of their own.
     """
     rows = _rows(standings, stats, live_elo)
     out = [
@@ -426,24 +494,42 @@ def write_report_html(
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         f"<title>{_e(title)}</title><style>{_CSS}</style></head><body>",
         f"<h1>{_e(title)}</h1>",
+        *([f'<p class="sandbox">Bot sandbox: {_e(sandbox)}</p>'] if sandbox else []),
+        *(f'<p class="warning">Warning: {_e(w)}</p>' for w in warnings),
         "<h2>Standings</h2>",
-        '<table><thead><tr><th>Rank</th><th class="bot">Bot</th><th>Rating</th>'
-        "<th>95% CI</th><th>Live Elo</th><th>Matches</th><th>Mean score</th>"
-        "<th>Mean place</th><th>Faults</th></tr></thead><tbody>",
     ]
+    several = len({r["group"] for r in rows}) > 1
+    sections: dict[str, list[dict[str, Any]]] = {}
     for row in rows:
-        ci = (
-            '<td class="none">–</td>'
-            if row["ci_low"] is None
-            else f"<td>{_fmt(row['ci_low'])}–{_fmt(row['ci_high'])}</td>"
+        section = (
+            f"Provisional (fewer than {min_matches} matches; not ranked)"
+            if row["provisional"]
+            else f"Group {row['group'] + 1}"
+            if several
+            else ""
         )
+        sections.setdefault(section, []).append(row)
+    for section, members in sections.items():
+        if section:
+            out.append(f"<h3>{_e(section)}</h3>")
         out.append(
-            f'<tr><td>{row["rank"]}</td><td class="bot">{_e(row["bot"])}</td>'
-            f"{_cell(row['rating'])}{ci}{_cell(row['live_elo'])}{_cell(row['matches'])}"
-            f"{_cell(row['mean_score'], 1)}{_cell(row['mean_place'], 2)}"
-            f"{_cell(row['faults'])}</tr>"
+            '<table><thead><tr><th>Rank</th><th class="bot">Bot</th><th>Rating</th>'
+            "<th>95% CI</th><th>Live Elo</th><th>Matches</th><th>Mean score</th>"
+            "<th>Mean place</th><th>Faults</th></tr></thead><tbody>"
         )
-    out.append("</tbody></table>")
+        for row in members:
+            text = interval_text(
+                row["ci_low"], row["ci_high"], row["ci_low_open"], row["ci_high_open"]
+            )
+            ci = '<td class="none">–</td>' if text == "–" else f"<td>{_e(text)}</td>"
+            rank = "–" if row["rank"] is None else row["rank"]
+            out.append(
+                f'<tr><td>{rank}</td><td class="bot">{_e(row["bot"])}</td>'
+                f"{_cell(row['rating'])}{ci}{_cell(row['live_elo'])}{_cell(row['matches'])}"
+                f"{_cell(row['mean_score'], 1)}{_cell(row['mean_place'], 2)}"
+                f"{_cell(row['faults'])}</tr>"
+            )
+        out.append("</tbody></table>")
     out.append("<h2>Ratings with 95% confidence intervals</h2>")
     out.append(ratings_svg(standings))
     out.append("<h2>Bots</h2>")

@@ -35,10 +35,11 @@ from referee.faults import (
     check_decision,
     fallback_action,
 )
-from referee.pool import EXIT_GRACE_S, StartFailed, await_handshake
+from referee.pool import EXIT_GRACE_S, StartFailed, await_handshake, start_bot
 from referee.private import private_dir
 from referee.record import RECORD_VERSION, SEED_DOMAIN, RecordWriter, cards_text
 from referee.rules import Action, Match, Phase, Round, RuleSet, Trick, card_str, view
+from referee.sandbox import SandboxUnavailable
 from referee.server import Malformed, RefereeServer, SeatSlot, SeatStream
 from sticheln.v1 import bot_pb2
 
@@ -294,7 +295,6 @@ class MatchRunner:
             await self._cleanup()
 
     async def _seat_bots(self) -> None:
-        address = self.server.address
         logs = self.out_dir / "logs"
 
         async def start(seat: _Seat) -> None:
@@ -315,10 +315,8 @@ class MatchRunner:
                 private_dir(logs)
                 log_path = logs / f"{self.match_id}-seat{seat.index}-{log_name(seat.spec.name)}.log"
                 try:
-                    seat.process = await BotProcess.start(
-                        seat.spec, address, seat.slot.token, log_path
-                    )
-                except OSError as exc:
+                    seat.process = await start_bot(self.server, seat.spec, [seat.slot], log_path)
+                except (OSError, SandboxUnavailable) as exc:
                     self._fault(
                         seat, FaultReason.HANDSHAKE_FAILED, f"cannot start the bot: {exc}", 0
                     )
@@ -725,6 +723,7 @@ class MatchRunner:
                     "startup_ms": self.clock.startup_ms,
                 },
                 "strike_limit": self.strike_limit,
+                "sandbox": self.server.sandbox.mode,
                 "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
             }
         )

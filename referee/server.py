@@ -1,5 +1,11 @@
 """The referee's gRPC server: one port for every bot stream, health and reflection.
 
+A sandboxed bot has no network: it reaches the referee through a Unix socket made for its
+one process (:meth:`RefereeServer.open_bot_socket`), served by a small gRPC server of its
+own that shares the servicer, the seat registry and the event loop. A token opens its
+seat only where it was given: on the socket of its process, or on the TCP port for a bot
+that dials in by itself or runs without a sandbox.
+
 The servicer is thin. It checks a stream's handshake, finds the seat its token opens in
 the :class:`SeatRegistry`, and from then on only moves messages: decisions go to the
 seat's :class:`SeatStream`, which the match runner awaits; the runner writes requests
@@ -11,9 +17,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import itertools
 import math
+import os
 import secrets
+import shutil
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -27,6 +37,7 @@ from grpc_reflection.v1alpha import reflection
 from referee import __version__
 from referee.faults import FaultReason
 from referee.peers import blame
+from referee.sandbox import Sandbox
 from sticheln.v1 import bot_pb2
 
 PROTOCOL_VERSION = 1
@@ -253,6 +264,9 @@ class SeatSlot:
     handshake_error: str = ""
     #: ``Welcome.message`` for the stream (default: which seat of which match it is).
     welcome: str = ""
+    #: Where the token is accepted: "" for the TCP port, else the path of the one Unix
+    #: socket made for the bot process that was given the token.
+    origin: str = ""
 
 
 class SeatRegistry:
@@ -354,12 +368,15 @@ class RefereeServicer:
         self,
         requests: object,
         context: grpc.aio.ServicerContext[Any, Any],
+        origin: str = "",
     ) -> None:
-        """One bot stream for one seat."""
+        """One bot stream for one seat, opened on the TCP port (``origin`` "") or on the
+        Unix socket ``origin`` of one started bot process."""
+        refuse = functools.partial(_refuse, origin=origin)
         try:
             first = await asyncio.wait_for(context.read(), self.handshake_timeout)
         except TimeoutError:
-            await _refuse(
+            await refuse(
                 context,
                 grpc.StatusCode.DEADLINE_EXCEEDED,
                 f"no Hello within {self.handshake_timeout:g} s of opening the stream",
@@ -368,10 +385,10 @@ class RefereeServicer:
         if first is _EOF:
             return
         if isinstance(first, Oversized):
-            await _refuse(context, grpc.StatusCode.RESOURCE_EXHAUSTED, first.detail)
+            await refuse(context, grpc.StatusCode.RESOURCE_EXHAUSTED, first.detail)
             return
         if isinstance(first, Malformed) or first.WhichOneof("kind") != "hello":
-            await _refuse(
+            await refuse(
                 context,
                 grpc.StatusCode.INVALID_ARGUMENT,
                 "the first message on a stream must be a Hello",
@@ -379,11 +396,15 @@ class RefereeServicer:
             return
         hello = first.hello
         slot = self.registry.find(hello.token)
-        if slot is None and self.lobby is not None:
+        if slot is not None and slot.origin != origin:
+            # A token is good only where it was given: another process's socket, or the
+            # TCP port for a sandboxed bot's token, opens nothing.
+            slot = None
+        if slot is None and self.lobby is not None and not origin:
             try:
                 slot = self.lobby.admit(hello)
             except Refused as exc:
-                await _refuse(context, exc.code, exc.message)
+                await refuse(context, exc.code, exc.message)
                 return
             try:
                 await self._serve(slot, hello, context, self.lobby)
@@ -392,7 +413,7 @@ class RefereeServicer:
             return
         if slot is None:
             what = "no token" if not hello.token else "the token is not valid"
-            await _refuse(
+            await refuse(
                 context,
                 grpc.StatusCode.UNAUTHENTICATED,
                 f"{what}: send the token the referee gave this seat (STICHELN_TOKEN) in Hello.token",
@@ -417,6 +438,7 @@ class RefereeServicer:
                 grpc.StatusCode.FAILED_PRECONDITION,
                 f"protocol version {hello.protocol_version} is not supported: this referee speaks "
                 f"version {PROTOCOL_VERSION} (sticheln.v1); set Hello.protocol_version = {PROTOCOL_VERSION}",
+                origin=slot.origin,
             )
             return
         if slot.stream is not None:
@@ -424,6 +446,7 @@ class RefereeServicer:
                 context,
                 grpc.StatusCode.ALREADY_EXISTS,
                 f"seat {slot.seat} of match {slot.match_id} already has a stream; one stream per seat",
+                origin=slot.origin,
             )
             return
         stream = SeatStream(context, hello)
@@ -480,11 +503,15 @@ class RefereeServicer:
 
 
 async def _refuse(
-    context: grpc.aio.ServicerContext[Any, Any], code: grpc.StatusCode, message: str
+    context: grpc.aio.ServicerContext[Any, Any],
+    code: grpc.StatusCode,
+    message: str,
+    origin: str = "",
 ) -> None:
     """End a stream with a status the bot author can act on; a bot the referee started
-    has the reason noted, for its seat's handshake fault."""
-    blame(context.peer(), f"the stream was refused with {code.name}: {message}")
+    has the reason noted, for its seat's handshake fault (``origin``: the Unix socket of
+    the one process the stream came from, or "" for the TCP port)."""
+    blame(context.peer(), f"the stream was refused with {code.name}: {message}", origin)
     await context.abort(code, message)
 
 
@@ -494,6 +521,56 @@ class TlsConfig:
 
     cert_file: Path
     key_file: Path
+
+
+_SERVER_OPTIONS = [
+    ("grpc.so_reuseport", 0),
+    ("grpc.max_receive_message_length", TRANSPORT_LIMIT),
+    ("grpc.keepalive_permit_without_calls", 1),
+    ("grpc.http2.min_ping_interval_without_data_ms", 10_000),
+]
+
+
+def _play_handler(
+    play: Callable[[object, grpc.aio.ServicerContext[Any, Any]], Any],
+) -> grpc.GenericRpcHandler[Any, Any]:
+    return grpc.method_handlers_generic_handler(
+        SERVICE_NAME,
+        {
+            "Play": grpc.stream_stream_rpc_method_handler(
+                play,
+                request_deserializer=_parse_bot_message,
+                response_serializer=bot_pb2.RefereeMessage.SerializeToString,
+            )
+        },
+    )
+
+
+class BotSocket:
+    """A Unix socket made for one started bot process, with its own small gRPC server
+    (``Referee.Play`` only) sharing the referee's servicer and event loop."""
+
+    def __init__(self, folder: Path, server: grpc.aio.Server) -> None:
+        #: The private folder holding the socket (bound into the bot's sandbox).
+        self.folder = folder
+        self.path = folder / SOCKET_NAME
+        self._server: grpc.aio.Server | None = server
+
+    @property
+    def origin(self) -> str:
+        """The :attr:`SeatSlot.origin` of the seats this socket opens."""
+        return str(self.path)
+
+    async def close(self) -> None:
+        """Stop its server at once and remove the socket and its folder."""
+        server, self._server = self._server, None
+        if server is not None:
+            await server.stop(0)
+            shutil.rmtree(self.folder, ignore_errors=True)
+
+
+#: The socket's name in its folder (the folder is bound at /run/sticheln in the sandbox).
+SOCKET_NAME = "referee.sock"
 
 
 class RefereeServer:
@@ -506,8 +583,16 @@ class RefereeServer:
         observer: StreamObserver | None = None,
         lobby: Lobby | None = None,
         services: Sequence[tuple[str, grpc.GenericRpcHandler[Any, Any]]] = (),
+        sandbox: Sandbox | None = None,
     ) -> None:
         self.registry = registry or SeatRegistry()
+        #: How the bots started for this server's seats are confined (default: bubblewrap).
+        self.sandbox = sandbox or Sandbox()
+        #: The certificate served on the TCP port, if any (its path is given to bots that
+        #: dial the port as ``STICHELN_TLS_CA``).
+        self.tls: TlsConfig | None = None
+        self._socket_root: Path | None = None
+        self._sockets = itertools.count(1)
         self.servicer = RefereeServicer(self.registry, handshake_timeout, observer, lobby)
         #: More services on the same port: (full service name, handler), e.g. the league's.
         self.services = tuple(services)
@@ -528,24 +613,8 @@ class RefereeServer:
         self, host: str = "127.0.0.1", port: int = 0, tls: TlsConfig | None = None
     ) -> None:
         """Bind (port 0 picks a free port; see :attr:`port`) and start serving."""
-        server = grpc.aio.server(
-            options=[
-                ("grpc.so_reuseport", 0),
-                ("grpc.max_receive_message_length", TRANSPORT_LIMIT),
-                ("grpc.keepalive_permit_without_calls", 1),
-                ("grpc.http2.min_ping_interval_without_data_ms", 10_000),
-            ]
-        )
-        handler = grpc.method_handlers_generic_handler(
-            SERVICE_NAME,
-            {
-                "Play": grpc.stream_stream_rpc_method_handler(
-                    self.servicer.Play,
-                    request_deserializer=_parse_bot_message,
-                    response_serializer=bot_pb2.RefereeMessage.SerializeToString,
-                )
-            },
-        )
+        server = grpc.aio.server(options=_SERVER_OPTIONS)
+        handler = _play_handler(self.servicer.Play)
         server.add_generic_rpc_handlers((handler, *(h for _, h in self.services)))
         health_pb2_grpc.add_HealthServicer_to_server(self.health, server)
         reflection.enable_server_reflection(
@@ -566,9 +635,41 @@ class RefereeServer:
             )
             self.port = server.add_secure_port(bind, creds)
         self.host = host
+        self.tls = tls
         await server.start()
         await _set_health(self.health, health_pb2.HealthCheckResponse.SERVING, self._names())
         self._server = server
+
+    async def open_bot_socket(self, owner: tuple[int, int] | None = None) -> BotSocket:
+        """A fresh Unix socket for one bot process, in its own folder inside a private
+        (0700) folder of the referee; ``owner`` (uid, gid) gets the folder and the socket
+        (the user a sandboxed bot runs as). Give its :attr:`BotSocket.origin` to the
+        process's seats, and close it when the process has ended."""
+        if self._socket_root is None:
+            self._socket_root = Path(tempfile.mkdtemp(prefix="sticheln-sockets-"))
+        folder = self._socket_root / str(next(self._sockets))
+        folder.mkdir(mode=0o700)
+        path = folder / SOCKET_NAME
+        server = grpc.aio.server(options=_SERVER_OPTIONS)
+        origin = str(path)
+
+        async def play(requests: object, context: grpc.aio.ServicerContext[Any, Any]) -> None:
+            await self.servicer.Play(requests, context, origin)
+
+        server.add_generic_rpc_handlers((_play_handler(play),))
+        try:
+            if not server.add_insecure_port(f"unix:{path}"):
+                raise OSError(f"cannot listen on {path}")
+            await server.start()
+            os.chmod(path, 0o600)
+            if owner is not None:
+                for item in (folder, path):
+                    os.chown(item, *owner)
+        except BaseException:
+            await server.stop(0)
+            shutil.rmtree(folder, ignore_errors=True)
+            raise
+        return BotSocket(folder, server)
 
     async def set_serving(self, service: str, serving: bool) -> None:
         """Report ``service`` (``""``: the whole server) as SERVING or NOT_SERVING."""
@@ -592,6 +693,9 @@ class RefereeServer:
             )
             await self._server.stop(grace)
             self._server = None
+        if self._socket_root is not None:
+            shutil.rmtree(self._socket_root, ignore_errors=True)
+            self._socket_root = None
 
 
 async def _set_health(servicer: object, status: int, names: Sequence[str]) -> None:

@@ -5,9 +5,11 @@ cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
 # Debian packages the tests start for real: Prometheus (promtool and a server), PostgreSQL,
 # Chromium (the web pages' browser tests), docker-compose (its `config` checks
-# deploy/compose.yaml; no Docker daemon needed), the C++ toolchain with gRPC's development
-# files for the C++ sample bot, and protoc plugins.
+# deploy/compose.yaml; no Docker daemon needed), bubblewrap (the sandbox every bot the
+# referee starts runs in), the C++ toolchain with gRPC's development files for the C++
+# sample bot, and protoc plugins.
 need=()
+command -v bwrap >/dev/null || need+=(bubblewrap)
 command -v docker-compose >/dev/null || need+=(docker-compose)
 { command -v cmake && command -v g++ && command -v protoc && command -v grpc_cpp_plugin; } >/dev/null \
   && [ -f /usr/include/grpcpp/grpcpp.h ] && [ -f /usr/include/openssl/sha.h ] \

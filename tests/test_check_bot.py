@@ -34,6 +34,21 @@ def _env(**extra: str) -> dict[str, str]:
     return {**os.environ, "PATH": path, **extra}
 
 
+def bot_file(folder: Path, script: str, **env: str) -> str:
+    """A bot file for ``tests/bots/<script>`` with ``env`` (a started bot gets no other
+    environment than its file's, besides what the referee sets)."""
+    path = folder / f"{Path(script).stem}.toml"
+    lines = [
+        f'name = "{Path(script).stem}"',
+        f"command = {json.dumps([sys.executable, script])}",
+        f"workdir = {json.dumps(str(TEST_BOTS))}",
+        "[env]",
+        *(f"{k} = {json.dumps(v)}" for k, v in env.items()),
+    ]
+    path.write_text("\n".join(lines) + "\n")
+    return str(path)
+
+
 def check_bot(*args: str, timeout: float = 120, **env: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "referee.cli", "check-bot", *args],
@@ -70,8 +85,14 @@ def test_house_bots_play_the_fallbacks_choice() -> None:
 
 @pytest.mark.timeout(150)
 @pytest.mark.parametrize("name", ["random", "heuristic", "montecarlo"])
-def test_the_python_sample_bots_pass_every_scenario(name: str) -> None:
-    done = check_bot("--bot", str(SAMPLE_BOTS / f"{name}.toml"), MONTECARLO_CAP_MS="5")
+def test_the_python_sample_bots_pass_every_scenario(name: str, tmp_path: Path) -> None:
+    # The sample bot file, run from its folder, with the Monte Carlo bot's thinking capped.
+    text = (SAMPLE_BOTS / f"{name}.toml").read_text()
+    bot = tmp_path / f"{name}.toml"
+    bot.write_text(
+        f'{text}\nworkdir = {json.dumps(str(SAMPLE_BOTS))}\n[env]\nMONTECARLO_CAP_MS = "5"\n'
+    )
+    done = check_bot("--bot", str(bot))
     assert done.returncode == 0, done.stdout + done.stderr
     passes = [line for line in done.stdout.splitlines() if line.startswith("PASS ")]
     # random and heuristic declare seats = 8: they also play the seats scenario.
@@ -108,11 +129,9 @@ def test_a_bot_playing_a_card_it_does_not_hold_fails_with_a_useful_report(
         *(arg for name in picked for arg in ("--scenario", name)),
         "--out",
         str(tmp_path),
-        "--",
-        sys.executable,
-        str(TEST_BOTS / "illegal_bot.py"),
-        ILLEGAL="not_in_hand",
-        ILLEGAL_AT="2",  # only its second answer is illegal: one finding per scenario
+        "--bot",
+        # Only its second answer is illegal: one finding per scenario.
+        bot_file(tmp_path, "illegal_bot.py", ILLEGAL="not_in_hand", ILLEGAL_AT="2"),
     )
     assert done.returncode == 1, done.stdout + done.stderr
     out = done.stdout.splitlines()
@@ -141,10 +160,8 @@ def test_a_bot_that_always_cheats_is_forfeited_and_every_scenario_fails(tmp_path
         "two-pain-cards",
         "--scenario",
         "short-clock",
-        "--",
-        sys.executable,
-        str(TEST_BOTS / "illegal_bot.py"),
-        ILLEGAL="wrong_count",
+        "--bot",
+        bot_file(tmp_path, "illegal_bot.py", ILLEGAL="wrong_count"),
     )
     assert done.returncode == 1, done.stdout + done.stderr
     out = done.stdout
@@ -162,9 +179,8 @@ def test_a_bot_that_thinks_a_fixed_half_second_fails_only_the_short_clock(tmp_pa
     done = check_bot(
         *("--out", str(tmp_path)),
         *("--scenario", "preset-sticheln", "--scenario", "short-clock"),
-        *("--", sys.executable, str(TEST_BOTS / "slow_bot.py")),
-        SLOW="3,4,5,6",
-        SLOW_MS="500",
+        "--bot",
+        bot_file(tmp_path, "slow_bot.py", SLOW="3,4,5,6", SLOW_MS="500"),
     )
     assert done.returncode == 1, done.stdout + done.stderr
     out = done.stdout.splitlines()
@@ -239,6 +255,8 @@ def _bot_file(folder: Path, name: str, script: str, seats: int = 1, **env: str) 
     path.write_text(
         f"name = {json.dumps(name)}\n"
         f"command = [{json.dumps(sys.executable)}, {json.dumps(str(TEST_BOTS / script))}]\n"
+        # The bot's folder is the one its sandbox may read.
+        f"workdir = {json.dumps(str(TEST_BOTS))}\n"
         f"seats = {seats}\nenv = {{ {table} }}\n"
     )
     return path

@@ -75,10 +75,13 @@ def _check_bot(
         "--out",
         tmp_path / "check",
         "--",
+        # A started bot gets only an allowlisted environment: its own variables go on its
+        # command line.
+        "env",
+        *(f"{k}={v}" for k, v in {"MODE": mode, **env}.items()),
         sys.executable,
         str(BOTS_DIR / "handshake_bot.py"),
         f"--marker={marker}",
-        env={"MODE": mode, **env},
     )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import os
 import signal
 import sqlite3
@@ -15,15 +16,19 @@ from pathlib import Path
 
 import pytest
 
-from referee.compare.config import CompareConfigError, Overrides, load_compare
+from referee.compare.config import CompareConfigError, Overrides, load_compare, share_for_elo
 from referee.compare.run import (
     CompareRefused,
     CompareStore,
+    SeatRow,
     exit_status,
+    judge,
+    pairs_from,
     plan_pair,
     run_compare,
+    share_beaten,
 )
-from referee.compare.sprt import H0, H1
+from referee.compare.sprt import H0, H1, first_verdict
 from referee.dealkey import DealKey
 
 ROOT = Path(__file__).parent.parent
@@ -306,3 +311,60 @@ def _finished_at(db: Path) -> dict[int, float]:
                 "SELECT idx, finished_at FROM compare_matches WHERE status = 'finished'"
             ).fetchall()
         )
+
+
+# -- bounds in Elo -------------------------------------------------------------------------------
+
+
+def test_elo_bounds_test_the_share_of_opponents_beaten(tmp_path: Path) -> None:
+    config = load_compare(None, flags(tmp_path, sprt=["elo0=0", "elo1=50", "min_pairs=5"]))
+    assert config.metric == "share" and config.elo == (0.0, 50.0)
+    assert config.sprt is not None and config.sprt.lower == 0.0
+    assert config.sprt.upper == pytest.approx(1 / (1 + 10 ** (-50 / 400)) - 0.5)
+    assert share_for_elo(-80.0) == pytest.approx(-share_for_elo(80.0))
+    # Small differences: ln 10 / 1600 of a share per Elo point.
+    assert share_for_elo(1.0) == pytest.approx(math.log(10) / 1600, rel=1e-3)
+    for words, message in (
+        (["elo0=0", "elo1=50", "upper=3"], "either as lower/upper"),
+        (["elo1=50"], "give both elo0 and elo1"),
+        (["elo0=0", "elo1=5000"], "elo1 = 5000.0 is not allowed"),
+    ):
+        with pytest.raises(CompareConfigError, match=message):
+            load_compare(None, flags(tmp_path, sprt=words))
+    # The candidate beats both opponents or one, the baseline one or none, in turn.
+    strong = load_compare(None, flags(tmp_path, sprt=["elo0=0", "elo1=300", "min_pairs=5"]))
+    finished: dict[int, list[SeatRow]] = {}
+    for deal in range(40):
+        for idx, bot, place in ((2 * deal, "heuristic", 1), (2 * deal + 1, "random", 3)):
+            place = place + deal % 2 * (1 if place == 1 else -1)
+            others = [p for p in (1, 2, 3) if p != place]
+            finished[idx] = [
+                SeatRow(idx, 0, bot, 0, place, False, 0),
+                SeatRow(idx, 1, "random-2", 0, others[0], False, 0),
+                SeatRow(idx, 2, "minimal", 0, others[1], False, 0),
+            ]
+    pairs = pairs_from(strong, finished)
+    assert [p.share_diff for p in pairs] == [1.0, 0.0] * 20
+    verdict = judge(strong, pairs)
+    assert strong.sprt is not None
+    assert (verdict.decision, verdict.pairs) == first_verdict(strong.sprt, [1.0, 0.0] * 20)
+    assert verdict.decision == H1 and verdict.pairs < 40
+
+
+def test_share_beaten_counts_shared_places_half_and_ties_forfeits() -> None:
+    rows = [
+        SeatRow(0, 0, "a", 0, 2, False, 0),
+        SeatRow(0, 1, "b", 0, 2, False, 0),
+        SeatRow(0, 2, "c", 0, 3, True, 0),
+        SeatRow(0, 3, "d", 0, 4, True, 0),
+    ]
+    assert share_beaten(rows, "a") == pytest.approx((0.5 + 1 + 1) / 3)
+    assert share_beaten(rows, "c") == pytest.approx(0.5 / 3)  # the forfeits tie
+
+
+def test_an_unusable_store_is_refused_in_one_line(tmp_path: Path) -> None:
+    (tmp_path / "out").write_text("a file where the folder should be")
+    config = load_compare(None, flags(tmp_path))
+    with pytest.raises(CompareRefused, match="cannot open the comparison's database") as info:
+        CompareStore(config.database)
+    assert "\n" not in str(info.value)

@@ -4,19 +4,17 @@ league.proto, docs/league.md and the registry."""
 
 from __future__ import annotations
 
-import base64
 import re
 import sys
 from pathlib import Path
 
 import pytest
-from bots.harness import BOTS_DIR, assert_no_processes, new_marker, run
+from bots.harness import BOTS_DIR, assert_no_processes, new_marker, read_capture, run
 
 from referee.bots import BotSpec
 from referee.league.registry import NAME, BotRegistry, RegistryError
 from referee.pool import POOLED_WELCOME, BotPool
 from referee.server import RefereeServer
-from sticheln.v1 import bot_pb2
 
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.timeout(60)
@@ -44,10 +42,8 @@ def test_a_pooled_stream_is_welcomed_without_a_seat_or_a_match(tmp_path: Path) -
             await server.stop(0.2)
 
     run(lend())
-    welcomes = [
-        bot_pb2.RefereeMessage.FromString(base64.b64decode(line)).welcome.message
-        for line in capture.read_text().splitlines()
-    ]
+    # The bot tells what it received through its log (it can write nowhere else).
+    welcomes = [m.welcome.message for m in read_capture(capture) if m.HasField("welcome")]
     assert welcomes == [POOLED_WELCOME, POOLED_WELCOME]
     assert "seat" not in POOLED_WELCOME.split(":")[0] and "match pool" not in POOLED_WELCOME
     assert_no_processes(marker)

@@ -42,7 +42,7 @@ from referee.dealkey import KEY_ENV, DealKey
 from referee.league.feed import replay_feed
 from referee.record import read_record
 from referee.tournament.config import TournamentConfig, load_config
-from referee.tournament.run import run_tournament
+from referee.tournament.run import Shard, run_tournament
 from referee.tournament.storage import ResumeRefused
 from referee.verify import verify_tournament
 from sticheln.v1 import bot_pb2, league_pb2
@@ -408,3 +408,33 @@ def test_a_deal_key_never_prints_itself(secret: bytes) -> None:
     for shown in (repr(key), str(key), f"{key}", f"{[key]}", f"{ {'k': key} }"):
         assert key.hex() not in shown.lower()
         assert key.commitment()[:16] in shown
+
+
+@pytest.mark.timeout(300)
+def test_a_deals_last_seating_reveals_only_when_every_other_shard_is_done(
+    tmp_path: Path,
+) -> None:
+    """One deal, three seatings (matches 0, 1, 2); shard 0/2 plays 0 and 2, shard 1/2 plays 1,
+    on one database. Match 2 reveals the seed only if match 1 has ended before it starts."""
+    base = load_config(write_tournament(tmp_path, "sh", mode="duplicate", matches_per_table=3))
+    key = DealKey.new()
+
+    def run(name: str, shards: list[int]) -> dict[int, dict[str, object]]:
+        out = tmp_path / name
+        config = dataclasses.replace(base, out=out, database=str(out / "tournament.db"))
+        for i in shards:
+            outcome = asyncio.run(
+                run_tournament(config, progress=False, workers=1, shard=Shard(i, 2), deal_key=key)
+            )
+            assert outcome.shard_finished == outcome.shard_planned
+        return {int(str(x[0]["match_id"])[-5:]): x[-1] for x in records(out)}
+
+    ends = run("first-0", [0])
+    assert sorted(ends) == [0, 2]
+    assert "played again by a later seating" in str(ends[0]["seed_withheld"])
+    assert "another shard" in str(ends[2]["seed_withheld"])
+    ends = run("first-1", [1, 0])
+    assert "played again by a later seating" in str(ends[1]["seed_withheld"])
+    assert "seed_withheld" not in ends[2]  # matches 0 and 1 had ended: 2 reveals
+    assert all(e["seed"] == str(key.match_seed(0)) for e in ends.values())
+    assert verify_tournament(tmp_path / "first-1").clean

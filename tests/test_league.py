@@ -27,7 +27,7 @@ from leaguekit import (
 
 from referee.dealkey import DealKey
 from referee.league.config import load_league_config
-from referee.ratings import LiveElo, MatchOutcome, fit_standings
+from referee.ratings import MIN_MATCHES, LiveElo, MatchOutcome, fit_standings
 from referee.tournament.config import ConfigError
 from sticheln.v1 import league_pb2
 
@@ -124,9 +124,17 @@ def test_five_bots_join_leave_return_and_the_standings_match_the_database(tmp_pa
         recent = serve.recent()
 
     outcomes = [
-        MatchOutcome(tuple(m["seating"]), tuple(m["places"]), f"{m['idx']:08d}") for m in done
+        MatchOutcome(
+            tuple(m["seating"]),
+            tuple(m["places"]),
+            f"{m['idx']:08d}",
+            forfeited=tuple(b in m["forfeited"] for b in m["seating"]),
+        )
+        for m in done
     ]
-    fitted = {s.bot: s for s in fit_standings(outcomes, bootstrap=20, seed=0)}
+    fitted = {
+        s.bot: s for s in fit_standings(outcomes, bootstrap=20, seed=0, min_matches=MIN_MATCHES)
+    }
     elo = LiveElo()
     for o in outcomes:
         elo.update(o)
@@ -226,7 +234,8 @@ def test_sigterm_mid_match_exits_0_and_the_match_is_replayed_after_restart(
     assert sorted(deals.values()) == sorted(set(deals.values()))
     for log in ("serve1.log", "serve2.log"):
         text = (tmp_path / log).read_text()
-        start = next(line for line in text.splitlines() if '"league_start"' in line)
+        start = next(line for line in text.splitlines() if line.startswith("{"))
+        assert '"event": "league_start"' in start
         assert f'"deal_key_commitment": "{key.commitment()}"' in start
         assert key.hex() not in text.lower()
 

@@ -173,7 +173,7 @@ def test_ctrl_c_stops_the_match_and_leaves_no_bot_process(tmp_path: Path, marker
                     record = path
             time.sleep(0.02)
         assert record is not None, "the match never started playing"
-        assert len(processes_with(marker)) == 3
+        assert len(processes_with(marker, bots_only=True)) == 3
         os.kill(proc.pid, signal.SIGINT)
         _, stderr = proc.communicate(timeout=20)
     finally:

@@ -20,6 +20,7 @@ from bots.harness import (
     bot,
     check_decisions,
     check_finished,
+    collect_reports,
     new_marker,
     play_match,
     read_capture,
@@ -381,6 +382,7 @@ def test_a_refused_hello_tells_the_bot_why_and_fails_the_seat(
     result = run_match([lowest, lowest, refused], ONE_ROUND, out_dir=tmp_path)
     lines = finished(result, marker, faulty={2})
 
+    collect_reports(tmp_path)
     seen = report.read_text().strip()
     assert seen.split()[0] == code
     for word in words:

@@ -225,26 +225,29 @@ def test_a_refused_node_bot_exits_with_one_line() -> None:
 
 
 @pytest.mark.timeout(120)
-def test_the_node_bot_plays_over_tls(tmp_path: Path) -> None:
+@pytest.mark.parametrize("sandbox", ["none", "bubblewrap"])
+def test_the_sample_bots_play_a_tls_match(tmp_path: Path, sandbox: str) -> None:
+    """With --tls-cert the referee serves TLS on its port and gives the bots it starts the
+    certificate to trust (STICHELN_TLS_CA): the Node and the Python sample bots dial it
+    unchanged. Sandboxed, they reach their own Unix sockets instead, with no TLS to set up."""
     tls = _self_signed(tmp_path)
-    bot_file = tmp_path / "node-tls.toml"
-    bot_file.write_text(
-        f'name = "node-tls"\ncommand = ["node", {json.dumps(str(NODE_DIR / "bot.js"))}]\n'
-        f"env = {{ STICHELN_TLS_CA = {json.dumps(str(tls.cert_file))} }}\n"
-    )
+    bots = [SAMPLE_BOTS / f for f in ("node.toml", "random.toml", "heuristic.toml")]
     played = subprocess.run(
         [
             sys.executable,
-            *("-m", "referee.cli", "match", "--bot", str(bot_file), "--bot", str(bot_file)),
-            *("--bot", str(bot_file), "--seed", "4", "--out", str(tmp_path / "out")),
+            *("-m", "referee.cli", "match", *(x for b in bots for x in ("--bot", str(b)))),
+            *("--seed", "4", "--out", str(tmp_path / "out")),
             *("--tls-cert", str(tls.cert_file), "--tls-key", str(tls.key_file)),
+            *(["--no-sandbox"] if sandbox == "none" else []),
         ],
         capture_output=True,
         text=True,
         timeout=100,
     )
     assert played.returncode == 0, played.stdout + played.stderr
+    assert f"sandbox: {sandbox}" in played.stderr
     (record,) = (tmp_path / "out" / "matches").glob("*.jsonl")
     lines = [json.loads(line) for line in record.read_text().splitlines()]
+    assert lines[0]["sandbox"] == sandbox
     assert [x for x in lines if x["type"] == "fault"] == []
     assert lines[-1]["type"] == "end" and lines[-1]["reason"] == "completed"

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import grpc
 import pytest
-from bots.harness import BOTS_DIR, assert_no_processes, new_marker, run
+from bots.harness import BOTS_DIR, assert_no_processes, collect_reports, new_marker, run
 
 from referee.bots import BotConfigError, BotSpec, bot_from_table
 from referee.pool import BotPool, StartFailed
@@ -53,6 +53,7 @@ def _rows(out: Path) -> list[list[str]]:
 
 def _seatings(tmp_path: Path, name: str) -> tuple[set[str], Counter[tuple[str, str]]]:
     """(the bot processes that played, how often each process was seated in each match)."""
+    collect_reports(tmp_path)
     pairs = [
         tuple(line.split())
         for line in (tmp_path / f"{name}.matches").read_text().splitlines()

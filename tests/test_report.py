@@ -43,7 +43,7 @@ def test_ratings_json_round_trips_the_values(tmp_path: Path) -> None:
     write_ratings_json(path, STANDINGS, STATS, LIVE, meta={"tournament": "t1", "anchor": None})
     doc = json.loads(path.read_text(encoding="utf-8"))
     assert doc["version"] == 1
-    assert doc["meta"] == {"tournament": "t1", "anchor": None}
+    assert doc["meta"] == {"tournament": "t1", "anchor": None, "warnings": []}
     rows = doc["standings"]
     assert [list(r) for r in rows] == [list(RATINGS_COLUMNS)] * 3
     for row, s in zip(rows, STANDINGS, strict=True):
@@ -206,3 +206,69 @@ def test_results_csv_takes_mappings_too(tmp_path: Path) -> None:
     write_results_csv(tmp_path / "a.csv", [row])
     write_results_csv(tmp_path / "b.csv", [as_dict])
     assert (tmp_path / "a.csv").read_text() == (tmp_path / "b.csv").read_text()
+
+
+# --- Standings that say what the data cannot support --------------------------------------
+
+UNSURE = [
+    Standing("unbeaten", 1900.0, 1850.0, math.inf, 40, matches=20, high_open=True),
+    Standing("steady", 1500.0, 1450.0, 1550.0, 40, matches=20),
+    Standing("winless", 1100.0, -math.inf, 1160.0, 40, matches=20, low_open=True),
+    Standing("far", 1520.0, 1400.0, 1640.0, 8, matches=4, group=1),
+    Standing("away", 1480.0, 1360.0, 1600.0, 8, matches=4, group=1),
+    Standing("newcomer", 2100.0, 1950.0, math.inf, 3, matches=1, provisional=True, high_open=True),
+]
+WARNINGS = ("the bots form 2 groups that never met", "1 bot(s) played fewer than 5 matches")
+
+
+def test_open_intervals_provisional_bots_and_groups_in_the_json(tmp_path: Path) -> None:
+    path = tmp_path / "ratings.json"
+    write_ratings_json(path, UNSURE, warnings=WARNINGS)
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    assert doc["meta"]["warnings"] == list(WARNINGS)
+    rows = {r["bot"]: r for r in doc["standings"]}
+    assert (rows["unbeaten"]["ci_low"], rows["unbeaten"]["ci_high"]) == (1850.0, None)
+    assert rows["unbeaten"]["ci_high_open"] and not rows["unbeaten"]["ci_low_open"]
+    assert (rows["winless"]["ci_low"], rows["winless"]["ci_low_open"]) == (None, True)
+    # Ranks count within a group; a provisional bot has none.
+    assert [r["rank"] for r in doc["standings"]] == [1, 2, 3, 1, 2, None]
+    assert [r["group"] for r in doc["standings"]] == [0, 0, 0, 1, 1, 0]
+    assert rows["newcomer"]["provisional"] and not rows["steady"]["provisional"]
+
+
+def test_open_intervals_in_the_csv(tmp_path: Path) -> None:
+    path = tmp_path / "ratings.csv"
+    write_ratings_csv(path, UNSURE)
+    with open(path, encoding="utf-8", newline="") as f:
+        rows = {r["bot"]: r for r in csv.DictReader(f)}
+    assert (rows["unbeaten"]["ci_high"], rows["unbeaten"]["ci_high_open"]) == ("", "true")
+    assert (rows["newcomer"]["rank"], rows["newcomer"]["provisional"]) == ("", "true")
+
+
+def test_the_table_shows_open_ends_groups_provisional_bots_and_warnings() -> None:
+    text = standings_table(UNSURE, {}, {}, WARNINGS, min_matches=5)
+    lines = text.splitlines()
+    assert lines[:2] == [f"warning: {w}" for w in WARNINGS]
+    assert "> 1850" in next(x for x in lines if "unbeaten" in x)
+    assert "< 1160" in next(x for x in lines if "winless" in x)
+    assert "1450–1550" in next(x for x in lines if "steady" in x)
+    titles = [x for x in lines if x.startswith("-- ")]
+    assert titles == [
+        "-- group 1",
+        "-- group 2",
+        "-- provisional (fewer than 5 matches; not ranked)",
+    ]
+    assert lines.index(titles[2]) < next(i for i, x in enumerate(lines) if "newcomer" in x)
+
+
+def test_the_page_shows_open_ends_groups_provisional_bots_and_warnings(tmp_path: Path) -> None:
+    path = tmp_path / "report.html"
+    write_report_html(path, "t", UNSURE, {}, {}, {}, warnings=WARNINGS, min_matches=5)
+    page = path.read_text(encoding="utf-8")
+    for w in WARNINGS:
+        assert f'<p class="warning">Warning: {w}</p>' in page
+    assert "<td>&gt; 1850</td>" in page and "<td>&lt; 1160</td>" in page
+    assert "<h3>Group 2</h3>" in page
+    assert "<h3>Provisional (fewer than 5 matches; not ranked)</h3>" in page
+    # An open end's bar runs to the edge of the chart.
+    assert "95% CI &gt; 1850" in page

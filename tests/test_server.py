@@ -26,6 +26,7 @@ from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
 from referee.faults import FaultReason
 from referee.rules import preset
+from referee.sandbox import Sandbox
 from referee.server import RefereeServer, SeatStream, TlsConfig
 from sticheln.v1 import bot_pb2
 
@@ -183,11 +184,12 @@ def _self_signed(folder: Path) -> TlsConfig:
 
 
 def test_bots_play_a_match_over_tls(tmp_path: Path, marker: str) -> None:
+    """Unsandboxed bots dial the TCP port, trusting the certificate the referee names in
+    ``STICHELN_TLS_CA`` (sandboxed ones reach their own socket, with no TLS to set up)."""
     tls = _self_signed(tmp_path)
-    env = {"ROOT_CERT": str(tls.cert_file)}
 
     async def main() -> None:
-        server = RefereeServer()
+        server = RefereeServer(sandbox=Sandbox("none"))
         await server.start("127.0.0.1", 0, tls)
         try:
             # A plaintext client gets nowhere on the TLS port.
@@ -196,7 +198,7 @@ def test_bots_play_a_match_over_tls(tmp_path: Path, marker: str) -> None:
                     await health_pb2_grpc.HealthStub(channel).Check(
                         health_pb2.HealthCheckRequest(), timeout=2
                     )
-            lowest = bot("lowest_bot.py", marker, env=env)
+            lowest = bot("lowest_bot.py", marker)
             result = await play_match(
                 [lowest, lowest, lowest],
                 preset("sticheln", rounds=1),

@@ -209,3 +209,35 @@ def test_the_check_by_hand_of_docs_deal_md_runs_on_a_finished_tournament(finishe
     write_lines(broken, lines)
     with pytest.raises(AssertionError):
         exec(compile(code.replace(str(first), str(broken)), "docs/deal.md", "exec"), {})
+
+
+def test_replay_reads_version_2_and_version_1_records(finished: Path, tmp_path: Path) -> None:
+    v2 = records(finished)[0]
+    done = referee("replay", str(v2), timeout=60)
+    assert done.returncode == 0, done.stderr
+    lines = lines_of(v2)
+    seed = lines[-1]["seed"]
+    assert f"seed {seed}" in done.stdout
+    # The same match as an older referee wrote it: the seed in the header.
+    header, end = dict(lines[0]), dict(lines[-1])
+    header.update(version=1, seed=end.pop("seed"), nonce=end.pop("nonce"))
+    del header["deal"], header["deal_key_commitment"]
+    v1 = tmp_path / "v1.jsonl"
+    write_lines(v1, [header, *lines[1:-1], end])
+    again = referee("replay", str(v1), timeout=60)
+    assert again.returncode == 0, again.stderr
+    assert again.stdout == done.stdout
+    # A version 2 record without its end line has no seed to replay from.
+    cut = tmp_path / "cut.jsonl"
+    write_lines(cut, lines[:-1])
+    sealed = referee("replay", str(cut), timeout=60)
+    assert sealed.returncode == 1
+    assert "no end line: the match did not finish, and its seed is sealed" in sealed.stderr
+    # A seed that does not open the commitment is named with its line.
+    lines[-1]["seed"] = str(int(str(seed)) + 1)
+    write_lines(cut, lines)
+    wrong = referee("replay", str(cut), timeout=60)
+    assert wrong.returncode == 1
+    assert f"line {len(lines)}: the seed and nonce do not hash to the header's commitment" in (
+        wrong.stderr
+    )

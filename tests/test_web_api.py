@@ -251,8 +251,14 @@ def test_web_spy_finds_no_hand_of_a_running_match(league: League) -> None:
             reply = request(league.url + path)
             if reply.status == 200:
                 # It finished meanwhile (a finished match is public): the crawl is over.
-                done = league.get("/api/matches?limit=500")["finished"]
-                assert running in [m["match_id"] for m in done], path
+                wait_for(
+                    lambda: (
+                        running
+                        in [m["match_id"] for m in league.get("/api/matches?limit=500")["finished"]]
+                    ),
+                    10,
+                    f"{running} listed as finished after {path} answered",
+                )
                 break
             assert reply.status == 409, (path, reply.status)
             assert "still running" in reply.json()["error"]

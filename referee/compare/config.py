@@ -29,6 +29,20 @@ class CompareConfigError(ValueError):
 DEFAULT_MATCHES = 2000
 
 _SPRT_KEYS = ("lower", "upper", "alpha", "beta", "min_pairs")
+#: Bounds in Elo instead of points: the test then runs on the share of opponents beaten.
+_ELO_KEYS = ("elo0", "elo1")
+#: What each deal pair's sample measures: the match score, or the share of the opponents
+#: placed below (a shared place counts half), the quantity the rating model is about.
+METRICS = ("score", "share")
+
+
+def share_for_elo(elo: float) -> float:
+    """The expected gain in the share of opponents beaten of a bot ``elo`` points stronger
+    than the baseline, against opponents as strong as the baseline (Bradley–Terry on the
+    Elo scale): 1 / (1 + 10^(−elo/400)) − ½."""
+    return 1.0 / (1.0 + math.pow(10.0, -elo / 400.0)) - 0.5
+
+
 _COMPARE_KEYS = (
     "name",
     "candidate",
@@ -67,6 +81,11 @@ class CompareConfig:
     sprt: Sprt | None
     out: Path
     database: Path
+    #: The sample of a deal pair: ``"score"`` (points per match) or ``"share"`` (share of
+    #: the opponents beaten), the latter when the bounds are given in Elo.
+    metric: str = "score"
+    #: The bounds as given in Elo (``elo0``, ``elo1``), or None.
+    elo: tuple[float, float] | None = None
 
     @property
     def max_pairs(self) -> int:
@@ -101,6 +120,8 @@ class CompareConfig:
             "baseline": bot(self.baseline),
             "opponents": [bot(b) for b in self.opponents],
             "sprt": None if self.sprt is None else {k: getattr(self.sprt, k) for k in _SPRT_KEYS},
+            "metric": self.metric,
+            "elo": None if self.elo is None else list(self.elo),
         }
 
     def fingerprint_hash(self) -> str:
@@ -136,10 +157,10 @@ def parse_sprt_words(words: list[str]) -> dict[str, float]:
     table: dict[str, float] = {}
     for word in words:
         key, sep, value = word.partition("=")
-        if not sep or key not in _SPRT_KEYS:
+        if not sep or key not in _SPRT_KEYS + _ELO_KEYS:
             raise CompareConfigError(
                 f"--sprt: {word!r} is not allowed; allowed: off, or KEY=VALUE with KEY one of "
-                f"{', '.join(_SPRT_KEYS)}, e.g. --sprt lower=0 upper=5 alpha=0.05 beta=0.05"
+                f"{', '.join(_SPRT_KEYS + _ELO_KEYS)}, e.g. --sprt lower=0 upper=5 alpha=0.05 beta=0.05"
             )
         try:
             number = float(value)
@@ -280,10 +301,11 @@ def _validate(data: dict[str, Any], base: Path, where: str, flags: Overrides) ->
             raise CompareConfigError(
                 f"{where}: [compare] sprt must be a table [compare.sprt] (or false for a fixed-size comparison)"
             )
-        extra = sorted(set(file_sprt) - set(_SPRT_KEYS))
+        extra = sorted(set(file_sprt) - set(_SPRT_KEYS + _ELO_KEYS))
         if extra:
             raise CompareConfigError(
-                f"{where}: [compare.sprt] has unknown key {extra[0]!r}; allowed: {', '.join(_SPRT_KEYS)}"
+                f"{where}: [compare.sprt] has unknown key {extra[0]!r}; allowed: "
+                f"{', '.join(_SPRT_KEYS + _ELO_KEYS)}"
             )
         sprt_table = dict(file_sprt)
     if flags.sprt is not None:
@@ -293,6 +315,27 @@ def _validate(data: dict[str, Any], base: Path, where: str, flags: Overrides) ->
         else:
             sprt_table = {**(sprt_table or {}), **parse_sprt_words(flags.sprt)}
     sprt: Sprt | None
+    metric, elo = "score", None
+    if sprt_table is not None and set(sprt_table) & set(_ELO_KEYS):
+        if set(sprt_table) & {"lower", "upper"}:
+            raise CompareConfigError(
+                f"{where}: [compare.sprt] give the bounds either as lower/upper (points per "
+                "match) or as elo0/elo1 (Elo), not both"
+            )
+        if not set(_ELO_KEYS) <= set(sprt_table):
+            raise CompareConfigError(f"{where}: [compare.sprt] give both elo0 and elo1")
+        e0, e1 = sprt_table.pop("elo0"), sprt_table.pop("elo1")
+        for key, value in (("elo0", e0), ("elo1", e1)):
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise CompareConfigError(
+                    f"{where}: [compare.sprt] {key} = {value!r} is not a number"
+                )
+            if not -1000 <= value <= 1000:
+                raise CompareConfigError(
+                    f"{where}: [compare.sprt] {key} = {value!r} is not allowed; allowed: -1000 to 1000 Elo"
+                )
+        metric, elo = "share", (float(e0), float(e1))
+        sprt_table["lower"], sprt_table["upper"] = share_for_elo(e0), share_for_elo(e1)
     if sprt_table is None and (file_sprt is False or (matches_given and flags.sprt is None)):
         sprt = None  # a fixed-size comparison of exactly `matches` matches
     else:
@@ -333,6 +376,8 @@ def _validate(data: dict[str, Any], base: Path, where: str, flags: Overrides) ->
         sprt=sprt,
         out=out,
         database=out / "compare.db",
+        metric=metric,
+        elo=elo,
     )
 
 

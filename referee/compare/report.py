@@ -39,12 +39,15 @@ def _pm(x: dict[str, float | None], digits: int = 1) -> str:
     return f"{x['mean']:+.{digits}f}{ci}"
 
 
-def running_mean_svg(pairs: Sequence[Pair], lower: float | None, upper: float | None) -> str:
-    """The mean score difference after each deal pair, with its 95% band and the bounds."""
+def running_mean_svg(
+    pairs: Sequence[Pair], lower: float | None, upper: float | None, metric: str = "score"
+) -> str:
+    """The mean difference the test is on (``metric``) after each deal pair, with its 95%
+    band and the bounds."""
     n = len(pairs)
     if n < 2:
         return "<p>Fewer than two deal pairs: nothing to draw.</p>"
-    diffs = [float(p.score_diff) for p in pairs]
+    diffs = [p.sample(metric) for p in pairs]
     means, lows, highs = [], [], []
     total = squares = 0.0
     for k, d in enumerate(diffs, 1):
@@ -86,8 +89,8 @@ def running_mean_svg(pairs: Sequence[Pair], lower: float | None, upper: float | 
             )
     parts += [
         f'<polyline class="mean" points="{line}"/>',
-        f'<text x="{left - 4}" y="{y(hi) + 4:.1f}" text-anchor="end">{hi:.0f}</text>',
-        f'<text x="{left - 4}" y="{y(lo) + 4:.1f}" text-anchor="end">{lo:.0f}</text>',
+        f'<text x="{left - 4}" y="{y(hi) + 4:.1f}" text-anchor="end">{hi:.3g}</text>',
+        f'<text x="{left - 4}" y="{y(lo) + 4:.1f}" text-anchor="end">{lo:.3g}</text>',
         f'<text x="{left}" y="{h - 12}">1</text>',
         f'<text x="{w - 10}" y="{h - 12}" text-anchor="end">{n} deal pairs</text>',
         "</svg>",
@@ -112,6 +115,7 @@ def write_compare_html(path: Path, s: dict[str, Any], pairs: Sequence[Pair]) -> 
         ("Played after the verdict, not counted", s["pairs_after_verdict"]),
         ("Score difference per match, 95% CI", _pm(s["score_diff"])),
         ("Place difference per match, 95% CI", _pm(s["place_diff"], 2)),
+        ("Share of opponents beaten, difference, 95% CI", _pm(s["share_diff"], 3)),
         ("Candidate's mean score", _pm(s["candidate_score"])),
         ("Baseline's mean score", _pm(s["baseline_score"])),
         (
@@ -124,8 +128,13 @@ def write_compare_html(path: Path, s: dict[str, Any], pairs: Sequence[Pair]) -> 
         rows.append(
             (
                 "Sequential test",
-                f"H0 {test['lower']:g}, H1 {test['upper']:g} points per match, alpha "
-                f"{test['alpha']:g}, beta {test['beta']:g}; LLR {llr} "
+                (
+                    f"H0 {test['elo0']:g} Elo ({test['lower']:+.4f}), H1 {test['elo1']:g} Elo "
+                    f"({test['upper']:+.4f}) in share of opponents beaten, alpha "
+                    if test["elo1"] is not None
+                    else f"H0 {test['lower']:g}, H1 {test['upper']:g} points per match, alpha "
+                )
+                + f"{test['alpha']:g}, beta {test['beta']:g}; LLR {llr} "
                 f"(bounds {test['accept_h0_at']:.2f}, {test['accept_h1_at']:.2f})",
             )
         )
@@ -133,7 +142,7 @@ def write_compare_html(path: Path, s: dict[str, Any], pairs: Sequence[Pair]) -> 
         rows.append(
             (
                 "Variance of a pair: paired / unpaired",
-                f"{s['variance_paired']:.0f} / {s['variance_unpaired']:.0f}",
+                f"{s['variance_paired']:.4g} / {s['variance_unpaired']:.4g}",
             )
         )
     title = f"Comparison {s['comparison']}: {s['candidate']} vs {s['baseline']}"
@@ -147,8 +156,15 @@ def write_compare_html(path: Path, s: dict[str, Any], pairs: Sequence[Pair]) -> 
         "<table><tbody>",
         *(f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>" for k, v in rows),
         "</tbody></table>",
-        "<h2>Mean score difference over the deal pairs</h2>",
-        running_mean_svg(pairs, test["lower"] if test else None, test["upper"] if test else None),
+        "<h2>Mean difference over the deal pairs ("
+        + ("points per match" if s["metric"] == "score" else "share of opponents beaten")
+        + ")</h2>",
+        running_mean_svg(
+            pairs,
+            test["lower"] if test else None,
+            test["upper"] if test else None,
+            s["metric"],
+        ),
         "</body></html>",
     ]
     Path(path).write_text("\n".join(out) + "\n", encoding="utf-8")

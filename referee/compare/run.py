@@ -66,7 +66,8 @@ WORKER_RETRIES = 2
 
 
 class CompareRefused(ValueError):
-    """The store holds this comparison with other settings; the message is one line."""
+    """The comparison cannot use its store (it cannot be opened, or it holds this
+    comparison with other settings); the message is one line."""
 
 
 # -- the schedule ------------------------------------------------------------------------------
@@ -159,14 +160,17 @@ class CompareStore:
     """
 
     def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o600)
-        os.close(fd)
         self.path = path
-        self.db = sqlite3.connect(path, isolation_level=None, timeout=30)
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("PRAGMA synchronous=NORMAL")
-        self.db.executescript(_SCHEMA)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o600)
+            os.close(fd)
+            self.db = sqlite3.connect(path, isolation_level=None, timeout=30)
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute("PRAGMA synchronous=NORMAL")
+            self.db.executescript(_SCHEMA)
+        except (OSError, sqlite3.Error) as exc:
+            raise CompareRefused(f"cannot open the comparison's database {path}: {exc}") from None
 
     def close(self) -> None:
         """Close the connection."""
@@ -285,6 +289,9 @@ class Pair:
     baseline_total: int
     candidate_place: int
     baseline_place: int
+    #: The share of the opponents each placed below (a shared place counts half).
+    candidate_share: float = 0.0
+    baseline_share: float = 0.0
 
     @property
     def score_diff(self) -> int:
@@ -296,6 +303,30 @@ class Pair:
         """Candidate − baseline, in places (negative: the candidate placed better)."""
         return self.candidate_place - self.baseline_place
 
+    @property
+    def share_diff(self) -> float:
+        """Candidate − baseline, in the share of opponents beaten."""
+        return self.candidate_share - self.baseline_share
+
+    def sample(self, metric: str) -> float:
+        """The pair's sample for the test: the score or the share difference."""
+        return float(self.score_diff) if metric == "score" else self.share_diff
+
+
+def share_beaten(rows: list[SeatRow], bot: str) -> float:
+    """The share of the other seats ``bot`` placed below, a shared place counting half;
+    forfeited seats share the last place."""
+    n = len(rows)
+    gone = sum(r.forfeited for r in rows)
+    place = {r.seat: (n - gone + 1 if r.forfeited else r.place) for r in rows}
+    mine = next(r.seat for r in rows if r.bot == bot)
+    won = sum(
+        1.0 if place[mine] < place[r.seat] else 0.5 if place[mine] == place[r.seat] else 0.0
+        for r in rows
+        if r.seat != mine
+    )
+    return won / (n - 1)
+
 
 def pairs_from(config: CompareConfig, finished: dict[int, list[SeatRow]]) -> list[Pair]:
     """The finished deal pairs in deal order, up to the first pair not finished."""
@@ -306,7 +337,17 @@ def pairs_from(config: CompareConfig, finished: dict[int, list[SeatRow]]) -> lis
             break
         mine = next(r for r in c if r.bot == config.candidate.name)
         theirs = next(r for r in b if r.bot == config.baseline.name)
-        out.append(Pair(deal, mine.total, theirs.total, mine.place, theirs.place))
+        out.append(
+            Pair(
+                deal,
+                mine.total,
+                theirs.total,
+                mine.place,
+                theirs.place,
+                share_beaten(c, config.candidate.name),
+                share_beaten(b, config.baseline.name),
+            )
+        )
     return out
 
 
@@ -327,7 +368,7 @@ class Verdict:
 
 def judge(config: CompareConfig, pairs: list[Pair]) -> Verdict:
     """The test over ``pairs`` (in deal order): the first verdict, or where it stands."""
-    diffs = [float(p.score_diff) for p in pairs]
+    diffs = [p.sample(config.metric) for p in pairs]
     if config.sprt is not None:
         decision, at = first_verdict(config.sprt, diffs)
         counted = at if decision is not None else len(diffs)
@@ -534,6 +575,7 @@ def summary(
     n = len(counted)
     score = np.array([p.score_diff for p in counted], dtype=np.float64)
     place = np.array([p.place_diff for p in counted], dtype=np.float64)
+    share = np.array([p.share_diff for p in counted], dtype=np.float64)
     cand = np.array([p.candidate_total for p in counted], dtype=np.float64)
     base = np.array([p.baseline_total for p in counted], dtype=np.float64)
 
@@ -548,6 +590,11 @@ def summary(
     sprt = config.sprt
     paired_var = float(score.var(ddof=1)) if n >= 2 else None
     unpaired_var = float(cand.var(ddof=1) + base.var(ddof=1)) if n >= 2 else None
+    if config.metric == "share":
+        cs = np.array([p.candidate_share for p in counted], dtype=np.float64)
+        bs = np.array([p.baseline_share for p in counted], dtype=np.float64)
+        paired_var = float(share.var(ddof=1)) if n >= 2 else None
+        unpaired_var = float(cs.var(ddof=1) + bs.var(ddof=1)) if n >= 2 else None
     return {
         "version": 1,
         "comparison": config.name,
@@ -557,6 +604,7 @@ def summary(
         "table_size": config.table_size,
         "rules": config.rules.preset,
         "seed": config.seed,
+        "metric": config.metric,
         "test": None
         if sprt is None
         else {
@@ -565,6 +613,8 @@ def summary(
             "alpha": sprt.alpha,
             "beta": sprt.beta,
             "min_pairs": sprt.min_pairs,
+            "elo0": None if config.elo is None else config.elo[0],
+            "elo1": None if config.elo is None else config.elo[1],
             "llr": finite(verdict.score.llr),
             "accept_h0_at": sprt.accept_h0_at,
             "accept_h1_at": sprt.accept_h1_at,
@@ -577,6 +627,7 @@ def summary(
         "matches": matches,
         "score_diff": interval(score),
         "place_diff": interval(place),
+        "share_diff": interval(share),
         "candidate_score": interval(cand),
         "baseline_score": interval(base),
         "deals_won": won,
@@ -598,14 +649,16 @@ def report_text(s: dict[str, Any]) -> str:
         return f"{x['mean']:+.{digits}f}{ci}"
 
     t = s["test"]
+    elo = t is not None and t["elo1"] is not None
+    if not t:
+        gain = low = ""
+    elif elo:
+        gain, low = f"{t['elo1']:g} Elo", f"{t['elo0']:g} Elo"
+    else:
+        gain, low = f"{t['upper']:g} points per match", f"{t['lower']:g}"
     verdicts = {
-        H1: f"H1 accepted: {s['candidate']} is better by at least {t['upper']:g} points per match"
-        if t
-        else "",
-        H0: f"H0 accepted: {s['candidate']} is not better by {t['upper']:g} points per match "
-        f"(at most {t['lower']:g})"
-        if t
-        else "",
+        H1: f"H1 accepted: {s['candidate']} is better by at least {gain}",
+        H0: f"H0 accepted: {s['candidate']} is not better by {gain} (at most {low})",
         "undecided": "undecided: the match cap was reached before either bound",
         "better": f"{s['candidate']} scores more (the 95% interval lies above 0)",
         "worse": f"{s['candidate']} scores less (the 95% interval lies below 0)",
@@ -623,21 +676,29 @@ def report_text(s: dict[str, Any]) -> str:
         ),
         f"score difference per match (candidate − baseline): {pm(s['score_diff'])}  (95% CI)",
         f"place difference per match (candidate − baseline): {pm(s['place_diff'], 2)}",
+        f"share of opponents beaten (candidate − baseline): {pm(s['share_diff'], 3)}",
         f"deals won / drawn / lost by the candidate: {s['deals_won']} / {s['deals_drawn']} / "
         f"{s['deals_lost']}"
         + ("" if s["share_won"] is None else f"  ({100 * s['share_won']:.0f}% won)"),
     ]
     if t:
         llr = "–" if t["llr"] is None else f"{t['llr']:.2f}"
+        bounds = (
+            f"H0 {t['elo0']:g} Elo = {t['lower']:+.4f}, H1 {t['elo1']:g} Elo = "
+            f"{t['upper']:+.4f} in share of opponents beaten"
+            if elo
+            else f"H0 {t['lower']:g}, H1 {t['upper']:g} points"
+        )
         lines.append(
             f"LLR {llr} (bounds {t['accept_h0_at']:.2f}, {t['accept_h1_at']:.2f}; "
-            f"H0 {t['lower']:g}, H1 {t['upper']:g} points, alpha {t['alpha']:g}, beta {t['beta']:g})"
+            f"{bounds}, alpha {t['alpha']:g}, beta {t['beta']:g})"
         )
     if s["variance_paired"] is not None and s["variance_paired"] > 0:
         ratio = s["variance_unpaired"] / s["variance_paired"]
+        unit = "share" if s["metric"] == "share" else "score"
         lines.append(
-            f"variance of a pair: paired {s['variance_paired']:.0f}, unpaired "
-            f"{s['variance_unpaired']:.0f} ({ratio:.1f} times smaller paired)"
+            f"variance of a pair's {unit} difference: paired {s['variance_paired']:.4g}, "
+            f"unpaired {s['variance_unpaired']:.4g} ({ratio:.1f} times smaller paired)"
         )
     return "\n".join(lines)
 
@@ -699,9 +760,10 @@ def _export(
 def progress_line(config: CompareConfig, verdict: Verdict, matches: int) -> str:
     """The live line: pairs, mean difference ± 95% CI, LLR and bounds, pairs to go."""
     s = verdict.score
-    diff = "–" if math.isnan(s.mean) else f"{s.mean:+.1f}"
+    digits = 1 if config.metric == "score" else 3
+    diff = "–" if math.isnan(s.mean) else f"{s.mean:+.{digits}f}"
     if not math.isnan(s.ci95):
-        diff += f" ± {s.ci95:.1f}"
+        diff += f" ± {s.ci95:.{digits}f}"
     parts = [f"pairs {verdict.pairs}", f"matches {matches}", f"diff {diff}"]
     if config.sprt is not None:
         parts.append(

@@ -1,7 +1,8 @@
 """League files (``referee serve --config league.toml``): validated into a :class:`LeagueConfig`.
 
-A league file has a ``[league]`` table and the tournament file's ``[rules]`` and
-``[clock]`` tables; examples/league-service.toml is a commented example. Every error
+A league file has a ``[league]`` table and the tournament file's ``[rules]``, ``[clock]``
+and ``[sandbox]`` tables (a league's bots dial in by themselves; ``[sandbox] mode`` is for
+any bot the league starts, and is reported with its matches); examples/league-service.toml is a commented example. Every error
 is one line naming the file, the key and what is allowed.
 """
 
@@ -13,9 +14,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from referee.ratings import MIN_MATCHES
 from referee.rules import RuleError, RuleSet, from_table
 from referee.runner import Clock
-from referee.tournament.config import ConfigError, _int
+from referee.sandbox import DEFAULT_MODE
+from referee.tournament.config import ConfigError, _int, sandbox_mode
 
 _KEYS = {
     "name",
@@ -33,6 +36,7 @@ _KEYS = {
     "shutdown_grace_s",
     "publish_interval_s",
     "bootstrap",
+    "min_matches",
     "max_seats_per_bot",
     "handshake_timeout_s",
     "tls_cert",
@@ -74,6 +78,10 @@ class LeagueConfig:
     web_host: str = "127.0.0.1"
     #: Spectators on the web stay this many rounds behind a running match.
     web_delay_rounds: int = 0
+    #: How bots the league starts are confined: "bubblewrap" (default) or "none".
+    sandbox: str = DEFAULT_MODE
+    #: Bots with fewer matches are listed apart in the standings as provisional.
+    min_matches: int = MIN_MATCHES
 
 
 def _float(table: dict[str, Any], key: str, default: float, low: float, where: str) -> float:
@@ -107,11 +115,12 @@ def load_league_config(path: str | Path, environ: dict[str, str] | None = None) 
 def league_from_table(data: dict[str, Any], base: Path, source: Path, environ: Any) -> LeagueConfig:
     """Validate a parsed league file."""
     where = str(source)
-    unknown = sorted(set(data) - {"league", "rules", "clock"})
+    unknown = sorted(set(data) - {"league", "rules", "clock", "sandbox"})
     if unknown:
         raise ConfigError(
-            f"{where}: unknown table [{unknown[0]}]; allowed: [league], [rules], [clock]"
+            f"{where}: unknown table [{unknown[0]}]; allowed: [league], [rules], [clock], [sandbox]"
         )
+    sandbox = sandbox_mode(data.get("sandbox", {}), where)
     t = data.get("league", {})
     if not isinstance(t, dict):
         raise ConfigError(f"{where}: [league] must be a table")
@@ -197,4 +206,6 @@ def league_from_table(data: dict[str, Any], base: Path, source: Path, environ: A
         web_port=web_port,
         web_host=_str(t, "web_host", "127.0.0.1", where),
         web_delay_rounds=_int(t, "web_delay_rounds", 0, 0, where, 1000),
+        sandbox=sandbox,
+        min_matches=_int(t, "min_matches", MIN_MATCHES, 0, where),
     )

@@ -10,7 +10,9 @@ spectator may see:
 - ``reveal`` (every pick is in) shows the picks, except under secret visibility, where
   they stay hidden until ``round_end`` (as they do for the seats);
 - ``play``, ``trick``, ``fault`` and ``round_end`` are public (a fault without its
-  detail text, which may name the cards of the faulting seat's hand).
+  detail text, which may name the cards of the faulting seat's hand);
+- ``end`` reveals the seed and nonce (the record's end line holds them) when the match
+  is completed, unless the seats' ``MatchEnd`` withheld them.
 
 A watcher may stay ``delay_rounds`` behind: an event of round r is released once round
 r + delay has been dealt, or the match is over.

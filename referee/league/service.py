@@ -42,10 +42,12 @@ from referee.league.config import LeagueConfig
 from referee.league.feed import MatchFeed, replay_feed
 from referee.league.registry import BotEntry, BotRegistry, RegistryError
 from referee.league.scheduler import History, choose_table
+from referee.league.standings import fit_in_child
 from referee.metrics import RefereeMetrics
-from referee.ratings import LiveElo, MatchOutcome, fit_standings
+from referee.ratings import LiveElo, MatchOutcome
 from referee.record import ReplayError, read_record
 from referee.runner import MatchResult, MatchRunner
+from referee.sandbox import Sandbox
 from referee.server import (
     SERVICE_NAME,
     RefereeServer,
@@ -54,7 +56,6 @@ from referee.server import (
     SeatStream,
     TlsConfig,
 )
-from referee.tournament.run import bot_stats, outcomes_from
 from referee.tournament.schedule import ScheduledMatch
 from referee.tournament.storage import Store, StoredResult
 from sticheln.v1 import bot_pb2, league_pb2
@@ -135,36 +136,6 @@ def _summary(
     )
 
 
-def compute_standings(
-    results: list[StoredResult], bootstrap: int, seed: int = 0
-) -> league_pb2.StandingsResponse:
-    """The published standings of ``results`` (every seat row of the finished matches
-    counted, in finishing order): Bradley–Terry with intervals, live Elo and statistics."""
-    outcomes = outcomes_from(results)
-    elo = LiveElo()
-    for outcome in outcomes:
-        elo.update(outcome)
-    live = elo.ratings()
-    stats = bot_stats(results)
-    fitted = fit_standings(outcomes, bootstrap=bootstrap, seed=seed) if outcomes else []
-    response = league_pb2.StandingsResponse(matches=len(outcomes), published_at=time.time())
-    for s in fitted:
-        st = stats[s.bot]
-        response.standings.add(
-            bot=s.bot,
-            rating=s.rating,
-            ci_low=s.ci_low,
-            ci_high=s.ci_high,
-            games=s.games,
-            live_elo=live.get(s.bot, math.nan),
-            matches=st.matches,
-            mean_place=st.mean_place,
-            mean_score=st.mean_score,
-            faults=st.faults,
-        )
-    return response
-
-
 class League:
     """The league's state and its loop: admitted streams, scheduling, matches, standings."""
 
@@ -179,6 +150,7 @@ class League:
             observer=self.metrics,
             lobby=self,
             services=[(LEAGUE_SERVICE, self.servicer.handler())],
+            sandbox=Sandbox(config.sandbox),
         )
         #: Admitted streams by bot, handshake done or not (what max_concurrent_matches counts).
         self._admitted: dict[str, set[int]] = {}
@@ -190,7 +162,6 @@ class League:
         self._history = History()
         self._elo = LiveElo()
         self._recent: collections.deque[league_pb2.MatchSummary] = collections.deque(maxlen=RECENT)
-        self._records: dict[str, tuple[int, Path]] = {}
         self._finished = 0
         self._next_index = 0
         #: The deal number of the next match (a replayed match takes a new one too).
@@ -247,9 +218,7 @@ class League:
                 self._replays.append(
                     ScheduledMatch(r["idx"], tuple(sorted(seating)), seating, deal)
                 )
-            elif r["status"] == "finished" and r["record_path"]:
-                self._records[r["match_id"]] = (r["idx"], Path(r["record_path"]))
-        results = self.store.results(c.name)
+        results = self.store.results(c.name, think=False)
         by_match: dict[int, list[StoredResult]] = {}
         for res in results:
             by_match.setdefault(res.idx, []).append(res)
@@ -539,7 +508,6 @@ class League:
         self.metrics.matches.inc()
         self.metrics.finished.set(self._finished)
         self.metrics.match_duration.observe(result.duration_s)
-        self._records[running.match_id] = (m.index, result.record_path)
         self._recent.appendleft(
             league_pb2.MatchSummary(
                 match_id=running.match_id,
@@ -575,10 +543,16 @@ class League:
         self._request_publish()
 
     async def _publish(self) -> None:
-        """Fit the standings from the database (in a thread) and publish them."""
+        """Fit the standings from the database and publish them. The fit runs in a
+        process of its own (:mod:`referee.league.standings`): its memory grows with the
+        matches played, and this process must not."""
         try:
-            results = self.store.results(self.config.name)
-            response = await asyncio.to_thread(compute_standings, results, self.config.bootstrap)
+            response = await fit_in_child(
+                self.config.database,
+                self.config.name,
+                self.config.bootstrap,
+                self.config.min_matches,
+            )
         except Exception as exc:
             log.error("standings_failed", error=repr(exc))
             return
@@ -622,12 +596,12 @@ class League:
                 grpc.StatusCode.FAILED_PRECONDITION,
                 f"match {match_id!r} is still running; watch it with WatchMatch",
             )
-        found = self._records.get(match_id)
-        if found is None:
+        path = self._record_path(match_id)
+        if path is None:
             raise Refused(
                 grpc.StatusCode.NOT_FOUND, f"no finished match {match_id!r} in this league"
             )
-        return found[1]
+        return path
 
     def record(self, match_id: str) -> tuple[league_pb2.MatchSummary, str]:
         """A finished match's summary and record text."""
@@ -651,16 +625,24 @@ class League:
                 summary.forfeited_seats.extend(last.get("forfeited", []))
         return summary, text
 
+    def _record_path(self, match_id: str) -> Path | None:
+        """The record of a finished match, from the database: the league keeps nothing
+        per finished match in memory (it runs for weeks)."""
+        _, _, number = match_id.rpartition("-")
+        if not number.isdigit() or match_id != match_id_of(self.config.name, int(number)):
+            return None
+        return self.store.record_path(self.config.name, int(number))
+
     def feed(self, match_id: str) -> MatchFeed:
         """The feed of a running match, or of a finished one replayed from its record."""
         running = self._running.get(match_id)
         if running is not None:
             return running.feed
-        found = self._records.get(match_id)
-        if found is None:
+        path = self._record_path(match_id)
+        if path is None:
             raise Refused(grpc.StatusCode.NOT_FOUND, f"no match {match_id!r} in this league")
         try:
-            return replay_feed(match_id, list(read_record(found[1])))
+            return replay_feed(match_id, list(read_record(path)))
         except (OSError, ReplayError) as exc:
             raise Refused(
                 grpc.StatusCode.DATA_LOSS, f"the record of {match_id!r} cannot be read: {exc}"

@@ -14,8 +14,11 @@ from pathlib import Path
 from typing import Any
 
 from referee.bots import BotConfigError, BotSpec, bot_from_table, load_bot
+from referee.ratings import MIN_MATCHES
 from referee.rules import RuleError, RuleSet, from_table
 from referee.runner import Clock
+from referee.sandbox import DEFAULT_MODE
+from referee.sandbox import MODES as SANDBOX_MODES
 from referee.tournament.storage import is_url
 
 
@@ -46,6 +49,10 @@ class TournamentConfig:
     database: str
     anchor: str
     source: Path
+    #: How started bots are confined: "bubblewrap" (the default) or "none" ([sandbox] mode).
+    sandbox: str = DEFAULT_MODE
+    #: Bots with fewer matches are listed apart as provisional (exports only).
+    min_matches: int = MIN_MATCHES
 
     def fingerprint(self) -> dict[str, Any]:
         """What decides the schedule and the results: a changed value refuses a resume.
@@ -123,6 +130,22 @@ def _int(
     return value
 
 
+def sandbox_mode(table: Any, where: str) -> str:
+    """The ``[sandbox]`` table of a tournament or league file: its ``mode``."""
+    if not isinstance(table, dict):
+        raise ConfigError(f"{where}: [sandbox] must be a table")
+    extra = sorted(set(table) - {"mode"})
+    if extra:
+        raise ConfigError(f"{where}: [sandbox] has unknown key {extra[0]!r}; allowed: mode")
+    mode = table.get("mode", DEFAULT_MODE)
+    if mode not in SANDBOX_MODES:
+        raise ConfigError(
+            f"{where}: [sandbox] mode = {mode!r} is not allowed; allowed: "
+            f"{', '.join(map(repr, SANDBOX_MODES))}"
+        )
+    return str(mode)
+
+
 def load_config(path: str | Path) -> TournamentConfig:
     """Read and validate a tournament file."""
     path = Path(path)
@@ -138,11 +161,13 @@ def load_config(path: str | Path) -> TournamentConfig:
 def config_from_table(data: dict[str, Any], base: Path, source: Path) -> TournamentConfig:
     """Validate a parsed tournament file."""
     where = str(source)
-    unknown = sorted(set(data) - {"tournament", "rules", "clock", "bots"})
+    unknown = sorted(set(data) - {"tournament", "rules", "clock", "bots", "sandbox"})
     if unknown:
         raise ConfigError(
-            f"{where}: unknown table [{unknown[0]}]; allowed: [tournament], [rules], [clock], [[bots]]"
+            f"{where}: unknown table [{unknown[0]}]; allowed: [tournament], [rules], [clock], "
+            "[sandbox], [[bots]]"
         )
+    sandbox = sandbox_mode(data.get("sandbox", {}), where)
     t = data.get("tournament", {})
     if not isinstance(t, dict):
         raise ConfigError(f"{where}: [tournament] must be a table")
@@ -158,6 +183,7 @@ def config_from_table(data: dict[str, Any], base: Path, source: Path) -> Tournam
         "out",
         "database",
         "anchor",
+        "min_matches",
     }
     extra = sorted(set(t) - known)
     if extra:
@@ -276,4 +302,6 @@ def config_from_table(data: dict[str, Any], base: Path, source: Path) -> Tournam
         database=db_target,
         anchor=anchor,
         source=source,
+        sandbox=sandbox,
+        min_matches=_int(t, "min_matches", MIN_MATCHES, 0, where),
     )

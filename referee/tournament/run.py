@@ -35,7 +35,7 @@ from referee import logs
 from referee.dealkey import DealKey
 from referee.metrics import RefereeMetrics
 from referee.private import private_dir
-from referee.ratings import BotStats, LiveElo, MatchOutcome, Standing, fit_standings, quantile
+from referee.ratings import BotStats, LiveElo, MatchOutcome, Standing, fit, quantile
 from referee.report import (
     EMBEDDED_MATCHES,
     ReportMatch,
@@ -185,6 +185,7 @@ def outcomes_from(results: Sequence[StoredResult]) -> list[MatchOutcome]:
                 bots=tuple(r.bot for r in rows),
                 places=tuple(r.place for r in rows),
                 key=f"{idx:08d}",
+                forfeited=tuple(r.forfeited for r in rows),
             )
         )
     return out
@@ -261,6 +262,7 @@ async def run_tournament(
             finished=len(finished & mine),
             replaying_interrupted=interrupted,
             resumed=resumed,
+            sandbox=config.sandbox,
         )
         elo = LiveElo()
         for outcome in outcomes_from(store.results(config.name)):
@@ -288,14 +290,16 @@ async def run_tournament(
                 pooled=pooled,
                 host=host,
                 log_level=log_level or logs.LEVEL,
+                sandbox=config.sandbox,
             )
             player = processes
             await processes.start()
         else:
-            here = InProcess(metrics, log_dir, startup_s, pooled)
+            here = InProcess(metrics, log_dir, startup_s, pooled, config.sandbox)
             player = here
             await here.start(host, port)
         queue = DealQueue(config.mode == "duplicate", full, todo)
+        finished_before = frozenset(finished)
         running = 0
         aborted: list[str] = []
 
@@ -307,8 +311,14 @@ async def run_tournament(
                     f"deal {m.deal} is played again by a later seating of this duplicate "
                     "tournament; its seed is revealed at the end of the deal's last seating"
                 )
-            done_now = store.finished_indices(config.name)
-            if any(i not in done_now for i in queue.seatings[m.deal] if i != m.index):
+            # This run's other seatings of the deal have ended (the queue held this one
+            # back until then); ask the database about the rest (other shards').
+            others = [
+                i
+                for i in queue.seatings[m.deal]
+                if i != m.index and i not in finished_before and i not in queue.played
+            ]
+            if others and store.finished_among(config.name, others) != set(others):
                 return (
                     f"deal {m.deal} is still being played by another seating (another "
                     "shard's); its seed follows from the deal key the tournament publishes "
@@ -445,6 +455,8 @@ class DealQueue:
             for deal, indices in self.seatings.items()
         }
         self._held: dict[int, ScheduledMatch] = {}
+        #: The matches this run has finished.
+        self.played: set[int] = set()
         self._changed = asyncio.Event()
         self._stopped = False
 
@@ -465,6 +477,7 @@ class DealQueue:
 
     def finished(self, m: ScheduledMatch) -> None:
         """``m`` has finished: a deal's last seating may now be due."""
+        self.played.add(m.index)
         waiting = self._waiting[m.deal]
         waiting.discard(m.index)
         if not waiting and m.deal in self._held:
@@ -518,7 +531,8 @@ def export(config: TournamentConfig, store: Store) -> TournamentOutcome:
     for outcome in outcomes:
         elo.update(outcome)
     stats = bot_stats(results)
-    standings = fit_standings(outcomes, anchor=config.anchor or None) if outcomes else []
+    fitted = fit(outcomes, anchor=config.anchor or None, min_matches=config.min_matches)
+    standings, warnings = fitted.standings, fitted.warnings
     live = elo.ratings()
     out = config.out
     out.mkdir(parents=True, exist_ok=True)
@@ -533,7 +547,12 @@ def export(config: TournamentConfig, store: Store) -> TournamentOutcome:
     # Written beside, then renamed: shards finishing at once never leave a torn file.
     tmp = {name: out / f".{name}.{os.getpid()}.tmp" for name in exports}
     write_ratings_json(
-        tmp["ratings.json"], standings, stats, live, meta={"tournament": config.name, **deal}
+        tmp["ratings.json"],
+        standings,
+        stats,
+        live,
+        meta={"tournament": config.name, **deal},
+        warnings=warnings,
     )
     if key is not None:
         tmp["deal-key.txt"].write_text(key.hex() + "\n", encoding="ascii")
@@ -567,6 +586,9 @@ def export(config: TournamentConfig, store: Store) -> TournamentOutcome:
         deal=deal,
         live_elo=live,
         matches=report_matches(results, rows, out),
+        sandbox=config.sandbox,
+        warnings=warnings,
+        min_matches=config.min_matches,
     )
     for name, path in exports.items():
         os.replace(tmp[name], path)
@@ -577,7 +599,7 @@ def export(config: TournamentConfig, store: Store) -> TournamentOutcome:
         live,
         finished,
         len(rows),
-        standings_table(standings, stats, live),
+        standings_table(standings, stats, live, warnings, config.min_matches),
         exports,
     )
 

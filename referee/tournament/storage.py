@@ -361,6 +361,19 @@ class Store:
         )
         return {r[0] for r in rows}
 
+    def finished_among(self, tournament: str, indices: Iterable[int]) -> set[int]:
+        """Which of ``indices`` are finished (another shard's matches, say)."""
+        found: set[int] = set()
+        for chunk in _chunks(sorted(set(indices)), 500):
+            marks = ", ".join("?" * len(chunk))
+            rows = self._execute(
+                f"SELECT idx FROM matches WHERE tournament = ? AND status = 'finished' "
+                f"AND idx IN ({marks})",
+                (tournament, *chunk),
+            )
+            found.update(r[0] for r in rows)
+        return found
+
     def mark_running(self, tournament: str, idx: int, record_path: Path) -> None:
         """A match has started."""
         self._execute(
@@ -368,6 +381,15 @@ class Store:
             "WHERE tournament = ? AND idx = ? AND status <> 'finished'",
             (time.time(), str(record_path), tournament, idx),
         )
+
+    def record_path(self, tournament: str, idx: int) -> Path | None:
+        """The record of finished match ``idx``, if it is finished."""
+        row = self._execute(
+            "SELECT record_path FROM matches "
+            "WHERE tournament = ? AND idx = ? AND status = 'finished'",
+            (tournament, idx),
+        ).fetchone()
+        return Path(row[0]) if row is not None and row[0] else None
 
     def mark_aborted(self, tournament: str, idx: int, record_path: Path) -> None:
         """A match was not played (fewer than two seats connected): no results, and it is
@@ -502,19 +524,25 @@ class Store:
 
     # -- reading -----------------------------------------------------------------------------
 
-    def results(self, tournament: str) -> list[StoredResult]:
-        """Every stored seat result, in finishing order then seat."""
+    def results(self, tournament: str, think: bool = True) -> list[StoredResult]:
+        """Every stored seat result, in finishing order then seat; with ``think`` False
+        without the think times (every ``think_us`` empty), which are most of the size."""
         rows = self._execute(
             "SELECT r.idx, m.match_id, r.seat, r.bot, r.total, r.place, r.forfeited, "
-            "r.positive_rounds, r.faults, r.think_us "
+            f"r.positive_rounds, r.faults, {'r.think_us' if think else 'NULL'} "
             "FROM results r JOIN matches m ON m.tournament = r.tournament AND m.idx = r.idx "
             "WHERE r.tournament = ? AND m.status = 'finished' ORDER BY m.finish_order, r.idx, r.seat",
             (tournament,),
         )
         out = []
-        for idx, mid, seat, bot, total, place, forfeited, positive, faults, think in rows:
-            arr = array.array("I")
-            arr.frombytes(bytes(think))
+        none: array.array[int] = array.array("I")
+        names: dict[str, str] = {}
+        for idx, mid, seat, bot, total, place, forfeited, positive, faults, times in rows:
+            arr = none
+            if think:
+                arr = array.array("I")
+                arr.frombytes(bytes(times))
+            bot = names.setdefault(bot, bot)  # one string per bot, not per row
             out.append(
                 StoredResult(
                     idx, mid, seat, bot, total, place, bool(forfeited), positive, faults, arr

@@ -37,6 +37,7 @@ from referee.metrics import RefereeMetrics
 from referee.pool import BotPool
 from referee.rules import RuleSet
 from referee.runner import Clock, MatchResult, MatchRunner
+from referee.sandbox import DEFAULT_MODE, Sandbox
 from referee.server import RefereeServer
 
 log = structlog.get_logger("referee.tournament")
@@ -79,10 +80,15 @@ class InProcess:
     """Every match in this process, on one gRPC server (the only choice for external bots)."""
 
     def __init__(
-        self, metrics: RefereeMetrics, log_dir: Path, startup_s: float, pooled: bool
+        self,
+        metrics: RefereeMetrics,
+        log_dir: Path,
+        startup_s: float,
+        pooled: bool,
+        sandbox: str = DEFAULT_MODE,
     ) -> None:
         self.metrics = metrics
-        self.server = RefereeServer(observer=metrics)
+        self.server = RefereeServer(observer=metrics, sandbox=Sandbox(sandbox))
         self.log_dir = log_dir
         self.startup_s = startup_s
         self.pooled = pooled
@@ -163,10 +169,13 @@ class WorkerProcesses:
         pooled: bool,
         host: str = "127.0.0.1",
         log_level: str = "info",
+        sandbox: str = DEFAULT_MODE,
     ) -> None:
         self.count = count
         self.metrics = metrics
         self.args = [
+            "--sandbox",
+            sandbox,
             "--log-dir",
             str(log_dir),
             "--startup-s",
@@ -356,7 +365,13 @@ class _Batch:
 
 
 async def serve_worker(
-    host: str, log_dir: Path, startup_s: float, pooled: bool, inbox: Any, outbox: Any
+    host: str,
+    log_dir: Path,
+    startup_s: float,
+    pooled: bool,
+    inbox: Any,
+    outbox: Any,
+    sandbox: str = DEFAULT_MODE,
 ) -> None:
     """A worker's life: serve gRPC, play the matches the tournament sends, stop on "stop"
     or when the tournament's end of the pipe closes."""
@@ -372,7 +387,7 @@ async def serve_worker(
     reader = asyncio.StreamReader()
     await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), inbox)
     batch = _Batch(out)
-    server = RefereeServer(observer=batch)
+    server = RefereeServer(observer=batch, sandbox=Sandbox(sandbox))
     await server.start(host, 0)
     pool = BotPool(server, log_dir, startup_s) if pooled else None
     matches: set[asyncio.Task[None]] = set()

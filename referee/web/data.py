@@ -14,6 +14,7 @@ from __future__ import annotations
 import array
 import math
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from referee.ratings import LiveElo, MatchOutcome, quantile
@@ -125,31 +126,60 @@ def think_percentiles(think_us: Iterable[int], decision_ms: float) -> dict[str, 
     }
 
 
-def bot_detail(
-    name: str,
-    results: Sequence[StoredResult],
-    faults: Mapping[str, int],
-    decision_ms: float,
-    recent: int = 20,
-) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Snapshot:
+    """Every document derived from the finished matches at one moment, computed together
+    (away from the event loop) so that a request only looks one up."""
+
+    version: Any = None
+    results: list[StoredResult] = field(default_factory=list)
+    by_bot: dict[str, list[StoredResult]] = field(default_factory=dict)
+    #: Finished matches, newest first, and by match index.
+    summaries: list[dict[str, Any]] = field(default_factory=list)
+    by_index: dict[int, dict[str, Any]] = field(default_factory=dict)
+    head_to_head: dict[str, Any] = field(default_factory=lambda: {"bots": [], "cells": []})
+    history: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    faults: dict[str, dict[str, int]] = field(default_factory=dict)
+
+
+def snapshot(
+    version: Any, results: list[StoredResult], faults: dict[str, dict[str, int]]
+) -> Snapshot:
+    """The documents of ``results`` (finishing order) and ``faults`` (bot → reason → count)."""
+    by_bot: dict[str, list[StoredResult]] = {}
+    for r in results:
+        by_bot.setdefault(r.bot, []).append(r)
+    grouped = by_match(results)
+    summaries = [match_summary(rows) for rows in reversed(list(grouped.values()))]
+    return Snapshot(
+        version=version,
+        results=results,
+        by_bot=by_bot,
+        summaries=summaries,
+        by_index={s["index"]: s for s in summaries},
+        head_to_head=head_to_head(results),
+        history=rating_history(results),
+        faults=faults,
+    )
+
+
+def bot_detail(name: str, snap: Snapshot, decision_ms: float, recent: int = 20) -> dict[str, Any]:
     """A bot's page: rating over matches, think times against the clock, faults by reason,
     its latest matches (newest first)."""
-    mine = [r for r in results if r.bot == name]
-    history = rating_history(results).get(name, [])
-    summaries = by_match(r for r in results if any(m.idx == r.idx for m in mine[-recent:]))
-    latest = [match_summary(rows) for rows in summaries.values()][::-1]
+    mine = snap.by_bot.get(name, [])
     think: list[int] = []
     for r in mine:
         think.extend(r.think_us)
+    faults = snap.faults.get(name, {})
     return {
         "bot": name,
         "matches": len(mine),
         "mean_score": sum(r.total for r in mine) / len(mine) if mine else None,
         "mean_place": sum(r.place for r in mine) / len(mine) if mine else None,
-        "rating_history": history,
+        "rating_history": snap.history.get(name, []),
         "think": think_percentiles(think, decision_ms),
         "faults": dict(sorted(faults.items(), key=lambda rc: (-rc[1], rc[0]))),
-        "recent_matches": latest,
+        "recent_matches": [snap.by_index[r.idx] for r in reversed(mine[-recent:])],
     }
 
 

@@ -18,7 +18,7 @@ import asyncio
 import collections
 import contextlib
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -28,7 +28,7 @@ import structlog
 from aiohttp import web
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
-from referee.league.feed import MatchFeed
+from referee.league.feed import MatchFeed, PublicFilter
 from referee.web import data
 from referee.web.live import event_json
 from referee.web.sources import NotFound, Source, StillRunning
@@ -53,6 +53,9 @@ PAGES = {
 HEARTBEAT_S = 15.0
 #: How often the standings' update stream looks for a change.
 UPDATE_POLL_S = 0.25
+#: A live table looks for new events this often (seconds) and writes them in one batch:
+#: a viewer sees no difference, and a busy league is not interrupted for every card.
+LIVE_BATCH_S = 0.1
 #: Broadcasts of this many finished matches are kept for their next viewers.
 KEPT_BROADCASTS = 64
 #: At most this many matches per ``/api/matches`` page.
@@ -177,6 +180,7 @@ class WebServer:
         host = self.options.host
         shown = f"[{host}]" if ":" in host else host
         self.address = f"http://{shown}:{self.port}/"
+        await self.source.refresh()
         self._watcher = asyncio.ensure_future(self._watch_versions())
         log.info("web_start", address=self.address)
         return self.address
@@ -186,8 +190,6 @@ class WebServer:
         self._closing.set()
         for task in list(self._streams):
             task.cancel()
-        for b in list(self._broadcasts.values()):
-            b.task.cancel()
         async with self._changed:
             self._changed.notify_all()
         if self._watcher is not None:
@@ -198,10 +200,12 @@ class WebServer:
             await self._runner.cleanup()
 
     async def _watch_versions(self) -> None:
-        """Wake the update streams whenever the source's data changed."""
+        """Compute the documents again and wake the update streams whenever the source's
+        data changed."""
         last = None
         while True:
             try:
+                await self.source.refresh()
                 version = self.source.version()
             except Exception as exc:  # a busy database: try again next time
                 log.warning("web_source_failed", error=repr(exc))
@@ -276,29 +280,21 @@ class WebServer:
         name = request.query.get("name", "")
         if not name:
             raise BadRequest("the query parameter 'name' (a bot's name) is missing")
+        snap = self.source.snap
         entries = {b["name"]: b for b in self.source.bots()}
-        results = self.source.results()
-        if name not in entries and all(r.bot != name for r in results):
+        if name not in entries and name not in snap.by_bot:
             raise NotFound(f"no bot {name!r}")
         entry = entries.get(name, {"name": name})
         family = entry.get("family")
         versions = [b for b in entries.values() if family and b.get("family") == family]
-        detail = self.source.cached(
-            f"bot:{name}",
-            lambda: data.bot_detail(
-                name,
-                results,
-                self.source.faults_by_reason().get(name, {}),
-                self.source.decision_ms,
-            ),
-        )
+        detail = data.bot_detail(name, snap, self.source.decision_ms)
         standing = next(
             (s for s in self.source.standings()["standings"] if s.get("bot") == name), None
         )
         return _json({**detail, "entry": entry, "versions": versions, "standing": standing})
 
     async def head_to_head(self, request: web.Request) -> web.StreamResponse:
-        return _json(self.source.cached("h2h", lambda: data.head_to_head(self.source.results())))
+        return _json(self.source.snap.head_to_head)
 
     async def matches(self, request: web.Request) -> web.StreamResponse:
         text = request.query.get("limit", "50")
@@ -308,17 +304,11 @@ class WebServer:
             limit = -1
         if not 1 <= limit <= MAX_LIMIT:
             raise BadRequest(f"limit={text!r} is not allowed; allowed: 1 to {MAX_LIMIT}")
-
-        def summaries() -> list[dict[str, Any]]:
-            grouped = data.by_match(self.source.results())
-            return [data.match_summary(rows) for rows in reversed(list(grouped.values()))]
-
-        finished = self.source.cached("summaries", summaries)
         return _json(
             {
                 "progress": self.source.progress(),
                 "running": self.source.running(),
-                "finished": finished[:limit],
+                "finished": self.source.snap.summaries[:limit],
             }
         )
 
@@ -388,17 +378,16 @@ class WebServer:
             await response.write(b"retry: 2000\n\n")
             sent = 0
             while True:
-                changed = b.changed
+                b.pump()
                 if sent < len(b.chunks):
                     # Everything new in one write: a viewer joining late gets the match so
-                    # far at once, and a busy stream is not written event by event.
+                    # far at once, and a busy stream is written once per batch.
                     chunk = b"".join(b.chunks[sent:])
-                    sent += len(b.chunks) - sent
+                    sent = len(b.chunks)
                     await response.write(chunk)
-                elif b.done:
+                if b.done and sent >= len(b.chunks):
                     break
-                else:
-                    await changed.wait()
+                await asyncio.sleep(LIVE_BATCH_S)
             await response.write(b"event: close\ndata: {}\n\n")
         except ConnectionResetError:
             pass  # the viewer left
@@ -437,30 +426,49 @@ class WebServer:
 class Broadcast:
     """A match's public events, filtered and encoded once for all its web viewers.
 
-    ``chunks`` grows by one Server-Sent Event per public message of the feed (with the
-    server's delay); ``changed`` is set (and replaced) whenever it grew or ended.
+    ``chunks`` holds one Server-Sent Event per public message of the feed released so far
+    (with the server's delay); :meth:`pump` takes in what the feed released since, in one
+    go, when a viewer looks: a busy match costs one pass per batch, not a task switch per
+    card.
     """
 
     def __init__(self, feed: MatchFeed, delay_rounds: int) -> None:
+        self.feed = feed
+        self.delay_rounds = delay_rounds
+        self.public = PublicFilter()
+        self.read = 0
         self.chunks: list[bytes] = []
         self.done = False
-        self.changed = asyncio.Event()
-        self.task = asyncio.ensure_future(self._run(feed, delay_rounds))
 
-    async def _run(self, feed: MatchFeed, delay_rounds: int) -> None:
-        messages: AsyncIterator[league_pb2.WatchMatchResponse] = feed.watch(delay_rounds)
-        try:
-            async for msg in messages:
-                text = json.dumps(event_json(msg), separators=(",", ":"))
-                self.chunks.append(f"data: {text}\n\n".encode())
-                self._wake()
-        finally:
-            self.done = True
-            self._wake()
+    def pump(self) -> None:
+        """Encode the messages the feed released since the last call.
 
-    def _wake(self) -> None:
-        changed, self.changed = self.changed, asyncio.Event()
-        changed.set()
+        The same steps as :meth:`MatchFeed.watch`, taken in one go: the header first, then
+        each line the delay lets out (every line of a round once the round ``delay`` later
+        has been dealt, everything once the match is over) through the public filter.
+        """
+        feed, lines = self.feed, self.feed.lines
+        if self.done:
+            return
+        if self.read == 0 and lines:
+            self._add(self.public.header(lines[0]))
+            self.read = 1
+        while self.read < len(lines):
+            line = lines[self.read]
+            if not feed.over and int(line.get("round", 0)) > feed.dealt - self.delay_rounds:
+                break
+            self.read += 1
+            msg = self.public.event(line)
+            if msg is not None:
+                self._add(msg)
+                if msg.WhichOneof("kind") == "end":
+                    self.done = True
+                    return
+        self.done = feed.over and self.read >= len(lines)
+
+    def _add(self, msg: league_pb2.WatchMatchResponse) -> None:
+        text = json.dumps(event_json(msg), separators=(",", ":"))
+        self.chunks.append(f"data: {text}\n\n".encode())
 
 
 async def _heartbeat(response: web.StreamResponse) -> None:

@@ -15,15 +15,15 @@ import collections
 import contextlib
 import json
 import math
+import sqlite3
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from referee.league.feed import MatchFeed, replay_feed
 from referee.record import ReplayError, read_record
-from referee.tournament.storage import StoredResult, open_store
+from referee.tournament.storage import Store, StoredResult, StoreError, is_url, open_store
 from referee.web import data
 
 if TYPE_CHECKING:
@@ -33,8 +33,6 @@ if TYPE_CHECKING:
 
 #: How often a running tournament's record files are read again for its spectators.
 TAIL_INTERVAL_S = 0.5
-#: A computed document is at most this old (seconds) while matches keep finishing.
-STALE_S = 1.0
 #: The window over which matches per second are measured.
 RATE_WINDOW_S = 600.0
 
@@ -71,7 +69,8 @@ class Source(ABC):
     def __init__(self, name: str, decision_ms: float) -> None:
         self.name = name
         self.decision_ms = decision_ms
-        self._cache: dict[str, tuple[Any, Any, float]] = {}
+        #: The documents of the finished matches, as of the last :meth:`refresh`.
+        self.snap = data.Snapshot()
         self._finish_times: collections.deque[float] = collections.deque(maxlen=10_000)
         self._started = time.time()
 
@@ -86,12 +85,9 @@ class Source(ABC):
         """``{"matches": n, "published_at": t, "standings": [row, ...]}``."""
 
     @abstractmethod
-    def results(self) -> list[StoredResult]:
-        """Every finished match's seat rows, in finishing order."""
-
-    @abstractmethod
-    def faults_by_reason(self) -> dict[str, dict[str, int]]:
-        """Bot → fault reason → count over the finished matches."""
+    def load(self) -> tuple[list[StoredResult], dict[str, dict[str, int]]]:
+        """Every finished match's seat rows (in finishing order) and the faults by bot and
+        reason. Runs in a worker thread: it reads on a connection of its own."""
 
     @abstractmethod
     def running(self) -> list[dict[str, Any]]:
@@ -115,10 +111,8 @@ class Source(ABC):
 
     def bots(self) -> list[dict[str, Any]]:
         """Every bot: name, and where known description, owner, versions, connection."""
-        names = sorted(
-            {r.bot for r in self.results()} | {b for m in self.running() for b in m["seating"]}
-        )
-        return [{"name": n} for n in names]
+        names = set(self.snap.by_bot) | {b for m in self.running() for b in m["seating"]}
+        return [{"name": n} for n in sorted(names)]
 
     def info(self) -> dict[str, Any]:
         """What is being served: its kind, name and clock."""
@@ -126,18 +120,17 @@ class Source(ABC):
 
     # -- computed ---------------------------------------------------------------------------
 
-    def cached(self, key: str, make: Any) -> Any:
-        """``make()``, computed again only once :meth:`version` changed and the value is
-        :data:`STALE_S` old: pages of a busy league are then at most that far behind, and
-        the league's loop computes each document at most once per interval."""
+    async def refresh(self) -> None:
+        """Compute the documents again, in a worker thread, if the data changed."""
         version = self.version()
-        hit = self._cache.get(key)
-        now = time.monotonic()
-        if hit is not None and (hit[0] == version or now - hit[2] < STALE_S):
-            return hit[1]
-        value = make()
-        self._cache[key] = (version, value, now)
-        return value
+        if version == self.snap.version:
+            return
+
+        def compute() -> data.Snapshot:
+            results, faults = self.load()
+            return data.snapshot(version, results, faults)
+
+        self.snap = await asyncio.to_thread(compute)
 
     def record_lines(self, match_id: str) -> list[dict[str, Any]]:
         """A finished match's record lines."""
@@ -202,15 +195,8 @@ class LeagueSource(Source):
             "standings": data.ranked(_standings_rows(response)),
         }
 
-    def results(self) -> list[StoredResult]:
-        return self.cached(  # type: ignore[no-any-return]
-            "results", lambda: self.league.store.results(self.league.config.name)
-        )
-
-    def faults_by_reason(self) -> dict[str, dict[str, int]]:
-        return self.cached(  # type: ignore[no-any-return]
-            "faults", lambda: self.league.store.faults_by_reason(self.league.config.name)
-        )
+    def load(self) -> tuple[list[StoredResult], dict[str, dict[str, int]]]:
+        return _load(self.league.config.database, self.league.config.name)
 
     def running(self) -> list[dict[str, Any]]:
         return [
@@ -353,10 +339,10 @@ class TournamentSource(Source):
         return self._published
 
     async def _fit(self) -> None:
-        from referee.league.service import compute_standings
+        from referee.league.standings import compute_standings
 
         try:
-            results = self.results()
+            results = self.snap.results
             response = await asyncio.to_thread(compute_standings, results, 100)
             self._published = {
                 "matches": response.matches,
@@ -367,11 +353,8 @@ class TournamentSource(Source):
             self._fitting = None
             self._last_fit = time.monotonic()
 
-    def results(self) -> list[StoredResult]:
-        return self.cached("results", lambda: self.store.results(self.config.name))  # type: ignore[no-any-return]
-
-    def faults_by_reason(self) -> dict[str, dict[str, int]]:
-        return self.cached("faults", lambda: self.store.faults_by_reason(self.config.name))  # type: ignore[no-any-return]
+    def load(self) -> tuple[list[StoredResult], dict[str, dict[str, int]]]:
+        return _load(self.config.database, self.config.name)
 
     def running(self) -> list[dict[str, Any]]:
         return [
@@ -498,7 +481,7 @@ class FolderSource(Source):
                 }
             except (OSError, ValueError, KeyError, TypeError):
                 pass
-        from referee.league.service import compute_standings
+        from referee.league.standings import compute_standings
 
         response = compute_standings(self._results, 100)
         return {
@@ -513,11 +496,8 @@ class FolderSource(Source):
     def standings(self) -> dict[str, Any]:
         return self._standings
 
-    def results(self) -> list[StoredResult]:
-        return self._results
-
-    def faults_by_reason(self) -> dict[str, dict[str, int]]:
-        return self._faults
+    def load(self) -> tuple[list[StoredResult], dict[str, dict[str, int]]]:
+        return self._results, self._faults
 
     def running(self) -> list[dict[str, Any]]:
         return []
@@ -540,8 +520,22 @@ class FolderSource(Source):
         return replay_feed(match_id, self.record_lines(match_id))
 
 
-def iter_match_ids(source: Source) -> Iterator[str]:
-    """Every finished match id of a source, newest first."""
-    seen = data.by_match(source.results())
-    for rows in reversed(list(seen.values())):
-        yield rows[0].match_id
+class _ReadOnlyStore(Store):
+    """A SQLite database opened read-only on a connection of its own (a worker thread's)."""
+
+    def __init__(self, path: Path) -> None:
+        try:
+            self.db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30)
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot open the SQLite database {path}: {exc}") from None
+        self.path = path
+        self.where = str(path)
+
+
+def _load(database: str | Path, name: str) -> tuple[list[StoredResult], dict[str, dict[str, int]]]:
+    """Results and faults of tournament (or league) ``name``, read on a new connection."""
+    store = open_store(database) if is_url(database) else _ReadOnlyStore(Path(database))
+    try:
+        return store.results(name), store.faults_by_reason(name)
+    finally:
+        store.close()

@@ -82,7 +82,7 @@ class StandingsRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class Standing(_message.Message):
-    __slots__ = ("bot", "rating", "ci_low", "ci_high", "games", "live_elo", "matches", "mean_place", "mean_score", "faults")
+    __slots__ = ("bot", "rating", "ci_low", "ci_high", "games", "live_elo", "matches", "mean_place", "mean_score", "faults", "provisional", "group", "ci_low_open", "ci_high_open")
     BOT_FIELD_NUMBER: _ClassVar[int]
     RATING_FIELD_NUMBER: _ClassVar[int]
     CI_LOW_FIELD_NUMBER: _ClassVar[int]
@@ -93,6 +93,10 @@ class Standing(_message.Message):
     MEAN_PLACE_FIELD_NUMBER: _ClassVar[int]
     MEAN_SCORE_FIELD_NUMBER: _ClassVar[int]
     FAULTS_FIELD_NUMBER: _ClassVar[int]
+    PROVISIONAL_FIELD_NUMBER: _ClassVar[int]
+    GROUP_FIELD_NUMBER: _ClassVar[int]
+    CI_LOW_OPEN_FIELD_NUMBER: _ClassVar[int]
+    CI_HIGH_OPEN_FIELD_NUMBER: _ClassVar[int]
     bot: str
     rating: float
     ci_low: float
@@ -103,17 +107,23 @@ class Standing(_message.Message):
     mean_place: float
     mean_score: float
     faults: int
-    def __init__(self, bot: _Optional[str] = ..., rating: _Optional[float] = ..., ci_low: _Optional[float] = ..., ci_high: _Optional[float] = ..., games: _Optional[int] = ..., live_elo: _Optional[float] = ..., matches: _Optional[int] = ..., mean_place: _Optional[float] = ..., mean_score: _Optional[float] = ..., faults: _Optional[int] = ...) -> None: ...
+    provisional: bool
+    group: int
+    ci_low_open: bool
+    ci_high_open: bool
+    def __init__(self, bot: _Optional[str] = ..., rating: _Optional[float] = ..., ci_low: _Optional[float] = ..., ci_high: _Optional[float] = ..., games: _Optional[int] = ..., live_elo: _Optional[float] = ..., matches: _Optional[int] = ..., mean_place: _Optional[float] = ..., mean_score: _Optional[float] = ..., faults: _Optional[int] = ..., provisional: _Optional[bool] = ..., group: _Optional[int] = ..., ci_low_open: _Optional[bool] = ..., ci_high_open: _Optional[bool] = ...) -> None: ...
 
 class StandingsResponse(_message.Message):
-    __slots__ = ("standings", "matches", "published_at")
+    __slots__ = ("standings", "matches", "published_at", "warnings")
     STANDINGS_FIELD_NUMBER: _ClassVar[int]
     MATCHES_FIELD_NUMBER: _ClassVar[int]
     PUBLISHED_AT_FIELD_NUMBER: _ClassVar[int]
+    WARNINGS_FIELD_NUMBER: _ClassVar[int]
     standings: _containers.RepeatedCompositeFieldContainer[Standing]
     matches: int
     published_at: float
-    def __init__(self, standings: _Optional[_Iterable[_Union[Standing, _Mapping]]] = ..., matches: _Optional[int] = ..., published_at: _Optional[float] = ...) -> None: ...
+    warnings: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, standings: _Optional[_Iterable[_Union[Standing, _Mapping]]] = ..., matches: _Optional[int] = ..., published_at: _Optional[float] = ..., warnings: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class RecentMatchesRequest(_message.Message):
     __slots__ = ("limit",)

@@ -4,15 +4,20 @@ Every test bot is a small script on top of :func:`run`. It uses only the generat
 and ``grpc.aio``. The stream is opened with an identity serializer, so a bot can also
 write raw bytes that are not a ``BotMessage`` at all.
 
-Environment (besides the referee's ``STICHELN_REFEREE`` and ``STICHELN_TOKEN``):
+Environment (besides the referee's ``STICHELN_REFEREE``, ``STICHELN_TOKEN`` and, on a
+TLS port, ``STICHELN_TLS_CA``):
 
 - ``CAPTURE``: append every message received, base64 of its wire bytes, one per line;
 - ``REPORT``: write the gRPC status the stream ended with (``CODE details``);
 - ``SLEEP_MS``: think this long before every answer;
-- ``ROOT_CERT``: dial with TLS, trusting this certificate file (PEM);
 - ``STICHELN_SEATS``: open that many streams at once with the one token (default 1;
   ``OPEN_SEATS`` overrides it: a bot that opens fewer streams than it was asked to);
-- ``MATCHES``: append ``<pid> <match id>`` for every ``MatchStart`` any stream receives.
+- ``MATCHES``: append ``<process> <match id>`` for every ``MatchStart`` any stream
+  receives (``<process>`` is unique to the bot process).
+
+A sandboxed bot can write nowhere the test can read, so it tells the test on stdout, which
+the referee writes to the bot's log: ``@a PATH TEXT`` appends a line to the file PATH,
+``@w PATH TEXT`` replaces it; ``harness.collect_reports`` writes those files.
 
 Command-line arguments are ignored: tests put a marker there to find the process.
 """
@@ -22,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import os
+import uuid
 from collections.abc import Awaitable, Callable
 
 import grpc
@@ -29,6 +35,16 @@ import grpc
 from sticheln.v1 import bot_pb2, bot_pb2_grpc
 
 PLAY = "/sticheln.v1.Referee/Play"
+#: Tells this bot process from others (its pid may be the same in each one's sandbox).
+PROCESS = uuid.uuid4().hex[:12]
+
+
+def tell(path: str, text: str, replace: bool = False) -> None:
+    """Append ``text`` as a line to the test's file ``path`` (or replace it), through the
+    bot's log (see the module docstring)."""
+    print(f"@{'w' if replace else 'a'} {path} {text}", flush=True)
+
+
 assert bot_pb2_grpc.RefereeStub  # the method path above is the stub's
 
 
@@ -85,9 +101,7 @@ class Stream:
         )
         self.call = play()
         self._writing = asyncio.Lock()
-        self._capture = None
-        if os.environ.get("CAPTURE"):
-            self._capture = open(os.environ["CAPTURE"], "a", encoding="ascii")  # noqa: SIM115
+        self._capture = os.environ.get("CAPTURE", "")
 
     async def write(self, message: bot_pb2.BotMessage | bytes) -> None:
         async with self._writing:  # one write at a time, also from background tasks
@@ -98,9 +112,8 @@ class Stream:
         message = await self.call.read()
         if message is grpc.aio.EOF:
             return None
-        if self._capture is not None:
-            self._capture.write(base64.b64encode(message.SerializeToString()).decode() + "\n")
-            self._capture.flush()
+        if self._capture:
+            tell(self._capture, base64.b64encode(message.SerializeToString()).decode())
         return message
 
 
@@ -119,14 +132,13 @@ def report(text: str) -> None:
     """Tell the test something (the status the stream ended with)."""
     path = os.environ.get("REPORT")
     if path:
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(text + "\n")
+        tell(path, text, replace=True)
 
 
 def channel() -> grpc.aio.Channel:
-    """A channel to the referee: TLS when ``ROOT_CERT`` names a certificate."""
+    """A channel to the referee: TLS when ``STICHELN_TLS_CA`` names a certificate."""
     address = os.environ["STICHELN_REFEREE"]
-    cert = os.environ.get("ROOT_CERT")
+    cert = os.environ.get("STICHELN_TLS_CA")
     if cert:
         with open(cert, "rb") as f:
             credentials = grpc.ssl_channel_credentials(root_certificates=f.read())
@@ -149,8 +161,7 @@ async def serve(
         try:
             while (message := await stream.read()) is not None:
                 if matches and message.HasField("match_start"):
-                    with open(matches, "a", encoding="utf-8") as f:
-                        f.write(f"{os.getpid()} {message.match_start.match_id}\n")
+                    tell(matches, f"{PROCESS} {message.match_start.match_id}")
                 if message.HasField("request"):
                     n += 1
                     await decide(stream, message.request, n)

@@ -73,8 +73,26 @@ def toml_text(table: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def processes_with(marker: str) -> list[int]:
-    """Live processes whose command line contains ``marker``."""
+def collect_reports(folder: Path) -> None:
+    """Write the files the test bots told of in their logs under ``folder`` (``@a PATH
+    TEXT`` appends a line, ``@w PATH TEXT`` replaces the file; see ``botlib.tell``)."""
+    files: dict[str, list[str]] = {}
+    for log in sorted(folder.rglob("*.log")):
+        for line in log.read_text(encoding="utf-8", errors="replace").splitlines():
+            kind, _, rest = line.partition(" ")
+            if kind not in ("@a", "@w"):
+                continue
+            path, _, text = rest.partition(" ")
+            if kind == "@w":
+                files[path] = []
+            files.setdefault(path, []).append(text)
+    for path, lines in files.items():
+        Path(path).write_text("".join(f"{x}\n" for x in lines), encoding="utf-8")
+
+
+def processes_with(marker: str, bots_only: bool = False) -> list[int]:
+    """Live processes whose command line contains ``marker`` (``bots_only``: not the
+    bubblewrap processes around a sandboxed bot, whose command lines hold the bot's)."""
     found = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -84,6 +102,8 @@ def processes_with(marker: str) -> list[int]:
         except OSError:
             continue
         if marker.encode() in cmdline:
+            if bots_only and Path(cmdline.split(b"\0")[0].decode()).name == "bwrap":
+                continue
             found.append(int(entry.name))
     return found
 
@@ -217,6 +237,7 @@ def read_capture(path: Path) -> list[Any]:
 
     from sticheln.v1 import bot_pb2
 
+    collect_reports(path.parent)
     if not path.exists():
         return []
     return [

@@ -1,0 +1,121 @@
+"""A league's published standings, fitted in a short-lived process of their own.
+
+``python -m referee.league.standings DATABASE LEAGUE BOOTSTRAP MIN_MATCHES`` reads every finished
+match of the league from its database, fits the standings and writes them to stdout as
+one serialized ``StandingsResponse``. The fit needs every match played so far (the
+bootstrap resamples them), so its memory grows with the league's history; a league runs
+for weeks, and what a long-lived process allocates once mostly stays with it. Done here,
+that memory goes back to the system when the process exits, and the league's own
+process stays the same size however many matches it has played. Starting the process
+costs about 0.3 s of CPU, at most once per ``publish_interval_s``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import sys
+import time
+from pathlib import Path
+
+from referee.ratings import MIN_MATCHES, LiveElo, fit
+from referee.tournament.run import bot_stats, outcomes_from
+from referee.tournament.storage import Store, StoredResult
+from sticheln.v1 import league_pb2
+
+#: The longest a fit may take before the publication is given up (and tried again later).
+FIT_TIMEOUT_S = 600.0
+
+
+def compute_standings(
+    results: list[StoredResult], bootstrap: int, seed: int = 0, min_matches: int = MIN_MATCHES
+) -> league_pb2.StandingsResponse:
+    """The published standings of ``results`` (every seat row of the finished matches
+    counted, in finishing order): Bradley–Terry with intervals, live Elo and statistics;
+    bots with fewer than ``min_matches`` matches provisional, and the fit's warnings."""
+    outcomes = outcomes_from(results)
+    elo = LiveElo()
+    for outcome in outcomes:
+        elo.update(outcome)
+    live = elo.ratings()
+    stats = bot_stats(results)
+    result = fit(outcomes, bootstrap=bootstrap, seed=seed, min_matches=min_matches)
+    response = league_pb2.StandingsResponse(
+        matches=len(outcomes), published_at=time.time(), warnings=result.warnings
+    )
+    for s in result.standings:
+        st = stats[s.bot]
+        response.standings.add(
+            bot=s.bot,
+            rating=s.rating,
+            ci_low=s.ci_low,
+            ci_high=s.ci_high,
+            games=s.games,
+            live_elo=live.get(s.bot, math.nan),
+            matches=st.matches,
+            mean_place=st.mean_place,
+            mean_score=st.mean_score,
+            faults=st.faults,
+            provisional=s.provisional,
+            group=s.group,
+            ci_low_open=s.low_open,
+            ci_high_open=s.high_open,
+        )
+    return response
+
+
+async def fit_in_child(
+    database: Path, league: str, bootstrap: int, min_matches: int = MIN_MATCHES
+) -> league_pb2.StandingsResponse:
+    """The standings of ``league`` in ``database``, fitted by a child process; raises
+    RuntimeError saying why not."""
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "referee.league.standings",
+        str(database),
+        league,
+        str(bootstrap),
+        str(min_matches),
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    try:
+        out, err = await asyncio.wait_for(proc.communicate(), FIT_TIMEOUT_S)
+    except BaseException:  # timed out or cancelled (the league stops): no orphan
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+        raise
+    if proc.returncode != 0:
+        last = err.decode(errors="replace").strip().splitlines()[-1:] or ["no message"]
+        raise RuntimeError(f"the standings process exited with status {proc.returncode}: {last[0]}")
+    return league_pb2.StandingsResponse.FromString(out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Fit and write the standings (see the module's docstring)."""
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 4 or not (args[2].isdigit() and args[3].isdigit()):
+        print(
+            "usage: python -m referee.league.standings DATABASE LEAGUE BOOTSTRAP MIN_MATCHES",
+            file=sys.stderr,
+        )
+        return 2
+    database, league = Path(args[0]), args[1]
+    bootstrap, min_matches = int(args[2]), int(args[3])
+    store = Store(database)
+    try:
+        results = store.results(league, think=False)
+    finally:
+        store.close()
+    sys.stdout.buffer.write(
+        compute_standings(results, bootstrap, min_matches=min_matches).SerializeToString()
+    )
+    sys.stdout.buffer.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,360 @@
+"""The sandbox every started bot runs in: a declared policy, turned into one ``bwrap`` command.
+
+A bot the referee starts must learn nothing the rules keep from its seat, and must not
+reach anything it could use to learn it: the other seats' processes, the referee's
+environment, its output folder (records, logs), its database, other bots' folders, the
+network. The sandbox is bubblewrap (Debian's ``bubblewrap``, the sandbox Flatpak uses).
+
+What a bot may read, write and reach is a value, :class:`SandboxPolicy`; one function,
+:func:`bwrap_command`, turns a policy into the ``bwrap`` command line. The launcher adds
+no flags of its own. :meth:`Sandbox.policy` builds the policy for one bot process:
+
+- read-only: the system (``/usr`` and the few files of ``/etc`` programs need: the dynamic
+  linker's cache, TLS certificates, ``alternatives``, users and groups, name service,
+  local time), the referee's interpreter (its prefixes, with grpcio and protobuf), the
+  generated ``sticheln`` stubs and the referee's own package (the rules engine a bot may
+  simulate with), the bot's own folder (its ``workdir``), and the paths its bot file
+  declares under ``[sandbox] read``;
+- writable: a private ``/tmp`` (a size-limited tmpfs that disappears with the process),
+  which is also ``HOME``;
+- reachable: only its own Unix socket at :data:`SOCKET_PATH`, served by the referee for
+  this one process; the network namespace is empty (not even loopback leads anywhere);
+- its own PID, IPC, UTS and cgroup namespaces (it sees no other process), and its own user
+  namespace when the referee is not root.
+
+When the referee runs as root, bubblewrap sets the sandbox up with root's rights and then
+drops the bot to an unprivileged user and group (``nobody``, 65534) with no capabilities
+and ``no_new_privs``: files the referee keeps private stay unreadable to the bot even if a
+path were bound by mistake. The bot's folder must then be readable by that user. Run as
+any other user, the bot keeps the referee's uid inside a user namespace of its own.
+
+``mode = "none"`` turns all of this off for trusted bots (see :data:`MODES`); the
+environment stays an allowlist (:func:`bot_environment`) either way.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+#: The sandbox modes: bubblewrap (the default) or none (trusted bots only).
+MODES = ("bubblewrap", "none")
+DEFAULT_MODE = "bubblewrap"
+
+#: Where a sandboxed bot finds its socket (the folder is bound read-only; a socket in it
+#: can still be connected to).
+SOCKET_DIR = Path("/run/sticheln")
+SOCKET_PATH = SOCKET_DIR / "referee.sock"
+#: The address a sandboxed bot dials (``STICHELN_REFEREE``).
+SOCKET_ADDRESS = f"unix:{SOCKET_PATH}"
+
+#: The unprivileged user and group a bot runs as when the referee runs as root.
+NOBODY = 65534
+
+#: System folders bound read-only when present.
+SYSTEM_DIRS = (Path("/usr"),)
+#: Top-level names that are symbolic links into /usr on merged-/usr systems (and bound as
+#: folders where they are real folders).
+SYSTEM_LINKS = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
+#: The parts of /etc that programs need, and nothing else of it.
+ETC_FILES = (
+    "alternatives",
+    "ca-certificates",
+    "ca-certificates.conf",
+    "group",
+    "host.conf",
+    "hosts",
+    "ld.so.cache",
+    "ld.so.conf",
+    "ld.so.conf.d",
+    "localtime",
+    "nsswitch.conf",
+    "os-release",
+    "passwd",
+    "ssl",
+)
+#: Variables a bot inherits from the referee's environment (its locale and time zone).
+PASSED_VARIABLES = ("LANG", "LANGUAGE", "TZ")
+#: The system part of a bot's ``PATH``, after its interpreter's folder.
+SYSTEM_PATH = ("/usr/local/bin", "/usr/bin", "/bin")
+#: The default size of a sandboxed bot's ``/tmp``.
+TMP_SIZE_MB = 64
+
+
+#: bwrap found and tried, by (program, as root, PATH): one trial per referee process.
+_CHECKED: dict[tuple[str, bool, str], str] = {}
+
+
+class SandboxUnavailable(RuntimeError):
+    """Bubblewrap cannot make a sandbox here; the message says why and what to do, in one
+    line."""
+
+
+def _hatch() -> str:
+    return (
+        'or, for trusted bots only, run without a sandbox ([sandbox] mode = "none" in a '
+        "tournament or league file, --no-sandbox for referee match and check-bot)"
+    )
+
+
+@dataclass(frozen=True)
+class SandboxPolicy:
+    """Everything one sandboxed bot process may read, write and reach, as data."""
+
+    #: The ``bwrap`` program.
+    bwrap: str
+    #: The working folder inside the sandbox (the bot's folder).
+    workdir: Path
+    #: Paths bound read-only at the same place; each must exist.
+    read_only: tuple[Path, ...] = ()
+    #: System paths bound read-only at the same place when they exist.
+    system: tuple[Path, ...] = ()
+    #: Symbolic links made in the sandbox: (link, target).
+    links: tuple[tuple[Path, str], ...] = ()
+    #: The size of the private, writable ``/tmp``, in bytes.
+    tmp_size_bytes: int = TMP_SIZE_MB << 20
+    #: A host folder holding the bot's socket, bound read-only at :data:`SOCKET_DIR`.
+    socket_dir: Path | None = None
+    #: The (uid, gid) to drop to inside the sandbox (the referee runs as root), or None.
+    run_as: tuple[int, int] | None = None
+    #: The ``setpriv`` program that drops to ``run_as``.
+    setpriv: str = "setpriv"
+    #: A user namespace of its own (when the referee is not root).
+    user_namespace: bool = True
+    #: Share the host's network (never for bots; here so that the policy says it).
+    network: bool = False
+    #: The host name inside the sandbox.
+    hostname: str = "sticheln-bot"
+
+
+def bwrap_command(policy: SandboxPolicy, command: Sequence[str]) -> list[str]:
+    """The command line that runs ``command`` confined by ``policy``."""
+    argv = [policy.bwrap, "--unshare-pid", "--unshare-ipc", "--unshare-uts"]
+    argv.append("--unshare-cgroup-try")
+    if not policy.network:
+        argv.append("--unshare-net")
+    if policy.user_namespace:
+        argv.append("--unshare-user")
+    # The sandbox dies with the process that started it, and has no terminal to write to.
+    argv += ["--die-with-parent", "--new-session", "--hostname", policy.hostname]
+    argv += ["--proc", "/proc", "--dev", "/dev"]
+    argv += ["--perms", "1777", "--size", str(policy.tmp_size_bytes), "--tmpfs", "/tmp"]
+    covered = [*policy.system, *(link for link, _ in policy.links)]
+    binds = _outermost(policy.read_only, covered)
+    mounts = [*policy.system, *binds, *([SOCKET_DIR] if policy.socket_dir else [])]
+    # bwrap makes missing parents of a mount point private (0700); make them 0755 first
+    # (a folder under /tmp is bound into the private /tmp).
+    for parent in [p for p in _parents(mounts, covered) if p != Path("/tmp")]:
+        argv += ["--dir", str(parent)]
+    for path in policy.system:
+        argv += ["--ro-bind-try", str(path), str(path)]
+    for link, target in policy.links:
+        argv += ["--symlink", target, str(link)]
+    for path in binds:
+        argv += ["--ro-bind", str(path), str(path)]
+    if policy.socket_dir is not None:
+        argv += ["--ro-bind", str(policy.socket_dir), str(SOCKET_DIR)]
+    argv += ["--chdir", str(policy.workdir)]
+    if policy.run_as is not None:
+        uid, gid = policy.run_as
+        # Only the rights to drop to the bot's user pass into the sandbox; setpriv gives
+        # them up with root's uid, and no_new_privs keeps the bot from gaining any back.
+        argv += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--", policy.setpriv]
+        argv += [f"--reuid={uid}", f"--regid={gid}", "--clear-groups", "--inh-caps=-all"]
+        argv += ["--no-new-privs"]
+    argv += ["--", *command]
+    return argv
+
+
+def _within(path: Path, roots: Sequence[Path]) -> bool:
+    return any(path == root or root in path.parents for root in roots)
+
+
+def _outermost(paths: Sequence[Path], covered: Sequence[Path]) -> list[Path]:
+    """``paths`` without those inside another one or inside a system path, outer first."""
+    result: list[Path] = []
+    for path in sorted(set(paths), key=lambda p: (len(p.parts), str(p))):
+        if not _within(path, [*covered, *result]):
+            result.append(path)
+    return result
+
+
+def _parents(paths: Sequence[Path], covered: Sequence[Path]) -> list[Path]:
+    """The folders above ``paths`` that bwrap would have to make, outer first."""
+    found: set[Path] = set()
+    for path in paths:
+        for parent in path.parents:
+            if parent != Path("/") and not _within(parent, covered):
+                found.add(parent)
+    return sorted(found, key=lambda p: (len(p.parts), str(p)))
+
+
+def bot_environment(
+    bot_env: Mapping[str, str],
+    referee_env: Mapping[str, str],
+    *,
+    home: str,
+    referee: Mapping[str, str],
+    interpreter_bin: str = "",
+) -> dict[str, str]:
+    """A started bot's whole environment: an allowlist, never the referee's own.
+
+    ``PATH`` (the referee's interpreter first, then the system), ``HOME``, the locale and
+    time zone (``LANG``, ``LC_*``, ``TZ``), then the bot file's ``env`` table, then the
+    ``STICHELN_*`` variables the referee sets (``referee``), which nothing overrides.
+    Secrets in the referee's environment (an admin token, a database password or URL) and
+    its gRPC tuning (``GRPC_*``) never pass.
+    """
+    env = {
+        "PATH": os.pathsep.join([p for p in (interpreter_bin, *SYSTEM_PATH) if p]),
+        "HOME": home,
+        "PYTHONUNBUFFERED": "1",
+    }
+    for key, value in referee_env.items():
+        if key in PASSED_VARIABLES or key.startswith("LC_"):
+            env[key] = value
+    env.update(bot_env)
+    for key in [k for k in env if k.startswith("STICHELN_")]:
+        del env[key]  # the referee's say only
+    env.update(referee)
+    return env
+
+
+def _python_paths() -> list[Path]:
+    """The referee's interpreter and the packages a Python bot may import from it."""
+    paths = {
+        Path(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix) if p
+    }
+    # An editable install maps these packages to the source tree, outside the prefixes.
+    for name in ("sticheln", "referee"):
+        spec = importlib.util.find_spec(name)
+        if spec is not None and spec.submodule_search_locations:
+            paths.update(Path(p) for p in spec.submodule_search_locations)
+    # The compiled rules engine's shared runtime, when it lives next to the packages.
+    referee_spec = importlib.util.find_spec("referee")
+    if referee_spec is not None and referee_spec.origin:
+        root = Path(referee_spec.origin).parent.parent
+        paths.update(root.glob("*__mypyc*.so"))
+    return sorted(p for p in paths if p.exists())
+
+
+@dataclass(frozen=True)
+class Sandbox:
+    """How bots the referee starts are confined: the mode, and the host facts it needs."""
+
+    #: ``"bubblewrap"`` or ``"none"`` (:data:`MODES`).
+    mode: str = DEFAULT_MODE
+    #: The bubblewrap program (a name found on ``PATH``, or a path).
+    bwrap: str = "bwrap"
+    #: The size of each bot's ``/tmp``, in MiB.
+    tmp_size_mb: int = TMP_SIZE_MB
+    #: The (uid, gid) a bot runs as when the referee runs as root.
+    bot_user: tuple[int, int] = (NOBODY, NOBODY)
+
+    def __post_init__(self) -> None:
+        if self.mode not in MODES:
+            raise ValueError(
+                f"sandbox mode {self.mode!r} is not allowed; allowed: {', '.join(MODES)}"
+            )
+
+    @property
+    def enabled(self) -> bool:
+        """True when bots run in bubblewrap."""
+        return self.mode != "none"
+
+    @property
+    def as_root(self) -> bool:
+        """The referee runs as root: bots are dropped to :attr:`bot_user`."""
+        return os.geteuid() == 0
+
+    def describe(self) -> str:
+        """One line for the start of a run."""
+        if not self.enabled:
+            return (
+                "sandbox: none (bots run unconfined, as the referee's user, with the "
+                "network; for trusted bots only)"
+            )
+        who = f"uid {self.bot_user[0]}" if self.as_root else "the referee's uid in a user namespace"
+        return (
+            f"sandbox: bubblewrap (each bot process: its folder read-only, a private "
+            f"{self.tmp_size_mb} MiB /tmp, no network but its own socket, {who})"
+        )
+
+    def check(self) -> str:
+        """The path of ``bwrap`` once a trial sandbox has run; raise
+        :class:`SandboxUnavailable` in one line when none can be made here."""
+        key = (self.bwrap, self.as_root, os.environ.get("PATH", ""))
+        if key in _CHECKED:
+            return _CHECKED[key]
+        found = shutil.which(self.bwrap)
+        if found is None:
+            raise SandboxUnavailable(
+                f"cannot sandbox bots: bubblewrap ({self.bwrap}) is not installed; install "
+                f"Debian's bubblewrap package (apt-get install bubblewrap), {_hatch()}"
+            )
+        if self.as_root and shutil.which("setpriv") is None:
+            raise SandboxUnavailable(
+                "cannot sandbox bots: setpriv is missing (Debian's util-linux package), " + _hatch()
+            )
+        policy = self._base_policy(found, Path("/"))
+        try:
+            done = subprocess.run(
+                bwrap_command(policy, ["/bin/true"]),
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                timeout=30,
+                check=False,
+            )
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise SandboxUnavailable(f"cannot sandbox bots: {exc}; {_hatch()}") from None
+        if done.returncode != 0:
+            why = done.stderr.decode(errors="replace").strip().splitlines()
+            need = (
+                "root's rights to make namespaces and mounts (CAP_SYS_ADMIN)"
+                if self.as_root
+                else "unprivileged user namespaces (kernel.unprivileged_userns_clone=1, "
+                "user.max_user_namespaces > 0)"
+            )
+            raise SandboxUnavailable(
+                f"cannot sandbox bots: bubblewrap failed ({why[-1] if why else done.returncode}); "
+                f"it needs {need} and a seccomp/AppArmor profile that allows them, {_hatch()}"
+            )
+        _CHECKED[key] = found
+        return found
+
+    def _base_policy(self, bwrap: str, workdir: Path) -> SandboxPolicy:
+        links: list[tuple[Path, str]] = []
+        system = list(SYSTEM_DIRS)
+        for name in SYSTEM_LINKS:
+            host = Path("/") / name
+            if host.is_symlink():
+                links.append((host, os.readlink(host)))
+            elif host.is_dir():
+                system.append(host)
+        system += [Path("/etc") / name for name in ETC_FILES]
+        return SandboxPolicy(
+            bwrap=bwrap,
+            workdir=workdir,
+            system=tuple(system),
+            links=tuple(links),
+            tmp_size_bytes=self.tmp_size_mb << 20,
+            run_as=self.bot_user if self.as_root else None,
+            setpriv=shutil.which("setpriv") or "setpriv",
+            user_namespace=not self.as_root,
+        )
+
+    def policy(
+        self, workdir: Path, read: Sequence[Path] = (), socket_dir: Path | None = None
+    ) -> SandboxPolicy:
+        """The policy for one bot process: its folder ``workdir``, the extra read-only
+        paths its bot file declares, and the folder of its socket."""
+        base = self._base_policy(self.check(), workdir)
+        read_only = [*_python_paths(), workdir, *read]
+        return dataclasses.replace(base, read_only=tuple(read_only), socket_dir=socket_dir)

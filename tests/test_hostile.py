@@ -1,0 +1,307 @@
+"""Hostile bots: every route a started bot could take to what its seat must not learn fails.
+
+``tests/bots/hostile_bot.py`` plays legally and first tries each route of :data:`ROUTES`,
+reporting in its log what it got. Each test plays real matches through the ``referee``
+command with the referee's secrets in its environment, then reads the logs: every route
+was tried and blocked, no secret appears anywhere the bot could print it, the match ended
+normally for every seat, and no process is left. A run without the sandbox shows that the
+routes are real (the same bot finds them open). A new attack joins by adding a route to
+the bot and a line to :data:`ROUTES`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import grpc
+import pytest
+from bots.harness import BOTS_DIR, assert_no_processes, bot, new_marker, run
+
+from referee.sandbox import Sandbox
+from referee.server import RefereeServer
+from sticheln.v1 import bot_pb2
+
+pytestmark = pytest.mark.timeout(240)
+
+#: Every route the hostile bot tries, and what it would give a bot that got through.
+ROUTES = {
+    "own_environment": "the referee's admin token, database URL or password, or its gRPC "
+    "tuning, inherited in the bot's environment",
+    "list_other_pids": "other processes: the other seats, the referee",
+    "other_environ": "another process's environment: the other seats' tokens, the referee's "
+    "secrets",
+    "other_cmdline": "another process's command line: the referee's, a database URL",
+    "path:output": "the output folder (records, logs, exports)",
+    "path:record": "a match record (its deal and seed)",
+    "path:log": "another bot's log",
+    "path:database": "the tournament database",
+    "path:other_bot": "another bot's folder (its code and data)",
+    "write_outside_tmp": "a file written where it outlives the process",
+    "loopback_ports": "the referee's TCP port, or any other port on the loopback",
+    "outside_network": "any address outside the machine",
+    "other_bot": "another bot process (a listener or an abstract Unix socket it made)",
+    "remember_between_instances": "what an earlier instance of the bot left behind (a "
+    "duplicate deal's hands)",
+}
+
+SECRETS = {
+    "STICHELN_ADMIN_TOKEN": "admin-secret-5d1f",
+    "PGPASSWORD": "pg-secret-9a7c",
+    "DATABASE_URL": "postgresql://referee:db-secret-3b2e@127.0.0.1/sticheln",
+    "GRPC_EXPERIMENTS": "-event_engine_listener",
+    "GRPC_ENABLE_FORK_SUPPORT": "false",
+}
+
+
+@pytest.fixture
+def marker() -> Iterator[str]:
+    m = new_marker()
+    yield m
+    assert_no_processes(m, within=10)
+
+
+@pytest.fixture
+def world() -> Iterator[Path]:
+    """A folder anyone may read: what protects its files from a bot is the sandbox alone."""
+    path = Path(tempfile.mkdtemp(prefix="sticheln-hostile-"))
+    path.chmod(0o755)
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _targets(world: Path) -> dict[str, Path]:
+    """Things a bot must not read, made readable for anyone (0644 in 0755 folders)."""
+    out = world / "results"
+    other = world / "other-bot"
+    for folder in (out / "matches", out / "logs", other):
+        folder.mkdir(parents=True)
+        folder.chmod(0o755)
+    files = {
+        "record": out / "matches" / "earlier.jsonl",
+        "log": out / "logs" / "earlier-seat1-other.log",
+        "database": world / "tournament.db",
+        "other_bot": other / "strategy.txt",
+    }
+    for path in files.values():
+        path.write_text('{"seed": "1234", "token": "other-seat-token"}\n')
+        path.chmod(0o644)
+    return {"output": out, **{k: (v if k != "other_bot" else other) for k, v in files.items()}}
+
+
+def _bot_file(world: Path, name: str, script: str, marker: str, env: dict[str, str]) -> Path:
+    table = bot(script, marker, name=name, env=env)
+    path = world / f"{name}.toml"
+    lines = [
+        f"name = {json.dumps(table.name)}",
+        f"command = {json.dumps(list(table.command))}",
+        f"workdir = {json.dumps(str(BOTS_DIR))}",
+        "[env]",
+        *(f"{k} = {json.dumps(v)}" for k, v in env.items()),
+    ]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def _referee(*args: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, **SECRETS}
+    return subprocess.run(
+        [sys.executable, "-m", "referee.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+        check=False,
+    )
+
+
+def _routes(log: Path) -> dict[str, str]:
+    """route name -> "blocked" or "OPEN", from one hostile bot's log."""
+    found = {}
+    for line in log.read_text(errors="replace").splitlines():
+        m = re.match(r"ROUTE (\S+) (blocked|OPEN) ", line)
+        if m:
+            found[m.group(1)] = m.group(2)
+    return found
+
+
+def _hostile_env(targets: dict[str, Path], ports: list[int]) -> dict[str, str]:
+    return {
+        "HOSTILE_PATHS": ":".join(f"{k}={v}" for k, v in targets.items()),
+        "HOSTILE_PORTS": ":".join(map(str, ports)),
+    }
+
+
+def _match(
+    world: Path, marker: str, *extra: str, env: dict[str, str] | None = None
+) -> tuple[subprocess.CompletedProcess[str], list[Path], dict[str, Any]]:
+    port = _free_port()
+    listener = socket.create_server(("127.0.0.1", 0))
+    try:
+        targets = _targets(world)
+        hostile_env = {**_hostile_env(targets, [port, listener.getsockname()[1]]), **(env or {})}
+        hostile = _bot_file(world, "hostile", "hostile_bot.py", marker, hostile_env)
+        lowest = _bot_file(world, "lowest", "lowest_bot.py", marker, {})
+        out = targets["output"]
+        result = _referee(
+            "match",
+            "--bot",
+            str(hostile),
+            "--bot",
+            str(hostile),
+            "--bot",
+            str(lowest),
+            "--port",
+            str(port),
+            "--out",
+            str(out),
+            "--rules",
+            "sticheln",
+            *extra,
+        )
+    finally:
+        listener.close()
+    assert result.returncode == 0, result.stderr
+    logs = sorted((out / "logs").glob("*-hostile.log"))
+    records = [p for p in (out / "matches").glob("*.jsonl") if p.name != "earlier.jsonl"]
+    assert len(records) == 1
+    lines = [json.loads(x) for x in records[0].read_text().splitlines()]
+    return result, logs, {"lines": lines, "out": out}
+
+
+def _assert_secrets_kept(folder: Path) -> None:
+    for log in folder.rglob("*.log"):
+        text = log.read_text(errors="replace")
+        for name, value in SECRETS.items():
+            if name.startswith("GRPC_"):
+                assert f"{name}=" not in text and f"'{name}'" not in text, (log, name)
+            else:
+                assert value not in text, f"{name} reached {log.name}"
+
+
+def test_every_route_is_blocked_and_the_match_ends_normally(world: Path, marker: str) -> None:
+    result, logs, seen = _match(world, marker)
+    assert "sandbox: bubblewrap" in result.stderr
+    assert len(logs) == 2
+    for log in logs:
+        routes = _routes(log)
+        assert set(ROUTES) <= set(routes), f"routes not tried: {set(ROUTES) - set(routes)}"
+        opened = {r for r, state in routes.items() if state == "OPEN"}
+        assert not opened, [x for x in log.read_text().splitlines() if " OPEN " in x]
+        assert "ROUTES DONE" in log.read_text()
+    lines = seen["lines"]
+    header, end = lines[0], lines[-1]
+    assert header["sandbox"] == "bubblewrap"
+    assert end["type"] == "end" and end["reason"] == "completed"
+    assert not [x for x in lines if x.get("type") == "fault"], "a seat faulted"
+    _assert_secrets_kept(world)
+    for path in ("matches/earlier.jsonl", "logs/earlier-seat1-other.log"):
+        assert (seen["out"] / path).exists()
+    assert not list(world.rglob("hostile-was-here"))
+
+
+def test_without_the_sandbox_the_same_routes_are_open(world: Path, marker: str) -> None:
+    """The control: the routes are real, so that their being blocked above means something."""
+    result, logs, seen = _match(world, marker, "--no-sandbox", env={"HOSTILE_NO_WRITE": "1"})
+    assert "sandbox: none" in result.stderr
+    assert seen["lines"][0]["sandbox"] == "none"
+    opened: set[str] = set()
+    for log in logs:
+        routes = _routes(log)
+        opened |= {r for r, state in routes.items() if state == "OPEN"}
+        # Even unsandboxed, the environment is an allowlist.
+        assert routes["own_environment"] == "blocked"
+    assert {"list_other_pids", "other_environ", "path:output", "path:record"} <= opened
+    assert {"path:database", "path:other_bot", "loopback_ports", "other_bot"} <= opened, opened
+
+
+def test_a_fresh_sandbox_for_every_instance_in_duplicate_mode(world: Path, marker: str) -> None:
+    targets = _targets(world)
+    hostile = _bot_file(world, "hostile", "hostile_bot.py", marker, _hostile_env(targets, []))
+    lowest = _bot_file(world, "lowest", "lowest_bot.py", marker, {})
+    highest = _bot_file(world, "highest", "highest_bot.py", marker, {})
+    config = world / "duplicate.toml"
+    config.write_text(
+        '[tournament]\nname = "dup"\nseed = 3\nmode = "duplicate"\ntable_size = 3\n'
+        f'matches_per_table = 3\nparallel = 1\nout = "{world / "dup"}"\n'
+        '[rules]\npreset = "sticheln"\nrounds = 1\n[clock]\nstartup_ms = 20000\n'
+        f'[[bots]]\nfile = "{hostile}"\n[[bots]]\nfile = "{lowest}"\n'
+        f'[[bots]]\nfile = "{highest}"\n'
+    )
+    result = _referee("tournament", str(config))
+    assert result.returncode == 0, result.stderr
+    assert "3/3 matches finished" in result.stdout
+    logs = sorted((world / "dup" / "logs").glob("*hostile*.log"))
+    assert len(logs) == 3, "every replay of the deal starts the bot afresh"
+    for log in logs:
+        routes = _routes(log)
+        assert routes.get("remember_between_instances") == "blocked", log.read_text()[-2000:]
+        assert not {r for r, s in routes.items() if s == "OPEN"}
+    _assert_secrets_kept(world)
+
+
+def test_a_token_opens_its_seat_only_on_the_socket_it_was_given_to(tmp_path: Path) -> None:
+    """Two bot processes' sockets: a token is refused on the other one and on the TCP port,
+    and accepted on its own."""
+
+    async def hello(target: str, token: str) -> tuple[grpc.StatusCode | None, str]:
+        async with grpc.aio.insecure_channel(target) as channel:
+            call = channel.stream_stream(
+                "/sticheln.v1.Referee/Play",
+                request_serializer=bot_pb2.BotMessage.SerializeToString,
+                response_deserializer=bot_pb2.RefereeMessage.FromString,
+            )()
+            await call.write(
+                bot_pb2.BotMessage(
+                    hello=bot_pb2.Hello(bot_name="x", protocol_version=1, token=token)
+                )
+            )
+            try:
+                message = await call.read()
+            except grpc.aio.AioRpcError as exc:
+                return exc.code(), exc.details() or ""
+            call.cancel()
+            return None, message.WhichOneof("kind") or ""
+
+    async def main() -> None:
+        server = RefereeServer(sandbox=Sandbox())
+        await server.start("127.0.0.1", 0)
+        try:
+            a = server.registry.open_seat("m", 0, "a")
+            b = server.registry.open_seat("m", 1, "b")
+            sock_a, sock_b = await server.open_bot_socket(), await server.open_bot_socket()
+            a.origin, b.origin = sock_a.origin, sock_b.origin
+            for target, token in (
+                (f"unix:{sock_b.path}", a.token),
+                (server.address, a.token),
+                (f"unix:{sock_a.path}", b.token),
+            ):
+                code, details = await hello(target, token)
+                assert code is grpc.StatusCode.UNAUTHENTICATED, (target, code, details)
+            assert a.stream is None and b.stream is None
+            assert await hello(f"unix:{sock_a.path}", a.token) == (None, "welcome")
+            assert a.stream is not None
+            a.stream.end()
+            folders = [sock_a.folder, sock_b.folder]
+            await sock_a.close()
+            await sock_b.close()
+            assert not any(f.exists() for f in folders), "a closed socket's folder is removed"
+        finally:
+            await server.stop(0)
+
+    run(main())

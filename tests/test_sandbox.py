@@ -1,0 +1,353 @@
+"""The sandbox policy and its one ``bwrap`` command line; the bot environment allowlist;
+the refusal where no sandbox can be made; the escape hatch; no orphans after a kill -9."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+from bots.harness import BOTS_DIR, assert_no_processes, new_marker, processes_with
+
+from referee.bots import BotConfigError, bot_from_table
+from referee.sandbox import (
+    SOCKET_DIR,
+    Sandbox,
+    SandboxPolicy,
+    SandboxUnavailable,
+    bot_environment,
+    bwrap_command,
+)
+from referee.tournament.config import ConfigError, config_from_table
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _policy(**changes: object) -> SandboxPolicy:
+    base: dict[str, object] = {
+        "bwrap": "/usr/bin/bwrap",
+        "workdir": Path("/srv/bots/mine"),
+        "read_only": (
+            Path("/srv/bots/mine"),
+            Path("/srv/bots/mine/data"),
+            Path("/opt/py"),
+            Path("/tmp/bots/theirs"),
+        ),
+        "system": (Path("/usr"), Path("/etc/passwd")),
+        "links": ((Path("/lib"), "usr/lib"),),
+        "tmp_size_bytes": 1 << 20,
+        "socket_dir": Path("/tmp/referee-private/7"),
+        "run_as": None,
+        "setpriv": "/usr/bin/setpriv",
+        "user_namespace": True,
+    }
+    base.update(changes)
+    return SandboxPolicy(**base)  # type: ignore[arg-type]
+
+
+def _pairs(argv: list[str], flag: str) -> list[tuple[str, str]]:
+    return [(argv[i + 1], argv[i + 2]) for i, a in enumerate(argv) if a == flag]
+
+
+def test_the_policy_becomes_one_bwrap_command() -> None:
+    argv = bwrap_command(_policy(), ["python3", "bot.py"])
+    assert argv[0] == "/usr/bin/bwrap"
+    assert argv[-3:] == ["--", "python3", "bot.py"]
+    for flag in ("--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts"):
+        assert flag in argv
+    assert {"--unshare-user", "--die-with-parent", "--new-session"} <= set(argv)
+    assert "--unshare-cgroup-try" in argv
+    # A private, size-limited, world-writable /tmp.
+    i = argv.index("--tmpfs")
+    assert argv[i + 1] == "/tmp" and argv[i - 2 : i] == ["--size", str(1 << 20)]
+    assert argv[i - 4 : i - 2] == ["--perms", "1777"]
+    # Read-only binds at the same place; a path inside another bound one is not bound twice.
+    assert _pairs(argv, "--ro-bind") == [
+        ("/opt/py", "/opt/py"),
+        ("/srv/bots/mine", "/srv/bots/mine"),
+        ("/tmp/bots/theirs", "/tmp/bots/theirs"),  # into the private /tmp, read-only
+        ("/tmp/referee-private/7", str(SOCKET_DIR)),
+    ]
+    assert ("/etc/passwd", "/etc/passwd") in _pairs(argv, "--ro-bind-try")
+    assert ("usr/lib", "/lib") in _pairs(argv, "--symlink")
+    # Missing parents of mount points are made (0755) before anything is bound into them.
+    dirs = [argv[i + 1] for i, a in enumerate(argv) if a == "--dir"]
+    assert {"/etc", "/srv", "/srv/bots", "/opt", "/run", "/tmp/bots"} <= set(dirs)
+    assert "/tmp" not in dirs
+    assert argv.index("--tmpfs") < argv.index("/tmp/bots"), "made in the private /tmp"
+    first_bind = min(i for i, a in enumerate(argv) if a in ("--ro-bind", "--ro-bind-try"))
+    assert max(i for i, a in enumerate(argv) if a == "--dir") < first_bind
+    assert argv[argv.index("--chdir") + 1] == "/srv/bots/mine"
+    # Nothing writable is bound: only /tmp, a tmpfs, is.
+    assert "--bind" not in argv and "--bind-try" not in argv
+    assert "setpriv" not in " ".join(argv)
+
+
+def test_as_root_the_bot_is_dropped_to_an_unprivileged_user() -> None:
+    argv = bwrap_command(_policy(run_as=(65534, 65534), user_namespace=False), ["node", "bot.js"])
+    assert "--unshare-user" not in argv
+    tail = argv[argv.index("--cap-add") :]
+    assert tail == [
+        "--cap-add",
+        "CAP_SETUID",
+        "--cap-add",
+        "CAP_SETGID",
+        "--",
+        "/usr/bin/setpriv",
+        "--reuid=65534",
+        "--regid=65534",
+        "--clear-groups",
+        "--inh-caps=-all",
+        "--no-new-privs",
+        "--",
+        "node",
+        "bot.js",
+    ]
+
+
+def test_the_network_is_shared_only_when_the_policy_says_so() -> None:
+    assert "--unshare-net" not in bwrap_command(_policy(network=True), ["true"])
+
+
+def test_the_default_policy_binds_only_what_a_bot_needs(tmp_path: Path) -> None:
+    sandbox = Sandbox()
+    extra = tmp_path / "runtime"
+    extra.mkdir()
+    policy = sandbox.policy(BOTS_DIR, [extra], tmp_path / "sock")
+    assert BOTS_DIR in policy.read_only and extra in policy.read_only
+    assert Path(sys.base_prefix) in policy.read_only
+    assert policy.socket_dir == tmp_path / "sock"
+    etc = [p for p in policy.system if p.parts[1] == "etc"]
+    assert etc and Path("/etc") not in policy.system, "never /etc wholesale"
+    assert {p.name for p in etc} >= {"ld.so.cache", "passwd", "ssl"}
+    # Not the project's results, the tests or anything beside the bot's folder.
+    bound = [str(p) for p in policy.read_only]
+    assert not any(p in (str(ROOT), str(ROOT / "tests"), str(ROOT / "results")) for p in bound)
+    assert (policy.run_as is not None) == (os.geteuid() == 0)
+
+
+def test_the_environment_is_an_allowlist() -> None:
+    referee_env = {
+        "PATH": "/secret/bin:/usr/bin",
+        "HOME": "/root",
+        "LANG": "de_DE.UTF-8",
+        "LC_TIME": "C",
+        "TZ": "Europe/Berlin",
+        "STICHELN_ADMIN_TOKEN": "admin",
+        "PGPASSWORD": "pw",
+        "DATABASE_URL": "postgresql://u:pw@h/db",
+        "GRPC_EXPERIMENTS": "-event_engine_listener",
+        "GRPC_ENABLE_FORK_SUPPORT": "false",
+        "GRPC_TRACE": "all",
+        "AWS_SECRET_ACCESS_KEY": "x",
+    }
+    env = bot_environment(
+        {"MY_OPTION": "1", "STICHELN_TOKEN": "forged"},
+        referee_env,
+        home="/tmp",
+        referee={"STICHELN_REFEREE": "unix:/run/sticheln/referee.sock", "STICHELN_TOKEN": "t"},
+        interpreter_bin="/venv/bin",
+    )
+    assert env == {
+        "PATH": "/venv/bin:/usr/local/bin:/usr/bin:/bin",
+        "HOME": "/tmp",
+        "PYTHONUNBUFFERED": "1",
+        "LANG": "de_DE.UTF-8",
+        "LC_TIME": "C",
+        "TZ": "Europe/Berlin",
+        "MY_OPTION": "1",
+        "STICHELN_REFEREE": "unix:/run/sticheln/referee.sock",
+        "STICHELN_TOKEN": "t",
+    }
+
+
+def test_a_missing_bwrap_is_refused_in_one_line() -> None:
+    with pytest.raises(SandboxUnavailable) as caught:
+        Sandbox(bwrap="/nonexistent/bwrap").check()
+    text = str(caught.value)
+    assert "\n" not in text
+    assert "apt-get install bubblewrap" in text and "--no-sandbox" in text
+    assert 'mode = "none"' in text
+
+
+def test_an_unknown_sandbox_mode_is_refused() -> None:
+    with pytest.raises(ValueError, match="allowed: bubblewrap, none"):
+        Sandbox("docker")
+
+
+def _tournament(sandbox: object) -> dict[str, object]:
+    return {
+        "tournament": {"name": "t"},
+        "sandbox": sandbox,
+        "bots": [
+            {"name": n, "command": ["python3", "lowest_bot.py"], "workdir": str(BOTS_DIR)}
+            for n in "abc"
+        ],
+    }
+
+
+@pytest.mark.parametrize(
+    ("sandbox", "words"),
+    [
+        (
+            {"mode": "docker"},
+            "[sandbox] mode = 'docker' is not allowed; allowed: 'bubblewrap', 'none'",
+        ),
+        ({"mode": "none", "tmp": 1}, "[sandbox] has unknown key 'tmp'; allowed: mode"),
+        ("none", "[sandbox] must be a table"),
+    ],
+)
+def test_a_bad_sandbox_table_is_a_one_line_error(sandbox: object, words: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        config_from_table(_tournament(sandbox), Path("."), Path("t.toml"))
+    assert words in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_the_tournament_file_chooses_the_sandbox() -> None:
+    assert config_from_table(_tournament({}), Path("."), Path("t.toml")).sandbox == "bubblewrap"
+    none = config_from_table(_tournament({"mode": "none"}), Path("."), Path("t.toml"))
+    assert none.sandbox == "none"
+
+
+def test_a_bot_file_declares_more_read_only_paths(tmp_path: Path) -> None:
+    (tmp_path / "jdk").mkdir()
+    spec = bot_from_table(
+        {"name": "j", "command": "java Bot", "sandbox": {"read": ["jdk"]}}, base=tmp_path
+    )
+    assert spec.read == (tmp_path / "jdk",)
+    for table, words in (
+        ({"read": ["missing"]}, "does not exist"),
+        ({"read": "jdk"}, "must be a list of paths"),
+        ({"write": ["jdk"]}, "allows one key, read"),
+    ):
+        with pytest.raises(BotConfigError, match=words):
+            bot_from_table({"name": "j", "command": "java Bot", "sandbox": table}, base=tmp_path)
+
+
+def _bot_file(folder: Path, name: str, marker: str, env: dict[str, str] | None = None) -> Path:
+    path = folder / f"{name}.toml"
+    lines = [
+        f'name = "{name}"',
+        f"command = {json.dumps([sys.executable, 'lowest_bot.py', f'--marker={marker}'])}",
+        f"workdir = {json.dumps(str(BOTS_DIR))}",
+        "[env]",
+        *(f"{k} = {json.dumps(v)}" for k, v in (env or {}).items()),
+    ]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_the_referee_refuses_to_start_bots_without_bubblewrap(tmp_path: Path) -> None:
+    marker = new_marker()
+    bots = [_bot_file(tmp_path, n, marker) for n in ("a", "b", "c")]
+    env = {**os.environ, "PATH": str(tmp_path / "empty")}  # no bwrap on it
+    args = [sys.executable, "-m", "referee.cli", "match", "--out", str(tmp_path / "out")]
+    for b in bots:
+        args += ["--bot", str(b)]
+    result = subprocess.run(args, capture_output=True, text=True, env=env, timeout=60)
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert "bubblewrap" in lines[0] and "--no-sandbox" in lines[0]
+    assert not (tmp_path / "out").exists(), "no match was started"
+    assert not processes_with(marker)
+
+
+def test_killing_the_referee_leaves_no_sandboxed_bot(tmp_path: Path) -> None:
+    marker = new_marker()
+    bots = [_bot_file(tmp_path, n, marker, {"SLEEP_MS": "20"}) for n in ("a", "b", "c")]
+    out = tmp_path / "out"
+    args = [sys.executable, "-m", "referee.cli", "match", "--out", str(out)]
+    for b in bots:
+        args += ["--bot", str(b)]
+    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        playing = False
+        while not playing and time.monotonic() < deadline and proc.poll() is None:
+            records = list((out / "matches").glob("*.jsonl")) if (out / "matches").exists() else []
+            playing = any('"type":"play"' in r.read_text() for r in records)
+            time.sleep(0.02)
+        assert playing, "the match never started playing"
+        assert len(processes_with(marker, bots_only=True)) == 3
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(10)
+        # bwrap's --die-with-parent and the launcher's PR_SET_PDEATHSIG end every sandbox.
+        assert_no_processes(marker, within=10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+CXX_LAUNCHER = r"""
+#include <iostream>
+#include <string>
+#include <unistd.h>
+
+// A compiled bot's first steps: it runs from its folder, linking libstdc++ from /usr/lib,
+// then becomes the Python test bot (a folder its bot file declares readable).
+int main(int argc, char** argv) {
+    std::string script = std::string(BOTS) + "/lowest_bot.py";
+    std::cout << "compiled bot started" << std::endl;
+    execlp("python3", "python3", script.c_str(), argc > 1 ? argv[1] : "", (char*)nullptr);
+    std::cout << "exec failed" << std::endl;
+    return 127;
+}
+"""
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="no C++ compiler")
+def test_a_compiled_bot_in_its_folder_plays_in_the_sandbox() -> None:
+    marker = new_marker()
+    folder = Path(tempfile.mkdtemp(prefix="sticheln-compiled-"))
+    try:
+        folder.chmod(0o755)  # as root the bot runs as nobody: its folder must be readable
+        (folder / "build").mkdir(mode=0o755)
+        source = folder / "bot.cpp"
+        source.write_text(CXX_LAUNCHER)
+        subprocess.run(
+            [
+                "g++",
+                "-O0",
+                f'-DBOTS="{BOTS_DIR}"',
+                "-o",
+                str(folder / "build" / "bot"),
+                str(source),
+            ],
+            check=True,
+            timeout=120,
+        )
+        bot_file = folder / "compiled.toml"
+        bot_file.write_text(
+            f'name = "compiled"\ncommand = ["build/bot", "--marker={marker}"]\n'
+            f"[sandbox]\nread = [{json.dumps(str(BOTS_DIR))}]\n"
+        )
+        lowest = _bot_file(folder, "lowest", marker)
+        out = folder / "out"
+        result = subprocess.run(
+            [
+                *(sys.executable, "-m", "referee.cli", "match", "--out", str(out)),
+                *("--bot", str(bot_file), "--bot", str(lowest), "--bot", str(lowest)),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert result.returncode == 0, result.stderr
+        (record,) = (out / "matches").glob("*.jsonl")
+        lines = [json.loads(x) for x in record.read_text().splitlines()]
+        assert lines[0]["sandbox"] == "bubblewrap"
+        (log,) = (out / "logs").glob("*compiled.log")
+        assert not [x for x in lines if x["type"] == "fault"], log.read_text()
+        assert "compiled bot started" in log.read_text()
+        assert_no_processes(marker)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)

@@ -1,0 +1,134 @@
+"""The web documents without a server: the viewer document of a real match record (also
+one whose seed sits at its end), the live broadcast against the League service's feed at
+every delay, and the head-to-head matrix."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+from collections import Counter
+from typing import Any
+
+import pytest
+from leaguekit import REFEREE, ROOT, SAMPLES
+
+from referee.league.feed import MatchFeed
+from referee.record import read_record
+from referee.tournament.storage import StoredResult
+from referee.web import data
+from referee.web.live import event_json
+from referee.web.server import Broadcast
+
+
+@pytest.fixture(scope="module")
+def record(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
+    """A real 4-seat match played by sample bots."""
+    out = tmp_path_factory.mktemp("web-data")
+    bots = ["random.toml", "heuristic.toml", "random.toml", "heuristic.toml"]
+    cmd = [*REFEREE, "match", "--seed", "11", "--out", str(out)]
+    for b in bots:
+        cmd += ["--bot", str(SAMPLES / b)]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert done.returncode == 0, done.stderr[-2000:]
+    (path,) = (
+        (out / "matches").glob("*.jsonl") if (out / "matches").is_dir() else out.glob("*.jsonl")
+    )
+    lines = list(read_record(path))
+    for line in lines:
+        line.pop("_line", None)
+    return lines
+
+
+def test_the_viewer_document_keeps_every_card(record: list[dict[str, Any]]) -> None:
+    doc = data.viewer_document(record)
+    assert doc["seed"] == str(record[0]["seed"])
+    assert len(doc["rounds"]) == 4
+    for r in doc["rounds"]:
+        dealt = [Counter(h) for h in r["hands"]]
+        played: list[Counter[str]] = [Counter() for _ in dealt]
+        for t in r["tricks"]:
+            for p in t["plays"]:
+                played[p["seat"]][p["card"]] += 1
+            for s, hand in enumerate(t["hands_after"]):
+                # In hand = dealt - pain card - played so far.
+                assert Counter(hand) == dealt[s] - Counter(r["pain"][s]) - played[s]
+            assert [p["card"] for p in t["plays"]] == t["cards"]
+            assert t["plays"][0]["seat"] == t["leader"]
+        assert r["scores"] is not None and len(r["scores"]) == 4
+    assert doc["end"]["places"] == record[-1]["places"]
+
+
+def test_a_record_with_its_seed_at_the_end_is_read(record: list[dict[str, Any]]) -> None:
+    """Records may carry only a commitment in the header and reveal the seed last."""
+    header = {k: v for k, v in record[0].items() if k not in ("seed", "nonce")}
+    moved = [header, *record[1:], {"type": "seed", "seed": record[0]["seed"], "nonce": "00"}]
+    doc = data.viewer_document(moved)
+    assert doc["seed"] == str(record[0]["seed"])
+    assert "seed" not in json.dumps(doc["end"])
+    unknown = [*record[:3], {"type": "from_the_future", "round": 0}, *record[3:]]
+    assert data.viewer_document(unknown)["rounds"] == data.viewer_document(record)["rounds"]
+    with pytest.raises(data.RecordShapeError, match="line 1: the record does not start"):
+        data.viewer_document(record[1:])
+
+
+@pytest.mark.parametrize("delay", [0, 1, 2])
+def test_the_broadcast_sends_what_watch_match_sends_at_every_step(
+    record: list[dict[str, Any]], delay: int
+) -> None:
+    """Line by line as a match is played: the web broadcast holds exactly the messages the
+    League service's WatchMatch has sent by then."""
+
+    async def go() -> None:
+        feed = MatchFeed(record[0]["match_id"])
+        broadcast = Broadcast(feed, delay)
+        sent: list[dict[str, Any]] = []
+
+        async def watch() -> None:
+            async for msg in feed.watch(delay):
+                sent.append(event_json(msg))
+
+        watcher = asyncio.ensure_future(watch())
+        for line in [*record, None]:
+            if line is None:
+                feed.finish()
+            else:
+                feed.append(line)
+            for _ in range(5):
+                await asyncio.sleep(0)
+            broadcast.pump()
+            shown = [json.loads(c.decode()[6:]) for c in broadcast.chunks]
+            assert shown == sent
+        await asyncio.wait_for(watcher, 5)
+        assert broadcast.done and sent[-1]["type"] == "end"
+
+    asyncio.run(go())
+
+
+def _row(idx: int, seat: int, bot: str, total: int, place: int) -> StoredResult:
+    import array
+
+    return StoredResult(idx, f"m-{idx}", seat, bot, total, place, False, 0, 0, array.array("I"))
+
+
+def test_head_to_head_counts_better_places_and_score_differences() -> None:
+    results = [
+        _row(0, 0, "a", 10, 1),
+        _row(0, 1, "b", 4, 2),
+        _row(0, 2, "c", 4, 2),
+        _row(1, 0, "b", 7, 1),
+        _row(1, 1, "a", -3, 3),
+        _row(1, 2, "c", 0, 2),
+    ]
+    h2h = data.head_to_head(results)
+    assert h2h["bots"] == ["a", "b", "c"]
+    ab = h2h["cells"][0][1]
+    assert ab == {"matches": 2, "better_share": 0.5, "score_diff": (6 - 10) / 2}
+    bc = h2h["cells"][1][2]
+    assert bc == {"matches": 2, "better_share": 0.75, "score_diff": 3.5}
+    snap = data.snapshot(1, results, {"a": {"timeout": 2}})
+    detail = data.bot_detail("a", snap, 1000.0)
+    assert detail["matches"] == 2 and detail["mean_place"] == 2.0
+    assert [m["match_id"] for m in detail["recent_matches"]] == ["m-1", "m-0"]
+    assert [h["place"] for h in detail["rating_history"]] == [1, 3]
+    assert detail["faults"] == {"timeout": 2}

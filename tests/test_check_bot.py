@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
+from bots.harness import collect_reports
 
 from referee.checkbot import lowest_cards, scenarios
 from referee.rules import PRESETS, parse_card
@@ -303,13 +304,18 @@ def test_a_bot_file_with_seats_is_played_two_matches_at_once_on_one_process(
 ) -> None:
     matches = tmp_path / "matches.txt"
     bot = _bot_file(tmp_path, "seated", "lowest_bot.py", seats=3, MATCHES=str(matches))
-    done = check_bot("--bot", str(bot), "--scenario", "seats", "--scenario", "players-3")
+    out = tmp_path / "out"
+    done = check_bot(
+        *("--bot", str(bot), "--scenario", "seats", "--scenario", "players-3"),
+        *("--out", str(out)),
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     assert re.match(
         r"PASS seats \(two matches at once on two of the 3 streams of one process "
         r"\(STICHELN_SEATS=3\), 4 players; seat 1\): 60 decisions",
         done.stdout.splitlines()[1],
     ), done.stdout
+    collect_reports(out / "logs")  # "<process> <match id>" for every MatchStart
     seen = [line.split() for line in matches.read_text().splitlines()]
     seats_matches = [(pid, m) for pid, m in seen if m.startswith("check-seats-")]
     assert len(seats_matches) == 2 and seats_matches[0][1] != seats_matches[1][1]

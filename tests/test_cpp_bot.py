@@ -222,8 +222,10 @@ def _record(folder: Path) -> list[dict[str, Any]]:
 @pytest.mark.timeout(150)
 def test_the_cpp_bot_plays_a_match_among_the_python_sample_bots(tmp_path: Path) -> None:
     random_file = tmp_path / "cpp-random.toml"
+    # In sample_bots/ (its workdir), the folder the bot's sandbox shows it.
     random_file.write_text(
-        f'name = "cpp-random"\ncommand = [{json.dumps(str(BOT))}, "--strategy", "random"]\n'
+        'name = "cpp-random"\ncommand = ["cpp/build/sticheln-bot", "--strategy", "random"]\n'
+        f"workdir = {json.dumps(str(SAMPLE_BOTS))}\n"
     )
     played = subprocess.run(
         [
@@ -295,29 +297,29 @@ def test_one_cpp_process_serves_a_tournament_match_after_match(tmp_path: Path) -
 
 @pytest.mark.timeout(150)
 def test_the_cpp_bot_plays_over_tls(tmp_path: Path) -> None:
+    """Unsandboxed bots dial the referee's TLS port, trusting the certificate the referee
+    gives them in STICHELN_TLS_CA (sandboxed ones reach their own Unix socket instead)."""
     tls = _self_signed(tmp_path)
-    bot_file = tmp_path / "cpp-tls.toml"
-    bot_file.write_text(
-        f'name = "cpp-tls"\ncommand = [{json.dumps(str(BOT))}]\n'
-        f"env = {{ STICHELN_TLS_CA = {json.dumps(str(tls.cert_file))} }}\n"
-    )
     played = subprocess.run(
         [
             sys.executable,
-            *("-m", "referee.cli", "match", "--bot", str(bot_file), "--bot", str(bot_file)),
+            *("-m", "referee.cli", "match", "--no-sandbox"),
+            *("--bot", str(SAMPLE_BOTS / "cpp.toml"), "--bot", str(SAMPLE_BOTS / "cpp.toml")),
             *("--bot", str(SAMPLE_BOTS / "random.toml"), "--seed", "4"),
             *("--out", str(tmp_path / "out")),
             *("--tls-cert", str(tls.cert_file), "--tls-key", str(tls.key_file)),
         ],
         capture_output=True,
         text=True,
-        env=_env(STICHELN_TLS_CA=str(tls.cert_file)),
+        env=_env(),
         timeout=120,
     )
     assert played.returncode == 0, played.stdout + played.stderr
     lines = _record(tmp_path / "out")
     assert [x for x in lines if x["type"] == "fault"] == []
     assert lines[-1]["type"] == "end" and lines[-1]["reason"] == "completed"
+    for log in (tmp_path / "out" / "logs").glob("*-cpp.log"):
+        assert "dealt hands verified" in log.read_text()
 
 
 # -- the protocol, against a scripted referee on a Unix socket ---------------------------------

@@ -31,10 +31,10 @@ import grpc
 from referee import __version__
 from referee.bots import BotProcess, BotSpec, log_name
 from referee.faults import Fault, FaultReason
-from referee.pool import await_handshake
+from referee.pool import await_handshake, start_bot
 from referee.rules import PRESETS, RuleSet, card_str, cards_str, preset
 from referee.runner import Clock, MatchResult, MatchRunner
-from referee.sandbox import Sandbox
+from referee.sandbox import Sandbox, SandboxUnavailable
 from referee.server import Malformed, RefereeServer, SeatRegistry, SeatSlot, SeatStream
 from sticheln.v1 import bot_pb2, bot_pb2_grpc
 
@@ -509,10 +509,10 @@ async def run_seats_scenario(
     process: BotProcess | None = None
     try:
         try:
-            process = await BotProcess.start(
-                bot, server.address, slots[0].token, log_path, {"STICHELN_SEATS": str(bot.seats)}
+            process = await start_bot(
+                server, bot, slots, log_path, {"STICHELN_SEATS": str(bot.seats)}
             )
-        except OSError as exc:
+        except (OSError, SandboxUnavailable) as exc:
             return Outcome(scenario, [], error=f"cannot start the bot: {exc}")
         whys = await asyncio.gather(
             *(await_handshake(slot, process, clock.startup_ms / 1000) for slot in slots)

@@ -368,3 +368,29 @@ def test_an_unusable_store_is_refused_in_one_line(tmp_path: Path) -> None:
     with pytest.raises(CompareRefused, match="cannot open the comparison's database") as info:
         CompareStore(config.database)
     assert "\n" not in str(info.value)
+
+
+@pytest.mark.timeout(120)
+def test_a_deterministic_bot_against_a_copy_of_itself_gets_identical_pairs(
+    tmp_path: Path,
+) -> None:
+    # Heuristic and minimal bots play the same cards on the same deal in the same seat
+    # against the same opponents: a pair that differs in anything but the bot shows.
+    config = load_compare(
+        None,
+        flags(
+            tmp_path,
+            candidate=HEURISTIC,
+            baseline=HEURISTIC,
+            opponents=[MINIMAL, MINIMAL],
+            matches=6,
+            parallel=2,
+        ),
+    )
+    outcome = asyncio.run(run_compare(config))
+    lines = (config.out / "pairs.csv").read_text().splitlines()[1:]
+    assert len(lines) == 3
+    for line in lines:
+        _, cand, base, diff, cplace, bplace, _ = line.split(",")
+        assert (cand, cplace, diff) == (base, bplace, "0")
+    assert outcome.verdict.decision == "no difference" and outcome.exit_status == 2

@@ -7,12 +7,14 @@ simulated paired differences, and the paired design's variance on real sample bo
    number of deal pairs the test took, and beside it the pairs a fixed-size one-sided
    z-test needs for the same error rates. ± is the binomial standard error of a rate.
 2. Real bots (skipped with ``--no-bots``): ``--pairs`` deal pairs (default 30) of the
-   heuristic sample bot against random, at three seats with the random and minimal
-   sample bots as opponents, a fixed-size comparison as ``referee compare --matches``
-   plays it. It prints the variance of a pair's score difference in the paired design
-   (the same deal, seat and opponents) against the unpaired one (the candidate's and the
-   baseline's scores taken as independent: the sum of their variances) on the same
-   matches, and then ``referee compare``'s sequential test of the same two bots.
+   heuristic sample bot against random (opponents: random and minimal) and against
+   minimal (opponents: two minimal bots, so that every bot at the table plays the same
+   cards on the same deal), at three seats, fixed-size comparisons as ``referee compare
+   --matches`` plays them. Each prints the variance of a pair's score difference in the
+   paired design (the same deal, seat and opponents) against the unpaired one (the
+   candidate's and the baseline's scores taken as independent: the sum of their
+   variances) on the same matches. Then ``referee compare``'s sequential test of
+   heuristic against random.
 
 Run: ``.venv/bin/python benchmarks/compare.py`` (about a minute on two idle cores with
 the bots, most of it bot start-up: every match starts its bots afresh).
@@ -85,39 +87,47 @@ def simulated(tests: int) -> None:
 
 def real_bots(pairs: int) -> None:
     samples = ROOT / "sample_bots"
+    heuristic, random, minimal = (
+        str(samples / f) for f in ("heuristic.toml", "random.toml", "minimal-python.toml")
+    )
+    lineups = [
+        # (what, candidate, baseline, opponents)
+        ("heuristic − random, opponents random and minimal", heuristic, random, [random, minimal]),
+        # Every bot here plays the same cards on the same deal: only the deal varies.
+        ("heuristic − minimal, opponents two minimal", heuristic, minimal, [minimal, minimal]),
+    ]
     with tempfile.TemporaryDirectory(prefix="compare-bench-") as tmp:
-        common = {
-            "candidate": str(samples / "heuristic.toml"),
-            "baseline": str(samples / "random.toml"),
-            "opponents": [str(samples / "random.toml"), str(samples / "minimal-python.toml")],
-            "parallel": 2,
-            # A generous clock: the bots answer in about a millisecond, but a busy machine
-            # should not turn into timeouts.
-            "decision_ms": 5000,
-        }
-        fixed = load_compare(
-            None,
-            Overrides(**common, matches=2 * pairs, out=f"{tmp}/fixed"),  # type: ignore[arg-type]
-        )
-        outcome = asyncio.run(run_compare(fixed))
-        s = outcome.summary
-        print(
-            f"\nheuristic − random, {s['pairs']} deal pairs at 3 seats (fixed size): "
-            f"{s['score_diff']['mean']:+.1f} ± {s['score_diff']['ci95']:.1f} points per match, "
-            f"{s['deals_won']} of {s['pairs']} deals won"
-        )
-        ratio = s["variance_unpaired"] / s["variance_paired"]
-        print(
-            f"variance of a pair's difference: paired {s['variance_paired']:.0f}, unpaired "
-            f"{s['variance_unpaired']:.0f}: the paired design needs {ratio:.2f} times fewer pairs"
-        )
-        seq = load_compare(None, Overrides(**common, out=f"{tmp}/sprt"))  # type: ignore[arg-type]
-        outcome = asyncio.run(run_compare(seq))
-        s = outcome.summary
-        print(
-            f"sequential test (lower 0, upper 5, alpha = beta = 0.05): {s['verdict']} after "
-            f"{s['pairs']} deal pairs, LLR {s['test']['llr']:.2f}"
-        )
+        for k, (what, candidate, baseline, opponents) in enumerate(lineups):
+            common = {
+                "candidate": candidate,
+                "baseline": baseline,
+                "opponents": opponents,
+                "parallel": 2,
+                # A generous clock: the bots answer in about a millisecond, but a busy
+                # machine should not turn into timeouts.
+                "decision_ms": 5000,
+            }
+            fixed = load_compare(
+                None,
+                Overrides(**common, matches=2 * pairs, out=f"{tmp}/fixed{k}"),  # type: ignore[arg-type]
+            )
+            s = asyncio.run(run_compare(fixed)).summary
+            ratio = s["variance_unpaired"] / s["variance_paired"]
+            print(
+                f"\n{what}, {s['pairs']} deal pairs at 3 seats (fixed size): "
+                f"{s['score_diff']['mean']:+.1f} ± {s['score_diff']['ci95']:.1f} points per "
+                f"match, {s['deals_won']} of {s['pairs']} deals won\n"
+                f"variance of a pair's difference: paired {s['variance_paired']:.0f}, unpaired "
+                f"{s['variance_unpaired']:.0f}: the paired design needs {ratio:.2f} times "
+                "fewer pairs"
+            )
+            if k == 0:
+                seq = load_compare(None, Overrides(**common, out=f"{tmp}/sprt"))  # type: ignore[arg-type]
+                s = asyncio.run(run_compare(seq)).summary
+                print(
+                    f"sequential test (lower 0, upper 5, alpha = beta = 0.05): {s['verdict']} "
+                    f"after {s['pairs']} deal pairs, LLR {s['test']['llr']:.2f}"
+                )
 
 
 def main() -> None:

@@ -25,6 +25,8 @@ from referee.compare.run import (
     judge,
     pairs_from,
     plan_pair,
+    progress_line,
+    progress_record,
     run_compare,
     share_beaten,
 )
@@ -368,3 +370,60 @@ def test_an_unusable_store_is_refused_in_one_line(tmp_path: Path) -> None:
     with pytest.raises(CompareRefused, match="cannot open the comparison's database") as info:
         CompareStore(config.database)
     assert "\n" not in str(info.value)
+
+
+@pytest.mark.timeout(120)
+def test_a_deterministic_bot_against_a_copy_of_itself_gets_identical_pairs(
+    tmp_path: Path,
+) -> None:
+    # Heuristic and minimal bots play the same cards on the same deal in the same seat
+    # against the same opponents: a pair that differs in anything but the bot shows.
+    config = load_compare(
+        None,
+        flags(
+            tmp_path,
+            candidate=HEURISTIC,
+            baseline=HEURISTIC,
+            opponents=[MINIMAL, MINIMAL],
+            matches=6,
+            parallel=2,
+        ),
+    )
+    outcome = asyncio.run(run_compare(config))
+    lines = (config.out / "pairs.csv").read_text().splitlines()[1:]
+    assert len(lines) == 3
+    for line in lines:
+        _, cand, base, diff, cplace, bplace, _ = line.split(",")
+        assert (cand, cplace, diff) == (base, bplace, "0")
+    assert outcome.verdict.decision == "no difference" and outcome.exit_status == 2
+
+
+def test_the_live_line_and_json_lines_say_pairs_mean_llr_bounds_and_pairs_to_go(
+    tmp_path: Path,
+) -> None:
+    config = load_compare(None, flags(tmp_path, sprt=["min_pairs=5"]))
+    finished: dict[int, list[SeatRow]] = {}
+    for deal, diff in enumerate([12, -3, 20, 7, 15, 9]):
+        for idx, bot, total in ((2 * deal, "heuristic", diff), (2 * deal + 1, "random", 0)):
+            finished[idx] = [
+                SeatRow(idx, 0, bot, total, 1, False, 0),
+                SeatRow(idx, 1, "random-2", -50, 2, False, 0),
+                SeatRow(idx, 2, "minimal", -60, 3, False, 0),
+            ]
+    verdict = judge(config, pairs_from(config, finished))
+    s = verdict.score
+    line = progress_line(config, verdict, 12)
+    assert line.startswith(f"pairs 6  matches 12  diff {s.mean:+.1f} ± {s.ci95:.1f}  LLR ")
+    assert "[-2.94, 2.94]" in line
+    assert line.endswith(f"~{s.pairs_to_go} pairs to go") and s.pairs_to_go
+    record = progress_record(config, verdict, 12)
+    assert json.loads(json.dumps(record)) == {
+        "event": "compare_progress",
+        "pairs": 6,
+        "matches": 12,
+        "mean_diff": pytest.approx(10.0),  # (12 - 3 + 20 + 7 + 15 + 9) / 6
+        "ci95": pytest.approx(s.ci95),
+        "pairs_to_go": s.pairs_to_go,
+        "llr": pytest.approx(s.llr),
+        "bounds": [pytest.approx(-2.944, abs=1e-3), pytest.approx(2.944, abs=1e-3)],
+    }

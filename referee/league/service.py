@@ -225,9 +225,12 @@ class League:
         for order, (idx, seat_rows) in enumerate(by_match.items(), 1):
             seating = tuple(r.bot for r in sorted(seat_rows, key=lambda r: r.seat))
             self._history.add(seating)
+            ordered = sorted(seat_rows, key=lambda r: r.seat)
             self._elo.update(
                 MatchOutcome(
-                    seating, tuple(r.place for r in sorted(seat_rows, key=lambda r: r.seat))
+                    seating,
+                    tuple(r.place for r in ordered),
+                    forfeited=tuple(r.forfeited for r in ordered),
                 )
             )
             self._recent.appendleft(_summary(idx, seat_rows[0].match_id, seat_rows, order, 0.0))
@@ -502,7 +505,14 @@ class League:
         running.feed.finish()
         self._finished += 1
         self._history.add(m.seating)
-        self._elo.update(MatchOutcome(m.seating, tuple(result.places), running.match_id))
+        self._elo.update(
+            MatchOutcome(
+                m.seating,
+                tuple(result.places),
+                running.match_id,
+                forfeited=tuple(s.forfeited for s in result.seats),
+            )
+        )
         for bot, value in self._elo.ratings().items():
             self.metrics.elo.labels(bot).set(value)
         self.metrics.matches.inc()

@@ -388,7 +388,12 @@ async def run_tournament(
                 metrics.matches.inc()
                 metrics.match_duration.observe(result.duration_s)
                 elo.update(
-                    MatchOutcome(bots=m.seating, places=tuple(result.places), key=f"{m.index:08d}")
+                    MatchOutcome(
+                        bots=m.seating,
+                        places=tuple(result.places),
+                        key=f"{m.index:08d}",
+                        forfeited=tuple(s.forfeited for s in result.seats),
+                    )
                 )
                 for bot, value in elo.ratings().items():
                     metrics.elo.labels(bot).set(value)

@@ -146,7 +146,11 @@ def test_standings_matches_and_bots_agree_with_the_database(league: League) -> N
     assert {s["bot"] for s in standings} == {"heur", "rand", "slow"}
     assert [s["rank"] for s in standings] == sorted(s["rank"] for s in standings)
     for s in standings:
-        assert s["ci_low"] <= s["ci_high"]
+        # An end the data cannot bound is open: no number, and the flag says so.
+        assert (s["ci_low"] is None) == s["ci_low_open"]
+        assert (s["ci_high"] is None) == s["ci_high_open"]
+        if not (s["ci_low_open"] or s["ci_high_open"]):
+            assert s["ci_low"] <= s["ci_high"]
         assert s["live_elo"] is not None and s["matches"] > 0
     names = {b["name"]: b for b in league.get("/api/bots")["bots"]}
     assert set(names) == {"heur", "rand", "slow"}

@@ -1,6 +1,6 @@
 // A bot: its entry and versions, rating over matches, think times against the clock,
 // faults by reason and its latest matches.
-import { api, el, fmt, botLink, matchLink, frame, showError, query, lineChart, barsWithLimit } from "/static/common.js";
+import { api, el, fmt, interval, botLink, matchLink, frame, showError, query, lineChart, barsWithLimit } from "/static/common.js";
 
 const main = document.getElementById("main");
 
@@ -19,7 +19,7 @@ async function render(name) {
     ["Owner", e.owner],
     ["Registered", e.registered_at ? new Date(e.registered_at * 1000).toLocaleString() : null],
     ["Status", e.active === undefined ? null : `${e.active ? "active" : "revoked"}, ${e.connected_streams || 0} stream(s) connected`],
-    ["Rating", s ? `${fmt(s.rating)} (95% interval ${fmt(s.ci_low)}–${fmt(s.ci_high)}), rank ${s.rank}` : "not rated yet"],
+    ["Rating", s ? `${fmt(s.rating)} (95% interval ${interval(s)}), rank ${s.rank}` : "not rated yet"],
     ["Live Elo", s ? fmt(s.live_elo) : null],
     ["Matches", String(doc.matches)],
     ["Mean score", fmt(doc.mean_score, 1)],

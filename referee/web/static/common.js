@@ -35,6 +35,15 @@ export function fmt(x, digits = 0) {
   return Number(x).toFixed(digits);
 }
 
+// A 95% interval as text; an end the data cannot bound is open ("> 1850", "< 1160").
+export function interval(r) {
+  const low = r.ci_low ?? null, high = r.ci_high ?? null;
+  if (low !== null && high !== null) return `${fmt(low)}–${fmt(high)}`;
+  if (low !== null && r.ci_high_open) return `> ${fmt(low)}`;
+  if (high !== null && r.ci_low_open) return `< ${fmt(high)}`;
+  return r.ci_low_open || r.ci_high_open ? "open" : "–";
+}
+
 export function signed(x, digits = 0) {
   if (x === null || x === undefined) return "–";
   const text = Number(x).toFixed(digits);
@@ -151,9 +160,11 @@ export function errorBarChart(rows) {
     const name = r.bot.length > 26 ? `${r.bot.slice(0, 25)}…` : r.bot;
     chart.append(svg("text", { x: labelW - 8, y: y + 4, "text-anchor": "end", text: name }));
     let tip = `${r.bot}: ${fmt(r.rating)}`;
-    if (r.ci_low !== null && r.ci_low !== undefined) {
-      tip += ` (95% interval ${fmt(r.ci_low)}–${fmt(r.ci_high)})`;
-      const x1 = x(r.ci_low), x2 = x(r.ci_high);
+    // An open end runs to the edge of the plot.
+    const low = r.ci_low ?? (r.ci_low_open ? lo : null), high = r.ci_high ?? (r.ci_high_open ? hi : null);
+    if (low !== null && high !== null) {
+      tip += ` (95% interval ${interval(r)})`;
+      const x1 = x(low), x2 = x(high);
       chart.append(svg("g", { class: "errorbar" }, svg("title", { text: tip }),
         svg("line", { class: "bar", x1, x2, y1: y, y2: y }),
         svg("line", { class: "bar", x1, x2: x1, y1: y - 5, y2: y + 5 }),

@@ -1,6 +1,6 @@
 // The standings: published ratings with their intervals, live Elo and statistics;
 // fetched again whenever a match finishes.
-import { api, el, fmt, botLink, frame, showError, errorBarChart, progressLine } from "/static/common.js";
+import { api, el, fmt, interval, botLink, frame, showError, errorBarChart, progressLine } from "/static/common.js";
 
 const main = document.getElementById("main");
 
@@ -11,7 +11,7 @@ async function render() {
     el("td", { text: r.rank }),
     el("td", { class: "text" }, botLink(r.bot)),
     el("td", { text: fmt(r.rating) }),
-    el("td", { text: r.ci_low === null || r.ci_low === undefined ? "–" : `${fmt(r.ci_low)}–${fmt(r.ci_high)}` }),
+    el("td", { text: interval(r) }),
     el("td", { class: "live-elo", text: fmt(r.live_elo) }),
     el("td", { class: "matches", text: fmt(r.matches) }),
     el("td", { text: fmt(r.mean_score, 1) }),

@@ -220,21 +220,8 @@ def _centring(games: FloatArray) -> Callable[[FloatArray], FloatArray]:
     mean. Centring removes the rounding noise along that direction, which a weak prior
     barely pins down (with σ → ∞ the Hessian becomes singular there).
     """
-    n = games.shape[0]
-    label = np.full(n, -1, dtype=np.intp)
-    linked = games > 0
-    groups = 0
-    for first in range(n):
-        if label[first] >= 0:
-            continue
-        label[first] = groups
-        todo = [first]
-        while todo:
-            a = todo.pop()
-            for b in np.flatnonzero(linked[a] & (label < 0)):
-                label[b] = groups
-                todo.append(int(b))
-        groups += 1
+    label = _groups(games)
+    groups = int(label.max()) + 1 if label.size else 0
     size = np.bincount(label, minlength=groups).astype(np.float64)
 
     def centre(x: FloatArray) -> FloatArray:

@@ -1,0 +1,66 @@
+"""The ``referee`` command: one module per command (or pair of related commands), each
+adding its parser with ``add_parsers`` and running with the function it sets as ``func``.
+
+To add a command, write a module here with an ``add_parsers(sub)`` function and list it
+in :data:`COMMANDS`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+from collections.abc import Sequence
+
+from referee.cli import (
+    check_bot,
+    compare,
+    deals,
+    demo,
+    league,
+    match,
+    replay,
+    tournament,
+    web,
+)
+from referee.cli.common import UsageError, take_deal_key_from_environment
+
+#: The command modules, in the order ``referee --help`` lists their commands.
+COMMANDS = (demo, match, tournament, deals, compare, league, check_bot, web, replay)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command-line parser with every subcommand."""
+    parser = argparse.ArgumentParser(
+        prog="referee", description="Tournament referee for the card game Sticheln."
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    for command in COMMANDS:
+        command.add_parsers(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``referee`` console script."""
+    # Records, bot logs and databases are the organiser's alone (0600 in 0700 folders),
+    # whoever creates them; and the deal key never reaches a child process.
+    os.umask(0o077)
+    take_deal_key_from_environment()
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if getattr(args, "tls_cert", None) and not getattr(args, "tls_key", None):
+        parser.error("--tls-cert needs --tls-key")
+    try:
+        result: int = args.func(args)
+        sys.stdout.flush()
+    except UsageError as exc:
+        print(f"referee {args.command}: {exc}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        # The reader of stdout went away (``referee replay ... | head``): stop quietly, as
+        # a program killed by SIGPIPE would, and keep the interpreter's last flush from
+        # failing too.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 128 + signal.SIGPIPE
+    return result

@@ -1,0 +1,158 @@
+"""What the ``referee`` commands share: the usage error, the event loop they run on, the
+sandbox they start bots in, the deal key they are given."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import math
+import os
+import signal
+import sys
+from collections.abc import Coroutine, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    Subparsers = argparse._SubParsersAction[argparse.ArgumentParser]
+else:
+    Subparsers = argparse._SubParsersAction
+
+#: The deal key given in the environment (``$STICHELN_DEAL_KEY``), taken out of the
+#: environment when the command starts (:func:`take_deal_key_from_environment`) so that no
+#: bot process can inherit it.
+_env_deal_key: str | None = None
+
+
+def take_deal_key_from_environment() -> None:
+    """Move ``$STICHELN_DEAL_KEY`` out of the environment, for :func:`given_deal_key`."""
+    global _env_deal_key
+    from referee.dealkey import KEY_ENV
+
+    _env_deal_key = os.environ.pop(KEY_ENV, None)
+
+
+class UsageError(Exception):
+    """A user mistake: printed as one line, exit status 2."""
+
+
+def u64(text: str) -> int:
+    value = int(text)
+    if not 0 <= value < 1 << 64:
+        raise argparse.ArgumentTypeError(f"{text} is not a seed; allowed: 0 to 2**64-1")
+    return value
+
+
+def sandbox_for(mode: str, bots: Sequence[Any], say: bool = True) -> Any:
+    """The sandbox for ``bots`` (a :class:`referee.sandbox.Sandbox`), said on stderr
+    (``say``); when some bot is to be started and no sandbox can be made here, a one-line
+    refusal."""
+    from referee.sandbox import Sandbox, SandboxUnavailable
+
+    sandbox = Sandbox(mode)
+    if any(not b.external for b in bots):
+        try:
+            if sandbox.enabled:
+                sandbox.check()
+        except SandboxUnavailable as exc:
+            raise UsageError(str(exc)) from None
+        if say:
+            print(sandbox.describe(), file=sys.stderr)
+    return sandbox
+
+
+def print_aborted(result: Any) -> int:
+    """``referee match``'s report of a match that was not played; exit status 1."""
+    print(f"match {result.match_id} {result.reason}; it was not played", file=sys.stderr)
+    for s in result.seats:
+        for f in s.faults:
+            print(f"  seat {s.seat} {s.bot}: {f.reason.value}: {f.detail}", file=sys.stderr)
+    print(f"record: {result.record_path}", file=sys.stderr)
+    return 1
+
+
+def given_deal_key(args: argparse.Namespace) -> Any:
+    """The deal key of ``--deal-key-file`` or ``$STICHELN_DEAL_KEY``, or None."""
+    from referee.dealkey import KEY_ENV, DealKey
+
+    if args.deal_key_file:
+        try:
+            text = Path(args.deal_key_file).read_text(encoding="ascii")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise UsageError(
+                f"--deal-key-file {args.deal_key_file}: cannot be read: {exc}"
+            ) from None
+        where = f"--deal-key-file {args.deal_key_file}"
+    elif _env_deal_key is not None:
+        text, where = _env_deal_key, f"${KEY_ENV}"
+    else:
+        return None
+    try:
+        return DealKey.from_hex(text)
+    except ValueError as exc:
+        raise UsageError(
+            f"{where}: {exc}; make one with `referee deal-key --out deal.key`"
+        ) from None
+
+
+def load_tournament(args: argparse.Namespace) -> Any:
+    """The tournament file, with ``--db`` in place of its database."""
+    import dataclasses
+
+    from referee.tournament.config import ConfigError, load_config
+    from referee.tournament.storage import is_url
+
+    try:
+        config = load_config(args.file)
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from None
+    if args.db:
+        target = args.db if is_url(args.db) else str(Path(args.db).resolve())
+        config = dataclasses.replace(config, database=target)
+    return config
+
+
+async def linger(seconds: float, host: str, port: int) -> None:
+    """After the tournament: keep the process up for ``seconds`` (or until SIGTERM/SIGINT),
+    so that the metrics endpoint answers a last scrape with the final values. On a fixed
+    ``port`` the gRPC health service answers too: the server SERVING (the process is
+    healthy), ``sticheln.v1.Referee`` NOT_SERVING (no more matches)."""
+    from referee.server import SERVICE_NAME, RefereeServer
+
+    server: RefereeServer | None = None
+    if port:
+        server = RefereeServer()
+        await server.start(host, port)
+        await server.set_serving(SERVICE_NAME, False)
+    until = "until stopped" if math.isinf(seconds) else f"for {seconds:g} s"
+    print(f"tournament over; serving metrics {until}", file=sys.stderr, flush=True)
+    try:
+        if math.isinf(seconds):
+            await asyncio.Event().wait()
+        else:
+            await asyncio.sleep(seconds)
+    except asyncio.CancelledError:
+        pass  # SIGTERM or SIGINT ends the linger early; the tournament's result stands
+    finally:
+        if server is not None:
+            await server.stop(0)
+
+
+def run_until_done(main: Coroutine[Any, Any, int], interrupted: str) -> int:
+    """Run ``main`` on a new event loop; SIGINT or SIGTERM cancels it, prints
+    ``interrupted`` and returns 130. Every bot process is killed on the way out."""
+    from referee import eventloop
+    from referee.bots import kill_all_bots
+
+    loop = eventloop.new_event_loop()
+    main_task = loop.create_task(main)
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, main_task.cancel)
+    try:
+        return loop.run_until_complete(main_task)
+    except asyncio.CancelledError:
+        print(interrupted, file=sys.stderr)
+        return 130
+    finally:
+        kill_all_bots()
+        loop.close()

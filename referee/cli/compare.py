@@ -1,0 +1,133 @@
+"""``referee compare``: is a new version better? Paired duplicate matches with a sequential test."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from referee.cli.common import (
+    Subparsers,
+    run_until_done,
+    u64,
+)
+from referee.rules import PRESETS
+
+
+def add_parsers(sub: Subparsers) -> None:
+    """Add this module's command to the ``referee`` parser."""
+    cmp = sub.add_parser(
+        "compare",
+        help="is a new version better? paired duplicate matches against a baseline, "
+        "with a sequential test",
+        description="Play each deal twice, once with the candidate and once with the "
+        "baseline in the same seat against the same opponents, until a sequential test on "
+        "the mean score difference decides (docs/compare.md). Settings come from FILE's "
+        "[compare] table, the flags, or both (a flag wins). Exit status: 0 the candidate is "
+        "better (H1 accepted), 1 it is not (H0 accepted), 2 undecided at the match cap, 3 "
+        "settings refused, 130 interrupted (run the same command again to resume).",
+    )
+    cmp.add_argument("file", nargs="?", help="a comparison file, e.g. examples/compare.toml")
+    cmp.add_argument("--candidate", metavar="FILE", help="the new version's bot file")
+    cmp.add_argument("--baseline", metavar="FILE", help="the old version's bot file")
+    cmp.add_argument(
+        "--opponent",
+        action="append",
+        metavar="FILE",
+        help="an opponent's bot file (repeat; each deal draws its opponents from these)",
+    )
+    cmp.add_argument("--rules", help=f"preset: {', '.join(PRESETS)} (default sticheln)")
+    cmp.add_argument(
+        "--table-size", type=int, help="seats per match (default: 1 + opponents, within the rules)"
+    )
+    cmp.add_argument(
+        "--sprt",
+        nargs="+",
+        metavar="KEY=VALUE",
+        help="the sequential test: lower=0 upper=5 alpha=0.05 beta=0.05 min_pairs=20 "
+        "(points per match; these are the defaults), or off for a fixed-size comparison",
+    )
+    cmp.add_argument(
+        "--matches",
+        type=int,
+        help="the most matches, two per deal pair (default 2000); alone, without --sprt, "
+        "exactly this many (a fixed-size comparison)",
+    )
+    cmp.add_argument("--parallel", type=int, help="matches at once (default 1)")
+    cmp.add_argument("--seed", type=u64, help="draws the opponents of each deal (default 1)")
+    cmp.add_argument("--name", help="the comparison's name (default compare)")
+    cmp.add_argument(
+        "--out",
+        help="folder for the store, the report and the match records (default results/NAME)",
+    )
+    cmp.add_argument("--decision-ms", type=int, help="per-decision time limit (default 1000)")
+    cmp.add_argument("--time-bank-ms", type=int, help="match time bank per seat (default 0)")
+    cmp.add_argument("--startup-ms", type=int, help="time a bot has to connect (default 10000)")
+    cmp.add_argument(
+        "--log-level", default="warning", choices=["debug", "info", "warning", "error"]
+    )
+    cmp.set_defaults(func=compare)
+
+
+def compare(args: argparse.Namespace) -> int:
+    """Compare a candidate bot with a baseline on paired deals until the test decides.
+
+    Exit status 0: the candidate is better (H1), 1: it is not (H0), 2: undecided at the
+    match cap, 3: the settings were refused, 130: interrupted (resume with the same command).
+    """
+    import json
+
+    from referee import logs
+    from referee.compare.config import CompareConfigError, Overrides, load_compare
+    from referee.compare.run import (
+        CompareRefused,
+        Verdict,
+        progress_line,
+        progress_record,
+        run_compare,
+    )
+
+    logs.configure(args.log_level)
+    flags = Overrides(
+        name=args.name,
+        candidate=args.candidate,
+        baseline=args.baseline,
+        opponents=args.opponent,
+        rules=args.rules,
+        table_size=args.table_size,
+        seed=args.seed,
+        matches=args.matches,
+        parallel=args.parallel,
+        out=args.out,
+        sprt=args.sprt,
+        decision_ms=args.decision_ms,
+        time_bank_ms=args.time_bank_ms,
+        startup_ms=args.startup_ms,
+    )
+    try:
+        config = load_compare(args.file, flags)
+    except CompareConfigError as exc:
+        print(f"referee compare: {exc}", file=sys.stderr)
+        return 3
+    tty = sys.stderr.isatty()
+
+    def show(verdict: Verdict, matches: int) -> None:
+        if tty:
+            end = "\n" if verdict.finished else ""
+            sys.stderr.write(f"\r\x1b[K{progress_line(config, verdict, matches)}{end}")
+        else:
+            sys.stderr.write(json.dumps(progress_record(config, verdict, matches)) + "\n")
+        sys.stderr.flush()
+
+    async def run() -> int:
+        outcome = await run_compare(config, on_progress=show, log_level=args.log_level)
+        print(outcome.text, flush=True)
+        print(f"report, pairs and match records in {config.out}", flush=True)
+        return outcome.exit_status
+
+    try:
+        return run_until_done(
+            run(), "interrupted: finished matches are kept; run the same command again to resume"
+        )
+    except CompareRefused as exc:
+        print(f"referee compare: {exc}", file=sys.stderr)
+        return 3

@@ -1,0 +1,218 @@
+"""``referee serve`` and ``referee league``: run a league, and administer a running one."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import math
+import os
+import signal
+import sys
+
+from referee.cli.common import (
+    Subparsers,
+    UsageError,
+)
+
+
+def add_parsers(sub: Subparsers) -> None:
+    """Add this module's commands to the ``referee`` parser."""
+    srv = sub.add_parser(
+        "serve",
+        help="run a league: bots join over the network with their tokens and play continuously",
+    )
+    srv.add_argument(
+        "--config",
+        required=True,
+        metavar="FILE",
+        help="the league file, e.g. examples/league-service.toml",
+    )
+    srv.add_argument("--host", default=None, help="address to serve on (overrides the file)")
+    srv.add_argument(
+        "--port", type=int, default=None, help="port (overrides the file; 0: any free port)"
+    )
+    srv.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    srv.set_defaults(func=serve)
+
+    lg = sub.add_parser(
+        "league",
+        help="administer a running league: register, version, revoke, bots, standings",
+        description="Call a running league's League service. register, version and revoke "
+        "need the admin token in $STICHELN_ADMIN_TOKEN; a new token is printed on stdout.",
+    )
+    lg_sub = lg.add_subparsers(dest="action", required=True)
+
+    def league_action(name: str, help: str) -> argparse.ArgumentParser:
+        p = lg_sub.add_parser(name, help=help)
+        p.add_argument(
+            "--address", default="127.0.0.1:50051", help="the league (default 127.0.0.1:50051)"
+        )
+        p.add_argument("--timeout", type=float, default=10.0, help="seconds per call (default 10)")
+        p.set_defaults(func=league)
+        return p
+
+    reg = league_action("register", "register a bot; prints its token")
+    reg.add_argument("name", help="the bot's name")
+    reg.add_argument("--owner", default="", help="who runs it")
+    reg.add_argument("--description", default="", help="what it is")
+    ver = league_action("version", "register a new version of a bot; prints its token")
+    ver.add_argument("name", help="the entry the new version succeeds")
+    ver.add_argument("--new-name", default="", help="the new entry's name (default NAME@vN)")
+    ver.add_argument("--description", default="", help="what changed")
+    rev = league_action("revoke", "revoke a bot's token")
+    rev.add_argument("name", help="the bot's name")
+    league_action("bots", "list the bot entries")
+    league_action("standings", "print the published standings")
+
+
+def serve(args: argparse.Namespace) -> int:
+    """Run a league until SIGTERM or SIGINT; exit 0 after a graceful stop."""
+    import dataclasses
+
+    from referee import eventloop, logs
+    from referee.league.config import load_league_config
+    from referee.league.service import League
+    from referee.metrics import RefereeMetrics
+    from referee.tournament.config import ConfigError
+    from referee.tournament.storage import ResumeRefused
+
+    logs.configure(args.log_level)
+    try:
+        config = load_league_config(args.config)
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from None
+    if args.host is not None:
+        config = dataclasses.replace(config, host=args.host)
+    if args.port is not None:
+        config = dataclasses.replace(config, port=args.port)
+    metrics = RefereeMetrics()
+    if config.metrics_port is not None:
+        port = metrics.serve(config.metrics_port, config.metrics_host)
+        print(f"metrics on http://{config.metrics_host}:{port}/metrics", file=sys.stderr)
+
+    async def run() -> int:
+        league = League(config, metrics)
+        try:
+            await league.start()
+        except ResumeRefused as exc:
+            raise UsageError(str(exc)) from None
+        except OSError as exc:
+            raise UsageError(f"cannot serve on {config.host}:{config.port}: {exc}") from None
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        # The first line on stdout is the address (port 0 picks a free one).
+        print(f"league {config.name} serving on {league.server.address}", flush=True)
+        web = None
+        if config.web_port is not None:
+            from referee.web import LeagueSource, WebOptions, WebServer
+
+            options = WebOptions(config.web_host, config.web_port, config.web_delay_rounds)
+            web = WebServer(LeagueSource(league), metrics.registry, options)
+            try:
+                await web.start()
+            except OSError as exc:
+                await league.stop()
+                raise UsageError(
+                    f"cannot serve the web pages on {config.web_host}:{config.web_port}: {exc}"
+                ) from None
+            print(f"web on {web.address}", flush=True)
+        await stop.wait()
+        print("stopping: running matches get the grace period to finish", file=sys.stderr)
+        if web is not None:
+            await web.stop()
+        await league.stop()
+        return 0
+
+    return eventloop.run(run())
+
+
+def league(args: argparse.Namespace) -> int:
+    """Administer a running league over its League service; one line per error."""
+
+    import grpc
+
+    from sticheln.v1 import league_pb2, league_pb2_grpc
+
+    metadata: list[tuple[str, str]] = []
+    if args.action in ("register", "revoke", "version"):
+        token = os.environ.get("STICHELN_ADMIN_TOKEN", "")
+        if not token:
+            raise UsageError("set STICHELN_ADMIN_TOKEN to the league's admin token")
+        metadata = [("authorization", f"Bearer {token}")]
+    with grpc.insecure_channel(args.address) as channel:
+        stub = league_pb2_grpc.LeagueStub(channel)  # type: ignore[no-untyped-call]
+        try:
+            if args.action == "register":
+                reply = stub.RegisterBot(
+                    league_pb2.RegisterBotRequest(
+                        name=args.name, owner=args.owner, description=args.description
+                    ),
+                    metadata=metadata,
+                    timeout=args.timeout,
+                )
+                print(f"registered {reply.bot.name}; its token (shown only now):", file=sys.stderr)
+                print(reply.token)
+            elif args.action == "version":
+                reply = stub.RegisterVersion(
+                    league_pb2.RegisterVersionRequest(
+                        previous_version=args.name, name=args.new_name, description=args.description
+                    ),
+                    metadata=metadata,
+                    timeout=args.timeout,
+                )
+                print(
+                    f"registered {reply.bot.name} (version {reply.bot.version}, succeeds "
+                    f"{reply.bot.previous_version}); its token (shown only now):",
+                    file=sys.stderr,
+                )
+                print(reply.token)
+            elif args.action == "revoke":
+                revoked = stub.RevokeToken(
+                    league_pb2.RevokeTokenRequest(name=args.name),
+                    metadata=metadata,
+                    timeout=args.timeout,
+                )
+                print(f"revoked the token of {revoked.bot.name}")
+            elif args.action == "bots":
+                bots = stub.ListBots(league_pb2.ListBotsRequest(), timeout=args.timeout).bots
+                print(f"{'bot':24} {'version':>7} {'active':>6} {'streams':>7}  previous  owner")
+                for b in bots:
+                    print(
+                        f"{b.name:24} {b.version:>7} {'yes' if b.active else 'no':>6} "
+                        f"{b.connected_streams:>7}  {b.previous_version or '-':8}  {b.owner}"
+                    )
+            else:
+                from referee.report import interval_text
+
+                st = stub.Standings(league_pb2.StandingsRequest(), timeout=args.timeout)
+                for warning in st.warnings:
+                    print(f"warning: {warning}")
+                print(f"{st.matches} matches")
+                print(
+                    f"{'#':>2} {'bot':24} {'rating':>7} {'95% interval':>15} {'elo':>6} {'matches':>7}"
+                )
+                rank = 0
+                for x in st.standings:
+                    ci = (
+                        ""
+                        if math.isnan(x.ci_low)
+                        else interval_text(x.ci_low, x.ci_high, x.ci_low_open, x.ci_high_open)
+                    )
+                    rank += not x.provisional
+                    shown = "-" if x.provisional else str(rank)
+                    note = "  provisional" if x.provisional else ""
+                    note += f"  group {x.group + 1}" if x.group else ""
+                    print(
+                        f"{shown:>2} {x.bot:24} {x.rating:>7.0f} {ci:>15} {x.live_elo:>6.0f} "
+                        f"{x.matches:>7}{note}"
+                    )
+        except grpc.RpcError as exc:
+            code = exc.code()  # type: ignore[attr-defined]
+            print(
+                f"referee league {args.action}: {code.name}: {exc.details()}",  # type: ignore[attr-defined]
+                file=sys.stderr,
+            )
+            return 1
+    return 0

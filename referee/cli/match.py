@@ -1,0 +1,123 @@
+"""``referee match``: one match between bots, and its result table."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from referee.cli.common import (
+    Subparsers,
+    UsageError,
+    print_aborted,
+    run_until_done,
+    sandbox_for,
+    u64,
+)
+from referee.rules import PRESETS, RuleError, preset
+
+
+def add_parsers(sub: Subparsers) -> None:
+    """Add this module's command to the ``referee`` parser."""
+    parser = sub.add_parser("match", help="play one match between bots and print the result")
+    parser.add_argument(
+        "--bot",
+        action="append",
+        required=True,
+        metavar="FILE",
+        help="a bot file (TOML); once per seat, in seat order",
+    )
+    parser.add_argument(
+        "--rules", default="sticheln", help=f"preset: {', '.join(PRESETS)} (default sticheln)"
+    )
+    parser.add_argument(
+        "--seed", type=u64, default=None, help="match seed, 0..2**64-1 (default: random)"
+    )
+    parser.add_argument(
+        "--out", default="results", help="folder for match records and bot logs (default results)"
+    )
+    parser.add_argument(
+        "--decision-ms", type=int, default=1000, help="per-decision time limit (default 1000)"
+    )
+    parser.add_argument(
+        "--time-bank-ms", type=int, default=0, help="match time bank per seat (default 0: none)"
+    )
+    parser.add_argument(
+        "--startup-ms", type=int, default=10_000, help="time a bot has to connect (default 10000)"
+    )
+    parser.add_argument(
+        "--strikes", type=int, default=3, help="faults before a seat forfeits (default 3)"
+    )
+    parser.add_argument(
+        "--host", default="127.0.0.1", help="address to serve bots on (default 127.0.0.1)"
+    )
+    parser.add_argument("--port", type=int, default=0, help="port (default 0: any free port)")
+    parser.add_argument(
+        "--no-sandbox",
+        action="store_true",
+        help="start the bots without a sandbox, as this user and with the network (trusted "
+        "bots only)",
+    )
+    parser.add_argument("--tls-cert", help="serve TLS with this certificate (PEM)")
+    parser.add_argument("--tls-key", help="the certificate's private key (PEM)")
+    parser.add_argument(
+        "--log-level", default="warning", choices=["debug", "info", "warning", "error"]
+    )
+    parser.set_defaults(func=match)
+
+
+def match(args: argparse.Namespace) -> int:
+    """Play one match between bots declared in TOML files and print the result table."""
+    from referee import logs
+    from referee.bots import BotConfigError, load_bot
+    from referee.runner import Clock, MatchRunner
+    from referee.server import RefereeServer, TlsConfig
+
+    logs.configure(args.log_level)
+    try:
+        bots = [load_bot(p) for p in args.bot]
+        rules = preset(args.rules)
+        rules.check_players(len(bots))
+        clock = Clock(
+            decision_ms=args.decision_ms, time_bank_ms=args.time_bank_ms, startup_ms=args.startup_ms
+        )
+    except (BotConfigError, RuleError, ValueError) as exc:
+        raise UsageError(str(exc)) from None
+    tls = TlsConfig(Path(args.tls_cert), Path(args.tls_key)) if args.tls_cert else None
+    sandbox = sandbox_for("none" if args.no_sandbox else "bubblewrap", bots)
+
+    async def run() -> int:
+        server = RefereeServer(sandbox=sandbox)
+        await server.start(args.host, args.port, tls)
+        for bot in bots:
+            if bot.external:
+                print(
+                    f"waiting for external bot {bot.name!r} on {server.address} (its token from {bot.source})",
+                    file=sys.stderr,
+                )
+        try:
+            runner = MatchRunner(
+                server,
+                bots,
+                rules,
+                seed=args.seed,
+                clock=clock,
+                strike_limit=args.strikes,
+                out_dir=Path(args.out),
+            )
+            result = await runner.run()
+        finally:
+            await server.stop(0.5)
+        if result.aborted:
+            return print_aborted(result)
+        print(
+            f"match {result.match_id}  rules {rules.preset}  seed {result.seed}  {result.duration_s:.1f} s"
+        )
+        print(f"{'place':>5}  {'seat':>4}  {'bot':<16} {'total':>6}  {'faults':>6}")
+        for s in sorted(result.seats, key=lambda s: (s.place, s.seat)):
+            note = "  forfeited" if s.forfeited else ""
+            print(f"{s.place:>5}  {s.seat:>4}  {s.bot:<16} {s.total:>+6}  {len(s.faults):>6}{note}")
+        print(f"record: {result.record_path}")
+        return 0
+
+    return run_until_done(run(), "interrupted: match abandoned, bots stopped")

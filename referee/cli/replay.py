@@ -1,0 +1,33 @@
+"""``referee replay``: re-check a match record and print it trick by trick."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from referee.cli.common import (
+    Subparsers,
+    UsageError,
+)
+
+
+def add_parsers(sub: Subparsers) -> None:
+    """Add this module's command to the ``referee`` parser."""
+    rp = sub.add_parser("replay", help="re-check a match record and print it trick by trick")
+    rp.add_argument("file", help="a match record (.jsonl)")
+    rp.set_defaults(func=replay)
+
+
+def replay(args: argparse.Namespace) -> int:
+    """Re-check a match record with the engine and print a trick-by-trick account."""
+    from referee.record import ReplayError, replay
+
+    try:
+        result = replay(args.file)
+    except FileNotFoundError:
+        raise UsageError(f"{args.file}: no such record file") from None
+    except ReplayError as exc:
+        print(f"{args.file}: {exc}", file=sys.stderr)
+        return 1
+    print("\n".join(result.lines))
+    return 0

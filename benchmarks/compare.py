@@ -35,10 +35,10 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from referee import logs  # noqa: E402
 from referee.compare.config import Overrides, load_compare  # noqa: E402
 from referee.compare.run import run_compare  # noqa: E402
 from referee.compare.sprt import Sprt, fixed_size_pairs, simulate  # noqa: E402
+from referee.runtime import logs  # noqa: E402
 
 Draw = Callable[[np.random.Generator, tuple[int, int]], np.ndarray]
 

@@ -57,11 +57,11 @@ def _referee(matches: int) -> int:
     import protocol
 
     # isort: on
-    from referee import eventloop
-    from referee.metrics import RefereeMetrics
+    from referee.match.metrics import RefereeMetrics
+    from referee.match.runner import MatchRunner
+    from referee.match.server import RefereeServer
     from referee.rules import preset
-    from referee.runner import MatchRunner
-    from referee.server import RefereeServer
+    from referee.runtime import eventloop
 
     async def play() -> int:
         protocol._quiet_logs()
@@ -101,7 +101,7 @@ def _pingpong(roundtrips: int) -> int:
     import protocol
 
     # isort: on
-    from referee import eventloop
+    from referee.runtime import eventloop
 
     async def play() -> int:
         server, pingpong, port = await protocol.start_pingpong()

@@ -77,7 +77,7 @@ from pathlib import Path
 from typing import Any
 
 # The referee package first: on import it applies the referee's gRPC settings
-# (referee/grpcenv.py), which gRPC reads once when it is imported. They then hold for the
+# (referee/runtime/grpcenv.py), which gRPC reads once when it is imported. They then hold for the
 # referee and the bare ping-pong server in this process alike, so the floor is measured
 # under the same gRPC configuration.
 # isort: off
@@ -89,11 +89,11 @@ import structlog
 from google.protobuf.wrappers_pb2 import BytesValue
 from machine import Steal, loaded_warning
 
-from referee import eventloop
-from referee.bots import BotSpec, load_bot
+from referee.match.bots import BotSpec, load_bot
+from referee.match.runner import Clock, MatchResult, MatchRunner
+from referee.match.server import RefereeServer
 from referee.rules import preset
-from referee.runner import Clock, MatchResult, MatchRunner
-from referee.server import RefereeServer
+from referee.runtime import eventloop
 
 HERE = Path(__file__).resolve().parent
 BOTS = HERE / "bots"

@@ -24,7 +24,7 @@ decision at that setting: no referee can spend less and still move the two messa
 Then the bot sandbox (``--sandbox-runs``, 0 to skip; ``--sandbox-only`` for nothing else):
 
 - start-up per bot process, sandbox vs none: from spawning the random bot (through
-  ``referee.launch``, and bubblewrap with its own socket's gRPC server) to its ``Hello``
+  ``referee.match.launch``, and bubblewrap with its own socket's gRPC server) to its ``Hello``
   handshake on the referee; the median of ``--starts`` starts one after another, and the
   median time to open and close a bot's socket server alone;
 - duplicate mode's matches/s with and without the sandbox: four random bots, one table,
@@ -51,15 +51,15 @@ from types import ModuleType
 
 from machine import Steal, loaded_warning
 
-from referee import eventloop, logs
-from referee.bots import bot_from_table
-from referee.metrics import RefereeMetrics
-from referee.pool import await_handshake, start_bot
-from referee.sandbox import Sandbox
-from referee.server import RefereeServer
+from referee.match.bots import bot_from_table
+from referee.match.metrics import RefereeMetrics
+from referee.match.pool import await_handshake, start_bot
+from referee.match.sandbox import Sandbox
+from referee.match.server import RefereeServer
+from referee.results.store import Store
+from referee.runtime import eventloop, logs
 from referee.tournament.config import config_from_table
 from referee.tournament.run import run_tournament
-from referee.tournament.storage import Store
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -23,9 +23,9 @@ from bots.harness import (
     toml_text,
 )
 
-from referee.record import replay
+from referee.match.record import replay
+from referee.match.runner import Clock
 from referee.rules import preset
-from referee.runner import Clock
 
 pytestmark = pytest.mark.timeout(150)
 

@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 from bots.harness import collect_reports
 
-from referee.checkbot import lowest_cards, scenarios
+from referee.match.checkbot import lowest_cards, scenarios
+from referee.match.runner import Clock
 from referee.rules import PRESETS, parse_card
-from referee.runner import Clock
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE_BOTS = ROOT / "sample_bots"

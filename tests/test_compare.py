@@ -31,7 +31,7 @@ from referee.compare.run import (
     share_beaten,
 )
 from referee.compare.sprt import H0, H1, first_verdict
-from referee.dealkey import DealKey
+from referee.match.dealkey import DealKey
 
 ROOT = Path(__file__).parent.parent
 SAMPLES = ROOT / "sample_bots"

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from bots.harness import BOTS_DIR, assert_no_processes, new_marker, read_capture, run
 
-from referee.bots import BotSpec
 from referee.league.registry import NAME, BotRegistry, RegistryError
-from referee.pool import POOLED_WELCOME, BotPool
-from referee.server import RefereeServer
+from referee.match.bots import BotSpec
+from referee.match.pool import POOLED_WELCOME, BotPool
+from referee.match.server import RefereeServer
 
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.timeout(60)

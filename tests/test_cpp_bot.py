@@ -27,10 +27,10 @@ from google.protobuf import json_format
 from test_server import _self_signed
 
 from referee.convert import view_to_proto
-from referee.record import replay
+from referee.match.record import replay
+from referee.match.runner import seed_commitment
+from referee.match.server import RefereeServer
 from referee.rules import Match, Phase, deal, preset, view
-from referee.runner import seed_commitment
-from referee.server import RefereeServer
 from sticheln.v1 import bot_pb2, bot_pb2_grpc, game_pb2
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -39,13 +39,13 @@ from google.protobuf import text_format
 from hypothesis import given
 from hypothesis import strategies as st
 
-from referee.dealkey import KEY_ENV, DealKey
 from referee.league.feed import replay_feed
-from referee.record import read_record
+from referee.match.dealkey import KEY_ENV, DealKey
+from referee.match.record import read_record
+from referee.results.store import ResumeRefused
+from referee.results.verify import verify_tournament
 from referee.tournament.config import TournamentConfig, load_config
 from referee.tournament.run import Shard, run_tournament
-from referee.tournament.storage import ResumeRefused
-from referee.verify import verify_tournament
 from sticheln.v1 import bot_pb2, league_pb2
 
 BOTS = Path(__file__).parent / "bots"

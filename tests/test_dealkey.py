@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from referee.dealkey import DealKey, check_commitment
+from referee.match.dealkey import DealKey, check_commitment
 
 KEY = DealKey(bytes(range(32)))
 

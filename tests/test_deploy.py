@@ -26,7 +26,7 @@ import yaml
 from prometheus_client import Counter, Gauge, Histogram
 
 from referee.cli import build_parser, main
-from referee.metrics import RefereeMetrics
+from referee.match.metrics import RefereeMetrics
 from referee.tournament.config import config_from_table, load_config
 
 pytestmark = pytest.mark.timeout(120)
@@ -343,7 +343,7 @@ def test_compose_commands_are_ones_the_referee_accepts() -> None:
     load_config(ROOT / tour.file)
     match = parser.parse_args(services["match"]["command"])
     assert match.command == "match" and match.port == 50051
-    from referee.bots import load_bot
+    from referee.match.bots import load_bot
 
     bots = [load_bot(ROOT / b) for b in match.bot]
     (external,) = [b for b in bots if b.external]
@@ -394,7 +394,7 @@ def test_image_is_slim_non_root_and_health_checked(name: str) -> None:
     uid = user.split()[1].split(":")[0]
     assert uid.isdigit() and int(uid) > 0
     (health,) = [ln for ln in lines if ln.startswith("HEALTHCHECK ")]
-    assert "referee.healthcheck" in health
+    assert "referee.runtime.healthcheck" in health
 
 
 def test_the_referee_image_holds_what_its_tournament_starts() -> None:

@@ -6,7 +6,7 @@ import subprocess
 import sys
 import textwrap
 
-from referee import eventloop
+from referee.runtime import eventloop
 
 
 def test_loop_kind_follows_the_environment(monkeypatch):
@@ -24,7 +24,7 @@ def test_new_loop_settles_the_collector():
     code = textwrap.dedent(
         """
         import gc
-        from referee import eventloop
+        from referee.runtime import eventloop
         before = gc.get_threshold()
         async def main():
             return gc.get_threshold(), gc.get_freeze_count()
@@ -46,7 +46,7 @@ def test_cycles_are_still_collected_automatically():
     code = textwrap.dedent(
         """
         import gc, weakref
-        from referee import eventloop
+        from referee.runtime import eventloop
         class Node:
             pass
         async def main():

@@ -19,9 +19,9 @@ from bots.harness import (
     run_match,
 )
 
+from referee.match.runner import FAULT_LINES_PER_SEAT, Clock
+from referee.match.server import MESSAGE_LIMIT
 from referee.rules import preset
-from referee.runner import FAULT_LINES_PER_SEAT, Clock
-from referee.server import MESSAGE_LIMIT
 
 pytestmark = pytest.mark.timeout(120)
 #: Time enough to start a Python bot with gRPC on a loaded machine; the bots here all

@@ -1,4 +1,4 @@
-"""``python -m referee.healthcheck``, the containers' HEALTHCHECK, against a real server."""
+"""``python -m referee.runtime.healthcheck``, the containers' HEALTHCHECK, against a real server."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
-from referee.healthcheck import check
-from referee.server import SERVICE_NAME, RefereeServer
+from referee.match.server import SERVICE_NAME, RefereeServer
+from referee.runtime.healthcheck import check
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -19,7 +19,7 @@ async def _healthcheck(*args: str) -> tuple[int, str, str]:
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
-        "referee.healthcheck",
+        "referee.runtime.healthcheck",
         *args,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,

@@ -27,8 +27,8 @@ from bots.harness import (
 )
 from google.protobuf import text_format
 
+from referee.match.runner import Clock
 from referee.rules import RuleSet, parse_card, preset
-from referee.runner import Clock
 from sticheln.v1 import bot_pb2
 
 pytestmark = pytest.mark.timeout(60)

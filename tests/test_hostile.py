@@ -27,8 +27,8 @@ import grpc
 import pytest
 from bots.harness import BOTS_DIR, assert_no_processes, bot, new_marker, run
 
-from referee.sandbox import Sandbox
-from referee.server import RefereeServer
+from referee.match.sandbox import Sandbox
+from referee.match.server import RefereeServer
 from sticheln.v1 import bot_pb2
 
 pytestmark = pytest.mark.timeout(240)

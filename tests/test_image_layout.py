@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from referee.healthcheck import check
+from referee.runtime.healthcheck import check
 
 pytestmark = pytest.mark.timeout(120)
 

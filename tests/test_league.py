@@ -25,9 +25,9 @@ from leaguekit import (
     write_config,
 )
 
-from referee.dealkey import DealKey
 from referee.league.config import load_league_config
-from referee.ratings import MIN_MATCHES, LiveElo, MatchOutcome, fit_standings
+from referee.match.dealkey import DealKey
+from referee.results.ratings import MIN_MATCHES, LiveElo, MatchOutcome, fit_standings
 from referee.tournament.config import ConfigError
 from sticheln.v1 import league_pb2
 

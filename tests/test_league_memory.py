@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from bots.harness import run
 
-from referee.faults import Fault, FaultReason
 from referee.league.config import league_from_table
 from referee.league.service import League, match_id_of
-from referee.runner import MatchResult, SeatResult
+from referee.match.faults import Fault, FaultReason
+from referee.match.runner import MatchResult, SeatResult
 from referee.tournament.schedule import ScheduledMatch
 
 pytestmark = pytest.mark.timeout(120)

@@ -28,7 +28,7 @@ from leaguekit import (
     write_config,
 )
 
-from referee.record import read_record
+from referee.match.record import read_record
 from sticheln.v1 import bot_pb2, bot_pb2_grpc, league_pb2, league_pb2_grpc
 
 LEAGUE = "sec"

@@ -29,11 +29,11 @@ from bots.harness import (
     run_match,
 )
 
-from referee.bots import BotSpec
-from referee.faults import FaultReason
+from referee.match.bots import BotSpec
+from referee.match.faults import FaultReason
+from referee.match.runner import Clock, MatchResult, MatchRunner
+from referee.match.server import RefereeServer
 from referee.rules import preset
-from referee.runner import Clock, MatchResult, MatchRunner
-from referee.server import RefereeServer
 from sticheln.v1 import bot_pb2
 
 pytestmark = pytest.mark.timeout(60)

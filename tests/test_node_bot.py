@@ -19,10 +19,10 @@ import pytest
 from conftest import reference_score
 from test_server import _self_signed
 
-from referee.record import replay
+from referee.match.record import replay
+from referee.match.runner import seed_commitment
+from referee.match.server import RefereeServer
 from referee.rules import DECK_PLAYERS, Deck, TrumpRule, deck_for, parse_card, preset, trick_winner
-from referee.runner import seed_commitment
-from referee.server import RefereeServer
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE_BOTS = ROOT / "sample_bots"

@@ -16,10 +16,10 @@ import grpc
 import pytest
 from bots.harness import BOTS_DIR, assert_no_processes, collect_reports, new_marker, run
 
-from referee.bots import BotConfigError, BotSpec, bot_from_table
-from referee.dealkey import DealKey
-from referee.pool import BotPool, StartFailed
-from referee.server import RefereeServer
+from referee.match.bots import BotConfigError, BotSpec, bot_from_table
+from referee.match.dealkey import DealKey
+from referee.match.pool import BotPool, StartFailed
+from referee.match.server import RefereeServer
 from referee.tournament.config import load_config
 from referee.tournament.run import run_tournament
 from referee.tournament.workers import default_workers

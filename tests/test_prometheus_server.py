@@ -28,9 +28,9 @@ from typing import Any, TypeVar
 import pytest
 import yaml
 
-from referee.healthcheck import check
+from referee.results.store import Store
+from referee.runtime.healthcheck import check
 from referee.tournament.config import load_config
-from referee.tournament.storage import Store
 
 pytestmark = pytest.mark.timeout(240)
 

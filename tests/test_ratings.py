@@ -8,7 +8,7 @@ import random
 import numpy as np
 import pytest
 
-from referee.ratings import (
+from referee.results.ratings import (
     ELO_PER_THETA,
     BotStats,
     LiveElo,

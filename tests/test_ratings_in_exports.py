@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from referee.league.standings import compute_standings
-from referee.ratings import MIN_MATCHES, fit
+from referee.results.ratings import MIN_MATCHES, fit
+from referee.results.stats import outcomes_from
+from referee.results.store import StoredResult
 from referee.tournament.config import ConfigError, load_config
-from referee.tournament.run import outcomes_from
-from referee.tournament.storage import StoredResult
 
 BOTS = "".join(f'[[bots]]\nname = "b{i}"\ncommand = ["python3", "bot.py"]\n' for i in range(4))
 

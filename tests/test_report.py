@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from referee.ratings import BotStats, Standing
-from referee.report import (
+from referee.results.ratings import BotStats, Standing
+from referee.results.report import (
     RATINGS_COLUMNS,
     RESULTS_COLUMNS,
     ResultRow,

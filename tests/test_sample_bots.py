@@ -487,7 +487,7 @@ def test_helper_reports_a_refused_stream(referee_server: Any) -> None:
 
 
 def test_a_bot_refused_by_the_real_referee_exits_with_one_line() -> None:
-    server_mod = pytest.importorskip("referee.server")
+    server_mod = pytest.importorskip("referee.match.server")
     loop = asyncio.new_event_loop()
     server = server_mod.RefereeServer()
     loop.run_until_complete(server.start("127.0.0.1", 0))
@@ -513,7 +513,7 @@ def test_a_bot_refused_by_the_real_referee_exits_with_one_line() -> None:
 
 
 def test_bot_files_load() -> None:
-    bots_mod = pytest.importorskip("referee.bots")
+    bots_mod = pytest.importorskip("referee.match.bots")
     for name in ("random", "heuristic", "montecarlo"):
         spec = bots_mod.load_bot(SAMPLE_BOTS / f"{name}.toml")
         assert spec.name == name
@@ -526,7 +526,7 @@ def test_bot_files_load() -> None:
 
 @pytest.mark.timeout(120)
 def test_a_match_of_the_three_sample_bots_has_no_faults(tmp_path: Path) -> None:
-    pytest.importorskip("referee.runner")
+    pytest.importorskip("referee.match.runner")
     # The bot files say "python3"; put this interpreter's folder first on PATH, as an
     # activated virtualenv does, so that it is the python3 the bots start with.
     path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"

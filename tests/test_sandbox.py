@@ -23,10 +23,10 @@ from bots.harness import (
     run,
 )
 
-from referee.bots import BotConfigError, BotProcess, bot_from_table
 from referee.league.config import league_from_table
-from referee.pool import await_handshake, start_bot
-from referee.sandbox import (
+from referee.match.bots import BotConfigError, BotProcess, bot_from_table
+from referee.match.pool import await_handshake, start_bot
+from referee.match.sandbox import (
     SOCKET_DIR,
     Sandbox,
     SandboxPolicy,
@@ -34,7 +34,7 @@ from referee.sandbox import (
     bot_environment,
     bwrap_command,
 )
-from referee.server import RefereeServer
+from referee.match.server import RefereeServer
 from referee.tournament.config import ConfigError, config_from_table
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -24,10 +24,10 @@ from bots.harness import (
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
-from referee.faults import FaultReason
+from referee.match.faults import FaultReason
+from referee.match.sandbox import Sandbox
+from referee.match.server import RefereeServer, SeatStream, TlsConfig
 from referee.rules import preset
-from referee.sandbox import Sandbox
-from referee.server import RefereeServer, SeatStream, TlsConfig
 from sticheln.v1 import bot_pb2
 
 pytestmark = pytest.mark.timeout(60)
@@ -252,7 +252,7 @@ def test_a_long_lived_stream_tells_stale_from_unknown_answers_in_constant_memory
             after = tracemalloc.take_snapshot()
         finally:
             tracemalloc.stop()
-        server_py = tracemalloc.Filter(True, "*/referee/server.py")
+        server_py = tracemalloc.Filter(True, "*/referee/match/server.py")
         grown = sum(
             d.size_diff
             for d in after.filter_traces([server_py]).compare_to(

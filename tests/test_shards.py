@@ -20,7 +20,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from referee.dealkey import KEY_ENV, DealKey
+from referee.match.dealkey import KEY_ENV, DealKey
 from referee.tournament.config import load_config
 from referee.tournament.run import Shard
 from referee.tournament.schedule import make_schedule

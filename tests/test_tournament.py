@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 from prometheus_client import CollectorRegistry
 
-from referee.dealkey import KEY_ENV, DealKey
-from referee.metrics import RefereeMetrics
+from referee.match.dealkey import KEY_ENV, DealKey
+from referee.match.metrics import RefereeMetrics
 from referee.tournament.config import load_config
 from referee.tournament.run import run_tournament
 
@@ -84,7 +84,7 @@ def test_tournament_plays_every_match_stores_and_exports(tmp_path: Path) -> None
 
 
 def _stored(db: Path) -> list:  # type: ignore[type-arg]
-    from referee.tournament.storage import Store
+    from referee.results.store import Store
 
     store = Store(db)
     try:
@@ -190,7 +190,7 @@ def test_grpc_settings_are_applied_before_grpc_is_imported(
 ) -> None:
     """Bots are forked while gRPC threads run; with gRPC's fork handlers on, a child could
     crash (SIGSEGV) between fork and exec and the bot would forfeit before playing. And
-    the server runs without the EventEngine listener (referee/grpcenv.py) unless the user
+    the server runs without the EventEngine listener (referee/runtime/grpcenv.py) unless the user
     names that experiment. gRPC reads both once, on import, so they must be in place first."""
     env = {
         k: v

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from referee.tournament.config import ConfigError, describe_changes, load_config
+from referee.results.store import describe_changes
+from referee.tournament.config import ConfigError, load_config
 
 BOT = """
 [[bots]]

@@ -18,9 +18,9 @@ from bots.harness import run
 from prometheus_client import CollectorRegistry
 from test_tournament import _has_marker, finished, league, standings
 
-from referee.dealkey import DealKey
-from referee.metrics import RefereeMetrics
-from referee.server import RefereeServer
+from referee.match.dealkey import DealKey
+from referee.match.metrics import RefereeMetrics
+from referee.match.server import RefereeServer
 from referee.tournament.config import load_config
 from referee.tournament.run import run_tournament
 from sticheln.v1 import bot_pb2

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from referee.dealkey import KEY_ENV, DealKey
+from referee.match.dealkey import KEY_ENV, DealKey
 
 ROOT = Path(__file__).resolve().parent.parent
 CMD = [sys.executable, "-m", "referee.cli"]

@@ -22,7 +22,7 @@ from leaguekit import Serve, bots, finished, oracle, wait_for
 from prometheus_client.parser import text_string_to_metric_families
 from webkit import get_json, request, sse_events, web_league
 
-from referee.record import read_record
+from referee.match.record import read_record
 from referee.rules import parse_card
 
 LEAGUE = "webapi"

@@ -21,7 +21,7 @@ import pytest
 from leaguekit import ADMIN, REFEREE, ROOT, SAMPLES, Serve, bots, finished, wait_for
 from webkit import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, get_json, have_chromium, web_league
 
-from referee.record import read_record
+from referee.match.record import read_record
 from sticheln.v1 import league_pb2
 
 pytestmark = pytest.mark.skipif(

@@ -14,9 +14,9 @@ import pytest
 from leaguekit import REFEREE, ROOT, SAMPLES
 
 from referee.league.feed import MatchFeed
-from referee.record import read_record
-from referee.tournament.storage import StoredResult
-from referee.web import data
+from referee.match.record import read_record
+from referee.results import documents as data
+from referee.results.store import StoredResult
 from referee.web.live import event_json
 from referee.web.server import Broadcast
 

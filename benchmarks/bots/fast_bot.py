@@ -113,7 +113,7 @@ async def play(
 
 
 def _run(main: Any) -> None:
-    """uvloop when installed, as the referee (referee/eventloop.py) and the sample bots do."""
+    """uvloop when installed, as the referee (referee/runtime/eventloop.py) and the sample bots do."""
     try:
         import uvloop
     except ImportError:

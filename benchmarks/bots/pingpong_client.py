@@ -36,7 +36,7 @@ async def main(address: str, payload: int) -> None:
 
 
 def _run(main: Any) -> None:
-    """uvloop when installed, as the referee (referee/eventloop.py) and the sample bots do."""
+    """uvloop when installed, as the referee (referee/runtime/eventloop.py) and the sample bots do."""
     try:
         import uvloop
     except ImportError:

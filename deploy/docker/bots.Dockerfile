@@ -44,5 +44,5 @@ COPY --from=node /bots/sample_bots/node/node_modules ./node/node_modules
 USER 10002:10002
 # Healthy while the referee this bot plays on answers its gRPC health check.
 HEALTHCHECK --interval=15s --timeout=5s --start-period=10s --retries=3 \
-  CMD python -m referee.healthcheck "$STICHELN_REFEREE"
+  CMD python -m referee.runtime.healthcheck "$STICHELN_REFEREE"
 CMD ["node", "node/bot.js"]

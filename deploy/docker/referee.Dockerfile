@@ -38,7 +38,7 @@ USER 10001:10001
 # 50051: gRPC (bots, health, reflection); 9464: Prometheus metrics.
 EXPOSE 50051 9464
 HEALTHCHECK --interval=15s --timeout=5s --start-period=20s --retries=3 \
-  CMD ["python", "-m", "referee.healthcheck", "127.0.0.1:50051"]
+  CMD ["python", "-m", "referee.runtime.healthcheck", "127.0.0.1:50051"]
 ENTRYPOINT ["referee"]
 # A fixed --port: the health check knows where to ask, and every match runs in this one
 # process (scale out with shards, see docs/sharding.md). --metrics-linger inf keeps the

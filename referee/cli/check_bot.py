@@ -74,9 +74,9 @@ def check_bot(args: argparse.Namespace) -> int:
     import shutil
     import tempfile
 
-    from referee import logs
-    from referee.bots import BotConfigError, BotSpec, load_bot
-    from referee.checkbot import SEATS_SCENARIO, Outcome, check_bot, scenarios
+    from referee.match.bots import BotConfigError, BotSpec, load_bot
+    from referee.match.checkbot import SEATS_SCENARIO, Outcome, check_bot, scenarios
+    from referee.runtime import logs
 
     logs.configure(args.log_level)
     if type(args.rounds) is not int or args.rounds < 1:

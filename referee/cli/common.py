@@ -27,7 +27,7 @@ _env_deal_key: str | None = None
 def take_deal_key_from_environment() -> None:
     """Move ``$STICHELN_DEAL_KEY`` out of the environment, for :func:`given_deal_key`."""
     global _env_deal_key
-    from referee.dealkey import KEY_ENV
+    from referee.match.dealkey import KEY_ENV
 
     _env_deal_key = os.environ.pop(KEY_ENV, None)
 
@@ -44,10 +44,10 @@ def u64(text: str) -> int:
 
 
 def sandbox_for(mode: str, bots: Sequence[Any], say: bool = True) -> Any:
-    """The sandbox for ``bots`` (a :class:`referee.sandbox.Sandbox`), said on stderr
+    """The sandbox for ``bots`` (a :class:`referee.match.sandbox.Sandbox`), said on stderr
     (``say``); when some bot is to be started and no sandbox can be made here, a one-line
     refusal."""
-    from referee.sandbox import Sandbox, SandboxUnavailable
+    from referee.match.sandbox import Sandbox, SandboxUnavailable
 
     sandbox = Sandbox(mode)
     if any(not b.external for b in bots):
@@ -73,7 +73,7 @@ def print_aborted(result: Any) -> int:
 
 def given_deal_key(args: argparse.Namespace) -> Any:
     """The deal key of ``--deal-key-file`` or ``$STICHELN_DEAL_KEY``, or None."""
-    from referee.dealkey import KEY_ENV, DealKey
+    from referee.match.dealkey import KEY_ENV, DealKey
 
     if args.deal_key_file:
         try:
@@ -99,8 +99,8 @@ def load_tournament(args: argparse.Namespace) -> Any:
     """The tournament file, with ``--db`` in place of its database."""
     import dataclasses
 
+    from referee.results.store import is_url
     from referee.tournament.config import ConfigError, load_config
-    from referee.tournament.storage import is_url
 
     try:
         config = load_config(args.file)
@@ -117,7 +117,7 @@ async def linger(seconds: float, host: str, port: int) -> None:
     so that the metrics endpoint answers a last scrape with the final values. On a fixed
     ``port`` the gRPC health service answers too: the server SERVING (the process is
     healthy), ``sticheln.v1.Referee`` NOT_SERVING (no more matches)."""
-    from referee.server import SERVICE_NAME, RefereeServer
+    from referee.match.server import SERVICE_NAME, RefereeServer
 
     server: RefereeServer | None = None
     if port:
@@ -141,8 +141,8 @@ async def linger(seconds: float, host: str, port: int) -> None:
 def run_until_done(main: Coroutine[Any, Any, int], interrupted: str) -> int:
     """Run ``main`` on a new event loop; SIGINT or SIGTERM cancels it, prints
     ``interrupted`` and returns 130. Every bot process is killed on the way out."""
-    from referee import eventloop
-    from referee.bots import kill_all_bots
+    from referee.match.bots import kill_all_bots
+    from referee.runtime import eventloop
 
     loop = eventloop.new_event_loop()
     main_task = loop.create_task(main)

@@ -76,7 +76,6 @@ def compare(args: argparse.Namespace) -> int:
     """
     import json
 
-    from referee import logs
     from referee.compare.config import CompareConfigError, Overrides, load_compare
     from referee.compare.run import (
         CompareRefused,
@@ -85,6 +84,7 @@ def compare(args: argparse.Namespace) -> int:
         progress_record,
         run_compare,
     )
+    from referee.runtime import logs
 
     logs.configure(args.log_level)
     flags = Overrides(

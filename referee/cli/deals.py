@@ -49,8 +49,8 @@ def add_parsers(sub: Subparsers) -> None:
 
 def deal_key(args: argparse.Namespace) -> int:
     """Print a fresh deal key (for the shards of a tournament with SQLite databases)."""
-    from referee.dealkey import DealKey
-    from referee.private import open_private
+    from referee.match.dealkey import DealKey
+    from referee.runtime.private import open_private
 
     key = DealKey.new()
     if args.out:
@@ -69,7 +69,7 @@ def deal_key(args: argparse.Namespace) -> int:
 
 def verify(args: argparse.Namespace) -> int:
     """Audit a finished tournament's output folder: deals, records, results."""
-    from referee.verify import verify_tournament
+    from referee.results.verify import verify_tournament
 
     folder = Path(args.dir)
     if not folder.is_dir():

@@ -69,12 +69,12 @@ def serve(args: argparse.Namespace) -> int:
     """Run a league until SIGTERM or SIGINT; exit 0 after a graceful stop."""
     import dataclasses
 
-    from referee import eventloop, logs
     from referee.league.config import load_league_config
     from referee.league.service import League
-    from referee.metrics import RefereeMetrics
+    from referee.match.metrics import RefereeMetrics
+    from referee.results.store import ResumeRefused
+    from referee.runtime import eventloop, logs
     from referee.tournament.config import ConfigError
-    from referee.tournament.storage import ResumeRefused
 
     logs.configure(args.log_level)
     try:
@@ -184,7 +184,7 @@ def league(args: argparse.Namespace) -> int:
                         f"{b.connected_streams:>7}  {b.previous_version or '-':8}  {b.owner}"
                     )
             else:
-                from referee.report import interval_text
+                from referee.results.report import interval_text
 
                 st = stub.Standings(league_pb2.StandingsRequest(), timeout=args.timeout)
                 for warning in st.warnings:

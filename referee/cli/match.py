@@ -68,10 +68,10 @@ def add_parsers(sub: Subparsers) -> None:
 
 def match(args: argparse.Namespace) -> int:
     """Play one match between bots declared in TOML files and print the result table."""
-    from referee import logs
-    from referee.bots import BotConfigError, load_bot
-    from referee.runner import Clock, MatchRunner
-    from referee.server import RefereeServer, TlsConfig
+    from referee.match.bots import BotConfigError, load_bot
+    from referee.match.runner import Clock, MatchRunner
+    from referee.match.server import RefereeServer, TlsConfig
+    from referee.runtime import logs
 
     logs.configure(args.log_level)
     try:

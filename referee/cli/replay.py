@@ -20,7 +20,7 @@ def add_parsers(sub: Subparsers) -> None:
 
 def replay(args: argparse.Namespace) -> int:
     """Re-check a match record with the engine and print a trick-by-trick account."""
-    from referee.record import ReplayError, replay
+    from referee.match.record import ReplayError, replay
 
     try:
         result = replay(args.file)

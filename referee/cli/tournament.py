@@ -119,12 +119,12 @@ def add_parsers(sub: Subparsers) -> None:
 
 def tournament(args: argparse.Namespace) -> int:
     """Run (or resume) a tournament, or one shard of it, from its file; print the standings."""
-    from referee import logs
-    from referee.dealkey import KEY_ENV
-    from referee.metrics import RefereeMetrics
+    from referee.match.dealkey import KEY_ENV
+    from referee.match.metrics import RefereeMetrics
+    from referee.results.store import ResumeRefused, StoreError, is_url
+    from referee.runtime import logs
     from referee.tournament.run import Shard, run_tournament
     from referee.tournament.schedule import make_schedule, pair_counts, seat_balance
-    from referee.tournament.storage import ResumeRefused, StoreError, is_url
 
     level = args.log_level or ("warning" if sys.stderr.isatty() else "info")
     logs.configure(level)
@@ -265,9 +265,9 @@ def tournament(args: argparse.Namespace) -> int:
 
 def merge(args: argparse.Namespace) -> int:
     """Merge shard databases into the tournament's; export the standings when complete."""
-    from referee import logs
+    from referee.results.store import ResumeRefused, StoreError, redact
+    from referee.runtime import logs
     from referee.tournament.run import MergeRefused, merge_shards
-    from referee.tournament.storage import ResumeRefused, StoreError, redact
 
     logs.configure(args.log_level)
     config = load_tournament(args)

@@ -22,7 +22,7 @@ def add_parsers(sub: Subparsers) -> None:
 
 def web(args: argparse.Namespace) -> int:
     """Serve a finished tournament's folder as web pages until SIGTERM or Ctrl-C."""
-    from referee import eventloop, logs
+    from referee.runtime import eventloop, logs
     from referee.web import NotFound, serve_folder
 
     logs.configure("warning")

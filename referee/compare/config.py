@@ -15,10 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from referee.bots import BotConfigError, BotSpec, load_bot
 from referee.compare.sprt import Sprt
+from referee.match.bots import BotConfigError, BotSpec, load_bot
+from referee.match.runner import Clock
 from referee.rules import RuleError, RuleSet, from_table
-from referee.runner import Clock
 
 
 class CompareConfigError(ValueError):

@@ -3,7 +3,7 @@
 Deal pair ``d`` is two matches on one deal: match ``2d`` with the candidate and match
 ``2d + 1`` with the baseline, in the same seat, against the same opponents in the same
 seats. The deal's match seed is ``key.match_seed(d)`` under the comparison's secret deal
-key (:mod:`referee.dealkey`), made when the comparison is created and kept in its
+key (:mod:`referee.match.dealkey`), made when the comparison is created and kept in its
 database; the public ``seed`` draws the opponents of each deal and nothing else, and the
 candidate's seat rotates over the deals (deal ``d``: seat ``d mod k``). So a comparison is
 a function of its seed and key, apart from the bots themselves.
@@ -39,20 +39,20 @@ from typing import Any
 import numpy as np
 import structlog
 
-from referee import logs
 from referee.compare.config import CompareConfig, finite
 from referee.compare.sprt import H0, H1, Z95, State, first_verdict, state
-from referee.dealkey import DealKey
-from referee.metrics import RefereeMetrics
-from referee.runner import MatchResult
-from referee.tournament.config import describe_changes
+from referee.match.dealkey import DealKey
+from referee.match.metrics import RefereeMetrics
+from referee.match.runner import MatchResult
+from referee.match.sandbox import DEFAULT_MODE
+from referee.results.store import describe_changes
+from referee.runtime import logs
+from referee.runtime.private import private_dir
 from referee.tournament.workers import (
-    InProcess,
     MatchJob,
-    MatchPlayer,
     WorkerDied,
-    WorkerProcesses,
     default_workers,
+    start_player,
 )
 
 log = structlog.get_logger("referee.compare")
@@ -488,25 +488,16 @@ async def _play(
     todo_max = 2 * config.max_pairs - len(finished)
     wanted = default_workers(config.parallel) if workers is None else workers
     count = max(1, min(wanted, config.parallel, todo_max))
-    log_dir = config.out / "logs"
-    startup_s = config.clock.startup_ms / 1000
-    player: MatchPlayer
-    if count > 1:
-        processes = WorkerProcesses(
-            count,
-            metrics,
-            log_dir=log_dir,
-            startup_s=startup_s,
-            pooled=False,
-            host=host,
-            log_level=log_level or logs.LEVEL,
-        )
-        player = processes
-        await processes.start()
-    else:
-        here = InProcess(metrics, log_dir, startup_s, pooled=False)
-        player = here
-        await here.start(host, 0)
+    player = await start_player(
+        count,
+        metrics,
+        log_dir=private_dir(config.out / "logs"),
+        startup_s=config.clock.startup_ms / 1000,
+        pooled=False,
+        sandbox=getattr(config, "sandbox", DEFAULT_MODE),
+        host=host,
+        log_level=log_level or logs.LEVEL,
+    )
     played = 0
 
     async def play(idx: int, plan: PairPlan, role: str) -> MatchResult:
@@ -707,7 +698,7 @@ def _export(
     config: CompareConfig, store: CompareStore, verdict: Verdict, played: int
 ) -> CompareOutcome:
     from referee.compare.report import write_compare_html
-    from referee.report import write_results_csv
+    from referee.results.report import write_results_csv
 
     finished = store.finished(config.name)
     pairs = pairs_from(config, finished)

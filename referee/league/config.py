@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from referee.ratings import MIN_MATCHES
+from referee.match.runner import Clock
+from referee.match.sandbox import DEFAULT_MODE
+from referee.results.ratings import MIN_MATCHES
 from referee.rules import RuleError, RuleSet, from_table
-from referee.runner import Clock
-from referee.sandbox import DEFAULT_MODE
 from referee.tournament.config import ConfigError, _int, sandbox_mode
 
 _KEYS = {

@@ -6,7 +6,7 @@ whether the token was revoked). A token is shown once, when it is issued; only i
 is stored, so a copy of the database opens no seat.
 
 The match tables (``matches``, ``results``, ``faults``) are the tournament's
-(:mod:`referee.tournament.storage`); this module keeps to its own table.
+(:mod:`referee.results.store`); this module keeps to its own table.
 """
 
 from __future__ import annotations

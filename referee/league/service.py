@@ -2,14 +2,14 @@
 
 One gRPC port serves the bot protocol (``sticheln.v1.Referee``), the ``sticheln.v1.League``
 service, health checking and reflection. A bot opens up to ``Hello.max_concurrent_matches``
-streams with its bot token; the league is the server's :class:`~referee.server.Lobby`: it
+streams with its bot token; the league is the server's :class:`~referee.match.server.Lobby`: it
 admits those streams, keeps the idle ones, and whenever ``table_size`` different bots
 have an idle stream it starts a match (:mod:`referee.league.scheduler` chooses the table),
 lending the streams to the match runner like the tournament's bot pool does. A stream
 serves one match at a time; when the match ends it is idle again.
 
 Matches and ratings are the tournament's: the league is one "tournament" in the
-:class:`~referee.tournament.storage.Store` whose matches are planned one at a time as they
+:class:`~referee.results.store.Store` whose matches are planned one at a time as they
 start. A match is marked running when it starts and stored, all of it in one transaction,
 when it ends. On SIGTERM the league stops starting matches, gives the running ones
 ``shutdown_grace_s`` to finish, and stops the rest; they stay planned in the database and
@@ -36,19 +36,18 @@ from typing import Any
 import grpc
 import structlog
 
-from referee.bots import BotProcess, BotSpec
-from referee.dealkey import DealKey
 from referee.league.config import LeagueConfig
 from referee.league.feed import MatchFeed, replay_feed
 from referee.league.registry import BotEntry, BotRegistry, RegistryError
 from referee.league.scheduler import History, choose_table
 from referee.league.standings import compute_standings
-from referee.metrics import RefereeMetrics
-from referee.ratings import LiveElo, MatchOutcome
-from referee.record import ReplayError, read_record
-from referee.runner import MatchResult, MatchRunner
-from referee.sandbox import Sandbox
-from referee.server import (
+from referee.match.bots import BotProcess, BotSpec
+from referee.match.dealkey import DealKey
+from referee.match.metrics import RefereeMetrics
+from referee.match.record import ReplayError, read_record
+from referee.match.runner import MatchResult, MatchRunner
+from referee.match.sandbox import Sandbox
+from referee.match.server import (
     SERVICE_NAME,
     RefereeServer,
     Refused,
@@ -56,8 +55,9 @@ from referee.server import (
     SeatStream,
     TlsConfig,
 )
+from referee.results.ratings import LiveElo, MatchOutcome
+from referee.results.store import Store, StoredResult
 from referee.tournament.schedule import ScheduledMatch
-from referee.tournament.storage import Store, StoredResult
 from sticheln.v1 import bot_pb2, league_pb2
 
 log = structlog.get_logger("referee.league")

@@ -18,9 +18,9 @@ import sys
 import time
 from pathlib import Path
 
-from referee.ratings import MIN_MATCHES, LiveElo, fit
-from referee.tournament.run import bot_stats, outcomes_from
-from referee.tournament.storage import Store, StoredResult
+from referee.results.ratings import MIN_MATCHES, LiveElo, fit
+from referee.results.stats import bot_stats, outcomes_from
+from referee.results.store import Store, StoredResult
 from sticheln.v1 import league_pb2
 
 #: The longest a fit may take before the publication is given up (and tried again later).

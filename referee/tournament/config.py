@@ -13,13 +13,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from referee.bots import BotConfigError, BotSpec, bot_from_table, load_bot
-from referee.ratings import MIN_MATCHES
+from referee.match.bots import BotConfigError, BotSpec, bot_from_table, load_bot
+from referee.match.runner import Clock
+from referee.match.sandbox import DEFAULT_MODE
+from referee.match.sandbox import MODES as SANDBOX_MODES
+from referee.results.ratings import MIN_MATCHES
+from referee.results.store import is_url
 from referee.rules import RuleError, RuleSet, from_table
-from referee.runner import Clock
-from referee.sandbox import DEFAULT_MODE
-from referee.sandbox import MODES as SANDBOX_MODES
-from referee.tournament.storage import is_url
 
 
 class ConfigError(ValueError):
@@ -92,28 +92,6 @@ class TournamentConfig:
         """SHA-256 of the canonical JSON of :meth:`fingerprint`."""
         text = json.dumps(self.fingerprint(), sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(text.encode()).hexdigest()
-
-
-def describe_changes(old: dict[str, Any], new: dict[str, Any], prefix: str = "") -> list[str]:
-    """Human-readable differences between two fingerprints, e.g. ``rules.trump_rule``."""
-    changes: list[str] = []
-    for key in sorted(set(old) | set(new)):
-        path = f"{prefix}{key}"
-        a, b = old.get(key), new.get(key)
-        if isinstance(a, dict) and isinstance(b, dict):
-            changes.extend(describe_changes(a, b, path + "."))
-        elif a != b:
-            if key == "bots" and isinstance(a, list) and isinstance(b, list):
-                names_a = [x.get("name") for x in a]
-                names_b = [x.get("name") for x in b]
-                if names_a != names_b:
-                    changes.append(f"bots: {names_a} -> {names_b}")
-                else:
-                    for x, y in zip(a, b, strict=True):
-                        changes.extend(describe_changes(x, y, f"bots[{x.get('name')}]."))
-            else:
-                changes.append(f"{path}: {a!r} -> {b!r}")
-    return changes
 
 
 def _int(

@@ -8,7 +8,7 @@ processes (:mod:`referee.tournament.workers`). Results go to the database as eac
 tournament killed at any moment and started again with the same command replays only
 the matches that had not finished, and ends with the same standings.
 
-Deals come from the tournament's secret deal key (:mod:`referee.dealkey`), made when the
+Deals come from the tournament's secret deal key (:mod:`referee.match.dealkey`), made when the
 tournament is first created and kept in its database; its commitment is in the first log
 line, and the key itself is exported (``deal-key.txt``, ``ratings.json``) once the last
 match has ended, so that ``referee verify`` can re-derive every deal. In duplicate mode a
@@ -31,12 +31,11 @@ from typing import Any
 
 import structlog
 
-from referee import logs
-from referee.dealkey import DealKey
-from referee.metrics import RefereeMetrics
-from referee.private import private_dir
-from referee.ratings import BotStats, LiveElo, MatchOutcome, Standing, fit, quantile
-from referee.report import (
+from referee.match.dealkey import DealKey
+from referee.match.metrics import RefereeMetrics
+from referee.match.runner import MatchResult
+from referee.results.ratings import BotStats, LiveElo, MatchOutcome, Standing, fit
+from referee.results.report import (
     EMBEDDED_MATCHES,
     ReportMatch,
     standings_table,
@@ -45,10 +44,8 @@ from referee.report import (
     write_report_html,
     write_results_csv,
 )
-from referee.runner import MatchResult
-from referee.tournament.config import TournamentConfig
-from referee.tournament.schedule import ScheduledMatch, last_seatings, make_schedule
-from referee.tournament.storage import (
+from referee.results.stats import bot_stats, outcomes_from
+from referee.results.store import (
     ResumeRefused,
     Store,
     StoredResult,
@@ -56,13 +53,16 @@ from referee.tournament.storage import (
     open_store,
     redact,
 )
+from referee.runtime import logs
+from referee.runtime.private import private_dir
+from referee.tournament.config import TournamentConfig
+from referee.tournament.schedule import ScheduledMatch, last_seatings, make_schedule
 from referee.tournament.workers import (
-    InProcess,
     MatchJob,
     MatchPlayer,
     WorkerDied,
-    WorkerProcesses,
     default_workers,
+    start_player,
 )
 
 log = structlog.get_logger("referee.tournament")
@@ -172,45 +172,6 @@ class Progress:
             )
 
 
-def outcomes_from(results: Sequence[StoredResult]) -> list[MatchOutcome]:
-    """Group stored seat rows into match outcomes, in finishing order."""
-    by_match: dict[int, list[StoredResult]] = {}
-    for r in results:
-        by_match.setdefault(r.idx, []).append(r)
-    out = []
-    for idx, rows in by_match.items():
-        rows.sort(key=lambda r: r.seat)
-        out.append(
-            MatchOutcome(
-                bots=tuple(r.bot for r in rows),
-                places=tuple(r.place for r in rows),
-                key=f"{idx:08d}",
-                forfeited=tuple(r.forfeited for r in rows),
-            )
-        )
-    return out
-
-
-def bot_stats(results: Sequence[StoredResult]) -> dict[str, BotStats]:
-    """Per bot: matches, mean score and place, faults, think-time p50/p99."""
-    acc: dict[str, list[StoredResult]] = {}
-    for r in results:
-        acc.setdefault(r.bot, []).append(r)
-    stats = {}
-    for bot, rows in acc.items():
-        think = [t / 1000 for r in rows for t in r.think_us]
-        stats[bot] = BotStats(
-            bot=bot,
-            matches=len(rows),
-            mean_score=sum(r.total for r in rows) / len(rows),
-            mean_place=sum(r.place for r in rows) / len(rows),
-            faults=sum(r.faults for r in rows),
-            think_p50_ms=quantile(think, 0.5) if think else 0.0,
-            think_p99_ms=quantile(think, 0.99) if think else 0.0,
-        )
-    return stats
-
-
 async def run_tournament(
     config: TournamentConfig,
     *,
@@ -233,16 +194,97 @@ async def run_tournament(
     databases of their own, and must equal the stored key when there is one.
     """
     full = make_schedule(config)
-    schedule = full
-    if indices is not None:
-        wanted = set(indices)
-        schedule = [m for m in schedule if m.index in wanted]
-    schedule = Shard.select(shard, schedule)
-    mine = {m.index for m in schedule}
+    schedule = _select(full, indices, shard)
     metrics = metrics or RefereeMetrics()
     metrics.decision_limit.set(config.clock.decision_ms / 1000)
     store = open_store(config.database)
     try:
+        run = _TournamentRun.open(config, store, full, schedule, deal_key, shard, metrics)
+        run.bar = Progress(len(schedule), run.done, progress)
+        if run.bar.tty:  # the start's log line is below a terminal's log level: say it here
+            sys.stderr.write(
+                f"tournament {config.name}: deal key commitment {run.key.commitment()} "
+                "(the key is published when the last match has ended)\n"
+            )
+        player = await start_player(
+            _worker_count(config, workers, port, len(run.todo)),
+            metrics,
+            log_dir=private_dir(config.out / "logs"),
+            startup_s=config.clock.startup_ms / 1000,
+            # Bot processes are kept between matches (one match at a time each), except
+            # in duplicate mode, where every replay starts the bots afresh.
+            pooled=config.mode != "duplicate",
+            sandbox=config.sandbox,
+            host=host,
+            port=port,
+            log_level=log_level or logs.LEVEL,
+        )
+        try:
+            await run.play_all(player)
+        finally:
+            await player.close()
+        return _finish(config, store, full, schedule, run, player.cpu_seconds())
+    finally:
+        store.close()
+
+
+def _select(
+    full: Sequence[ScheduledMatch], indices: Sequence[int] | None, shard: Shard | None
+) -> list[ScheduledMatch]:
+    """The matches of the schedule this run plays: ``indices``, then ``shard``'s."""
+    schedule = list(full)
+    if indices is not None:
+        wanted = set(indices)
+        schedule = [m for m in schedule if m.index in wanted]
+    return Shard.select(shard, schedule)
+
+
+class _TournamentRun:
+    """One run of a tournament (or shard): its matches still to play, and what each
+    finished match updates (the store, the live Elo, the metrics, the progress bar)."""
+
+    #: What plays the matches (set by :meth:`play_all`).
+    player: MatchPlayer
+
+    def __init__(
+        self,
+        config: TournamentConfig,
+        store: Store,
+        full: Sequence[ScheduledMatch],
+        todo: Sequence[ScheduledMatch],
+        finished: set[int],
+        key: DealKey,
+        metrics: RefereeMetrics,
+    ) -> None:
+        self.config = config
+        self.store = store
+        self.key = key
+        self.metrics = metrics
+        self.todo = todo
+        self.bots = {b.name: b for b in config.bots}
+        self.queue = DealQueue(config.mode == "duplicate", full, todo)
+        self.finished_before = frozenset(finished)
+        self.done = 0
+        self.running = 0
+        self.aborted: list[str] = []
+        self.elo = LiveElo()
+        self.bar: Progress | None = None
+
+    @classmethod
+    def open(
+        cls,
+        config: TournamentConfig,
+        store: Store,
+        full: Sequence[ScheduledMatch],
+        schedule: Sequence[ScheduledMatch],
+        deal_key: DealKey | None,
+        shard: Shard | None,
+        metrics: RefereeMetrics,
+    ) -> _TournamentRun:
+        """Open (or resume) the tournament in the store: plan this run's matches with the
+        tournament's deal key, put matches a killed run left running back to planned,
+        and replay the finished ones into the live Elo."""
+        mine = {m.index for m in schedule}
         resumed = store.open_tournament(
             config.name, config.fingerprint(), config.fingerprint_hash()
         )
@@ -264,177 +306,162 @@ async def run_tournament(
             resumed=resumed,
             sandbox=config.sandbox,
         )
-        elo = LiveElo()
+        run = cls(config, store, full, todo, finished, key, metrics)
         for outcome in outcomes_from(store.results(config.name)):
-            elo.update(outcome)
-        for bot, value in elo.ratings().items():
+            run.elo.update(outcome)
+        for bot, value in run.elo.ratings().items():
             metrics.elo.labels(bot).set(value)
         metrics.planned.set(len(schedule))
-        done = len(schedule) - len(todo)
-        metrics.finished.set(done)
-        bar = Progress(len(schedule), done, progress)
-        if bar.tty:  # the log line above is below a terminal's log level: say it here
-            sys.stderr.write(
-                f"tournament {config.name}: deal key commitment {key.commitment()} "
-                "(the key is published when the last match has ended)\n"
-            )
-        bots = {b.name: b for b in config.bots}
-        # Bot processes are kept between matches (one match at a time each), except in
-        # duplicate mode, where every replay starts the bots afresh.
-        pooled = config.mode != "duplicate"
-        log_dir = private_dir(config.out / "logs")
-        startup_s = config.clock.startup_ms / 1000
-        count = _worker_count(config, workers, port, len(todo))
-        player: MatchPlayer
-        if count > 1:
-            processes = WorkerProcesses(
-                count,
-                metrics,
-                log_dir=log_dir,
-                startup_s=startup_s,
-                pooled=pooled,
-                host=host,
-                log_level=log_level or logs.LEVEL,
-                sandbox=config.sandbox,
-            )
-            player = processes
-            await processes.start()
-        else:
-            here = InProcess(metrics, log_dir, startup_s, pooled, config.sandbox)
-            player = here
-            await here.start(host, port)
-        queue = DealQueue(config.mode == "duplicate", full, todo)
-        finished_before = frozenset(finished)
-        running = 0
-        aborted: list[str] = []
+        run.done = len(schedule) - len(todo)
+        metrics.finished.set(run.done)
+        return run
 
-        def withheld(m: ScheduledMatch) -> str:
-            if config.mode != "duplicate":
-                return ""
-            if m.index != queue.last[m.deal]:
-                return (
-                    f"deal {m.deal} is played again by a later seating of this duplicate "
-                    "tournament; its seed is revealed at the end of the deal's last seating"
+    async def play_all(self, player: MatchPlayer) -> None:
+        """Play the matches still to play, ``parallel`` at once."""
+        self.player = player
+        lanes = min(self.config.parallel, max(1, len(self.todo)))
+        await asyncio.gather(*(self._lane() for _ in range(lanes)))
+
+    async def _lane(self) -> None:
+        """Take the queue's next match, play it, keep its result; until the queue is empty."""
+        while True:
+            m = await self.queue.next()
+            if m is None:
+                return
+            self.running += 1
+            self.metrics.running.set(self.running)
+            try:
+                result = await self._play(m)
+            except BaseException:
+                self.queue.stop()
+                raise
+            finally:
+                self.running -= 1
+                self.metrics.running.set(self.running)
+            self._keep(m, result)
+
+    async def _play(self, m: ScheduledMatch) -> MatchResult:
+        """Play ``m``: again on a fresh worker when its worker died, and once more at once
+        when it was aborted (fewer than two seats connected)."""
+        config = self.config
+        job = MatchJob(
+            index=m.index,
+            bots=tuple(self.bots[name] for name in m.seating),
+            rules=config.rules,
+            seed=self.key.match_seed(m.deal),
+            match_id=match_id_of(config, m),
+            clock=config.clock,
+            strike_limit=config.strike_limit,
+            out_dir=config.out,
+            deal=m.deal,
+            deal_key_commitment=self.key.commitment(),
+            seed_withheld=self._withheld(m),
+        )
+        aborts = 0
+        for attempt in range(1, WORKER_RETRIES + 2):
+            try:
+                result = await self.player.play(
+                    job, lambda path: self.store.mark_running(config.name, m.index, path)
                 )
-            # This run's other seatings of the deal have ended (the queue held this one
-            # back until then); ask the database about the rest (other shards').
-            others = [
-                i
-                for i in queue.seatings[m.deal]
-                if i != m.index and i not in finished_before and i not in queue.played
-            ]
-            if others and store.finished_among(config.name, others) != set(others):
-                return (
-                    f"deal {m.deal} is still being played by another seating (another "
-                    "shard's); its seed follows from the deal key the tournament publishes "
-                    "when its last match has ended"
-                )
-            return ""
-
-        async def play(m: ScheduledMatch) -> MatchResult:
-            job = MatchJob(
-                index=m.index,
-                bots=tuple(bots[name] for name in m.seating),
-                rules=config.rules,
-                seed=key.match_seed(m.deal),
-                match_id=match_id_of(config, m),
-                clock=config.clock,
-                strike_limit=config.strike_limit,
-                out_dir=config.out,
-                deal=m.deal,
-                deal_key_commitment=key.commitment(),
-                seed_withheld=withheld(m),
-            )
-            aborts = 0
-            for attempt in range(1, WORKER_RETRIES + 2):
-                try:
-                    result = await player.play(
-                        job, lambda path: store.mark_running(config.name, m.index, path)
-                    )
-                except WorkerDied as exc:
-                    if attempt > WORKER_RETRIES:
-                        raise
-                    log.warning("match_replayed", match_index=m.index, why=str(exc))
-                    continue
-                if not result.aborted or aborts == ABORT_RETRIES:
-                    return result
-                aborts += 1
-                log.warning("match_replayed", match_index=m.index, why=result.reason)
-            return result
-
-        async def worker() -> None:
-            nonlocal done, running
-            while True:
-                m = await queue.next()
-                if m is None:
-                    return
-                running += 1
-                metrics.running.set(running)
-                try:
-                    result = await play(m)
-                except BaseException:
-                    queue.stop()
+            except WorkerDied as exc:
+                if attempt > WORKER_RETRIES:
                     raise
-                finally:
-                    running -= 1
-                    metrics.running.set(running)
-                if result.aborted:
-                    store.mark_aborted(config.name, m.index, result.record_path)
-                    aborted.append(result.match_id)
-                    log.warning("match_aborted", match_id=result.match_id, why=result.reason)
-                    continue
-                store.save_result(config.name, m.index, result)
-                queue.finished(m)
-                metrics.matches.inc()
-                metrics.match_duration.observe(result.duration_s)
-                elo.update(
-                    MatchOutcome(
-                        bots=m.seating,
-                        places=tuple(result.places),
-                        key=f"{m.index:08d}",
-                        forfeited=tuple(s.forfeited for s in result.seats),
-                    )
-                )
-                for bot, value in elo.ratings().items():
-                    metrics.elo.labels(bot).set(value)
-                done += 1
-                metrics.finished.set(done)
-                ratings = elo.ratings()
-                leader = max(ratings, key=lambda b: ratings[b])
-                bar.update(done, leader, ratings[leader], running)
+                log.warning("match_replayed", match_index=m.index, why=str(exc))
+                continue
+            if not result.aborted or aborts == ABORT_RETRIES:
+                return result
+            aborts += 1
+            log.warning("match_replayed", match_index=m.index, why=result.reason)
+        return result
 
-        try:
-            await asyncio.gather(
-                *(worker() for _ in range(min(config.parallel, max(1, len(todo)))))
+    def _withheld(self, m: ScheduledMatch) -> str:
+        """Why ``m``'s ``MatchEnd`` may not reveal its seed yet, or "" when it may."""
+        if self.config.mode != "duplicate":
+            return ""
+        if m.index != self.queue.last[m.deal]:
+            return (
+                f"deal {m.deal} is played again by a later seating of this duplicate "
+                "tournament; its seed is revealed at the end of the deal's last seating"
             )
-        finally:
-            await player.close()
-            referee_cpu_s = player.cpu_seconds()
-        finished = store.finished_indices(config.name)
-        if all(m.index in finished for m in full):
-            exported = export(config, store)
-            for bot, value in exported.live_elo.items():  # as exported: in schedule order
-                metrics.elo.labels(bot).set(value)
-        else:
-            exported = TournamentOutcome(
-                [], {}, {}, len(finished & {m.index for m in full}), len(full), "", {}
+        # This run's other seatings of the deal have ended (the queue held this one
+        # back until then); ask the database about the rest (other shards').
+        others = [
+            i
+            for i in self.queue.seatings[m.deal]
+            if i != m.index and i not in self.finished_before and i not in self.queue.played
+        ]
+        if others and self.store.finished_among(self.config.name, others) != set(others):
+            return (
+                f"deal {m.deal} is still being played by another seating (another "
+                "shard's); its seed follows from the deal key the tournament publishes "
+                "when its last match has ended"
             )
-            log.info(
-                "tournament_incomplete",
-                tournament=config.name,
-                finished=exported.finished,
-                planned=exported.planned,
-                why="matches were aborted; no exports"
-                if aborted
-                else "other shards' matches are not finished yet; no exports",
+        return ""
+
+    def _keep(self, m: ScheduledMatch, result: MatchResult) -> None:
+        """Store a finished match's result and update the live Elo, metrics and progress;
+        an aborted match is marked as such and rated never."""
+        config, metrics = self.config, self.metrics
+        if result.aborted:
+            self.store.mark_aborted(config.name, m.index, result.record_path)
+            self.aborted.append(result.match_id)
+            log.warning("match_aborted", match_id=result.match_id, why=result.reason)
+            return
+        self.store.save_result(config.name, m.index, result)
+        self.queue.finished(m)
+        metrics.matches.inc()
+        metrics.match_duration.observe(result.duration_s)
+        self.elo.update(
+            MatchOutcome(
+                bots=m.seating,
+                places=tuple(result.places),
+                key=f"{m.index:08d}",
+                forfeited=tuple(s.forfeited for s in result.seats),
             )
-        exported.aborted = sorted(aborted)
-        exported.referee_cpu_s = referee_cpu_s
-        exported.shard_planned = len(schedule)
-        exported.shard_finished = len(finished & mine)
-        return exported
-    finally:
-        store.close()
+        )
+        for bot, value in self.elo.ratings().items():
+            metrics.elo.labels(bot).set(value)
+        self.done += 1
+        metrics.finished.set(self.done)
+        ratings = self.elo.ratings()
+        leader = max(ratings, key=lambda b: ratings[b])
+        if self.bar is not None:
+            self.bar.update(self.done, leader, ratings[leader], self.running)
+
+
+def _finish(
+    config: TournamentConfig,
+    store: Store,
+    full: Sequence[ScheduledMatch],
+    schedule: Sequence[ScheduledMatch],
+    run: _TournamentRun,
+    referee_cpu_s: float,
+) -> TournamentOutcome:
+    """Export the standings when every scheduled match is finished in the store (this
+    run's and other shards'); otherwise say why not."""
+    finished = store.finished_indices(config.name)
+    if all(m.index in finished for m in full):
+        exported = export(config, store)
+        for bot, value in exported.live_elo.items():  # as exported: in schedule order
+            run.metrics.elo.labels(bot).set(value)
+    else:
+        exported = TournamentOutcome(
+            [], {}, {}, len(finished & {m.index for m in full}), len(full), "", {}
+        )
+        log.info(
+            "tournament_incomplete",
+            tournament=config.name,
+            finished=exported.finished,
+            planned=exported.planned,
+            why="matches were aborted; no exports"
+            if run.aborted
+            else "other shards' matches are not finished yet; no exports",
+        )
+    exported.aborted = sorted(run.aborted)
+    exported.referee_cpu_s = referee_cpu_s
+    exported.shard_planned = len(schedule)
+    exported.shard_finished = len(finished & {m.index for m in schedule})
+    return exported
 
 
 WORKER_RETRIES = 2
@@ -618,8 +645,8 @@ def report_matches(
     results: Sequence[StoredResult], rows: Sequence[dict[str, Any]], out: Path
 ) -> list[ReportMatch]:
     """The report's matches, newest first; the latest ones with their record embedded."""
-    from referee.record import ReplayError, read_record
-    from referee.web.data import RecordShapeError, viewer_document
+    from referee.match.record import ReplayError, read_record
+    from referee.results.documents import RecordShapeError, viewer_document
 
     paths = {r["idx"]: r["record_path"] for r in rows}
     by_idx: dict[int, list[StoredResult]] = {}

@@ -4,7 +4,7 @@ Everything follows from the tournament's public seed: the order of the tables, t
 of each match and which matches share a deal. The same configuration always gives the same
 schedule, which is what lets a killed tournament resume, and shards split it. The cards of
 a deal do not follow from the schedule: deal number ``d`` is played from the match seed
-``key.match_seed(d)`` of the tournament's secret deal key (:mod:`referee.dealkey`).
+``key.match_seed(d)`` of the tournament's secret deal key (:mod:`referee.match.dealkey`).
 
 - **Round robin**: every k-subset of the bots is a table. A table's matches come in
   blocks of k, the k rotations of one cyclic seating order, so that over whole blocks

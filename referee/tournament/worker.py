@@ -14,8 +14,8 @@ import signal
 import sys
 from pathlib import Path
 
-from referee import eventloop, logs
-from referee.bots import kill_all_bots
+from referee.match.bots import kill_all_bots
+from referee.runtime import eventloop, logs
 from referee.tournament.workers import serve_worker
 
 _PR_SET_PDEATHSIG = 1

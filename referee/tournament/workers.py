@@ -7,7 +7,7 @@ pool and event loop, and lends every match to the least busy one. The tournament
 keeps everything that must be single: the schedule, the database, the live Elo, the
 progress bar and the metrics endpoint. Workers send it, over their stdin/stdout pipes,
 when a match starts (its record path), the match's metric events in small batches, and
-the finished :class:`~referee.runner.MatchResult`.
+the finished :class:`~referee.match.runner.MatchResult`.
 
 A worker never outlives the tournament: it exits when its stdin closes (the tournament
 process ended, even by SIGKILL) and is killed by the kernel when its parent dies
@@ -31,14 +31,14 @@ from typing import Any, Protocol
 
 import structlog
 
-from referee.bots import BotSpec
-from referee.faults import FaultReason
-from referee.metrics import RefereeMetrics
-from referee.pool import BotPool
+from referee.match.bots import BotSpec
+from referee.match.faults import FaultReason
+from referee.match.metrics import RefereeMetrics
+from referee.match.pool import BotPool
+from referee.match.runner import Clock, MatchResult, MatchRunner
+from referee.match.sandbox import DEFAULT_MODE, Sandbox
+from referee.match.server import RefereeServer
 from referee.rules import RuleSet
-from referee.runner import Clock, MatchResult, MatchRunner
-from referee.sandbox import DEFAULT_MODE, Sandbox
-from referee.server import RefereeServer
 
 log = structlog.get_logger("referee.tournament")
 
@@ -74,6 +74,38 @@ class MatchPlayer(Protocol):
     async def play(self, job: MatchJob, started: Callable[[Path], None]) -> MatchResult: ...
     async def close(self) -> None: ...
     def cpu_seconds(self) -> float: ...
+
+
+async def start_player(
+    count: int,
+    metrics: RefereeMetrics,
+    *,
+    log_dir: Path,
+    startup_s: float,
+    pooled: bool,
+    sandbox: str,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    log_level: str = "warning",
+) -> MatchPlayer:
+    """What plays the matches, started: ``count`` referee worker processes, or (``count``
+    1) this process, serving bots on ``host``:``port``. Bot logs go to ``log_dir``."""
+    if count > 1:
+        processes = WorkerProcesses(
+            count,
+            metrics,
+            log_dir=log_dir,
+            startup_s=startup_s,
+            pooled=pooled,
+            host=host,
+            log_level=log_level,
+            sandbox=sandbox,
+        )
+        await processes.start()
+        return processes
+    here = InProcess(metrics, log_dir, startup_s, pooled, sandbox)
+    await here.start(host, port)
+    return here
 
 
 class InProcess:

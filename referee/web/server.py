@@ -29,7 +29,7 @@ from aiohttp import web
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from referee.league.feed import MatchFeed, PublicFilter
-from referee.web import data
+from referee.results import documents as data
 from referee.web.live import event_json
 from referee.web.sources import NotFound, Source, StillRunning
 from sticheln.v1 import league_pb2

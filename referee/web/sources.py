@@ -3,7 +3,7 @@ finished tournament's (or league's) output folder.
 
 A source answers a few questions (standings, stored seat results, faults, bots, running
 matches, progress, a finished match's record, a match's public feed); everything else is
-computed from those answers by :mod:`referee.web.data`. A source never hands out the
+computed from those answers by :mod:`referee.results.documents`. A source never hands out the
 record of a match that is still running: :meth:`Source.record_lines` refuses it, and a
 running match is only reachable through its public feed (:mod:`referee.league.feed`).
 """
@@ -21,9 +21,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from referee.league.feed import MatchFeed, replay_feed
-from referee.record import ReplayError, read_record
-from referee.tournament.storage import StoredResult, open_store
-from referee.web import data
+from referee.match.record import ReplayError, read_record
+from referee.results import documents as data
+from referee.results.store import StoredResult, open_store
 
 if TYPE_CHECKING:
     from referee.league.service import League
@@ -240,7 +240,7 @@ class LeagueSource(Source):
         }
 
     def record_path(self, match_id: str) -> Path:
-        from referee.server import Refused
+        from referee.match.server import Refused
 
         if match_id in self.league.running_seating():
             raise StillRunning(f"match {match_id!r} is still running; watch it live")
@@ -250,7 +250,7 @@ class LeagueSource(Source):
             raise NotFound(exc.message) from None
 
     def feed(self, match_id: str) -> MatchFeed:
-        from referee.server import Refused
+        from referee.match.server import Refused
 
         try:
             return self.league.feed(match_id)

@@ -16,13 +16,13 @@ from collections.abc import Coroutine, Iterable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from referee import eventloop
-from referee.bots import BotSpec, bot_from_table
-from referee.faults import fallback_action
-from referee.record import replay
+from referee.match.bots import BotSpec, bot_from_table
+from referee.match.faults import fallback_action
+from referee.match.record import replay
+from referee.match.runner import Clock, MatchResult, MatchRunner
+from referee.match.server import RefereeServer
 from referee.rules import Match, Phase, RuleSet, from_table, parse_card, preset
-from referee.runner import Clock, MatchResult, MatchRunner
-from referee.server import RefereeServer
+from referee.runtime import eventloop
 
 BOTS_DIR = Path(__file__).resolve().parent
 T = TypeVar("T")

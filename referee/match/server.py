@@ -35,9 +35,9 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from referee import __version__
-from referee.faults import FaultReason
-from referee.peers import blame
-from referee.sandbox import Sandbox
+from referee.match.faults import FaultReason
+from referee.match.peers import blame
+from referee.match.sandbox import Sandbox
 from sticheln.v1 import bot_pb2
 
 PROTOCOL_VERSION = 1

@@ -1,6 +1,6 @@
 """Publishing the standings: a terminal table, JSON and CSV files, and a one-file HTML report.
 
-Every writer takes the values computed elsewhere (:mod:`referee.ratings` and the
+Every writer takes the values computed elsewhere (:mod:`referee.results.ratings` and the
 tournament's database) and only formats them. Bot names are user input: the terminal
 table shows control characters escaped, and the HTML escapes all text.
 
@@ -26,7 +26,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from referee.ratings import BotStats, Standing
+from referee.results.ratings import BotStats, Standing
 
 #: Columns of the ratings JSON entries and of the ratings CSV, in order.
 RATINGS_COLUMNS = (
@@ -330,7 +330,7 @@ _REASONS = {
 @dataclass(frozen=True)
 class ReportMatch:
     """One match in the report: its result, its record file (relative to the report) and,
-    for the latest ones, the viewer document to embed (:func:`referee.web.data.viewer_document`)."""
+    for the latest ones, the viewer document to embed (:func:`referee.results.documents.viewer_document`)."""
 
     match_id: str
     seating: Sequence[str]

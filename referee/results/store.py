@@ -6,7 +6,7 @@ opens :class:`Store`, an SQLite file on this machine; a ``postgresql://`` URL op
 machines share. Both hold the same tables and answer the same methods:
 
 ``tournaments`` (name, config fingerprint), ``deal_keys`` (each tournament's secret deal
-key and its published commitment, :mod:`referee.dealkey`), ``matches`` (the schedule, with each match's
+key and its published commitment, :mod:`referee.match.dealkey`), ``matches`` (the schedule, with each match's
 status: planned, running, finished, aborted), ``results`` (one row per seat of a finished match),
 ``faults``. A match's results, faults and its ``finished`` status are written in one
 transaction, so a tournament (or a shard of one) killed at any moment has every finished
@@ -26,14 +26,13 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 if TYPE_CHECKING:
-    from referee.runner import MatchResult
-    from referee.tournament.schedule import ScheduledMatch
+    from referee.match.runner import MatchResult
 
-from referee.dealkey import DealKey
-from referee.private import create_private, private_dir
+from referee.match.dealkey import DealKey
+from referee.runtime.private import create_private, private_dir
 
 SCHEMA_VERSION = 1
 
@@ -101,6 +100,17 @@ _MATCH_COLUMNS = (
 )
 
 
+class PlannedMatch(Protocol):
+    """What the store keeps of a scheduled match (a tournament's ``ScheduledMatch``)."""
+
+    @property
+    def index(self) -> int: ...
+    @property
+    def seating(self) -> tuple[str, ...]: ...
+    @property
+    def deal(self) -> int: ...
+
+
 class StoreError(Exception):
     """The database cannot be opened or used; the message is one line for the user."""
 
@@ -153,6 +163,28 @@ def redact(target: str | Path) -> str:
         return text
     netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
     return urllib.parse.urlunsplit(parts._replace(netloc=netloc))
+
+
+def describe_changes(old: dict[str, Any], new: dict[str, Any], prefix: str = "") -> list[str]:
+    """Human-readable differences between two fingerprints, e.g. ``rules.trump_rule``."""
+    changes: list[str] = []
+    for key in sorted(set(old) | set(new)):
+        path = f"{prefix}{key}"
+        a, b = old.get(key), new.get(key)
+        if isinstance(a, dict) and isinstance(b, dict):
+            changes.extend(describe_changes(a, b, path + "."))
+        elif a != b:
+            if key == "bots" and isinstance(a, list) and isinstance(b, list):
+                names_a = [x.get("name") for x in a]
+                names_b = [x.get("name") for x in b]
+                if names_a != names_b:
+                    changes.append(f"bots: {names_a} -> {names_b}")
+                else:
+                    for x, y in zip(a, b, strict=True):
+                        changes.extend(describe_changes(x, y, f"bots[{x.get('name')}]."))
+            else:
+                changes.append(f"{path}: {a!r} -> {b!r}")
+    return changes
 
 
 def open_store(target: str | Path) -> Store:
@@ -261,8 +293,6 @@ class Store:
     def changes(self, name: str, fingerprint: dict[str, Any], fingerprint_hash: str) -> str | None:
         """How the stored configuration of ``name`` differs from ``fingerprint``, as one
         line ("" when it does not); None when this database does not hold ``name``."""
-        from referee.tournament.config import describe_changes
-
         row = self._execute(
             "SELECT fingerprint, fingerprint_hash FROM tournaments WHERE name = ?", (name,)
         ).fetchone()
@@ -302,8 +332,8 @@ class Store:
     def plan(
         self,
         tournament: str,
-        schedule: Sequence[ScheduledMatch],
-        match_id_of: Callable[[ScheduledMatch], str],
+        schedule: Sequence[PlannedMatch],
+        match_id_of: Callable[[Any], str],
         key: DealKey,
     ) -> None:
         """Insert the schedule's matches that are not stored yet, each with the seed of

@@ -24,9 +24,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from referee.bots import BotProcess, BotSpec, log_name
-from referee.sandbox import SOCKET_ADDRESS, SandboxUnavailable
-from referee.server import RefereeServer, SeatSlot, SeatStream
+from referee.match.bots import BotProcess, BotSpec, log_name
+from referee.match.sandbox import SOCKET_ADDRESS, SandboxUnavailable
+from referee.match.server import RefereeServer, SeatSlot, SeatStream
 
 #: ``Welcome.message`` of a stream the pool keeps for several matches.
 POOLED_WELCOME = (
@@ -69,7 +69,7 @@ async def start_bot(
     its seats open only there, and the socket closes when the process ends. Without a
     sandbox it dials the server's TCP port (and trusts the port's certificate, if any).
     Raises :class:`OSError` when it cannot be started and
-    :class:`~referee.sandbox.SandboxUnavailable` when no sandbox can be made here.
+    :class:`~referee.match.sandbox.SandboxUnavailable` when no sandbox can be made here.
     """
     token = slots[0].token
     sandbox = server.sandbox

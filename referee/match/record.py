@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from referee.private import open_private, private_dir
 from referee.rules import (
     IllegalAction,
     Match,
@@ -25,6 +24,7 @@ from referee.rules import (
     parse_card,
 )
 from referee.rules import card_str as cs
+from referee.runtime.private import open_private, private_dir
 
 #: The version this referee writes. Version 2 seals the seed: the header holds only its
 #: commitment, the end line the seed and nonce. ``replay`` reads versions 1 and 2.

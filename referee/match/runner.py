@@ -25,9 +25,9 @@ from typing import Any, Protocol
 
 import structlog
 
-from referee.bots import BotProcess, BotSpec, log_name
 from referee.convert import round_result_to_proto, rules_to_proto, trick_to_proto, view_to_proto
-from referee.faults import (
+from referee.match.bots import BotProcess, BotSpec, log_name
+from referee.match.faults import (
     FORFEIT_AT_ONCE,
     NO_STRIKE,
     Fault,
@@ -35,12 +35,12 @@ from referee.faults import (
     check_decision,
     fallback_action,
 )
-from referee.pool import EXIT_GRACE_S, StartFailed, await_handshake, start_bot
-from referee.private import private_dir
-from referee.record import RECORD_VERSION, SEED_DOMAIN, RecordWriter, cards_text
+from referee.match.pool import EXIT_GRACE_S, StartFailed, await_handshake, start_bot
+from referee.match.record import RECORD_VERSION, SEED_DOMAIN, RecordWriter, cards_text
+from referee.match.sandbox import SandboxUnavailable
+from referee.match.server import Malformed, RefereeServer, SeatSlot, SeatStream
 from referee.rules import Action, Match, Phase, Round, RuleSet, Trick, card_str, view
-from referee.sandbox import SandboxUnavailable
-from referee.server import Malformed, RefereeServer, SeatSlot, SeatStream
+from referee.runtime.private import private_dir
 from sticheln.v1 import bot_pb2
 
 log = structlog.get_logger("referee.match")
@@ -96,7 +96,7 @@ class LentSeat(Protocol):
 
 class SeatPool(Protocol):
     """Lends the match runner attached bot streams, one match at a time each (the
-    tournament's :class:`~referee.pool.BotPool`, or a league's connected bots)."""
+    tournament's :class:`~referee.match.pool.BotPool`, or a league's connected bots)."""
 
     def serves(self, spec: BotSpec) -> bool:
         """True when the pool seats ``spec`` (else the runner starts it or awaits it)."""

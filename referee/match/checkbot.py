@@ -29,13 +29,13 @@ from typing import Any
 import grpc
 
 from referee import __version__
-from referee.bots import BotProcess, BotSpec, log_name
-from referee.faults import Fault, FaultReason
-from referee.pool import await_handshake, start_bot
+from referee.match.bots import BotProcess, BotSpec, log_name
+from referee.match.faults import Fault, FaultReason
+from referee.match.pool import await_handshake, start_bot
+from referee.match.runner import Clock, MatchResult, MatchRunner
+from referee.match.sandbox import Sandbox, SandboxUnavailable
+from referee.match.server import Malformed, RefereeServer, SeatRegistry, SeatSlot, SeatStream
 from referee.rules import PRESETS, RuleSet, card_str, cards_str, preset
-from referee.runner import Clock, MatchResult, MatchRunner
-from referee.sandbox import Sandbox, SandboxUnavailable
-from referee.server import Malformed, RefereeServer, SeatRegistry, SeatSlot, SeatStream
 from sticheln.v1 import bot_pb2, bot_pb2_grpc
 
 HOUSE_NAME = "house-lowest"

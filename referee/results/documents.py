@@ -17,8 +17,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from referee.ratings import LiveElo, MatchOutcome, quantile
-from referee.tournament.storage import StoredResult
+from referee.results.ratings import LiveElo, MatchOutcome, quantile
+from referee.results.store import StoredResult
 
 #: Think-time percentiles shown on a bot's page.
 THINK_PERCENTILES = (0.5, 0.9, 0.99, 1.0)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 
-from referee.faults import FaultReason
+from referee.match.faults import FaultReason
 
 # Think times from 100 µs to the default 1 s clock and beyond.
 THINK_BUCKETS = (

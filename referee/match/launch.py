@@ -1,4 +1,4 @@
-"""Start a bot command under resource limits: ``python -m referee.launch [limits] -- CMD...``.
+"""Start a bot command under resource limits: ``python -m referee.match.launch [limits] -- CMD...``.
 
 The referee starts every command bot through this small launcher, which sets the limits
 on itself and then replaces itself with the bot (``exec``), so the limits apply to the
@@ -16,14 +16,14 @@ import resource
 import signal
 import sys
 
-from referee import grpcenv
+from referee.runtime import grpcenv
 
 _PR_SET_PDEATHSIG = 1
 
 
 def main(argv: list[str] | None = None) -> None:
     """Apply the limits and exec the bot command."""
-    parser = argparse.ArgumentParser(prog="python -m referee.launch")
+    parser = argparse.ArgumentParser(prog="python -m referee.match.launch")
     parser.add_argument("--cpu-seconds", type=int, required=True)
     parser.add_argument("--memory-mb", type=int, required=True)
     parser.add_argument("command", nargs=argparse.REMAINDER)
@@ -49,7 +49,7 @@ def main(argv: list[str] | None = None) -> None:
     try:
         os.execvp(command[0], command)
     except OSError as exc:
-        print(f"referee.launch: cannot start {command[0]!r}: {exc.strerror}", file=sys.stderr)
+        print(f"referee.match.launch: cannot start {command[0]!r}: {exc.strerror}", file=sys.stderr)
         sys.exit(127)
 
 

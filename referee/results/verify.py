@@ -28,8 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from referee.dealkey import DealKey, check_commitment
-from referee.record import ReplayError, replay
+from referee.match.dealkey import DealKey, check_commitment
+from referee.match.record import ReplayError, replay
 
 
 @dataclass

@@ -19,14 +19,14 @@ or an external bot that dials in by itself with a token (no ``command``)::
     name = "remote"
     token = "a-long-secret"
 
-Started bots run in a sandbox (:mod:`referee.sandbox`): they see their own folder
+Started bots run in a sandbox (:mod:`referee.match.sandbox`): they see their own folder
 read-only and ``[sandbox] read`` besides the system and the referee's interpreter.
 
 A started bot finds the referee's address in ``STICHELN_REFEREE`` and its per-seat token
 in ``STICHELN_TOKEN``. A bot that declares ``seats = N`` can play N matches at once: a
 tournament's bot pool starts it with ``STICHELN_SEATS=N`` as well, and the process opens
 N streams with that one token, each serving one match at a time (see
-:mod:`referee.pool`); started for a single seat, it gets no ``STICHELN_SEATS``. It runs in
+:mod:`referee.match.pool`); started for a single seat, it gets no ``STICHELN_SEATS``. It runs in
 its own process group; its stdout and stderr go to a
 per-bot log file; the whole group is killed when the match ends or the referee exits.
 """
@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from referee.sandbox import SandboxPolicy, bot_environment, bwrap_command
+from referee.match.sandbox import SandboxPolicy, bot_environment, bwrap_command
 
 #: The variables the referee sets for a started bot (a bot file's ``env`` cannot).
 REFEREE_VARIABLES = ("STICHELN_REFEREE", "STICHELN_TOKEN", "STICHELN_SEATS", "STICHELN_TLS_CA")
@@ -192,7 +192,7 @@ class BotProcess:
         self.proc = proc
         self.log_path = log_path
         #: Why a stream this process opened was refused, when the server could tell
-        #: (:mod:`referee.peers`); "" otherwise.
+        #: (:mod:`referee.match.peers`); "" otherwise.
         self.refusal = ""
         #: The Unix socket made for this process alone (a sandboxed bot), else "".
         self.origin = ""
@@ -217,7 +217,7 @@ class BotProcess:
         """Start ``spec``'s command with its limits in a new process group (for one seat,
         unless ``extra_env`` sets ``STICHELN_SEATS``), confined by ``policy`` when given.
 
-        The environment is an allowlist (:func:`referee.sandbox.bot_environment`): the
+        The environment is an allowlist (:func:`referee.match.sandbox.bot_environment`): the
         referee's own never passes. ``tls_ca`` is the certificate to trust on a TLS port
         (``STICHELN_TLS_CA``). ``on_exit`` runs once the process has ended.
         """
@@ -242,7 +242,7 @@ class BotProcess:
         argv = [
             sys.executable,
             "-m",
-            "referee.launch",
+            "referee.match.launch",
             f"--cpu-seconds={spec.limits.cpu_seconds}",
             f"--memory-mb={spec.limits.memory_mb}",
             "--",

@@ -1,4 +1,4 @@
-"""Ask a referee's gRPC health service whether it serves: ``python -m referee.healthcheck ADDRESS``.
+"""Ask a referee's gRPC health service whether it serves: ``python -m referee.runtime.healthcheck ADDRESS``.
 
 The container images use it as their ``HEALTHCHECK``: it calls ``grpc.health.v1.Health/Check``
 on ``ADDRESS`` (``host:port``) and exits 0 only when the answer is ``SERVING``. Anything
@@ -37,7 +37,7 @@ def check(address: str, service: str = "", timeout: float = 3.0) -> tuple[bool, 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point: exit status 0 when SERVING, 1 otherwise, 2 on a usage error."""
     parser = argparse.ArgumentParser(
-        prog="python -m referee.healthcheck",
+        prog="python -m referee.runtime.healthcheck",
         description="Exit 0 when the gRPC health service at ADDRESS answers SERVING.",
     )
     parser.add_argument("address", help="host:port of the referee's gRPC port")

@@ -542,7 +542,7 @@ def _serve(args: argparse.Namespace) -> int:
     from referee.league.service import League
     from referee.metrics import RefereeMetrics
     from referee.tournament.config import ConfigError
-    from referee.tournament.storage import ResumeRefused
+    from referee.tournament.storage import ResumeRefused, StoreError
 
     logs.configure(args.log_level)
     try:
@@ -559,7 +559,10 @@ def _serve(args: argparse.Namespace) -> int:
         print(f"metrics on http://{config.metrics_host}:{port}/metrics", file=sys.stderr)
 
     async def run() -> int:
-        league = League(config, metrics)
+        try:
+            league = League(config, metrics)
+        except StoreError as exc:
+            raise UsageError(str(exc)) from None
         try:
             await league.start()
         except ResumeRefused as exc:

@@ -189,6 +189,10 @@ def league_from_table(data: dict[str, Any], base: Path, source: Path, environ: A
                 "is unset; set it to a postgresql:// URL or a file path"
             )
     out_path = (base / out).resolve()
+    if is_url(database):
+        db_target: Path | str = database
+    else:
+        db_target = (base / database).resolve() if database else out_path / "league.db"
     tls_cert = _str(t, "tls_cert", "", where)
     tls_key = _str(t, "tls_key", "", where)
     if bool(tls_cert) != bool(tls_key):
@@ -204,11 +208,7 @@ def league_from_table(data: dict[str, Any], base: Path, source: Path, environ: A
         rules=rules,
         clock=clock,
         out=out_path,
-        database=database
-        if is_url(database)
-        else (base / database).resolve()
-        if database
-        else out_path / "league.db",
+        database=db_target,
         host=_str(t, "host", "127.0.0.1", where),
         port=_int(t, "port", 0, 0, where, 65535),
         admin_token=admin_token,

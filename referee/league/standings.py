@@ -2,8 +2,8 @@
 
 ``python -m referee.league.standings DATABASE LEAGUE BOOTSTRAP MIN_MATCHES`` reads every finished
 match of the league from its database (a SQLite file or a database URL; ``-`` reads it
-from the first line of stdin, which keeps a URL's password out of the process list), fits the standings and writes them to stdout as
-one serialized ``StandingsResponse``. The fit needs every match played so far (the
+from the first line of stdin, which keeps a URL's password out of the process list),
+fits the standings and writes them to stdout as one serialized ``StandingsResponse``. The fit needs every match played so far (the
 bootstrap resamples them), so its memory grows with the league's history; a league runs
 for weeks, and what a long-lived process allocates once mostly stays with it. Done here,
 that memory goes back to the system when the process exits, and the league's own

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import shutil
 import socket
 import subprocess
 import sys
@@ -36,10 +35,7 @@ from referee.league.standings import compute_standings, fit_in_child
 from referee.tournament.storage import open_store
 from sticheln.v1 import bot_pb2, bot_pb2_grpc, league_pb2
 
-pytestmark = [
-    pytest.mark.skipif(shutil.which("node") is None, reason="needs Node.js"),
-    pytest.mark.timeout(300),
-]
+pytestmark = pytest.mark.timeout(300)
 
 NAME = "pgl"
 PASSWORD = "s3cret-pw-never-shown"

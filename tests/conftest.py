@@ -106,3 +106,29 @@ def postgres_url(postgres_server, request) -> str:  # type: ignore[no-untyped-de
     # Unique: parametrized tests share the truncated name (PostgreSQL names are <= 63 bytes).
     name = re.sub(r"[^a-z0-9_]", "_", request.node.name.lower())[:40]
     return str(postgres_server.create_database(f"t_{name}_{uuid.uuid4().hex[:12]}"))
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def league_db(request, tmp_path):  # type: ignore[no-untyped-def]
+    """The database of a league test, which runs once on each: the default SQLite file
+    (out/league.db next to a league file in tmp_path), then a new database on the
+    throwaway PostgreSQL server."""
+    from leaguekit import postgres_db, sqlite_db
+
+    if request.param == "sqlite":
+        return sqlite_db(tmp_path)
+    return postgres_db(request.getfixturevalue("postgres_url"))
+
+
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def module_league_db(request, tmp_path_factory):  # type: ignore[no-untyped-def]
+    """Like ``league_db``, for a module's one league: its folder and its database."""
+    import uuid
+
+    from leaguekit import postgres_db, sqlite_db
+
+    folder = tmp_path_factory.mktemp(f"league-{request.param}")
+    if request.param == "sqlite":
+        return folder, sqlite_db(folder)
+    server = request.getfixturevalue("postgres_server")
+    return folder, postgres_db(server.create_database(f"league_{uuid.uuid4().hex[:12]}"))

@@ -1,4 +1,5 @@
-"""Test helpers for the league: a real ``referee serve`` process, real bot processes.
+"""Test helpers for the league: a real ``referee serve`` process, real bot processes,
+and the league's database (a SQLite file or a PostgreSQL database) read directly.
 
 Not a test module: the league tests import it. Everything talks gRPC over 127.0.0.1, and
 every wait has a deadline.
@@ -17,10 +18,12 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
 import grpc
+import psycopg
 
 from referee.rules import parse_card
 from sticheln.v1 import league_pb2, league_pb2_grpc
@@ -67,8 +70,14 @@ def write_config(
 class Serve:
     """A ``referee serve`` process; :attr:`address` is the address it printed."""
 
-    def __init__(self, config: Path, log: Path, extra: tuple[str, ...] = ()) -> None:
-        env = {**os.environ, "STICHELN_ADMIN_TOKEN": ADMIN_TOKEN}
+    def __init__(
+        self,
+        config: Path,
+        log: Path,
+        extra: tuple[str, ...] = (),
+        env: dict[str, str] | None = None,
+    ) -> None:
+        env = {**os.environ, "STICHELN_ADMIN_TOKEN": ADMIN_TOKEN, **(env or {})}
         self.log = log
         self.proc = subprocess.Popen(
             [*REFEREE, "serve", "--config", str(config), *extra],
@@ -128,9 +137,12 @@ class Serve:
 
 
 @contextmanager
-def serving(config: Path, log: Path, extra: tuple[str, ...] = ()) -> Iterator[Serve]:
-    """A ``referee serve`` process for the block; it must exit 0 on SIGTERM at the end."""
-    s = Serve(config, log, extra)
+def serving(
+    config: Path, log: Path, extra: tuple[str, ...] = (), env: dict[str, str] | None = None
+) -> Iterator[Serve]:
+    """A ``referee serve`` process for the block (``env`` added to its environment); it
+    must exit 0 on SIGTERM at the end."""
+    s = Serve(config, log, extra, env)
     try:
         yield s
     finally:
@@ -193,22 +205,53 @@ def bots(address: str, logs: Path) -> Iterator[Bots]:
 # -- the database, read directly ------------------------------------------------------------
 
 
-def db_rows(db: Path, league: str) -> list[dict[str, Any]]:
-    """Every finished match: idx, match_id, seed, finish order and its seats' rows."""
+@dataclass(frozen=True)
+class LeagueDb:
+    """Where a league test keeps its database: ``target`` (a SQLite file or a PostgreSQL
+    URL) and the ``[league]`` keys that put it there (none for the default file)."""
+
+    kind: str
+    target: Path | str
+    table: dict[str, Any] = field(default_factory=dict)
+
+
+def sqlite_db(folder: Path) -> LeagueDb:
+    """The default: ``out/league.db`` next to a league file in ``folder`` (``out = "out"``)."""
+    return LeagueDb("sqlite", folder / "out" / "league.db")
+
+
+def postgres_db(url: str) -> LeagueDb:
+    """A database on the throwaway PostgreSQL server, given in the league file."""
+    return LeagueDb("postgresql", url, {"database": url})
+
+
+def query(db: Path | str, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """The rows of one query (``?`` parameters) on the league's database, from a
+    connection of its own: what another process reading the database sees."""
+    if isinstance(db, str) and "://" in db:
+        with psycopg.connect(db, autocommit=True, connect_timeout=10) as pg:
+            return [tuple(r) for r in pg.execute(sql.replace("?", "%s"), params).fetchall()]
     con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=30)
     try:
-        matches = con.execute(
-            "SELECT idx, match_id, seed, finish_order, status, seating FROM matches "
-            "WHERE tournament = ? ORDER BY idx",
-            (league,),
-        ).fetchall()
-        seats = con.execute(
-            "SELECT idx, seat, bot, total, place, forfeited FROM results WHERE tournament = ? "
-            "ORDER BY idx, seat",
-            (league,),
-        ).fetchall()
+        return con.execute(sql, params).fetchall()
     finally:
         con.close()
+
+
+def db_rows(db: Path | str, league: str) -> list[dict[str, Any]]:
+    """Every finished match: idx, match_id, seed, finish order and its seats' rows."""
+    matches = query(
+        db,
+        "SELECT idx, match_id, seed, finish_order, status, seating FROM matches "
+        "WHERE tournament = ? ORDER BY idx",
+        (league,),
+    )
+    seats = query(
+        db,
+        "SELECT idx, seat, bot, total, place, forfeited FROM results WHERE tournament = ? "
+        "ORDER BY idx, seat",
+        (league,),
+    )
     by_idx: dict[int, list[tuple[Any, ...]]] = {}
     for row in seats:
         by_idx.setdefault(row[0], []).append(row)
@@ -232,7 +275,7 @@ def db_rows(db: Path, league: str) -> list[dict[str, Any]]:
     return out
 
 
-def finished(db: Path, league: str) -> list[dict[str, Any]]:
+def finished(db: Path | str, league: str) -> list[dict[str, Any]]:
     """The finished matches, in finishing order."""
     done = [m for m in db_rows(db, league) if m["status"] == "finished"]
     return sorted(done, key=lambda m: m["finish_order"])

@@ -556,3 +556,65 @@ def test_the_configmap_tournament_loads() -> None:
     local = load_config(DEPLOY / "league.toml")
     assert [b.name for b in config.bots] == [b.name for b in local.bots]
     assert [b.command for b in config.bots] == [b.command for b in local.bots]
+
+
+def test_the_league_deployment_serves_the_configmap_league_on_the_secret_database() -> None:
+    from referee.league.config import league_from_table
+
+    deployment = _one("Deployment", "sticheln-league")
+    spec = deployment["spec"]
+    assert spec["replicas"] == 1 and spec["strategy"] == {"type": "Recreate"}
+    pod = spec["template"]
+    container = _container(deployment)
+    args = build_parser().parse_args(container["args"])
+    assert args.command == "serve" and args.host is None and args.port is None
+    # The league file loads with the environment the Secret gives the container.
+    secret = _one("Secret", "sticheln-league")["stringData"]
+    environ = {
+        e["name"]: secret[e["valueFrom"]["secretKeyRef"]["key"]]
+        for e in container["env"]
+        if e["valueFrom"]["secretKeyRef"]["name"] == "sticheln-league"
+    }
+    assert len(environ) == len(container["env"]) == 2
+    mounts = {m["name"]: m["mountPath"] for m in container["volumeMounts"]}
+    volumes = {v["name"]: v for v in pod["spec"]["volumes"]}
+    configmap = _one("ConfigMap", volumes["config"]["configMap"]["name"])
+    source = Path(mounts["config"]) / Path(args.config).name
+    assert Path(args.config) == source and list(configmap["data"]) == [source.name]
+    config = league_from_table(
+        tomllib.loads(configmap["data"][source.name]), source.parent, source, environ
+    )
+    assert isinstance(config.database, str) and config.database.startswith("postgresql://")
+    assert config.database == secret["DATABASE_URL"]
+    assert config.admin_token == secret["STICHELN_ADMIN_TOKEN"]
+    text = configmap["data"][source.name]
+    assert "postgresql://" not in text and "change-me" not in text  # no secret in the file
+    # The records under `out` stay on the claimed volume.
+    records = volumes["records"]["persistentVolumeClaim"]["claimName"]
+    assert _one("PersistentVolumeClaim", records)
+    assert Path(mounts["records"]) in config.out.parents
+    # Ports, probes (the gRPC health service on the league's port) and scraping.
+    assert config.host == config.metrics_host == config.web_host == "0.0.0.0"
+    ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+    assert ports == {"grpc": config.port, "metrics": config.metrics_port, "web": config.web_port}
+    for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
+        assert container[probe]["grpc"] == {"port": config.port}, probe
+    annotations = pod["metadata"]["annotations"]
+    assert annotations["prometheus.io/scrape"] == "true"
+    assert int(annotations["prometheus.io/port"]) == config.metrics_port
+    grace = pod["spec"]["terminationGracePeriodSeconds"]
+    assert config.shutdown_grace_s < grace  # running matches get their grace, then exit 0
+    assert pod["spec"]["securityContext"]["runAsUser"] == 10001
+    service = _one("Service", "sticheln-league")
+    assert service["spec"]["selector"] == spec["selector"]["matchLabels"]
+    assert {p["targetPort"] for p in service["spec"]["ports"]} == set(ports)
+    # Kept out of `kubectl apply -f deploy/kubernetes/` (not recursive).
+    league = {
+        ("Secret", "sticheln-league"),
+        ("ConfigMap", configmap["metadata"]["name"]),
+        ("PersistentVolumeClaim", records),
+        ("Deployment", "sticheln-league"),
+        ("Service", "sticheln-league"),
+    }
+    found = {p.parent for p, d in _manifests() if (d["kind"], d["metadata"]["name"]) in league}
+    assert found == {K8S / "league"}

@@ -48,15 +48,13 @@ def imports(path: Path) -> list[tuple[int, str]]:
             found += [(node.lineno, a.name) for a in node.names]
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             found.append((node.lineno, node.module))
-            # ``from referee import logs`` imports the module referee.logs
+            # ``from referee import logs`` imports the module referee.runtime.logs
             found += [(node.lineno, f"{node.module}.{a.name}") for a in node.names]
     return [(line, name) for line, name in found if name.startswith("referee")]
 
 
 def test_every_module_is_in_a_room() -> None:
-    homeless = [
-        name for name, _ in modules() if room(name) is None and name not in ("referee",)
-    ]
+    homeless = [name for name, _ in modules() if room(name) is None and name not in ("referee",)]
     assert homeless == [], f"modules in no room of LAYERS: {homeless}"
 
 

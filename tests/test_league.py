@@ -1,12 +1,13 @@
 """The league end to end: ``referee serve`` processes and sample bot processes over
 127.0.0.1; bots join late, disconnect and return; SIGTERM and restart; league files.
+The tests that keep a league's data run once on SQLite and once on PostgreSQL
+(the ``league_db`` fixture).
 """
 
 from __future__ import annotations
 
 import math
 import shutil
-import sqlite3
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -17,15 +18,18 @@ from leaguekit import (
     ADMIN_TOKEN,
     REFEREE,
     ROOT,
+    LeagueDb,
     bots,
     db_rows,
     finished,
+    query,
     serving,
     wait_for,
     write_config,
 )
 
 from referee.league.config import load_league_config
+from referee.league.registry import token_hash
 from referee.match.dealkey import DealKey
 from referee.results.ratings import MIN_MATCHES, LiveElo, MatchOutcome, fit_standings
 from referee.tournament.config import ConfigError
@@ -34,7 +38,7 @@ from sticheln.v1 import league_pb2
 pytestmark = pytest.mark.skipif(shutil.which("node") is None, reason="needs Node.js")
 
 
-def played(db: Path, league: str, bot: str, forfeited: bool | None = None) -> list[Any]:
+def played(db: Path | str, league: str, bot: str, forfeited: bool | None = None) -> list[Any]:
     """The finished matches ``bot`` sat in (forfeited or not, when given)."""
     out = []
     for m in finished(db, league):
@@ -61,10 +65,15 @@ def running_with(serve: Any, bot: str) -> str | None:
     return None
 
 
-def test_five_bots_join_leave_return_and_the_standings_match_the_database(tmp_path: Path) -> None:
+def test_five_bots_join_leave_return_and_the_standings_match_the_database(
+    tmp_path: Path, league_db: LeagueDb
+) -> None:
     name = "e2e"
-    config = write_config(tmp_path / "league.toml", {"name": name, "table_size": 3, "parallel": 2})
-    db = tmp_path / "out" / "league.db"
+    config = write_config(
+        tmp_path / "league.toml",
+        {"name": name, "table_size": 3, "parallel": 2, **league_db.table},
+    )
+    db = league_db.target
     with serving(config, tmp_path / "serve.log") as serve, bots(serve.address, tmp_path) as b:
         tokens = {n: serve.register(n) for n in ("rand", "heur", "node", "slow", "late")}
         b.start("random", "rand", tokens["rand"])
@@ -163,14 +172,14 @@ def test_five_bots_join_leave_return_and_the_standings_match_the_database(tmp_pa
 
 
 def test_sigterm_mid_match_exits_0_and_the_match_is_replayed_after_restart(
-    tmp_path: Path,
+    tmp_path: Path, league_db: LeagueDb
 ) -> None:
     name = "term"
     config = write_config(
         tmp_path / "league.toml",
-        {"name": name, "table_size": 3, "parallel": 1, "shutdown_grace_s": 0},
+        {"name": name, "table_size": 3, "parallel": 1, "shutdown_grace_s": 0, **league_db.table},
     )
-    db = tmp_path / "out" / "league.db"
+    db = league_db.target
     trio = ("a", "b", "c")
     with serving(config, tmp_path / "serve1.log") as serve, bots(serve.address, tmp_path) as b:
         tokens = {n: serve.register(n) for n in trio}
@@ -224,9 +233,8 @@ def test_sigterm_mid_match_exits_0_and_the_match_is_replayed_after_restart(
     assert record.summary.seating == replayed["seating"]
     # Every deal, the replay's too, comes from the key stored when the league was created;
     # both runs publish its commitment in their first log line, never the key.
-    with sqlite3.connect(db) as con:
-        ((key_hex,),) = con.execute("SELECT deal_key FROM deal_keys").fetchall()
-        deals = dict(con.execute("SELECT match_id, deal FROM matches").fetchall())
+    ((key_hex,),) = query(db, "SELECT deal_key FROM deal_keys")
+    deals = dict(query(db, "SELECT match_id, deal FROM matches"))
     key = DealKey.from_hex(key_hex)
     assert replayed["seed"] == key.match_seed(deals[match_id])
     # The first run dealt match n from deal n; the replay has a deal number of its own.
@@ -299,6 +307,9 @@ BAD = [
     ("[league]\ntls_cert = 'a.pem'\n", "tls_cert and tls_key go together"),
     ("[bots]\n", "unknown table [bots]"),
     ("[clock]\ndecision = 3\n", "unknown key 'decision'"),
+    ("[league]\ndatabase_env = 'NO_SUCH_DATABASE_URL'\n", "$NO_SUCH_DATABASE_URL"),
+    ("[league]\ndatabase = 'a.db'\ndatabase_env = 'DB_URL'\n", "not both"),
+    ("[league]\ndatabase = 3\n", "database must be a string"),
 ]
 
 
@@ -309,6 +320,27 @@ def test_a_malformed_league_file_is_one_clear_error(tmp_path: Path, text: str, s
     with pytest.raises(ConfigError) as info:
         load_league_config(path, {"STICHELN_ADMIN_TOKEN": ADMIN_TOKEN})
     assert says in str(info.value) and "\n" not in str(info.value)
+
+
+def test_the_database_is_a_path_from_the_files_folder_or_a_url_kept_as_given(
+    tmp_path: Path,
+) -> None:
+    env = {"STICHELN_ADMIN_TOKEN": ADMIN_TOKEN}
+    url = "postgresql://league:pw@db.example:5432/league"
+    for table, want in [
+        ({}, tmp_path / "results" / "l" / "league.db"),
+        ({"database": "data/l.db"}, tmp_path / "data" / "l.db"),
+        ({"database": url}, url),
+        ({"database": "postgres://db/l"}, "postgres://db/l"),
+        ({"database_env": "LEAGUE_DB"}, url),
+    ]:
+        path = write_config(tmp_path / "l.toml", {**table, "out": "results/l"})
+        config = load_league_config(path, {**env, "LEAGUE_DB": url})
+        assert config.database == want, table
+    # A path from the environment resolves from the file's folder too.
+    path = write_config(tmp_path / "l.toml", {"database_env": "LEAGUE_DB"})
+    config = load_league_config(path, {**env, "LEAGUE_DB": "state/l.db"})
+    assert config.database == tmp_path / "state" / "l.db"
 
 
 def test_referee_serve_with_a_malformed_file_exits_2_with_one_line(tmp_path: Path) -> None:
@@ -340,8 +372,12 @@ def test_referee_serve_with_a_malformed_file_exits_2_with_one_line(tmp_path: Pat
     )
 
 
-def test_referee_league_commands_administer_a_running_league(tmp_path: Path) -> None:
-    config = write_config(tmp_path / "league.toml", {"name": "cli", "table_size": 3})
+def test_referee_league_commands_administer_a_running_league(
+    tmp_path: Path, league_db: LeagueDb
+) -> None:
+    config = write_config(
+        tmp_path / "league.toml", {"name": "cli", "table_size": 3, **league_db.table}
+    )
     env = {"PATH": "/usr/bin:/bin", "STICHELN_ADMIN_TOKEN": ADMIN_TOKEN}
 
     def league(*argv: str, token: bool = True) -> subprocess.CompletedProcess[str]:
@@ -382,5 +418,17 @@ def test_referee_league_commands_administer_a_running_league(tmp_path: Path) -> 
         ]
         listed = serve.league.ListBots(league_pb2.ListBotsRequest(), timeout=10).bots
         assert [(b.name, b.active) for b in listed] == [("alpha", False), ("alpha@v2", True)]
+        # Another connection reads the entries while the league runs: every write is
+        # committed at once, and only the tokens' hashes are stored.
+        stored = query(
+            league_db.target,
+            "SELECT name, version, active, family, previous, token_sha256 FROM league_bots "
+            "ORDER BY registered_at",
+        )
+        assert [r[:5] for r in stored] == [
+            ("alpha", 1, 0, "alpha", ""),
+            ("alpha@v2", 2, 1, "alpha", "alpha"),
+        ]
+        assert stored[0][5] == token_hash(token) and token not in repr(stored)
         standings = league("standings", token=False)
         assert standings.returncode == 0 and standings.stdout.startswith("0 matches")

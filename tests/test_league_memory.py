@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from bots.harness import run
+from leaguekit import LeagueDb
 
 from referee.league.config import league_from_table
 from referee.league.service import League, match_id_of
@@ -20,15 +21,16 @@ pytestmark = pytest.mark.timeout(120)
 BOTS = ["ann", "ben", "cy", "dee", "eve"]
 
 
-def _league(tmp_path: Path) -> League:
+def _league(tmp_path: Path, db: LeagueDb) -> League:
     config = league_from_table(
-        {"league": {"name": "mem", "seed": 1, "table_size": 4, "bootstrap": 20}},
+        {"league": {"name": "mem", "seed": 1, "table_size": 4, "bootstrap": 20, **db.table}},
         tmp_path,
         tmp_path / "league.toml",
         {"STICHELN_ADMIN_TOKEN": "x" * 32},
     )
     league = League(config)
     league.store.open_tournament(config.name, league.fingerprint(), "mem")
+    league.key = league.store.deal_key(config.name)
     return league
 
 
@@ -36,7 +38,8 @@ def _finish(league: League, index: int) -> None:
     seating = tuple(BOTS[(index + i) % len(BOTS)] for i in range(4))
     m = ScheduledMatch(index, tuple(sorted(seating)), seating, index)
     name = league.config.name
-    league.store.plan(name, [m], lambda m: match_id_of(name, m.index), league.store.deal_key(name))
+    assert league.key is not None
+    league.store.plan(name, [m], lambda m: match_id_of(name, m.index), league.key)
     record = league.config.out / f"{index}.jsonl"
     record.parent.mkdir(parents=True, exist_ok=True)
     record.write_text('{"type":"header"}\n')
@@ -68,8 +71,10 @@ def _publication_peak(league: League) -> int:
         tracemalloc.stop()
 
 
-def test_publishing_the_standings_costs_little_memory_per_match_played(tmp_path: Path) -> None:
-    league = _league(tmp_path)
+def test_publishing_the_standings_costs_little_memory_per_match_played(
+    tmp_path: Path, league_db: LeagueDb
+) -> None:
+    league = _league(tmp_path, league_db)
     for i in range(200):
         _finish(league, i)
     _publication_peak(league)  # the first one also pays for one-off set-up
@@ -85,8 +90,10 @@ def test_publishing_the_standings_costs_little_memory_per_match_played(tmp_path:
     assert per_match < 2_500, (few, many)
 
 
-def test_a_finished_match_is_found_through_the_database(tmp_path: Path) -> None:
-    league = _league(tmp_path)
+def test_a_finished_match_is_found_through_the_database(
+    tmp_path: Path, league_db: LeagueDb
+) -> None:
+    league = _league(tmp_path, league_db)
     for i in range(3):
         _finish(league, i)
     summary, text = league.record(match_id_of("mem", 1))

@@ -1,7 +1,8 @@
 """The league's doors: admin and bot tokens, declared seats, revocation, health,
 reflection, and WatchMatch's hidden information and delay.
 
-One real ``referee serve`` process for the module, clients over 127.0.0.1.
+One real ``referee serve`` process for the module (on SQLite, then on PostgreSQL),
+clients over 127.0.0.1.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 from leaguekit import (
     ADMIN,
+    LeagueDb,
     Serve,
     assert_nothing_hidden,
     oracle,
@@ -37,11 +39,11 @@ RULES = {"preset": "sticheln", "deck": "french_2_14", "pain_visibility": "secret
 
 
 @pytest.fixture(scope="module")
-def league(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Serve]:
-    tmp = tmp_path_factory.mktemp("league-security")
+def league(module_league_db: tuple[Path, LeagueDb]) -> Iterator[Serve]:
+    tmp, db = module_league_db
     config = write_config(
         tmp / "league.toml",
-        {"name": LEAGUE, "table_size": 3, "parallel": 1, "shutdown_grace_s": 5},
+        {"name": LEAGUE, "table_size": 3, "parallel": 1, "shutdown_grace_s": 5, **db.table},
         RULES,
         {"decision_ms": 30000, "time_bank_ms": 0},
     )

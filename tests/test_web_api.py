@@ -4,6 +4,7 @@ bot processes, plain HTTP over 127.0.0.1.
 Read-only routes, security headers, clear errors, documents that agree with the database
 and the records, and a web spy: while a match runs, every API route is crawled and no
 hand of that match may appear anywhere; its live stream carries exactly the public events.
+The league keeps its data on SQLite, then on PostgreSQL.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from leaguekit import Serve, bots, finished, oracle, wait_for
+from leaguekit import LeagueDb, Serve, bots, finished, oracle, wait_for
 from prometheus_client.parser import text_string_to_metric_families
 from webkit import get_json, request, sse_events, web_league
 
@@ -44,14 +45,14 @@ ROUTES = [
 
 
 class League:
-    def __init__(self, serve: Serve, url: str, out: Path) -> None:
-        self.serve, self.url, self.out = serve, url, out
+    def __init__(self, serve: Serve, url: str, out: Path, db: LeagueDb) -> None:
+        self.serve, self.url, self.out, self.db = serve, url, out, db
 
     def get(self, path: str) -> Any:
         return get_json(self.url + path)
 
     def db_finished(self) -> list[dict[str, Any]]:
-        return finished(self.out / "league.db", LEAGUE)
+        return finished(self.db.target, LEAGUE)
 
     def record(self, match_id: str) -> list[dict[str, Any]]:
         lines = list(read_record(self.out / "matches" / f"{match_id}.jsonl"))
@@ -70,9 +71,9 @@ class League:
 
 
 @pytest.fixture(scope="module")
-def league(tmp_path_factory: pytest.TempPathFactory) -> Iterator[League]:
-    tmp = tmp_path_factory.mktemp("web-api")
-    table = {"name": LEAGUE, "table_size": 3, "parallel": 1, "metrics_port": 0}
+def league(module_league_db: tuple[Path, LeagueDb]) -> Iterator[League]:
+    tmp, db = module_league_db
+    table = {"name": LEAGUE, "table_size": 3, "parallel": 1, "metrics_port": 0, **db.table}
     with web_league(tmp, table) as (serve, url), bots(serve.address, tmp) as b:
         # Every match seats all three; the slow one makes each last a few seconds.
         for kind, name, think in (
@@ -81,7 +82,7 @@ def league(tmp_path_factory: pytest.TempPathFactory) -> Iterator[League]:
             ("slow", "slow", 25),
         ):
             b.start(kind, name, serve.register(name), think_ms=think)
-        lg = League(serve, url, tmp / "out")
+        lg = League(serve, url, tmp / "out", db)
         wait_for(lambda: len(lg.db_finished()) >= 2, 120, "two finished matches")
         yield lg
 

@@ -15,7 +15,8 @@ WORKDIR /src
 COPY pyproject.toml setup.py README.md ./
 COPY referee ./referee
 COPY sticheln ./sticheln
-# psycopg is the PostgreSQL driver for `--db postgresql://...` (sharded tournaments).
+# psycopg is the PostgreSQL driver for `--db postgresql://...` (sharded tournaments) and
+# for a league whose database is PostgreSQL.
 RUN python -m venv /opt/venv \
  && /opt/venv/bin/pip install --no-cache-dir --disable-pip-version-check . "psycopg[binary]>=3.1"
 

@@ -72,7 +72,7 @@ def serve(args: argparse.Namespace) -> int:
     from referee.league.config import load_league_config
     from referee.league.service import League
     from referee.match.metrics import RefereeMetrics
-    from referee.results.store import ResumeRefused
+    from referee.results.store import ResumeRefused, StoreError
     from referee.runtime import eventloop, logs
     from referee.tournament.config import ConfigError
 
@@ -91,7 +91,10 @@ def serve(args: argparse.Namespace) -> int:
         print(f"metrics on http://{config.metrics_host}:{port}/metrics", file=sys.stderr)
 
     async def run() -> int:
-        league = League(config, metrics)
+        try:
+            league = League(config, metrics)
+        except StoreError as exc:
+            raise UsageError(str(exc)) from None
         try:
             await league.start()
         except ResumeRefused as exc:

@@ -17,6 +17,7 @@ from typing import Any
 from referee.match.runner import Clock
 from referee.match.sandbox import DEFAULT_MODE
 from referee.results.ratings import MIN_MATCHES
+from referee.results.store import is_url
 from referee.rules import RuleError, RuleSet, from_table
 from referee.tournament.config import ConfigError, _int, sandbox_mode
 
@@ -28,6 +29,7 @@ _KEYS = {
     "strike_limit",
     "out",
     "database",
+    "database_env",
     "host",
     "port",
     "admin_token_env",
@@ -59,7 +61,8 @@ class LeagueConfig:
     rules: RuleSet
     clock: Clock
     out: Path
-    database: Path
+    #: A SQLite file, or a ``postgresql://`` URL kept as given (never resolved as a path).
+    database: Path | str
     host: str
     port: int
     admin_token: str
@@ -173,7 +176,23 @@ def league_from_table(data: dict[str, Any], base: Path, source: Path, environ: A
         web_port = _int(t, "web_port", 0, 0, where, 65535)
     out = _str(t, "out", f"results/{name}", where)
     database = _str(t, "database", "", where)
+    database_env = _str(t, "database_env", "", where)
+    if database_env:
+        # The URL holds the database's password: it comes from the environment (a
+        # Kubernetes Secret), not from the league file.
+        if database:
+            raise ConfigError(f"{where}: [league] give database or database_env, not both")
+        database = environ.get(database_env, "")
+        if not database:
+            raise ConfigError(
+                f"{where}: the database is read from ${database_env} (database_env), which "
+                "is unset; set it to a postgresql:// URL or a file path"
+            )
     out_path = (base / out).resolve()
+    if is_url(database):
+        db_target: Path | str = database
+    else:
+        db_target = (base / database).resolve() if database else out_path / "league.db"
     tls_cert = _str(t, "tls_cert", "", where)
     tls_key = _str(t, "tls_key", "", where)
     if bool(tls_cert) != bool(tls_key):
@@ -189,7 +208,7 @@ def league_from_table(data: dict[str, Any], base: Path, source: Path, environ: A
         rules=rules,
         clock=clock,
         out=out_path,
-        database=(base / database).resolve() if database else out_path / "league.db",
+        database=db_target,
         host=_str(t, "host", "127.0.0.1", where),
         port=_int(t, "port", 0, 0, where, 65535),
         admin_token=admin_token,

@@ -1,12 +1,13 @@
-"""The league's bot entries and their tokens, in the league's SQLite database.
+"""The league's bot entries and their tokens, in the league's database (SQLite or PostgreSQL).
 
 Table ``league_bots``: one row per bot entry (name, owner, description, the family it
 belongs to and the entry it succeeds, its version number, the SHA-256 of its token and
 whether the token was revoked). A token is shown once, when it is issued; only its hash
 is stored, so a copy of the database opens no seat.
 
-The match tables (``matches``, ``results``, ``faults``) are the tournament's
-(:mod:`referee.results.store`); this module keeps to its own table.
+The table lives in the league's :class:`~referee.results.store.Store`, next to the
+match tables (``matches``, ``results``, ``faults``), and is read and written through it:
+one connection, one SQL text for both databases, every write committed at once.
 """
 
 from __future__ import annotations
@@ -15,10 +16,10 @@ import dataclasses
 import hashlib
 import re
 import secrets
-import sqlite3
 import time
 from dataclasses import dataclass
-from pathlib import Path
+
+from referee.results.store import Store
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS league_bots (
@@ -30,7 +31,7 @@ CREATE TABLE IF NOT EXISTS league_bots (
     version INTEGER NOT NULL,
     token_sha256 TEXT NOT NULL UNIQUE,
     active INTEGER NOT NULL,
-    registered_at REAL NOT NULL
+    registered_at {real} NOT NULL
 );
 """
 
@@ -76,16 +77,15 @@ def new_token() -> str:
 
 
 class BotRegistry:
-    """Bot entries, cached in memory and written through to the database."""
+    """Bot entries, cached in memory and written through to the league's store (which
+    stays the caller's to close)."""
 
-    def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self.db = sqlite3.connect(path, isolation_level=None, timeout=30)
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.executescript(_SCHEMA)
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        store.create_tables(_SCHEMA)
         self._by_name: dict[str, BotEntry] = {}
         self._by_hash: dict[str, BotEntry] = {}
-        for row in self.db.execute(
+        for row in store.execute(
             "SELECT name, owner, description, family, previous, version, token_sha256, active, "
             "registered_at FROM league_bots ORDER BY registered_at, name"
         ):
@@ -95,16 +95,12 @@ class BotRegistry:
             )
             self._remember(entry)
 
-    def close(self) -> None:
-        """Close the connection."""
-        self.db.close()
-
     def _remember(self, entry: BotEntry) -> None:
         self._by_name[entry.name] = entry
         self._by_hash[entry.token_sha256] = entry
 
     def _insert(self, entry: BotEntry) -> None:
-        self.db.execute(
+        self.store.execute(
             "INSERT INTO league_bots VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 entry.name,
@@ -168,7 +164,7 @@ class BotRegistry:
         entry = self._by_name.get(name)
         if entry is None:
             raise RegistryError(f"no bot named {name!r} is registered", "not_found")
-        self.db.execute("UPDATE league_bots SET active = 0 WHERE name = ?", (name,))
+        self.store.execute("UPDATE league_bots SET active = 0 WHERE name = ?", (name,))
         revoked = dataclasses.replace(entry, active=False)
         self._remember(revoked)
         return revoked

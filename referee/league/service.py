@@ -11,7 +11,11 @@ serves one match at a time; when the match ends it is idle again.
 Matches and ratings are the tournament's: the league is one "tournament" in the
 :class:`~referee.results.store.Store` whose matches are planned one at a time as they
 start. A match is marked running when it starts and stored, all of it in one transaction,
-when it ends. On SIGTERM the league stops starting matches, gives the running ones
+when it ends. The database is the league file's: a SQLite file or a PostgreSQL server
+(:func:`~referee.results.store.open_store`, bot entries included). As in a
+tournament, each database call is one short statement made from the event loop, in
+autocommit mode, so the web pages and any other process reading the database see every
+write at once. On SIGTERM the league stops starting matches, gives the running ones
 ``shutdown_grace_s`` to finish, and stops the rest; they stay planned in the database and
 are replayed from the start (same seating, same match id, a new deal: the seats saw part
 of the old one) as soon as their bots are connected again after a restart.
@@ -56,7 +60,7 @@ from referee.match.server import (
     TlsConfig,
 )
 from referee.results.ratings import LiveElo, MatchOutcome
-from referee.results.store import Store, StoredResult
+from referee.results.store import StoredResult, open_store, redact
 from referee.tournament.schedule import ScheduledMatch
 from sticheln.v1 import bot_pb2, league_pb2
 
@@ -142,8 +146,12 @@ class League:
     def __init__(self, config: LeagueConfig, metrics: RefereeMetrics | None = None) -> None:
         self.config = config
         self.metrics = metrics or RefereeMetrics()
-        self.registry = BotRegistry(config.database)
-        self.store = Store(config.database)
+        self.store = open_store(config.database)
+        try:
+            self.registry = BotRegistry(self.store)
+        except BaseException:
+            self.store.close()
+            raise
         self.servicer = LeagueServicer(self)
         self.server = RefereeServer(
             handshake_timeout=config.handshake_timeout_s,
@@ -247,6 +255,7 @@ class League:
         log.info(
             "league_start",
             league=c.name,
+            database=redact(c.database),
             deal_key_commitment=key.commitment(),
             address=self.server.address,
             finished=self._finished,
@@ -296,7 +305,6 @@ class League:
                 await self._publishing
         await self.server.stop(1.0)
         self.store.close()
-        self.registry.close()
         log.info("league_stopped", finished=self._finished, interrupted=interrupted)
 
     # -- the lobby: streams joining and leaving ----------------------------------------------

@@ -1,8 +1,9 @@
 """A league's published standings, fitted in a short-lived process of their own.
 
 ``python -m referee.league.standings DATABASE LEAGUE BOOTSTRAP MIN_MATCHES`` reads every finished
-match of the league from its database, fits the standings and writes them to stdout as
-one serialized ``StandingsResponse``. The fit needs every match played so far (the
+match of the league from its database (a SQLite file or a database URL; ``-`` reads it
+from the first line of stdin, which keeps a URL's password out of the process list),
+fits the standings and writes them to stdout as one serialized ``StandingsResponse``. The fit needs every match played so far (the
 bootstrap resamples them), so its memory grows with the league's history; a league runs
 for weeks, and what a long-lived process allocates once mostly stays with it. Done here,
 that memory goes back to the system when the process exits, and the league's own
@@ -20,7 +21,7 @@ from pathlib import Path
 
 from referee.results.ratings import MIN_MATCHES, LiveElo, fit
 from referee.results.stats import bot_stats, outcomes_from
-from referee.results.store import Store, StoredResult
+from referee.results.store import StoredResult, open_store
 from sticheln.v1 import league_pb2
 
 #: The longest a fit may take before the publication is given up (and tried again later).
@@ -65,24 +66,25 @@ def compute_standings(
 
 
 async def fit_in_child(
-    database: Path, league: str, bootstrap: int, min_matches: int = MIN_MATCHES
+    database: Path | str, league: str, bootstrap: int, min_matches: int = MIN_MATCHES
 ) -> league_pb2.StandingsResponse:
-    """The standings of ``league`` in ``database``, fitted by a child process; raises
-    RuntimeError saying why not."""
+    """The standings of ``league`` in ``database`` (a path or a URL), fitted by a child
+    process; raises RuntimeError saying why not."""
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
         "referee.league.standings",
-        str(database),
+        "-",
         league,
         str(bootstrap),
         str(min_matches),
-        stdin=asyncio.subprocess.DEVNULL,
+        stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
     )
     try:
-        out, err = await asyncio.wait_for(proc.communicate(), FIT_TIMEOUT_S)
+        target = f"{database}\n".encode()
+        out, err = await asyncio.wait_for(proc.communicate(target), FIT_TIMEOUT_S)
     except BaseException:  # timed out or cancelled (the league stops): no orphan
         if proc.returncode is None:
             proc.kill()
@@ -103,9 +105,9 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
-    database, league = Path(args[0]), args[1]
-    bootstrap, min_matches = int(args[2]), int(args[3])
-    store = Store(database)
+    database = sys.stdin.readline().strip() if args[0] == "-" else args[0]
+    league, bootstrap, min_matches = args[1], int(args[2]), int(args[3])
+    store = open_store(database)
     try:
         results = store.results(league, think=False)
     finally:

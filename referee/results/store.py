@@ -13,6 +13,10 @@ transaction, so a tournament (or a shard of one) killed at any moment has every 
 match complete and every other one replayable from the start. Shards write concurrently:
 each plans, resets and plays only its own matches, and the finishing order is assigned
 under a lock on the tournament's row.
+
+Another module keeps a table of its own in the same database through
+:meth:`Store.create_tables` and :meth:`Store.execute`, written once for both databases:
+the league's bot entries (:mod:`referee.league.registry`).
 """
 
 from __future__ import annotations
@@ -245,6 +249,23 @@ class Store:
     def close(self) -> None:
         """Close the connection."""
         self.db.close()
+
+    # -- other modules' tables (the league's bot entries) ------------------------------------
+
+    def create_tables(self, schema: str) -> None:
+        """Create the tables and indexes of ``schema`` (``CREATE … IF NOT EXISTS``
+        statements) that do not exist yet. ``{real}``, ``{blob}`` and ``{bigint}`` stand
+        for the column types that differ between the databases."""
+        try:
+            self.db.executescript(schema.format(**self._TYPES))
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot create the tables in {self.where}: {exc}") from None
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        """Run one statement with ``?`` parameters, committed at once (every store
+        connection is in autocommit mode, so another process reads it at once); the
+        cursor, for ``fetchone``, ``fetchall``, iteration and ``rowcount``."""
+        return self._execute(sql, params)
 
     # -- the dialect: what PostgresStore overrides ------------------------------------------
 
@@ -624,16 +645,24 @@ class PostgresStore(Store):
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise StoreError(f"cannot connect to the database {redact(url)}: {first}") from None
         try:
+            self.create_tables(_SCHEMA)
+        except StoreError:
+            self.db.close()
+            raise
+        self._init_meta()
+
+    def create_tables(self, schema: str) -> None:
+        import psycopg
+
+        try:
             with self.db.transaction():
-                # Shards creating the tables at the same moment take turns.
+                # Processes creating the tables at the same moment take turns.
                 self.db.execute("SELECT pg_advisory_xact_lock(5734287)")
-                for statement in _SCHEMA.format(**self._TYPES).split(";"):
+                for statement in schema.format(**self._TYPES).split(";"):
                     if statement.strip():
                         self.db.execute(statement)
         except psycopg.Error as exc:
-            self.db.close()
-            raise StoreError(f"cannot create the tables in {redact(url)}: {exc}") from None
-        self._init_meta()
+            raise StoreError(f"cannot create the tables in {redact(self.where)}: {exc}") from None
 
     def _execute(self, sql: str, params: Sequence[Any] = ()) -> Any:
         return self.db.execute(sql.replace("?", "%s"), params)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib
 import math
 import os
 import random
@@ -1156,6 +1157,14 @@ def build_parser() -> argparse.ArgumentParser:
     rp = sub.add_parser("replay", help="re-check a match record and print it trick by trick")
     rp.add_argument("file", help="a match record (.jsonl)")
     rp.set_defaults(func=_replay)
+
+    from referee.config import KINDS
+
+    sc = sub.add_parser("schema", help="print a config file type's JSON Schema (for editors)")
+    sc.add_argument("kind", choices=list(KINDS), help="which file: " + ", ".join(KINDS))
+    sc.set_defaults(
+        func=lambda args: importlib.import_module("referee.config.schema").command(args)
+    )
     return parser
 
 

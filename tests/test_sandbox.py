@@ -234,8 +234,8 @@ def test_a_bot_file_declares_more_read_only_paths(tmp_path: Path) -> None:
     assert spec.read == (tmp_path / "jdk",)
     for table, words in (
         ({"read": ["missing"]}, "does not exist"),
-        ({"read": "jdk"}, "must be a list of paths"),
-        ({"write": ["jdk"]}, "allows one key, read"),
+        ({"read": "jdk"}, r"\[sandbox\] read = 'jdk' is not allowed; allowed: a list of paths"),
+        ({"write": ["jdk"]}, r"\[sandbox\] has unknown key 'write'; allowed: read"),
     ):
         with pytest.raises(BotConfigError, match=words):
             bot_from_table({"name": "j", "command": "java Bot", "sandbox": table}, base=tmp_path)

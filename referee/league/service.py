@@ -142,6 +142,10 @@ class League:
     def __init__(self, config: LeagueConfig, metrics: RefereeMetrics | None = None) -> None:
         self.config = config
         self.metrics = metrics or RefereeMetrics()
+        if isinstance(config.database, str):
+            raise ValueError(
+                "a league keeps its data in a SQLite file; database = URL is not served yet"
+            )
         self.registry = BotRegistry(config.database)
         self.store = Store(config.database)
         self.servicer = LeagueServicer(self)

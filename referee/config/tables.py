@@ -89,6 +89,14 @@ def resolve(base: Path, value: str) -> Path:
     return (base / value).resolve()
 
 
+def database_target(base: Path, value: str, default: Path) -> Path | str:
+    """A ``database`` key's target: a URL (``postgresql://...``) as given, a path read from
+    ``base`` (a file's folder), or ``default`` when the key is empty."""
+    if "://" in value:
+        return value
+    return resolve(base, value) if value else default
+
+
 def check_name(value: str, where: str, error: type[Exception]) -> str:
     """A name taken from a file's name (when the file gives none) fit for folder names."""
     if not re.fullmatch(r"[\w.-]+", value):

@@ -30,6 +30,7 @@ from referee.config.tables import (
     Table,
     TableSize,
     check_name,
+    database_target,
     resolve,
     validate,
 )
@@ -38,7 +39,6 @@ from referee.rules import RuleError, RuleSet
 from referee.runner import Clock
 from referee.sandbox import DEFAULT_MODE
 from referee.tournament.config import ConfigError
-from referee.tournament.storage import is_url
 
 
 @dataclass(frozen=True)
@@ -99,6 +99,8 @@ class LeagueTable(Table):
     """The results folder (default: results/NAME, relative to this file's folder)."""
     database: Database = ""
     """The league's SQLite file, or a postgresql:// URL (default: OUT/league.db)."""
+    database_env: str = ""
+    """An environment variable that holds the database (a URL with its password)."""
     host: str = "127.0.0.1"
     """The address bots dial."""
     port: Port = 0
@@ -133,9 +135,11 @@ class LeagueTable(Table):
     """Spectators stay this many rounds behind a running match."""
 
     @model_validator(mode="after")
-    def _tls_pair(self) -> LeagueTable:
+    def _pairs(self) -> LeagueTable:
         if (self.tls_cert is None) != (self.tls_key is None):
             raise ValueError("tls_cert and tls_key go together; give both or neither")
+        if self.database and self.database_env:
+            raise ValueError("give database or database_env, not both")
         return self
 
 
@@ -183,11 +187,17 @@ def league_from_table(data: dict[str, Any], base: Path, source: Path, environ: A
         )
     name = t.name if t.name is not None else check_name(source.stem, where, ConfigError)
     out = resolve(base, t.out if t.out is not None else f"results/{name}")
-    database: Path | str
-    if is_url(t.database):
-        database = t.database
-    else:
-        database = resolve(base, t.database) if t.database else out / "league.db"
+    given = t.database
+    if t.database_env:
+        # The URL holds the database's password: it comes from the environment (a
+        # Kubernetes Secret), not from the league file.
+        given = environ.get(t.database_env, "")
+        if not given:
+            raise ConfigError(
+                f"{where}: the database is read from ${t.database_env} (database_env), which "
+                "is unset; set it to a postgresql:// URL or a file path"
+            )
+    database = database_target(base, given, out / "league.db")
     return LeagueConfig(
         name=name,
         seed=t.seed,

@@ -33,6 +33,7 @@ from referee.config.tables import (
     Table,
     TableSize,
     check_name,
+    database_target,
     resolve,
     validate,
 )
@@ -40,7 +41,6 @@ from referee.ratings import MIN_MATCHES
 from referee.rules import RuleError, RuleSet
 from referee.runner import Clock
 from referee.sandbox import DEFAULT_MODE
-from referee.tournament.storage import is_url
 
 
 class ConfigError(ConfigFileError):
@@ -245,10 +245,7 @@ def config_from_table(data: dict[str, Any], base: Path, source: Path) -> Tournam
         )
     name = t.name if t.name is not None else check_name(source.stem, where, ConfigError)
     out = resolve(base, t.out if t.out is not None else f"results/{name}")
-    if is_url(t.database):
-        database = t.database
-    else:
-        database = str(resolve(base, t.database) if t.database else out / "tournament.db")
+    database = str(database_target(base, t.database, out / "tournament.db"))
     return TournamentConfig(
         name=name,
         seed=t.seed,

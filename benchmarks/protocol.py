@@ -89,7 +89,8 @@ import structlog
 from google.protobuf.wrappers_pb2 import BytesValue
 from machine import Steal, loaded_warning
 
-from referee.match.bots import BotSpec, load_bot
+from referee.config.bots import load_bot
+from referee.match.bots import BotSpec
 from referee.match.runner import Clock, MatchResult, MatchRunner
 from referee.match.server import RefereeServer
 from referee.rules import preset

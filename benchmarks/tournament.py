@@ -51,7 +51,7 @@ from types import ModuleType
 
 from machine import Steal, loaded_warning
 
-from referee.match.bots import bot_from_table
+from referee.config.bots import bot_from_table
 from referee.match.metrics import RefereeMetrics
 from referee.match.pool import await_handshake, start_bot
 from referee.match.sandbox import Sandbox

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from referee.match.bots import bot_from_table
+from referee.config.bots import bot_from_table
 from referee.rules import from_table, parse_card
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -343,7 +343,7 @@ def test_compose_commands_are_ones_the_referee_accepts() -> None:
     load_config(ROOT / tour.file)
     match = parser.parse_args(services["match"]["command"])
     assert match.command == "match" and match.port == 50051
-    from referee.match.bots import load_bot
+    from referee.config.bots import load_bot
 
     bots = [load_bot(ROOT / b) for b in match.bot]
     (external,) = [b for b in bots if b.external]

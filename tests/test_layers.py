@@ -17,6 +17,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("referee.runtime",),
     ("referee.convert",),
     ("referee.match",),
+    ("referee.config",),
     ("referee.results",),
     ("referee.tournament",),
     ("referee.compare", "referee.league"),

@@ -16,7 +16,8 @@ import grpc
 import pytest
 from bots.harness import BOTS_DIR, assert_no_processes, collect_reports, new_marker, run
 
-from referee.match.bots import BotConfigError, BotSpec, bot_from_table
+from referee.config.bots import bot_from_table
+from referee.match.bots import BotConfigError, BotSpec
 from referee.match.dealkey import DealKey
 from referee.match.pool import BotPool, StartFailed
 from referee.match.server import RefereeServer
@@ -318,9 +319,9 @@ def test_one_token_opened_for_two_seats_admits_two_streams_then_refuses() -> Non
 @pytest.mark.parametrize(
     ("table", "words"),
     [
-        ({"seats": 0}, "'seats' must be a whole number from 1 to 64, not 0"),
-        ({"seats": "4"}, "'seats' must be a whole number from 1 to 64, not '4'"),
-        ({"seats": 65}, "not 65"),
+        ({"seats": 0}, "seats = 0 is not allowed; allowed: a whole number from 1 to 64"),
+        ({"seats": "4"}, "seats = '4' is not allowed; allowed: a whole number from 1 to 64"),
+        ({"seats": 65}, "seats = 65 is not allowed"),
         ({"seats": 2, "command": [], "token": "t"}, "'seats' is for a bot the referee starts"),
     ],
 )

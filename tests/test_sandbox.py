@@ -23,8 +23,9 @@ from bots.harness import (
     run,
 )
 
+from referee.config.bots import bot_from_table
 from referee.league.config import league_from_table
-from referee.match.bots import BotConfigError, BotProcess, bot_from_table
+from referee.match.bots import BotConfigError, BotProcess
 from referee.match.pool import await_handshake, start_bot
 from referee.match.sandbox import (
     SOCKET_DIR,
@@ -234,8 +235,8 @@ def test_a_bot_file_declares_more_read_only_paths(tmp_path: Path) -> None:
     assert spec.read == (tmp_path / "jdk",)
     for table, words in (
         ({"read": ["missing"]}, "does not exist"),
-        ({"read": "jdk"}, "must be a list of paths"),
-        ({"write": ["jdk"]}, "allows one key, read"),
+        ({"read": "jdk"}, r"\[sandbox\] read = 'jdk' is not allowed; allowed: a list of paths"),
+        ({"write": ["jdk"]}, r"\[sandbox\] has unknown key 'write'; allowed: read"),
     ):
         with pytest.raises(BotConfigError, match=words):
             bot_from_table({"name": "j", "command": "java Bot", "sandbox": table}, base=tmp_path)

@@ -43,8 +43,8 @@ def test_the_example_league_file_loads() -> None:
     [
         ('[[bots]]\nfile = "missing.toml"\n', 3, "missing.toml: bot file not found"),
         ("[tournament]\ntable_size = 5\n", 4, "table_size = 5 is larger than the 4 bots declared"),
-        ('[rules]\npreset = "bridge"\n', 4, "preset: 'bridge' is not allowed"),
-        ("[clock]\ndecision_ms = -5\n", 4, "decision_ms: -5 is not allowed"),
+        ('[rules]\npreset = "bridge"\n', 4, "[rules] preset = 'bridge' is not allowed"),
+        ("[clock]\ndecision_ms = -5\n", 4, "[clock] decision_ms = -5 is not allowed"),
         ("[clock]\nthink_ms = 5\n", 4, "[clock] has unknown key 'think_ms'"),
         ('[tournament]\nmode = "swiss"\n', 4, "mode = 'swiss' is not allowed"),
         (

@@ -21,13 +21,14 @@ from referee.cli import (
     league,
     match,
     replay,
+    schema,
     tournament,
     web,
 )
 from referee.cli.common import UsageError, take_deal_key_from_environment
 
 #: The command modules, in the order ``referee --help`` lists their commands.
-COMMANDS = (demo, match, tournament, deals, compare, league, check_bot, web, replay)
+COMMANDS = (demo, match, tournament, deals, compare, league, check_bot, web, replay, schema)
 
 
 def build_parser() -> argparse.ArgumentParser:

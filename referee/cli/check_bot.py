@@ -74,7 +74,8 @@ def check_bot(args: argparse.Namespace) -> int:
     import shutil
     import tempfile
 
-    from referee.match.bots import BotConfigError, BotSpec, load_bot
+    from referee.config.bots import load_bot
+    from referee.match.bots import BotConfigError, BotSpec
     from referee.match.checkbot import SEATS_SCENARIO, Outcome, check_bot, scenarios
     from referee.runtime import logs
 

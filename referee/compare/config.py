@@ -13,15 +13,32 @@ import math
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, model_validator
 
 from referee.compare.sprt import Sprt
-from referee.match.bots import BotConfigError, BotSpec, load_bot
+from referee.config.bots import load_bot
+from referee.config.errors import Allowed, ConfigFileError
+from referee.config.tables import (
+    ClockTable,
+    FilePath,
+    Name,
+    RulesTable,
+    SandboxTable,
+    Seed,
+    Table,
+    TableSize,
+    resolve,
+    validate,
+)
+from referee.match.bots import BotConfigError, BotSpec
 from referee.match.runner import Clock
-from referee.rules import RuleError, RuleSet, from_table
+from referee.match.sandbox import DEFAULT_MODE
+from referee.rules import RuleError, RuleSet
 
 
-class CompareConfigError(ValueError):
+class CompareConfigError(ConfigFileError):
     """Settings that cannot be used; the message is one line."""
 
 
@@ -41,21 +58,6 @@ def share_for_elo(elo: float) -> float:
     than the baseline, against opponents as strong as the baseline (Bradley–Terry on the
     Elo scale): 1 / (1 + 10^(−elo/400)) − ½."""
     return 1.0 / (1.0 + math.pow(10.0, -elo / 400.0)) - 0.5
-
-
-_COMPARE_KEYS = (
-    "name",
-    "candidate",
-    "baseline",
-    "opponents",
-    "table_size",
-    "seed",
-    "matches",
-    "parallel",
-    "strike_limit",
-    "out",
-    "sprt",
-)
 
 
 @dataclass(frozen=True)
@@ -86,6 +88,8 @@ class CompareConfig:
     metric: str = "score"
     #: The bounds as given in Elo (``elo0``, ``elo1``), or None.
     elo: tuple[float, float] | None = None
+    #: How started bots are confined: "bubblewrap" (the default) or "none" ([sandbox] mode).
+    sandbox: str = DEFAULT_MODE
 
     @property
     def max_pairs(self) -> int:
@@ -170,6 +174,123 @@ def parse_sprt_words(words: list[str]) -> dict[str, float]:
     return table
 
 
+Bound = Annotated[float, Field(allow_inf_nan=False), Allowed("a finite number")]
+Elo = Annotated[float, Field(ge=-1000, le=1000)]
+ErrorRate = Annotated[float, Field(gt=0, lt=0.5)]
+
+
+class SprtTable(Table):
+    """``[compare.sprt]``: the sequential test that stops a comparison once it can tell."""
+
+    lower: Bound | None = None
+    """H0: the candidate's mean gain over the baseline, in points per match (default 0)."""
+    upper: Bound | None = None
+    """H1: the gain the test should detect, in points per match (default 5)."""
+    elo0: Elo | None = None
+    """H0 in Elo instead of points (with elo1; the test then runs on the share beaten)."""
+    elo1: Elo | None = None
+    """H1 in Elo instead of points (with elo0)."""
+    alpha: ErrorRate | None = None
+    """The chance of accepting H1 when H0 holds (default 0.05)."""
+    beta: ErrorRate | None = None
+    """The chance of accepting H0 when H1 holds (default 0.05)."""
+    min_pairs: Annotated[int, Field(ge=2)] | None = None
+    """No decision before this many deal pairs (default 20)."""
+
+    @model_validator(mode="after")
+    def _one_scale(self) -> SprtTable:
+        elo = (self.elo0, self.elo1)
+        if elo != (None, None):
+            if (self.lower, self.upper) != (None, None):
+                raise ValueError(
+                    "give the bounds either as lower/upper (points per match) or as "
+                    "elo0/elo1 (Elo), not both"
+                )
+            if None in elo:
+                raise ValueError("give both elo0 and elo1")
+        return self
+
+
+class CompareTable(Table):
+    """``[compare]``: the bots, the number of matches and the test."""
+
+    name: Name = "compare"
+    """The comparison's name (and its results folder's)."""
+    candidate: FilePath | None = None
+    """The candidate's bot file."""
+    baseline: FilePath | None = None
+    """The baseline's bot file."""
+    opponents: list[FilePath] = Field(default_factory=list)
+    """The opponents' bot files, seated with the candidate and the baseline in turn."""
+    table_size: TableSize | None = None
+    """Players per match (default: one more than the opponents, as the rules allow)."""
+    seed: Seed = 1
+    """Decides the deals."""
+    matches: Annotated[int, Field(ge=2, le=10_000_000)] | None = None
+    """The most matches, two per deal pair (given without [compare.sprt]: exactly this many)."""
+    parallel: Annotated[int, Field(ge=1, le=64)] = 1
+    """Matches played at once."""
+    strike_limit: Annotated[int, Field(ge=1, le=1000)] = 3
+    """A bot's faults before it forfeits the rest of the comparison."""
+    out: FilePath | None = None
+    """The results folder (default: results/NAME, relative to this file's folder)."""
+    sprt: SprtTable | Literal[False] | None = None
+    """The sequential test, or false for a fixed number of matches."""
+
+
+class CompareFile(Table):
+    """A comparison file (``referee compare FILE``)."""
+
+    compare: CompareTable = CompareTable()
+    rules: RulesTable = RulesTable()
+    clock: ClockTable = ClockTable()
+    sandbox: SandboxTable = SandboxTable()
+
+
+def _apply(data: dict[str, Any], flags: Overrides) -> dict[tuple[str, ...], str]:
+    """Put the flags' values into ``data`` (a parsed file) in place; which key each flag set."""
+    given: dict[tuple[str, ...], str] = {}
+    cwd = Path.cwd()
+
+    def put(keys: tuple[str, ...], value: Any, flag: str) -> None:
+        table = data
+        for key in keys[:-1]:
+            inner = table.setdefault(key, {})
+            if not isinstance(inner, dict):
+                return  # the file's own error says the table is not a table
+            table = inner
+        table[keys[-1]] = value
+        given[keys] = flag
+
+    for key in ("name", "table_size", "seed", "matches", "parallel"):
+        value = getattr(flags, key)
+        if value is not None:
+            put(("compare", key), value, f"--{key.replace('_', '-')}")
+    for key in ("candidate", "baseline", "out"):
+        value = getattr(flags, key)
+        if value is not None:
+            put(("compare", key), str(cwd / value), f"--{key}")
+    if flags.opponents is not None:
+        put(("compare", "opponents"), [str(cwd / p) for p in flags.opponents], "--opponent")
+    if flags.rules is not None:
+        data["rules"] = {}
+        put(("rules", "preset"), flags.rules, "--rules")
+    for key in ("decision_ms", "time_bank_ms", "startup_ms"):
+        value = getattr(flags, key)
+        if value is not None:
+            put(("clock", key), value, f"--{key.replace('_', '-')}")
+    if flags.sprt == ["off"]:
+        put(("compare", "sprt"), False, "--sprt")
+    elif flags.sprt is not None:
+        words = parse_sprt_words(flags.sprt)
+        compare = data.get("compare")
+        if isinstance(compare, dict) and not isinstance(compare.get("sprt"), dict):
+            compare["sprt"] = {}
+        for key, value in words.items():
+            put(("compare", "sprt", key), value, f"--sprt {key}")
+    return given
+
+
 def load_compare(path: str | Path | None, flags: Overrides) -> CompareConfig:
     """Read the file (when given), apply the flags over it, and validate."""
     data: dict[str, Any] = {}
@@ -187,46 +308,33 @@ def load_compare(path: str | Path | None, flags: Overrides) -> CompareConfig:
             raise CompareConfigError(f"{path}: not valid TOML: {exc}") from None
         base = path.parent
         where = str(path)
-    return _validate(data, base, where, flags)
+    file_gives_matches = isinstance(data.get("compare"), dict) and "matches" in data["compare"]
+    given = _apply(data, flags)
+    model = validate(CompareFile, data, where, CompareConfigError, given)
+    return _build(model, base, where, given, file_gives_matches)
 
 
-def _validate(data: dict[str, Any], base: Path, where: str, flags: Overrides) -> CompareConfig:
-    unknown = sorted(set(data) - {"compare", "rules", "clock"})
-    if unknown:
-        raise CompareConfigError(
-            f"{where}: unknown table [{unknown[0]}]; allowed: [compare], [compare.sprt], [rules], [clock]"
-        )
-    c = data.get("compare", {})
-    if not isinstance(c, dict):
-        raise CompareConfigError(f"{where}: [compare] must be a table")
-    extra = sorted(set(c) - set(_COMPARE_KEYS))
-    if extra:
-        raise CompareConfigError(
-            f"{where}: [compare] has unknown key {extra[0]!r}; allowed: {', '.join(_COMPARE_KEYS)}"
-        )
-    cwd = Path.cwd()
+def _build(
+    model: CompareFile,
+    base: Path,
+    where: str,
+    given: dict[tuple[str, ...], str],
+    file_gives_matches: bool,
+) -> CompareConfig:
+    c = model.compare
 
-    def bot_file(key: str, flag: str | None) -> BotSpec:
-        if flag is not None:
-            return _load_bot(Path(flag), f"--{key}")
-        value = c.get(key)
+    def bot_file(key: str, value: str | None) -> BotSpec:
         if value is None:
             raise CompareConfigError(
                 f'{where}: no {key}; give --{key} FILE or [compare] {key} = "FILE"'
             )
-        if not isinstance(value, str):
-            raise CompareConfigError(f"{where}: [compare] {key} must be a bot file path")
-        return _load_bot(base / value, f"{where} [compare] {key}")
+        flag = given.get(("compare", key))
+        return _load_bot(resolve(base, value), flag or f"{where} [compare] {key}")
 
-    candidate = bot_file("candidate", flags.candidate)
-    baseline = bot_file("baseline", flags.baseline)
-    if flags.opponents is not None:
-        opponents = [_load_bot(Path(p), "--opponent") for p in flags.opponents]
-    else:
-        listed = c.get("opponents", [])
-        if not isinstance(listed, list) or not all(isinstance(p, str) for p in listed):
-            raise CompareConfigError(f"{where}: [compare] opponents must be a list of bot files")
-        opponents = [_load_bot(base / p, f"{where} [compare] opponents") for p in listed]
+    candidate = bot_file("candidate", c.candidate)
+    baseline = bot_file("baseline", c.baseline)
+    label = given.get(("compare", "opponents")) or f"{where} [compare] opponents"
+    opponents = [_load_bot(resolve(base, p), label) for p in c.opponents]
     if not opponents:
         raise CompareConfigError(
             f"{where}: no opponents; give --opponent FILE (once per opponent) or "
@@ -235,44 +343,9 @@ def _validate(data: dict[str, Any], base: Path, where: str, flags: Overrides) ->
     named = _unique_names([candidate, baseline, *opponents])
     candidate, baseline, opponents = named[0], named[1], named[2:]
 
-    rules_table = data.get("rules", {})
-    if not isinstance(rules_table, dict):
-        raise CompareConfigError(f"{where}: [rules] must be a table")
-    if flags.rules is not None:
-        rules_table = {"preset": flags.rules}
-    try:
-        rules = from_table(rules_table)
-    except RuleError as exc:
-        raise CompareConfigError(f"{where}: [rules] {exc}") from None
-
-    clock_table = data.get("clock", {})
-    if not isinstance(clock_table, dict):
-        raise CompareConfigError(f"{where}: [clock] must be a table")
-    extra = sorted(set(clock_table) - {"decision_ms", "time_bank_ms", "startup_ms"})
-    if extra:
-        raise CompareConfigError(
-            f"{where}: [clock] has unknown key {extra[0]!r}; allowed: decision_ms, time_bank_ms, startup_ms"
-        )
-    clock_table = dict(clock_table)
-    for key in ("decision_ms", "time_bank_ms", "startup_ms"):
-        if getattr(flags, key) is not None:
-            clock_table[key] = getattr(flags, key)
-    try:
-        clock = Clock(**clock_table)
-    except (TypeError, ValueError) as exc:
-        raise CompareConfigError(f"{where}: [clock] {exc}") from None
-
-    def number(key: str, flag: int | None, default: int, low: int, high: int) -> int:
-        value = flag if flag is not None else c.get(key, default)
-        source = f"--{key.replace('_', '-')}" if flag is not None else f"{where}: [compare] {key}"
-        if type(value) is not int or not low <= value <= high:
-            raise CompareConfigError(
-                f"{source} = {value!r} is not allowed; allowed: a whole number from {low} to {high}"
-            )
-        return value
-
+    rules = model.rules.rule_set()
     lo, hi = rules.player_range()
-    table_size = number("table_size", flags.table_size, min(max(1 + len(opponents), lo), hi), 3, 8)
+    table_size = c.table_size if c.table_size is not None else min(max(1 + len(opponents), lo), hi)
     if table_size - 1 > len(opponents):
         raise CompareConfigError(
             f"{where}: table_size = {table_size} needs {table_size - 1} opponents at each "
@@ -284,92 +357,43 @@ def _validate(data: dict[str, Any], base: Path, where: str, flags: Overrides) ->
         raise CompareConfigError(
             f"{where}: table_size = {table_size} does not fit the rules: {exc}"
         ) from None
-    seed = number("seed", flags.seed, 1, 0, (1 << 64) - 1)
-    parallel = number("parallel", flags.parallel, 1, 1, 64)
-    strike_limit = number("strike_limit", None, 3, 1, 1000)
-    matches_given = flags.matches is not None or "matches" in c
-    matches = number("matches", flags.matches, DEFAULT_MATCHES, 2, 10_000_000)
+    matches = c.matches if c.matches is not None else DEFAULT_MATCHES
     if matches % 2:
         raise CompareConfigError(
             f"matches = {matches} is not allowed; allowed: an even number (two matches per deal pair)"
         )
 
-    sprt_table: dict[str, Any] | None = None
-    file_sprt = c.get("sprt")
-    if file_sprt is not None and file_sprt is not False:
-        if not isinstance(file_sprt, dict):
-            raise CompareConfigError(
-                f"{where}: [compare] sprt must be a table [compare.sprt] (or false for a fixed-size comparison)"
-            )
-        extra = sorted(set(file_sprt) - set(_SPRT_KEYS + _ELO_KEYS))
-        if extra:
-            raise CompareConfigError(
-                f"{where}: [compare.sprt] has unknown key {extra[0]!r}; allowed: "
-                f"{', '.join(_SPRT_KEYS + _ELO_KEYS)}"
-            )
-        sprt_table = dict(file_sprt)
-    if flags.sprt is not None:
-        if flags.sprt == ["off"]:
-            sprt_table = None
-            file_sprt = False
-        else:
-            sprt_table = {**(sprt_table or {}), **parse_sprt_words(flags.sprt)}
-    sprt: Sprt | None
+    sprt: Sprt | None = None
     metric, elo = "score", None
-    if sprt_table is not None and set(sprt_table) & set(_ELO_KEYS):
-        if set(sprt_table) & {"lower", "upper"}:
-            raise CompareConfigError(
-                f"{where}: [compare.sprt] give the bounds either as lower/upper (points per "
-                "match) or as elo0/elo1 (Elo), not both"
-            )
-        if not set(_ELO_KEYS) <= set(sprt_table):
-            raise CompareConfigError(f"{where}: [compare.sprt] give both elo0 and elo1")
-        e0, e1 = sprt_table.pop("elo0"), sprt_table.pop("elo1")
-        for key, value in (("elo0", e0), ("elo1", e1)):
-            if isinstance(value, bool) or not isinstance(value, int | float):
-                raise CompareConfigError(
-                    f"{where}: [compare.sprt] {key} = {value!r} is not a number"
-                )
-            if not -1000 <= value <= 1000:
-                raise CompareConfigError(
-                    f"{where}: [compare.sprt] {key} = {value!r} is not allowed; allowed: -1000 to 1000 Elo"
-                )
-        metric, elo = "share", (float(e0), float(e1))
-        sprt_table["lower"], sprt_table["upper"] = share_for_elo(e0), share_for_elo(e1)
-    if sprt_table is None and (file_sprt is False or (matches_given and flags.sprt is None)):
-        sprt = None  # a fixed-size comparison of exactly `matches` matches
-    else:
+    flags_sprt = any(k[:2] == ("compare", "sprt") for k in given)
+    matches_given = file_gives_matches or ("compare", "matches") in given
+    fixed = c.sprt is False or (c.sprt is None and matches_given and not flags_sprt)
+    if not fixed:
+        table = c.sprt if isinstance(c.sprt, SprtTable) else SprtTable()
+        options = table.model_dump(exclude_none=True, exclude={"elo0", "elo1"})
+        if table.elo0 is not None and table.elo1 is not None:
+            metric, elo = "share", (table.elo0, table.elo1)
+            options["lower"], options["upper"] = share_for_elo(elo[0]), share_for_elo(elo[1])
         try:
-            sprt = Sprt(**(sprt_table or {}))
-        except (TypeError, ValueError) as exc:
+            sprt = Sprt(**options)
+        except ValueError as exc:
             raise CompareConfigError(f"{where}: [compare.sprt] {exc}") from None
         if sprt.min_pairs > matches // 2:
             raise CompareConfigError(
                 f"matches = {matches} is fewer than the test's {sprt.min_pairs} deal pairs "
                 f"before any decision ({2 * sprt.min_pairs} matches)"
             )
-
-    name = flags.name if flags.name is not None else c.get("name", "compare")
-    if not isinstance(name, str) or not name or not all(c.isalnum() or c in "-_." for c in name):
-        raise CompareConfigError(
-            f"{where}: name = {name!r} is not allowed; allowed: letters, digits, '-', '_', '.'"
-        )
-    if flags.out is not None:
-        out = (cwd / flags.out).resolve()
-    else:
-        value = c.get("out", f"results/{name}")
-        if not isinstance(value, str):
-            raise CompareConfigError(f"{where}: [compare] out must be a string")
-        out = (base / value).resolve()
+    out = resolve(base, c.out if c.out is not None else f"results/{c.name}")
     return CompareConfig(
-        name=name,
-        seed=seed,
+        name=c.name,
+        seed=c.seed,
         table_size=table_size,
         matches=matches,
-        parallel=parallel,
-        strike_limit=strike_limit,
+        parallel=c.parallel,
+        strike_limit=c.strike_limit,
         rules=rules,
-        clock=clock,
+        clock=model.clock.clock(),
+        sandbox=model.sandbox.mode,
         candidate=candidate,
         baseline=baseline,
         opponents=tuple(opponents),

@@ -44,7 +44,6 @@ from referee.compare.sprt import H0, H1, Z95, State, first_verdict, state
 from referee.match.dealkey import DealKey
 from referee.match.metrics import RefereeMetrics
 from referee.match.runner import MatchResult
-from referee.match.sandbox import DEFAULT_MODE
 from referee.results.store import describe_changes
 from referee.runtime import logs
 from referee.runtime.private import private_dir
@@ -494,7 +493,7 @@ async def _play(
         log_dir=private_dir(config.out / "logs"),
         startup_s=config.clock.startup_ms / 1000,
         pooled=False,
-        sandbox=getattr(config, "sandbox", DEFAULT_MODE),
+        sandbox=config.sandbox,
         host=host,
         log_level=log_level or logs.LEVEL,
     )

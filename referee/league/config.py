@@ -12,41 +12,33 @@ import os
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
+from pydantic import Field, model_validator
+
+from referee.config.tables import (
+    ClockTable,
+    Count,
+    Database,
+    FilePath,
+    Name,
+    Port,
+    RulesTable,
+    SandboxTable,
+    Seed,
+    Strike,
+    Table,
+    TableSize,
+    check_name,
+    database_target,
+    resolve,
+    validate,
+)
 from referee.match.runner import Clock
 from referee.match.sandbox import DEFAULT_MODE
 from referee.results.ratings import MIN_MATCHES
-from referee.results.store import is_url
-from referee.rules import RuleError, RuleSet, from_table
-from referee.tournament.config import ConfigError, _int, sandbox_mode
-
-_KEYS = {
-    "name",
-    "seed",
-    "table_size",
-    "parallel",
-    "strike_limit",
-    "out",
-    "database",
-    "database_env",
-    "host",
-    "port",
-    "admin_token_env",
-    "metrics_port",
-    "metrics_host",
-    "shutdown_grace_s",
-    "publish_interval_s",
-    "bootstrap",
-    "min_matches",
-    "max_seats_per_bot",
-    "handshake_timeout_s",
-    "tls_cert",
-    "tls_key",
-    "web_port",
-    "web_host",
-    "web_delay_rounds",
-}
+from referee.rules import RuleError, RuleSet
+from referee.tournament.config import ConfigError
 
 
 @dataclass(frozen=True)
@@ -61,7 +53,7 @@ class LeagueConfig:
     rules: RuleSet
     clock: Clock
     out: Path
-    #: A SQLite file, or a ``postgresql://`` URL kept as given (never resolved as a path).
+    #: The league's SQLite file (resolved), or a ``postgresql://`` URL as given.
     database: Path | str
     host: str
     port: int
@@ -87,20 +79,77 @@ class LeagueConfig:
     min_matches: int = MIN_MATCHES
 
 
-def _float(table: dict[str, Any], key: str, default: float, low: float, where: str) -> float:
-    value = table.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, int | float) or value < low:
-        raise ConfigError(
-            f"{where}: {key} = {value!r} is not allowed; allowed: a number >= {low:g}"
-        )
-    return float(value)
+Seconds = Annotated[float, Field(ge=0.0)]
 
 
-def _str(table: dict[str, Any], key: str, default: str, where: str) -> str:
-    value = table.get(key, default)
-    if not isinstance(value, str):
-        raise ConfigError(f"{where}: [league] {key} must be a string")
-    return value
+class LeagueTable(Table):
+    """``[league]``: the service, its schedule and where its data goes."""
+
+    name: Name | None = None
+    """The league's name (default: the file's name without .toml)."""
+    seed: Seed = 1
+    """Decides the deals."""
+    table_size: TableSize | None = None
+    """Players per match (default: 4, or what the rules allow)."""
+    parallel: Annotated[int, Field(ge=1, le=1024)] = 4
+    """Matches played at once."""
+    strike_limit: Strike = 3
+    """A bot's faults in a match before it forfeits it."""
+    out: FilePath | None = None
+    """The results folder (default: results/NAME, relative to this file's folder)."""
+    database: Database = ""
+    """The league's SQLite file, or a postgresql:// URL (default: OUT/league.db)."""
+    database_env: str = ""
+    """An environment variable that holds the database (a URL with its password)."""
+    host: str = "127.0.0.1"
+    """The address bots dial."""
+    port: Port = 0
+    """The port bots dial (0: any free port)."""
+    admin_token_env: str = "STICHELN_ADMIN_TOKEN"
+    """The environment variable that holds the admin token (16 characters or more)."""
+    metrics_port: Port | None = None
+    """The Prometheus metrics port (default: no metrics)."""
+    metrics_host: str = "127.0.0.1"
+    """The metrics address."""
+    shutdown_grace_s: Seconds = 10.0
+    """Seconds running matches have to finish on shutdown."""
+    publish_interval_s: Seconds = 10.0
+    """Seconds between standings publications."""
+    bootstrap: Annotated[int, Field(ge=0, le=10_000)] = 200
+    """Bootstrap resamples of the ratings' intervals."""
+    min_matches: Count = MIN_MATCHES
+    """Bots with fewer matches are listed apart in the standings as provisional."""
+    max_seats_per_bot: Annotated[int, Field(ge=1, le=1024)] = 16
+    """The most streams one bot may have open."""
+    handshake_timeout_s: Annotated[float, Field(ge=0.1)] = 10.0
+    """Seconds a connecting bot has to complete its handshake."""
+    tls_cert: FilePath | None = None
+    """The server's TLS certificate (PEM; with tls_key)."""
+    tls_key: FilePath | None = None
+    """The server's TLS private key (PEM; with tls_cert)."""
+    web_port: Port | None = None
+    """The web pages' port (default: no web pages)."""
+    web_host: str = "127.0.0.1"
+    """The web pages' address."""
+    web_delay_rounds: Annotated[int, Field(ge=0, le=1000)] = 0
+    """Spectators stay this many rounds behind a running match."""
+
+    @model_validator(mode="after")
+    def _pairs(self) -> LeagueTable:
+        if (self.tls_cert is None) != (self.tls_key is None):
+            raise ValueError("tls_cert and tls_key go together; give both or neither")
+        if self.database and self.database_env:
+            raise ValueError("give database or database_env, not both")
+        return self
+
+
+class LeagueFile(Table):
+    """A league file (``referee serve --config FILE``)."""
+
+    league: LeagueTable = LeagueTable()
+    rules: RulesTable = RulesTable()
+    clock: ClockTable = ClockTable()
+    sandbox: SandboxTable = SandboxTable()
 
 
 def load_league_config(path: str | Path, environ: dict[str, str] | None = None) -> LeagueConfig:
@@ -118,113 +167,63 @@ def load_league_config(path: str | Path, environ: dict[str, str] | None = None) 
 def league_from_table(data: dict[str, Any], base: Path, source: Path, environ: Any) -> LeagueConfig:
     """Validate a parsed league file."""
     where = str(source)
-    unknown = sorted(set(data) - {"league", "rules", "clock", "sandbox"})
-    if unknown:
-        raise ConfigError(
-            f"{where}: unknown table [{unknown[0]}]; allowed: [league], [rules], [clock], [sandbox]"
-        )
-    sandbox = sandbox_mode(data.get("sandbox", {}), where)
-    t = data.get("league", {})
-    if not isinstance(t, dict):
-        raise ConfigError(f"{where}: [league] must be a table")
-    extra = sorted(set(t) - _KEYS)
-    if extra:
-        raise ConfigError(
-            f"{where}: [league] has unknown key {extra[0]!r}; allowed: {', '.join(sorted(_KEYS))}"
-        )
-    name = t.get("name", source.stem)
-    if not isinstance(name, str) or not name or not all(c.isalnum() or c in "-_." for c in name):
-        raise ConfigError(
-            f"{where}: [league] name = {name!r} is not allowed; allowed: letters, digits, '-', '_', '.'"
-        )
-    try:
-        rules = from_table(data.get("rules", {}))
-    except RuleError as exc:
-        raise ConfigError(f"{where}: [rules] {exc}") from None
-    clock_table = data.get("clock", {})
-    if not isinstance(clock_table, dict):
-        raise ConfigError(f"{where}: [clock] must be a table")
-    extra = sorted(set(clock_table) - {"decision_ms", "time_bank_ms", "startup_ms"})
-    if extra:
-        raise ConfigError(
-            f"{where}: [clock] has unknown key {extra[0]!r}; allowed: decision_ms, time_bank_ms, startup_ms"
-        )
-    try:
-        clock = Clock(**clock_table)
-    except (TypeError, ValueError) as exc:
-        raise ConfigError(f"{where}: [clock] {exc}") from None
+    model = validate(LeagueFile, data, where, ConfigError)
+    t = model.league
+    rules = model.rules.rule_set()
     lo, hi = rules.player_range()
-    table_size = _int(t, "table_size", max(lo, min(4, hi)), 3, where, 8)
+    table_size = t.table_size if t.table_size is not None else max(lo, min(4, hi))
     try:
         rules.check_players(table_size)
     except RuleError as exc:
         raise ConfigError(
             f"{where}: [league] table_size = {table_size} does not fit the rules: {exc}"
         ) from None
-    env_name = _str(t, "admin_token_env", "STICHELN_ADMIN_TOKEN", where)
+    env_name = t.admin_token_env
     admin_token = environ.get(env_name, "") if env_name else ""
     if len(admin_token) < 16:
         raise ConfigError(
             f"{where}: the admin token is read from ${env_name} (admin_token_env), which is "
             f"{'unset' if not admin_token else 'shorter than 16 characters'}; set it to a long random secret"
         )
-    metrics_port = t.get("metrics_port")
-    if metrics_port is not None:
-        metrics_port = _int(t, "metrics_port", 0, 0, where, 65535)
-    web_port = t.get("web_port")
-    if web_port is not None:
-        web_port = _int(t, "web_port", 0, 0, where, 65535)
-    out = _str(t, "out", f"results/{name}", where)
-    database = _str(t, "database", "", where)
-    database_env = _str(t, "database_env", "", where)
-    if database_env:
+    name = t.name if t.name is not None else check_name(source.stem, where, ConfigError)
+    out = resolve(base, t.out if t.out is not None else f"results/{name}")
+    given = t.database
+    if t.database_env:
         # The URL holds the database's password: it comes from the environment (a
         # Kubernetes Secret), not from the league file.
-        if database:
-            raise ConfigError(f"{where}: [league] give database or database_env, not both")
-        database = environ.get(database_env, "")
-        if not database:
+        given = environ.get(t.database_env, "")
+        if not given:
             raise ConfigError(
-                f"{where}: the database is read from ${database_env} (database_env), which "
+                f"{where}: the database is read from ${t.database_env} (database_env), which "
                 "is unset; set it to a postgresql:// URL or a file path"
             )
-    out_path = (base / out).resolve()
-    if is_url(database):
-        db_target: Path | str = database
-    else:
-        db_target = (base / database).resolve() if database else out_path / "league.db"
-    tls_cert = _str(t, "tls_cert", "", where)
-    tls_key = _str(t, "tls_key", "", where)
-    if bool(tls_cert) != bool(tls_key):
-        raise ConfigError(
-            f"{where}: [league] tls_cert and tls_key go together; give both or neither"
-        )
+    database = database_target(base, given, out / "league.db")
     return LeagueConfig(
         name=name,
-        seed=_int(t, "seed", 1, 0, where, (1 << 64) - 1),
+        seed=t.seed,
         table_size=table_size,
-        parallel=_int(t, "parallel", 4, 1, where, 1024),
-        strike_limit=_int(t, "strike_limit", 3, 1, where),
+        parallel=t.parallel,
+        strike_limit=t.strike_limit,
         rules=rules,
-        clock=clock,
-        out=out_path,
-        database=db_target,
-        host=_str(t, "host", "127.0.0.1", where),
-        port=_int(t, "port", 0, 0, where, 65535),
+        clock=model.clock.clock(),
+        out=out,
+        database=database,
+        host=t.host,
+        port=t.port,
         admin_token=admin_token,
         admin_token_env=env_name,
-        metrics_port=metrics_port,
-        metrics_host=_str(t, "metrics_host", "127.0.0.1", where),
-        shutdown_grace_s=_float(t, "shutdown_grace_s", 10.0, 0.0, where),
-        publish_interval_s=_float(t, "publish_interval_s", 10.0, 0.0, where),
-        bootstrap=_int(t, "bootstrap", 200, 0, where, 10_000),
-        max_seats_per_bot=_int(t, "max_seats_per_bot", 16, 1, where, 1024),
-        handshake_timeout_s=_float(t, "handshake_timeout_s", 10.0, 0.1, where),
-        tls_cert=(base / tls_cert).resolve() if tls_cert else None,
-        tls_key=(base / tls_key).resolve() if tls_key else None,
-        web_port=web_port,
-        web_host=_str(t, "web_host", "127.0.0.1", where),
-        web_delay_rounds=_int(t, "web_delay_rounds", 0, 0, where, 1000),
-        sandbox=sandbox,
-        min_matches=_int(t, "min_matches", MIN_MATCHES, 0, where),
+        metrics_port=t.metrics_port,
+        metrics_host=t.metrics_host,
+        shutdown_grace_s=t.shutdown_grace_s,
+        publish_interval_s=t.publish_interval_s,
+        bootstrap=t.bootstrap,
+        max_seats_per_bot=t.max_seats_per_bot,
+        handshake_timeout_s=t.handshake_timeout_s,
+        tls_cert=None if t.tls_cert is None else resolve(base, t.tls_cert),
+        tls_key=None if t.tls_key is None else resolve(base, t.tls_key),
+        web_port=t.web_port,
+        web_host=t.web_host,
+        web_delay_rounds=t.web_delay_rounds,
+        sandbox=model.sandbox.mode,
+        min_matches=t.min_matches,
     )

@@ -36,15 +36,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import shlex
 import signal
 import sys
-import tomllib
 import weakref
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from referee.match.sandbox import SandboxPolicy, bot_environment, bwrap_command
 
@@ -87,97 +84,6 @@ class BotSpec:
     def external(self) -> bool:
         """True for a bot that connects by itself instead of being started."""
         return not self.command
-
-
-def load_bot(path: str | Path) -> BotSpec:
-    """Read a bot file; raise :class:`BotConfigError` with a one-line reason."""
-    path = Path(path)
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise BotConfigError(f"{path}: bot file not found") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise BotConfigError(f"{path}: cannot read the bot file: {exc}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise BotConfigError(f"{path}: not valid TOML: {exc}") from None
-    return bot_from_table(data, base=path.parent, source=str(path))
-
-
-def bot_from_table(data: dict[str, Any], base: Path = Path("."), source: str = "bot") -> BotSpec:
-    """A bot from a TOML table (a bot file's contents, or a table in a tournament file)."""
-    known = {"name", "command", "workdir", "env", "token", "limits", "seats", "sandbox"}
-    unknown = sorted(set(data) - known)
-    if unknown:
-        raise BotConfigError(
-            f"{source}: unknown key {unknown[0]!r}; allowed: {', '.join(sorted(known))}"
-        )
-    name = data.get("name")
-    if not isinstance(name, str) or not name.strip():
-        raise BotConfigError(f"{source}: 'name' must be a non-empty string")
-    command = data.get("command", [])
-    if isinstance(command, str):
-        command = tuple(shlex.split(command))
-    elif isinstance(command, list) and all(isinstance(c, str) for c in command):
-        command = tuple(command)
-    else:
-        raise BotConfigError(f"{source}: 'command' must be a string or a list of strings")
-    token = data.get("token", "")
-    if not isinstance(token, str):
-        raise BotConfigError(f"{source}: 'token' must be a string")
-    if not command and not token:
-        raise BotConfigError(
-            f"{source}: give a 'command' to start, or a 'token' for an external bot"
-        )
-    seats = data.get("seats", 1)
-    if type(seats) is not int or not 1 <= seats <= MAX_SEATS:
-        raise BotConfigError(
-            f"{source}: 'seats' must be a whole number from 1 to {MAX_SEATS}, not {seats!r}"
-        )
-    if seats > 1 and not command:
-        raise BotConfigError(
-            f"{source}: 'seats' is for a bot the referee starts (with a 'command'); an "
-            "external bot opens as many streams as it likes"
-        )
-    env = data.get("env", {})
-    if not isinstance(env, dict) or not all(isinstance(v, str) for v in env.values()):
-        raise BotConfigError(f"{source}: 'env' must be a table of strings")
-    workdir = data.get("workdir", ".")
-    if not isinstance(workdir, str):
-        raise BotConfigError(f"{source}: 'workdir' must be a string")
-    limits_table = data.get("limits", {})
-    if not isinstance(limits_table, dict):
-        raise BotConfigError(f"{source}: 'limits' must be a table")
-    limits = Limits()
-    for key, value in limits_table.items():
-        if key not in ("cpu_seconds", "memory_mb"):
-            raise BotConfigError(
-                f"{source}: unknown limit {key!r}; allowed: cpu_seconds, memory_mb"
-            )
-        if type(value) is not int or value <= 0:
-            raise BotConfigError(f"{source}: limit {key} must be a whole number > 0, not {value!r}")
-    if limits_table:
-        limits = Limits(**limits_table)
-    sandbox = data.get("sandbox", {})
-    if not isinstance(sandbox, dict) or set(sandbox) - {"read"}:
-        raise BotConfigError(f"{source}: [sandbox] allows one key, read (a list of paths)")
-    read = sandbox.get("read", [])
-    if not isinstance(read, list) or not all(isinstance(p, str) and p for p in read):
-        raise BotConfigError(f"{source}: [sandbox] read must be a list of paths")
-    read_paths = tuple((base / p).resolve() for p in read)
-    missing = next((p for p in read_paths if not p.exists()), None)
-    if missing is not None and command:
-        raise BotConfigError(f"{source}: [sandbox] read: {missing} does not exist")
-    return BotSpec(
-        name=name.strip(),
-        command=command,
-        workdir=(base / workdir).resolve(),
-        env=dict(env),
-        token=token,
-        limits=limits,
-        source=source,
-        seats=seats,
-        read=read_paths,
-    )
 
 
 # Every live bot process group, so that an exiting referee kills them all (no orphans).

@@ -11,19 +11,41 @@ import json
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
 
-from referee.match.bots import BotConfigError, BotSpec, bot_from_table, load_bot
+from pydantic import Field
+
+from referee.config.bots import bot_from_model, load_bot
+from referee.config.errors import ConfigFileError
+from referee.config.tables import (
+    BotEntry,
+    BotFileRef,
+    ClockTable,
+    Count,
+    Database,
+    FilePath,
+    Name,
+    Positive,
+    RulesTable,
+    SandboxTable,
+    Seed,
+    Strike,
+    Table,
+    TableSize,
+    check_name,
+    database_target,
+    resolve,
+    validate,
+)
+from referee.match.bots import BotConfigError, BotSpec
 from referee.match.runner import Clock
 from referee.match.sandbox import DEFAULT_MODE
-from referee.match.sandbox import MODES as SANDBOX_MODES
 from referee.results.ratings import MIN_MATCHES
-from referee.results.store import is_url
-from referee.rules import RuleError, RuleSet, from_table
+from referee.rules import RuleError, RuleSet
 
 
-class ConfigError(ValueError):
-    """A tournament file that cannot be used; the message is one line."""
+class ConfigError(ConfigFileError):
+    """A tournament or league file that cannot be used; the message is one line."""
 
 
 MODES = ("round_robin", "duplicate")
@@ -94,36 +116,6 @@ class TournamentConfig:
         return hashlib.sha256(text.encode()).hexdigest()
 
 
-def _int(
-    table: dict[str, Any], key: str, default: int, low: int, where: str, high: int | None = None
-) -> int:
-    value = table.get(key, default)
-    if type(value) is not int or value < low or (high is not None and value > high):
-        allowed = (
-            f"a whole number from {low} to {high}"
-            if high is not None
-            else f"a whole number >= {low}"
-        )
-        raise ConfigError(f"{where}: {key} = {value!r} is not allowed; allowed: {allowed}")
-    return value
-
-
-def sandbox_mode(table: Any, where: str) -> str:
-    """The ``[sandbox]`` table of a tournament or league file: its ``mode``."""
-    if not isinstance(table, dict):
-        raise ConfigError(f"{where}: [sandbox] must be a table")
-    extra = sorted(set(table) - {"mode"})
-    if extra:
-        raise ConfigError(f"{where}: [sandbox] has unknown key {extra[0]!r}; allowed: mode")
-    mode = table.get("mode", DEFAULT_MODE)
-    if mode not in SANDBOX_MODES:
-        raise ConfigError(
-            f"{where}: [sandbox] mode = {mode!r} is not allowed; allowed: "
-            f"{', '.join(map(repr, SANDBOX_MODES))}"
-        )
-    return str(mode)
-
-
 def load_config(path: str | Path) -> TournamentConfig:
     """Read and validate a tournament file."""
     path = Path(path)
@@ -136,81 +128,61 @@ def load_config(path: str | Path) -> TournamentConfig:
     return config_from_table(data, base=path.parent, source=path)
 
 
+class TournamentTable(Table):
+    """``[tournament]``: the schedule, and where the results go."""
+
+    name: Name | None = None
+    """The tournament's name (default: the file's name without .toml)."""
+    seed: Seed = 1
+    """Decides the schedule and every deal."""
+    table_size: TableSize | None = None
+    """Players per match (default: as many bots as the rules allow, up to all of them)."""
+    matches_per_table: Positive | None = None
+    """Matches each table (set of bots) plays (default: table_size)."""
+    mode: Literal["round_robin", "duplicate"] = "round_robin"
+    """"round_robin", or "duplicate": every deal is played once per seat rotation."""
+    max_matches: Count = 0
+    """At most this many matches, the tables sampled (0: every table)."""
+    parallel: Annotated[int, Field(ge=1, le=64)] = 1
+    """Matches played at once."""
+    strike_limit: Strike = 3
+    """A bot's faults before it forfeits the rest of the tournament."""
+    out: FilePath | None = None
+    """The results folder (default: results/NAME, relative to this file's folder)."""
+    database: Database = ""
+    """A SQLite file, or a postgresql:// URL shared by shards (default: OUT/tournament.db)."""
+    anchor: str = ""
+    """The bot whose rating is fixed at 1500 (default: the mean is 1500)."""
+    min_matches: Count = MIN_MATCHES
+    """Bots with fewer matches are listed apart as provisional."""
+
+
+class TournamentFile(Table):
+    """A tournament file (``referee tournament FILE``)."""
+
+    tournament: TournamentTable = TournamentTable()
+    rules: RulesTable = RulesTable()
+    clock: ClockTable = ClockTable()
+    sandbox: SandboxTable = SandboxTable()
+    bots: list[BotEntry] = Field(default_factory=list)
+    """The bots: ``file = "bot.toml"``, or a bot's keys inline."""
+
+
 def config_from_table(data: dict[str, Any], base: Path, source: Path) -> TournamentConfig:
     """Validate a parsed tournament file."""
     where = str(source)
-    unknown = sorted(set(data) - {"tournament", "rules", "clock", "bots", "sandbox"})
-    if unknown:
-        raise ConfigError(
-            f"{where}: unknown table [{unknown[0]}]; allowed: [tournament], [rules], [clock], "
-            "[sandbox], [[bots]]"
-        )
-    sandbox = sandbox_mode(data.get("sandbox", {}), where)
-    t = data.get("tournament", {})
-    if not isinstance(t, dict):
-        raise ConfigError(f"{where}: [tournament] must be a table")
-    known = {
-        "name",
-        "seed",
-        "table_size",
-        "matches_per_table",
-        "mode",
-        "max_matches",
-        "parallel",
-        "strike_limit",
-        "out",
-        "database",
-        "anchor",
-        "min_matches",
-    }
-    extra = sorted(set(t) - known)
-    if extra:
-        raise ConfigError(
-            f"{where}: [tournament] has unknown key {extra[0]!r}; allowed: {', '.join(sorted(known))}"
-        )
-    name = t.get("name", source.stem)
-    if not isinstance(name, str) or not name or not all(c.isalnum() or c in "-_." for c in name):
-        raise ConfigError(
-            f"{where}: [tournament] name = {name!r} is not allowed; allowed: letters, digits, '-', '_', '.'"
-        )
-    seed = _int(t, "seed", 1, 0, where, (1 << 64) - 1)
-    mode = t.get("mode", "round_robin")
-    if mode not in MODES:
-        raise ConfigError(
-            f"{where}: [tournament] mode = {mode!r} is not allowed; allowed: {', '.join(map(repr, MODES))}"
-        )
-    try:
-        rules = from_table(data.get("rules", {}))
-    except RuleError as exc:
-        raise ConfigError(f"{where}: [rules] {exc}") from None
-    clock_table = data.get("clock", {})
-    if not isinstance(clock_table, dict):
-        raise ConfigError(f"{where}: [clock] must be a table")
-    extra = sorted(set(clock_table) - {"decision_ms", "time_bank_ms", "startup_ms"})
-    if extra:
-        raise ConfigError(
-            f"{where}: [clock] has unknown key {extra[0]!r}; allowed: decision_ms, time_bank_ms, startup_ms"
-        )
-    try:
-        clock = Clock(**clock_table)
-    except ValueError as exc:
-        raise ConfigError(f"{where}: [clock] {exc}") from None
-    bots_table = data.get("bots", [])
-    if not isinstance(bots_table, list) or not bots_table:
+    model = validate(TournamentFile, data, where, ConfigError)
+    t = model.tournament
+    rules = model.rules.rule_set()
+    if not model.bots:
         raise ConfigError(f"{where}: no [[bots]]; declare at least {rules.player_range()[0]} bots")
     bots: list[BotSpec] = []
-    for i, entry in enumerate(bots_table):
+    for i, entry in enumerate(model.bots):
         try:
-            if isinstance(entry, dict) and set(entry) == {"file"}:
-                bot = load_bot(base / str(entry["file"]))
-            elif isinstance(entry, dict) and "file" in entry:
-                raise ConfigError(
-                    f"{where}: [[bots]] entry {i + 1}: give either 'file' or an inline bot, not both"
-                )
-            elif isinstance(entry, dict):
-                bot = bot_from_table(entry, base=base, source=f"{where} [[bots]] entry {i + 1}")
+            if isinstance(entry, BotFileRef):
+                bot = load_bot(resolve(base, entry.file))
             else:
-                raise ConfigError(f"{where}: [[bots]] entry {i + 1} must be a table")
+                bot = bot_from_model(entry, base, f"{where} [[bots]] entry {i + 1}")
         except BotConfigError as exc:
             raise ConfigError(str(exc)) from None
         if bot.external:
@@ -225,7 +197,7 @@ def config_from_table(data: dict[str, Any], base: Path, source: Path) -> Tournam
             f"{where}: bot name {dupes[0]!r} is declared twice; bot names must be unique"
         )
     lo, hi = rules.player_range()
-    table_size = _int(t, "table_size", min(max(len(bots), lo), hi), 3, where, 8)
+    table_size = t.table_size if t.table_size is not None else min(max(len(bots), lo), hi)
     if table_size > len(bots):
         raise ConfigError(
             f"{where}: [tournament] table_size = {table_size} is larger than the {len(bots)} bots declared"
@@ -236,50 +208,39 @@ def config_from_table(data: dict[str, Any], base: Path, source: Path) -> Tournam
         raise ConfigError(
             f"{where}: [tournament] table_size = {table_size} does not fit the rules: {exc}"
         ) from None
-    matches_per_table = _int(t, "matches_per_table", table_size, 1, where)
-    if mode == "duplicate" and matches_per_table % table_size:
+    matches_per_table = t.matches_per_table or table_size
+    if t.mode == "duplicate" and matches_per_table % table_size:
         raise ConfigError(
             f"{where}: [tournament] matches_per_table = {matches_per_table} is not allowed in duplicate mode; "
             f"allowed: a multiple of table_size ({table_size}), one match per rotation of each deal"
         )
-    max_matches = _int(t, "max_matches", 0, 0, where)
-    if 0 < max_matches < matches_per_table:
+    if 0 < t.max_matches < matches_per_table:
         raise ConfigError(
-            f"{where}: [tournament] max_matches = {max_matches} is smaller than matches_per_table = {matches_per_table}"
+            f"{where}: [tournament] max_matches = {t.max_matches} is smaller than matches_per_table = {matches_per_table}"
         )
-    parallel = _int(t, "parallel", 1, 1, where, 64)
-    strike_limit = _int(t, "strike_limit", 3, 1, where)
-    out = t.get("out", f"results/{name}")
-    database = t.get("database", "")
-    anchor = t.get("anchor", "")
-    for key, value in (("out", out), ("database", database), ("anchor", anchor)):
-        if not isinstance(value, str):
-            raise ConfigError(f"{where}: [tournament] {key} must be a string")
-    if anchor and anchor not in names:
+    if t.anchor and t.anchor not in names:
         raise ConfigError(
-            f"{where}: [tournament] anchor = {anchor!r} is not one of the bots: {', '.join(names)}"
+            f"{where}: [tournament] anchor = {t.anchor!r} is not one of the bots: {', '.join(names)}"
         )
-    out_path = (base / out).resolve()
-    if is_url(database):
-        db_target = database
-    else:
-        db_target = str((base / database).resolve() if database else out_path / "tournament.db")
+    name = t.name if t.name is not None else check_name(source.stem, where, ConfigError)
+    out = resolve(base, t.out if t.out is not None else f"results/{name}")
+    database = str(database_target(base, t.database, out / "tournament.db"))
     return TournamentConfig(
         name=name,
-        seed=seed,
+        seed=t.seed,
         table_size=table_size,
         matches_per_table=matches_per_table,
-        mode=mode,
-        max_matches=max_matches,
-        parallel=parallel,
-        strike_limit=strike_limit,
+        mode=t.mode,
+        max_matches=t.max_matches,
+        parallel=t.parallel,
+        strike_limit=t.strike_limit,
         rules=rules,
-        clock=clock,
+        clock=model.clock.clock(),
         bots=tuple(bots),
-        out=out_path,
-        database=db_target,
-        anchor=anchor,
+        out=out,
+        database=database,
+        anchor=t.anchor,
         source=source,
-        sandbox=sandbox,
-        min_matches=_int(t, "min_matches", MIN_MATCHES, 0, where),
+        sandbox=model.sandbox.mode,
+        min_matches=t.min_matches,
     )

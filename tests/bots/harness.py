@@ -16,7 +16,8 @@ from collections.abc import Coroutine, Iterable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from referee.match.bots import BotSpec, bot_from_table
+from referee.config.bots import bot_from_table
+from referee.match.bots import BotSpec
 from referee.match.faults import fallback_action
 from referee.match.record import replay
 from referee.match.runner import Clock, MatchResult, MatchRunner

@@ -1,0 +1,285 @@
+"""The tables that the tournament, league, comparison and bot files share, as typed models.
+
+A file type is a model built from these (:mod:`referee.tournament.config`,
+:mod:`referee.league.config`, :mod:`referee.compare.config`, :mod:`referee.match.bots`); its loader
+validates the parsed TOML with :func:`validate` and builds the referee's own objects
+(:class:`~referee.rules.RuleSet`, :class:`~referee.match.runner.Clock`, ...) from the model. A
+model's field docstrings are the descriptions an editor shows from the JSON Schema
+(:mod:`referee.config.schema`); what a key allows is written once, in its type.
+
+Every model refuses unknown keys and takes no value of another type (TOML ``"4"`` is not
+the number 4, ``true`` is not 1). TOML has no null: a key whose type admits None is one
+that may be left out, its default worked out from the rest of the file.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Annotated, Any, Literal, TypeVar
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    Tag,
+    ValidationError,
+    model_validator,
+)
+
+from referee.config.errors import Allowed, ConfigFileError, one_line
+from referee.match.bots import MAX_SEATS, Limits
+from referee.match.runner import Clock
+from referee.rules import (
+    AllZeroTrick,
+    Deck,
+    FirstLead,
+    MatchTies,
+    PainCard,
+    PainVisibility,
+    RuleError,
+    RuleSet,
+    TrumpRule,
+    preset,
+)
+
+
+class Table(BaseModel):
+    """A TOML table: unknown keys are refused, values are taken only as their own type."""
+
+    model_config = ConfigDict(
+        extra="forbid", strict=True, frozen=True, use_attribute_docstrings=True
+    )
+
+
+# -- shared field types -------------------------------------------------------------------
+
+#: A name that is also part of file and folder names.
+Name = Annotated[
+    str,
+    Field(pattern=r"^[\w.-]+$"),
+    Allowed("letters, digits, '-', '_', '.'"),
+]
+#: A match seed: an unsigned 64-bit number.
+Seed = Annotated[int, Field(ge=0, le=(1 << 64) - 1)]
+TableSize = Annotated[int, Field(ge=3, le=8)]
+Port = Annotated[int, Field(ge=0, le=65535)]
+Positive = Annotated[int, Field(ge=1)]
+Count = Annotated[int, Field(ge=0)]
+#: A path; a relative one is read from the folder of the file that gives it.
+FilePath = Annotated[str, Field(min_length=1), Allowed("a path (relative to this file's folder)")]
+#: A SQLite file path, or a ``postgresql://`` URL.
+Database = Annotated[
+    str,
+    Allowed("a path (relative to this file's folder) or a postgresql:// URL"),
+]
+Strike = Annotated[int, Field(ge=1)]
+Milliseconds = Annotated[int, Allowed("a whole number of milliseconds >= 1"), Field(ge=1)]
+
+#: The rules presets of RULES.md (:data:`referee.rules.PRESETS`).
+Preset = Literal["sticheln", "amigo", "sore-spot", "french-2-14", "stick-em-secret"]
+#: How started bots are confined (:data:`referee.match.sandbox.MODES`).
+SandboxMode = Literal["bubblewrap", "none"]
+
+
+def resolve(base: Path, value: str) -> Path:
+    """``value`` as a path, relative ones read from ``base`` (a file's folder)."""
+    return (base / value).resolve()
+
+
+def database_target(base: Path, value: str, default: Path) -> Path | str:
+    """A ``database`` key's target: a URL (``postgresql://...``) as given, a path read from
+    ``base`` (a file's folder), or ``default`` when the key is empty."""
+    if "://" in value:
+        return value
+    return resolve(base, value) if value else default
+
+
+def check_name(value: str, where: str, error: type[Exception]) -> str:
+    """A name taken from a file's name (when the file gives none) fit for folder names."""
+    if not re.fullmatch(r"[\w.-]+", value):
+        raise error(
+            f"{where}: name = {value!r} (the file's name) is not allowed; allowed: letters, "
+            "digits, '-', '_', '.' (give a name)"
+        )
+    return value
+
+
+# -- [rules] ------------------------------------------------------------------------------
+
+
+# The engine's own enums: the file gives their values (strings).
+DeckOption = Annotated[Deck | None, Field(strict=False)]
+PainCardOption = Annotated[PainCard | None, Field(strict=False)]
+PainVisibilityOption = Annotated[PainVisibility | None, Field(strict=False)]
+FirstLeadOption = Annotated[FirstLead | None, Field(strict=False)]
+TrumpRuleOption = Annotated[TrumpRule | None, Field(strict=False)]
+AllZeroTrickOption = Annotated[AllZeroTrick | None, Field(strict=False)]
+MatchTiesOption = Annotated[MatchTies | None, Field(strict=False)]
+
+
+class RulesTable(Table):
+    """``[rules]``: a preset of RULES.md, and any options that differ from it."""
+
+    preset: Preset = "sticheln"
+    """The rules preset the options below change."""
+    deck: DeckOption = None
+    """Which cards are dealt (default: the preset's)."""
+    pain_card: PainCardOption = None
+    """What happens to a pain card after the reveal."""
+    pain_cards_per_player: Literal[1, 2] | None = None
+    """Pain cards each player chooses per round."""
+    pain_visibility: PainVisibilityOption = None
+    """When the others learn a player's pain card(s)."""
+    first_lead: FirstLeadOption = None
+    """Who leads the first trick of a round."""
+    trump_rule: TrumpRuleOption = None
+    """How a trick holding cards of several non-lead suits is won."""
+    all_zero_trick: AllZeroTrickOption = None
+    """What happens to a trick in which every card is a zero."""
+    rounds: Literal["players"] | Positive | None = None
+    """Rounds per match: "players" (as many as players) or a number."""
+    match_ties: MatchTiesOption = None
+    """How equal match totals are ranked."""
+    long_hands_3p: bool | None = None
+    """Three players with the French zero-ace deck deal 15 cards each (sore-spot only)."""
+
+    @model_validator(mode="after")
+    def _fits_together(self) -> RulesTable:
+        try:
+            self.rule_set()
+        except RuleError as exc:
+            raise ValueError(str(exc)) from None
+        return self
+
+    def rule_set(self) -> RuleSet:
+        """The rule set: the preset with the options given."""
+        options = self.model_dump(exclude_none=True, exclude={"preset"})
+        return preset(self.preset, **options)
+
+
+# -- [clock] ------------------------------------------------------------------------------
+
+
+class ClockTable(Table):
+    """``[clock]``: how long bots have to decide and to start."""
+
+    decision_ms: Milliseconds = 1000
+    """Time for one decision, in milliseconds."""
+    time_bank_ms: Annotated[int, Allowed("a whole number of milliseconds >= 0"), Field(ge=0)] = 0
+    """A match's time bank per bot, drawn on when a decision runs over."""
+    startup_ms: Milliseconds = 10_000
+    """Time a started bot has to connect and complete its handshake."""
+
+    def clock(self) -> Clock:
+        """The clock the match runner keeps."""
+        return Clock(self.decision_ms, self.time_bank_ms, self.startup_ms)
+
+
+# -- [sandbox] ----------------------------------------------------------------------------
+
+
+class SandboxTable(Table):
+    """``[sandbox]`` of a tournament or league: how the bots it starts are confined."""
+
+    mode: SandboxMode = "bubblewrap"
+    """"bubblewrap" (each bot in its own sandbox) or "none" (trusted bots only)."""
+
+
+# -- a bot --------------------------------------------------------------------------------
+
+
+class LimitsTable(Table):
+    """A started bot's resource limits."""
+
+    cpu_seconds: Positive = Limits.cpu_seconds
+    """CPU time of the bot process (RLIMIT_CPU), in seconds."""
+    memory_mb: Positive = Limits.memory_mb
+    """Address space of the bot process (RLIMIT_AS), in MiB."""
+
+
+class BotSandboxTable(Table):
+    """A bot's ``[sandbox]``: what else it may read inside its sandbox."""
+
+    read: Annotated[list[Annotated[str, Field(min_length=1)]], Allowed("a list of paths")] = []
+    """More read-only paths (relative to this file's folder)."""
+
+
+class BotTable(Table):
+    """A bot: a command the referee starts, or an external bot that dials in with a token."""
+
+    name: Annotated[str, Field(pattern=r"\S"), Allowed("a non-empty string")]
+    """The bot's name in schedules, records and standings."""
+    command: str | list[str] = []
+    """The command that starts the bot: a list, or one string split like a shell would."""
+    workdir: FilePath = "."
+    """The folder the command runs in (relative to this file's folder)."""
+    env: dict[str, str] = {}
+    """More environment variables for the bot."""
+    token: str = ""
+    """An external bot's token (a bot without a command dials in with it)."""
+    limits: LimitsTable = LimitsTable()
+    """Resource limits of the bot process."""
+    seats: Annotated[int, Field(ge=1, le=MAX_SEATS)] = 1
+    """Matches one process plays at once (one stream each)."""
+    sandbox: BotSandboxTable = BotSandboxTable()
+    """What the bot may read besides its own folder."""
+
+    @model_validator(mode="after")
+    def _started_or_external(self) -> BotTable:
+        if not self.command and not self.token:
+            raise ValueError("give a 'command' to start, or a 'token' for an external bot")
+        if self.seats > 1 and not self.command:
+            raise ValueError(
+                "'seats' is for a bot the referee starts (with a 'command'); an external bot "
+                "opens as many streams as it likes"
+            )
+        return self
+
+
+class BotFileRef(Table):
+    """A bot declared in a file of its own."""
+
+    file: FilePath
+    """The bot file (relative to this file's folder)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _file_alone(cls, data: Any) -> Any:
+        if isinstance(data, dict) and len(data) > 1:
+            raise ValueError("give either 'file' or an inline bot, not both")
+        return data
+
+
+def _bot_kind(value: Any) -> str:
+    return "file" if isinstance(value, dict) and "file" in value else "bot"
+
+
+#: A ``[[bots]]`` entry: ``file = "bot.toml"``, or the bot's keys inline.
+BotEntry = Annotated[
+    Annotated[BotFileRef, Tag("file")] | Annotated[BotTable, Tag("bot")],
+    Discriminator(_bot_kind),
+]
+
+
+# -- loading ------------------------------------------------------------------------------
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def validate(
+    model: type[M],
+    data: Mapping[str, Any],
+    where: str,
+    error: type[Exception] = ConfigFileError,
+    flags: Mapping[tuple[str, ...], str] | None = None,
+) -> M:
+    """``data`` (a parsed file) as ``model``; ``error`` with one line naming ``where``, the
+    table, the key, the value given and what is allowed. ``flags`` names the command-line
+    flag that gave a value (by its key's path), for a message that names the flag."""
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise error(one_line(exc, model, data, where, flags or {})) from None

@@ -15,6 +15,7 @@ from referee.league.registry import NAME, BotRegistry, RegistryError
 from referee.match.bots import BotSpec
 from referee.match.pool import POOLED_WELCOME, BotPool
 from referee.match.server import RefereeServer
+from referee.results.store import open_store
 
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.timeout(60)
@@ -62,7 +63,7 @@ def test_the_bot_name_rule_is_the_same_everywhere(tmp_path: Path) -> None:
     rule = next(p for p in doc.split("\n\n") if p.startswith("Bot names are 1 to 40"))
     assert _quoted_symbols(rule) == allowed
     assert all(NAME.match(f"a{c}b") for c in allowed)
-    registry = BotRegistry(tmp_path / "league.db")
+    registry = BotRegistry(open_store(tmp_path / "league.db"))
     registry.register("alpha@v2", "", "")
     with pytest.raises(RegistryError) as refused:
         registry.register("alpha/v2", "", "")

@@ -309,7 +309,7 @@ BAD = [
     ("[clock]\ndecision = 3\n", "unknown key 'decision'"),
     ("[league]\ndatabase_env = 'NO_SUCH_DATABASE_URL'\n", "$NO_SUCH_DATABASE_URL"),
     ("[league]\ndatabase = 'a.db'\ndatabase_env = 'DB_URL'\n", "not both"),
-    ("[league]\ndatabase = 3\n", "database must be a string"),
+    ("[league]\ndatabase = 3\n", "database = 3 is not allowed"),
 ]
 
 

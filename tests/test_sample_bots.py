@@ -513,7 +513,7 @@ def test_a_bot_refused_by_the_real_referee_exits_with_one_line() -> None:
 
 
 def test_bot_files_load() -> None:
-    bots_mod = pytest.importorskip("referee.match.bots")
+    bots_mod = pytest.importorskip("referee.config.bots")
     for name in ("random", "heuristic", "montecarlo"):
         spec = bots_mod.load_bot(SAMPLE_BOTS / f"{name}.toml")
         assert spec.name == name

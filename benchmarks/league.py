@@ -28,8 +28,9 @@ then measures for ``--seconds``:
   window;
 - the referee's peak memory: ``VmHWM`` (peak resident set) of the referee process from
   ``/proc/PID/status`` at the end of the window, start-up and warm-up included; and how
-  fast the resident set grew in the window (``VmRSS`` at its start and end, in MB per
-  minute, and once a minute in between), since a league runs for weeks;
+  fast the resident set grew in the window (``VmRSS`` at its start, the warm-up over,
+  and at its end, in MB per minute, and once a minute in between), since a league runs
+  for weeks;
 - p99 think-time-to-next-request: in the bot processes, the time from sending an answer
   to receiving the next decision request on the same stream (the requests to the table's
   other seats in between included), p99 over all samples of all streams taken in the
@@ -41,7 +42,8 @@ then measures for ``--seconds``:
   and the referee's fault counter (``sticheln_faults_total``, which also counts the
   matches still running at the end). The bots answer at once and legally, so any fault
   (e.g. the timeout of a bot that answered instantly) is caused by the referee;
-- the CPU the referee process and the bot processes used in the window, in cores.
+- the CPU the referee process and the bot processes used in the window, in cores, and
+  the share of the machine's CPU time stolen by the host in the window (``machine.py``).
 
 Targets (printed as met or missed, on the median figures): no fault caused by the referee
 (none at all), peak RSS under 300 MB, and decisions/s at least 70% of the protocol
@@ -141,6 +143,9 @@ class Figures:
     matches_per_s: float
     decisions_per_s: float
     peak_rss_mb: float
+    #: ``VmRSS`` at the start of the window (the warm-up over) and at its end.
+    rss_start_mb: float
+    rss_end_mb: float
     rss_growth_mb_per_min: float
     p99_us: float
     p50_us: float
@@ -151,6 +156,8 @@ class Figures:
     matches_db: int
     referee_cores: float
     bot_cores: float
+    #: The share of CPU time stolen by the host in the window, in percent.
+    steal_percent: float = math.nan
     watch: Watch | None = None
 
 
@@ -592,6 +599,7 @@ def one_run(args: argparse.Namespace, profile: str | None) -> Figures:
         before = _metrics(metrics_url)
         cpu_ref, cpu_bots = _cpu_s(referee.pid), sum(_cpu_s(b.pid) for b in bots)
         rss0 = _vm_mb(referee.pid, "VmRSS")
+        steal = Steal()
         t0 = time.perf_counter()
         for b in bots:
             b.send_signal(signal.SIGUSR1)
@@ -610,6 +618,7 @@ def one_run(args: argparse.Namespace, profile: str | None) -> Figures:
         for b in bots:
             b.send_signal(signal.SIGUSR2)
         elapsed = time.perf_counter() - t0
+        stolen = steal.percent()
         after = _metrics(metrics_url)
         cpu_ref = _cpu_s(referee.pid) - cpu_ref
         cpu_bots = sum(_cpu_s(b.pid) for b in bots) - cpu_bots
@@ -652,6 +661,8 @@ def one_run(args: argparse.Namespace, profile: str | None) -> Figures:
             matches_per_s=key("sticheln_matches_total") / elapsed,
             decisions_per_s=key("sticheln_decisions_total") / elapsed,
             peak_rss_mb=peak_mb,
+            rss_start_mb=rss0,
+            rss_end_mb=rss1,
             rss_growth_mb_per_min=growth,
             p99_us=pct(0.99),
             p50_us=pct(0.50),
@@ -662,6 +673,7 @@ def one_run(args: argparse.Namespace, profile: str | None) -> Figures:
             matches_db=matches_db,
             referee_cores=cpu_ref / elapsed,
             bot_cores=cpu_bots / elapsed,
+            steal_percent=stolen,
             watch=watch,
         )
     finally:
@@ -675,12 +687,13 @@ def _line(f: Figures) -> str:
     by_reason = ", ".join(f"{r} {n}" for r, n in sorted(f.faults_db.items()))
     return (
         f"{f.matches_per_s:.2f} matches/s, {f.decisions_per_s:,.0f} decisions/s, "
-        f"peak RSS {f.peak_rss_mb:.0f} MB (RSS {f.rss_growth_mb_per_min:+.1f} MB/min in the "
-        f"window), think-to-next-request p50 {f.p50_us:,.0f} µs "
+        f"peak RSS {f.peak_rss_mb:.0f} MB (RSS {f.rss_start_mb:.0f} MB after the warm-up, "
+        f"{f.rss_end_mb:.0f} MB at the end: {f.rss_growth_mb_per_min:+.2f} MB/min), "
+        f"think-to-next-request p50 {f.p50_us:,.0f} µs "
         f"p99 {f.p99_us:,.0f} µs max {f.max_us:,.0f} µs ({f.samples} samples); "
         f"faults {faults}{f' ({by_reason})' if by_reason else ''} in {f.matches_db} stored "
         f"matches, fault counter {f.faults_counter:.0f}; CPU referee {f.referee_cores:.2f} "
-        f"cores, bots {f.bot_cores:.2f} cores"
+        f"cores, bots {f.bot_cores:.2f} cores; CPU stolen by the host {f.steal_percent:.1f}%"
     )
 
 
@@ -802,6 +815,8 @@ def main() -> None:
         matches_per_s=med(f.matches_per_s for f in figures),
         decisions_per_s=med(f.decisions_per_s for f in figures),
         peak_rss_mb=med(f.peak_rss_mb for f in figures),
+        rss_start_mb=med(f.rss_start_mb for f in figures),
+        rss_end_mb=med(f.rss_end_mb for f in figures),
         rss_growth_mb_per_min=med(f.rss_growth_mb_per_min for f in figures),
         p99_us=med(f.p99_us for f in figures),
         p50_us=med(f.p50_us for f in figures),
@@ -812,10 +827,14 @@ def main() -> None:
         matches_db=round(med(f.matches_db for f in figures)),
         referee_cores=med(f.referee_cores for f in figures),
         bot_cores=med(f.bot_cores for f in figures),
+        steal_percent=med(f.steal_percent for f in figures),
     )
     for f in figures:
         for reason, n in f.faults_db.items():
             m.faults_db[reason] = m.faults_db.get(reason, 0) + n
+    warning = loaded_warning([f.steal_percent for f in figures])
+    if warning:
+        print(warning)
     print(f"median of {len(figures)}: {_line(m)} (faults: all runs)")
     if args.profile:
         print(f"profile of the referee (last run) written to {args.profile}")

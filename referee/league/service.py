@@ -44,7 +44,7 @@ from referee.league.config import LeagueConfig
 from referee.league.feed import MatchFeed, replay_feed
 from referee.league.registry import BotEntry, BotRegistry, RegistryError
 from referee.league.scheduler import History, choose_table
-from referee.league.standings import compute_standings
+from referee.league.standings import fit_in_child
 from referee.match.bots import BotProcess, BotSpec
 from referee.match.dealkey import DealKey
 from referee.match.metrics import RefereeMetrics
@@ -561,15 +561,16 @@ class League:
         self._request_publish()
 
     async def _publish(self) -> None:
-        """Fit the standings from the database and publish them, on a worker thread. Only
-        what the fit needs is loaded (no think times), and nothing of it is kept."""
+        """Fit the standings from the database and publish them. The fit runs in a
+        process of its own (:mod:`referee.league.standings`): it needs every match played
+        so far, and memory this process used for it, even for a moment, would mostly stay
+        with it; the league's process stays the same size however long it runs."""
         try:
-            results = self.store.results(self.config.name, think=False)
-            response = await asyncio.to_thread(
-                compute_standings,
-                results,
+            response = await fit_in_child(
+                self.config.database,
+                self.config.name,
                 self.config.bootstrap,
-                min_matches=self.config.min_matches,
+                self.config.min_matches,
             )
         except Exception as exc:
             log.error("standings_failed", error=repr(exc))

@@ -855,12 +855,22 @@ class MatchRunner:
         )
         return result
 
+    @staticmethod
+    def _stop_watching(seat: _Seat) -> None:
+        """Cancel the seat's stream watcher and let go of it. A cancelled task keeps its
+        CancelledError, whose traceback holds the watcher's frame and so this runner: kept
+        on the seat, that is a reference cycle, and the whole finished match (its record
+        lines, engine state and feed) would wait for the cyclic collector instead of being
+        freed as the match ends."""
+        if seat.watcher is not None:
+            seat.watcher.cancel()
+            seat.watcher = None
+
     async def _cleanup(self) -> None:
         if self.pool is not None:
             # Pooled bots go back to the pool, their streams open for the next match.
             for seat in self.seats:
-                if seat.watcher is not None:
-                    seat.watcher.cancel()
+                self._stop_watching(seat)
                 bot = self._lent.pop(seat.index, None)
                 if bot is not None:
                     self.pool.release(bot)
@@ -882,8 +892,7 @@ class MatchRunner:
             stream = seat.stream or seat.slot.stream
             if stream is not None:
                 stream.end()
-            if seat.watcher is not None:
-                seat.watcher.cancel()
+            self._stop_watching(seat)
             self.server.registry.close_seat(seat.slot)
         if exits:
             await asyncio.wait(exits, timeout=EXIT_GRACE_S)

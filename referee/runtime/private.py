@@ -36,9 +36,21 @@ def private_dir(path: Path, *, own: bool = True) -> Path:
 
 
 def create_private(path: Path) -> Path:
-    """Make sure the file ``path`` exists with mode 0600 (an existing file is set to 0600)."""
+    """Make sure the file ``path`` exists with mode 0600 (an existing file is set to 0600).
+
+    An existing file is not opened: closing any descriptor of a file drops every POSIX
+    lock this process holds on it, and SQLite's locks are such locks. A connection to the
+    database already open in this process (the league's registry) would lose them without
+    knowing, and another process closing its own connection would then take itself for
+    the last one, checkpoint and delete the write-ahead log that this process still
+    writes to: what it commits afterwards reaches no other reader.
+    """
     path = Path(path)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT, FILE_MODE)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
+    except FileExistsError:
+        os.chmod(path, FILE_MODE)
+        return path
     try:
         os.fchmod(fd, FILE_MODE)
     finally:

@@ -108,6 +108,11 @@ def test_the_broadcast_sends_what_watch_match_sends_at_every_step(
             broadcast.pump()
             shown = [json.loads(c.decode()[6:]) for c in broadcast.chunks]
             assert shown == sent
+            # What a live stream writes: the events from a viewer's point on, in one block.
+            for start in (0, len(broadcast.chunks) // 2):
+                block, sent_now = broadcast.since(start)
+                assert block == b"".join(broadcast.chunks[start:])
+                assert sent_now == len(broadcast.chunks)
         await asyncio.wait_for(watcher, 5)
         assert broadcast.done and sent[-1]["type"] == "end"
 

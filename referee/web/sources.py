@@ -141,7 +141,8 @@ class Source(ABC):
             return
         self._snapped_at = now
         results, faults = self.load()
-        self.snap = await asyncio.to_thread(data.snapshot, finished, results, faults)
+        # The previous snapshot's documents, with the matches finished since added.
+        self.snap = await asyncio.to_thread(data.snapshot, finished, results, faults, self.snap)
 
     def record_lines(self, match_id: str) -> list[dict[str, Any]]:
         """A finished match's record lines."""

@@ -54,10 +54,13 @@ here). Other load on the machine lowers decisions/s and raises the latency.
 With ``--watchers N`` the league also serves its web pages (``web_port``), and the window
 is measured in four equal parts, without, with, with and without N live viewers (an
 A-B-B-A order, so that a drift of the machine's load falls on both sides). A viewer is a
-thread of this process holding a Server-Sent Events stream of a running match
-(``/api/matches/{id}/live``; viewer i takes the i-th newest running match, so that most
-watch a match from near its start, and when it ends takes another), reading every event.
-All along (with and without viewers, so that the parts differ by the viewers alone) one
+Server-Sent Events stream of a running match (``/api/matches/{id}/live``; viewer i takes
+the i-th newest running match, so that most watch a match from near its start, and when it
+ends takes another), reading every event. All the viewers' streams are read by one thread
+of this process (a selector loop), not a thread each: this process shares the machine's
+cores with the league, and 20 threads woken for every batch the server writes cost the
+league more CPU (and context switches) than the viewers of a real audience, each in a
+browser on its own machine, would. All along (with and without viewers, so that the parts differ by the viewers alone) one
 more thread calls the pages' API routes in turn, ``--api-rate`` calls a second (the
 standings, the matches, the bots, a bot, head to head, a finished match's viewer
 document), timing each call from request to the last byte. It prints decisions/s without
@@ -208,7 +211,8 @@ class Watch:
 
 
 class Audience:
-    """Live viewers of running matches and an API caller, as threads of this process."""
+    """Live viewers of running matches (one thread reads every stream) and an API caller
+    (a thread of its own), in this process."""
 
     def __init__(self, web: str, watchers: int, api_rate: float) -> None:
         self.web = web
@@ -237,10 +241,7 @@ class Audience:
     def start(self) -> None:
         """The viewers join."""
         self.stop.clear()
-        self.threads = [
-            threading.Thread(target=self._watch, args=(i,), daemon=True)
-            for i in range(self.watchers)
-        ]
+        self.threads = [threading.Thread(target=self._watch, daemon=True)]
         for t in self.threads:
             t.start()
 
@@ -256,46 +257,64 @@ class Audience:
             body: bytes = r.read()
             return body
 
-    def _watch(self, index: int) -> None:
-        """Follow running matches one after the other, counting their events."""
+    def _running(self) -> list[str]:
+        """The running matches' ids, oldest first (none when the API does not answer)."""
         import json
 
-        while not self.stop.is_set():
-            try:
-                running = json.loads(self._get("/api/matches?limit=1"))["running"]
-            except OSError:
-                running = []
-            if not running:
-                self.stop.wait(0.05)
-                continue
-            # The newest matches first: a viewer comes to watch a match from its start.
-            match_id = running[-1 - index % len(running)]["match_id"]
-            try:
-                self._follow(index, match_id)
-            except OSError:
-                self.stop.wait(0.05)
+        try:
+            return [m["match_id"] for m in json.loads(self._get("/api/matches?limit=1"))["running"]]
+        except OSError:
+            return []
 
-    def _follow(self, index: int, match_id: str) -> None:
+    def _open(self, index: int, match_id: str) -> socket.socket:
+        """Viewer ``index`` asks for the live stream of ``match_id``."""
         self.follows[index] += 1
-        with socket.create_connection((self.host, self.port), timeout=RPC_TIMEOUT_S) as s:
-            s.sendall(
-                f"GET /api/matches/{match_id}/live HTTP/1.1\r\nHost: {self.host}\r\n"
-                "Accept: text/event-stream\r\n\r\n".encode()
-            )
-            s.settimeout(0.5)
-            tail = b""
+        s = socket.create_connection((self.host, self.port), timeout=RPC_TIMEOUT_S)
+        s.sendall(
+            f"GET /api/matches/{match_id}/live HTTP/1.1\r\nHost: {self.host}\r\n"
+            "Accept: text/event-stream\r\n\r\n".encode()
+        )
+        s.setblocking(False)
+        return s
+
+    def _watch(self) -> None:
+        """Every viewer's stream in one thread, read as data arrives: each follows running
+        matches one after the other, counting their events."""
+        sel = selectors.DefaultSelector()
+        tails: dict[int, bytes] = {}
+        try:
             while not self.stop.is_set():
-                try:
-                    chunk = s.recv(65536)
-                except TimeoutError:
-                    continue
-                if not chunk:
-                    return
-                buf = tail + chunk
-                self.events[index] += buf.count(b"\ndata: ") - tail.count(b"\ndata: ")
-                if b"event: close" in buf:
-                    return
-                tail = buf[-32:]
+                idle = [i for i in range(self.watchers) if i not in tails]
+                running = self._running() if idle else []
+                for i in idle if running else []:
+                    # The newest matches first: a viewer comes to watch a match from its start.
+                    try:
+                        s = self._open(i, running[-1 - i % len(running)])
+                    except OSError:
+                        continue
+                    sel.register(s, selectors.EVENT_READ, i)
+                    tails[i] = b""
+                for key, _ in sel.select(0.05 if idle else 0.5):
+                    i, stream = key.data, key.fileobj
+                    assert isinstance(stream, socket.socket)
+                    try:
+                        chunk = stream.recv(65536)
+                    except BlockingIOError:
+                        continue
+                    except OSError:
+                        chunk = b""
+                    buf = tails[i] + chunk
+                    self.events[i] += buf.count(b"\ndata: ") - tails[i].count(b"\ndata: ")
+                    if not chunk or b"event: close" in buf:
+                        sel.unregister(stream)
+                        stream.close()
+                        del tails[i]
+                    else:
+                        tails[i] = buf[-32:]
+        finally:
+            for key in list(sel.get_map().values()):
+                key.fileobj.close()  # type: ignore[union-attr]
+            sel.close()
 
     def _call_api(self) -> None:
         import json

@@ -5,6 +5,7 @@ every delay, and the head-to-head matrix."""
 from __future__ import annotations
 
 import asyncio
+import copy
 import json
 import subprocess
 from collections import Counter
@@ -108,6 +109,11 @@ def test_the_broadcast_sends_what_watch_match_sends_at_every_step(
             broadcast.pump()
             shown = [json.loads(c.decode()[6:]) for c in broadcast.chunks]
             assert shown == sent
+            # What a live stream writes: the events from a viewer's point on, in one block.
+            for start in (0, len(broadcast.chunks) // 2):
+                block, sent_now = broadcast.since(start)
+                assert block == b"".join(broadcast.chunks[start:])
+                assert sent_now == len(broadcast.chunks)
         await asyncio.wait_for(watcher, 5)
         assert broadcast.done and sent[-1]["type"] == "end"
 
@@ -150,3 +156,49 @@ def test_a_match_with_one_bot_in_several_seats_is_shown_but_not_rated() -> None:
     assert snap.history == {}
     assert [s["seating"] for s in snap.summaries] == [["a", "a", "b"]]
     assert data.bot_detail("a", snap, 1000.0)["matches"] == 2
+
+
+def _comparable(snap: data.Snapshot) -> dict[str, Any]:
+    return {
+        "by_bot": {b: [(r.idx, r.seat) for r in rows] for b, rows in snap.by_bot.items()},
+        "summaries": snap.summaries,
+        "by_index": snap.by_index,
+        "head_to_head": snap.head_to_head,
+        "history": snap.history,
+    }
+
+
+def test_a_snapshot_adds_the_new_matches_to_the_previous_one() -> None:
+    """Computed match by match from the previous snapshot, the documents equal those
+    computed afresh at every step, the earlier snapshots' documents stay as they were, and
+    results that do not continue the previous ones are computed afresh."""
+    import random
+
+    rng = random.Random(5)
+    bots = ["a", "b", "c", "d", "e"]
+    results: list[StoredResult] = []
+    for idx in range(40):
+        seating = rng.sample(bots, 3) if idx % 7 else ["a", "a", "b"]  # some unrated
+        places = [1, 2, 2] if idx % 5 == 0 else rng.sample([1, 2, 3], 3)
+        results += [
+            _row(idx, seat, bot, rng.randint(-50, 50), place)
+            for seat, (bot, place) in enumerate(zip(seating, places, strict=True))
+        ]
+    snap = data.snapshot(0, [], {})
+    kept: list[tuple[data.Snapshot, dict[str, Any]]] = []
+    done = 0
+    while done < 40:
+        done = min(40, done + rng.randint(1, 4))
+        now = results[: 3 * done]
+        previous, snap = snap, data.snapshot(done, now, {}, snap)
+        if previous.summaries:  # continued, not computed afresh
+            assert snap.summaries[-1] is previous.summaries[-1]
+        assert _comparable(snap) == _comparable(data.snapshot(done, now, {}))
+        kept.append((snap, copy.deepcopy(_comparable(snap))))
+    for old, shown in kept:
+        assert _comparable(old) == shown
+    # Other matches than the previous snapshot's: computed afresh.
+    other = results[3:9]
+    afresh = data.snapshot(2, other, {}, snap)
+    assert _comparable(afresh) == _comparable(data.snapshot(2, other, {}))
+    assert afresh.summaries[-1] is not snap.summaries[-1]

@@ -11,6 +11,7 @@ import re
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -50,6 +51,21 @@ def tournament_file(tmp: Path) -> Path:
     return path
 
 
+def _poll_standings(url: str, into: list[tuple[int, int]]) -> None:
+    """Every change of (finished matches, matches in the published standings) until the
+    tournament's web server stops answering."""
+    while True:
+        try:
+            # The standings first: a match they count has finished by the next call.
+            published = get_json(f"{url}/api/standings")["matches"]
+            finished = get_json(f"{url}/api/info")["progress"]["finished"]
+        except (OSError, AssertionError):
+            return  # the tournament is over and its web server has stopped
+        if not into or into[-1] != (finished, published):
+            into.append((finished, published))
+        time.sleep(0.05)
+
+
 @pytest.fixture(scope="module")
 def played(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, dict[str, Any]]]:
     """Run the tournament with its web port; what was seen while it ran."""
@@ -72,6 +88,11 @@ def played(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, dic
                 break
         assert url, "referee tournament printed no web address"
         threading.Thread(target=lambda: proc.stderr and proc.stderr.read(), daemon=True).start()
+        # The standings as published, polled all along: (finished matches, the matches the
+        # standings count).
+        seen["standings"] = []
+        polling = threading.Thread(target=_poll_standings, args=(url, seen["standings"]))
+        polling.start()
         running = wait_for(
             lambda: get_json(f"{url}/api/matches")["running"], 60, "a running match"
         )[0]["match_id"]
@@ -80,6 +101,7 @@ def played(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, dic
         seen["running"] = running
         seen["infos"].append(get_json(f"{url}/api/info"))
         assert proc.wait(120) == 0
+        polling.join(30)
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -105,6 +127,20 @@ def test_a_running_tournament_shows_its_progress_and_a_live_table(
     assert live[-1]["type"] == "end" and live[-1]["seed"] == seed
     # Public only: no event carries a hand.
     assert not any("hands" in e for e in live)
+
+
+def test_the_standings_follow_every_finished_match(
+    played: tuple[Path, dict[str, Any]],
+) -> None:
+    """As in a league, the standings are fitted again after each match, not once per block
+    of the schedule: every count of finished matches is published (the last may come
+    after the web server has stopped), and none before its match has finished."""
+    _, seen = played
+    changes = seen["standings"]
+    published = [p for _, p in changes]
+    assert published == sorted(published), changes
+    assert all(p <= f for f, p in changes), changes
+    assert set(range(1, MATCHES)) <= set(published), changes
 
 
 def test_the_report_fills_live_elo_and_links_every_match(

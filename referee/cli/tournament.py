@@ -182,7 +182,7 @@ def tournament(args: argparse.Namespace) -> int:
         print(f"metrics on http://{args.metrics_addr}:{port}/metrics", file=sys.stderr)
 
     async def run() -> int:
-        web = follow = None
+        web = follow = source = None
         if args.web_port is not None:
             from referee.web import TournamentSource, WebOptions, WebServer
 
@@ -191,6 +191,7 @@ def tournament(args: argparse.Namespace) -> int:
             try:
                 await web.start()
             except OSError as exc:
+                source.close()
                 raise UsageError(
                     f"--web-port: cannot serve on {args.web_host}:{args.web_port}: {exc}"
                 ) from None
@@ -202,6 +203,8 @@ def tournament(args: argparse.Namespace) -> int:
             if web is not None and follow is not None:
                 follow.cancel()
                 await web.stop()
+            if source is not None:
+                source.close()
 
     async def run_tournament_and_report() -> int:
         outcome = await run_tournament(

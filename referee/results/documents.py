@@ -12,6 +12,7 @@ the seed is taken from the header or, where the format moves it there, from a la
 from __future__ import annotations
 
 import array
+import copy
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -68,32 +69,36 @@ def match_summary(rows: Sequence[StoredResult]) -> dict[str, Any]:
     }
 
 
-def head_to_head(results: Iterable[StoredResult]) -> dict[str, Any]:
-    """Pairwise results of every two bots that met: for the row bot against the column
-    bot, the matches they shared, the share of those where the row bot placed better
-    (a shared place counts half) and its mean score difference."""
-    acc: dict[tuple[str, str], list[float]] = {}
-    for rows in by_match(results).values():
+#: Per ordered pair of bots that met: matches shared, better places (a shared place counts
+#: half) and the sum of score differences, from the first bot's view.
+Pairs = dict[tuple[str, str], tuple[int, float, float]]
+
+
+def _add_pairs(pairs: Pairs, matches: Iterable[Sequence[StoredResult]]) -> None:
+    """Count ``matches`` (each its seat rows) into ``pairs``."""
+    for rows in matches:
         for one in rows:
             for other in rows:
                 if one.bot == other.bot:
                     continue
-                cell = acc.setdefault((one.bot, other.bot), [0, 0.0, 0.0])
-                cell[0] += 1
-                cell[1] += (
+                n, better, diff = pairs.get((one.bot, other.bot), (0, 0.0, 0.0))
+                better += (
                     1.0 if one.place < other.place else 0.5 if one.place == other.place else 0.0
                 )
-                cell[2] += one.total - other.total
-    bots = sorted({a for a, _ in acc} | {b for _, b in acc})
+                pairs[one.bot, other.bot] = (n + 1, better, diff + (one.total - other.total))
+
+
+def _pairs_document(pairs: Pairs) -> dict[str, Any]:
+    bots = sorted({a for a, _ in pairs} | {b for _, b in pairs})
     cells: list[list[dict[str, Any] | None]] = []
     for a in bots:
         line: list[dict[str, Any] | None] = []
         for b in bots:
-            found = acc.get((a, b))
+            found = pairs.get((a, b))
             if found is None:
                 line.append(None)
             else:
-                n = int(found[0])
+                n = found[0]
                 line.append(
                     {"matches": n, "better_share": found[1] / n, "score_diff": found[2] / n}
                 )
@@ -101,20 +106,41 @@ def head_to_head(results: Iterable[StoredResult]) -> dict[str, Any]:
     return {"bots": bots, "cells": cells}
 
 
-def rating_history(results: Iterable[StoredResult]) -> dict[str, list[dict[str, Any]]]:
-    """Per bot, its live Elo after each of its matches, in finishing order."""
-    elo = LiveElo()
-    out: dict[str, list[dict[str, Any]]] = {}
-    for n, rows in enumerate(by_match(results).values(), 1):
+def head_to_head(results: Iterable[StoredResult]) -> dict[str, Any]:
+    """Pairwise results of every two bots that met: for the row bot against the column
+    bot, the matches they shared, the share of those where the row bot placed better
+    (a shared place counts half) and its mean score difference."""
+    pairs: Pairs = {}
+    _add_pairs(pairs, by_match(results).values())
+    return _pairs_document(pairs)
+
+
+def _add_history(
+    history: dict[str, list[dict[str, Any]]],
+    elo: LiveElo,
+    matches: Iterable[Sequence[StoredResult]],
+    counted: int,
+) -> int:
+    """Rate ``matches`` (each its seat rows, in finishing order) after ``counted`` earlier
+    ones, appending each bot's live Elo to ``history``; the matches counted now."""
+    for rows in matches:
+        counted += 1
         seating = tuple(r.bot for r in rows)
         if len(set(seating)) < len(seating):
             continue  # one bot in several seats (a test match): nothing to rate
         elo.update(MatchOutcome(seating, tuple(r.place for r in rows), rows[0].match_id))
         ratings = elo.ratings()
         for r in rows:
-            out.setdefault(r.bot, []).append(
-                {"match": n, "match_id": r.match_id, "elo": ratings[r.bot], "place": r.place}
+            history.setdefault(r.bot, []).append(
+                {"match": counted, "match_id": r.match_id, "elo": ratings[r.bot], "place": r.place}
             )
+    return counted
+
+
+def rating_history(results: Iterable[StoredResult]) -> dict[str, list[dict[str, Any]]]:
+    """Per bot, its live Elo after each of its matches, in finishing order."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    _add_history(out, LiveElo(), by_match(results).values(), 0)
     return out
 
 
@@ -126,6 +152,16 @@ def think_percentiles(think_us: Iterable[int], decision_ms: float) -> dict[str, 
         "decision_ms": decision_ms,
         "percentiles": [{"q": q, "ms": quantile(ms, q) if ms else None} for q in THINK_PERCENTILES],
     }
+
+
+@dataclass
+class _Totals:
+    """What a snapshot's successor continues from: the matches counted, the live Elo after
+    them and the head-to-head sums."""
+
+    matches: int = 0
+    elo: LiveElo = field(default_factory=LiveElo)
+    pairs: Pairs = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -142,26 +178,68 @@ class Snapshot:
     head_to_head: dict[str, Any] = field(default_factory=lambda: {"bots": [], "cells": []})
     history: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     faults: dict[str, dict[str, int]] = field(default_factory=dict)
+    totals: _Totals = field(default_factory=_Totals, repr=False, compare=False)
+
+
+def _continues(before: Sequence[StoredResult], results: Sequence[StoredResult]) -> bool:
+    """``results`` begin with the rows of ``before`` (the same matches, in the same order)."""
+    if len(results) < len(before):
+        return False
+    if not before:
+        return True
+    end = len(before)
+    first, last = before[0], before[-1]
+    return (
+        (results[0].idx, results[0].seat) == (first.idx, first.seat)
+        and (results[end - 1].idx, results[end - 1].seat) == (last.idx, last.seat)
+        and (end == len(results) or results[end].idx != last.idx)
+    )
 
 
 def snapshot(
-    version: Any, results: list[StoredResult], faults: dict[str, dict[str, int]]
+    version: Any,
+    results: list[StoredResult],
+    faults: dict[str, dict[str, int]],
+    previous: Snapshot | None = None,
 ) -> Snapshot:
-    """The documents of ``results`` (finishing order) and ``faults`` (bot → reason → count)."""
-    by_bot: dict[str, list[StoredResult]] = {}
-    for r in results:
-        by_bot.setdefault(r.bot, []).append(r)
-    grouped = by_match(results)
-    summaries = [match_summary(rows) for rows in reversed(list(grouped.values()))]
+    """The documents of ``results`` (finishing order) and ``faults`` (bot → reason → count).
+
+    Given the ``previous`` snapshot, whose results ``results`` continue, only the matches
+    finished since are added to its documents (the same documents as computed afresh):
+    the cost follows the new matches, not the whole history. The previous snapshot's
+    documents are not changed (a request may be serving them).
+    """
+    if previous is None or not _continues(previous.results, results):
+        previous = Snapshot()
+    new = results[len(previous.results) :]
+    grouped = list(by_match(new).values())
+    by_bot = dict(previous.by_bot)
+    added: dict[str, list[StoredResult]] = {}
+    for r in new:
+        added.setdefault(r.bot, []).append(r)
+    for bot, rows in added.items():
+        by_bot[bot] = [*by_bot.get(bot, ()), *rows]
+    fresh = [match_summary(rows) for rows in reversed(grouped)]
+    summaries = fresh + previous.summaries
+    by_index = {**previous.by_index, **{s["index"]: s for s in fresh}}
+    before = previous.totals
+    totals = _Totals(before.matches, copy.deepcopy(before.elo), dict(before.pairs))
+    _add_pairs(totals.pairs, grouped)
+    extra: dict[str, list[dict[str, Any]]] = {}
+    totals.matches = _add_history(extra, totals.elo, grouped, before.matches)
+    history = dict(previous.history)
+    for bot, entries in extra.items():
+        history[bot] = [*history.get(bot, ()), *entries]
     return Snapshot(
         version=version,
         results=results,
         by_bot=by_bot,
         summaries=summaries,
-        by_index={s["index"]: s for s in summaries},
-        head_to_head=head_to_head(results),
-        history=rating_history(results),
+        by_index=by_index,
+        head_to_head=_pairs_document(totals.pairs) if grouped else previous.head_to_head,
+        history=history,
         faults=faults,
+        totals=totals,
     )
 
 

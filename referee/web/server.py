@@ -18,6 +18,7 @@ import asyncio
 import collections
 import contextlib
 import json
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from importlib import resources
@@ -30,7 +31,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from referee.league.feed import MatchFeed, PublicFilter
 from referee.results import documents as data
-from referee.web.live import event_json
+from referee.web.live import event_text
 from referee.web.sources import NotFound, Source, StillRunning
 from sticheln.v1 import league_pb2
 
@@ -147,9 +148,14 @@ class WebServer:
         #: The latest viewer documents asked for (a finished match's record does not change).
         self._documents: dict[str, tuple[Path, bytes]] = {}
         self._bodies: dict[str, tuple[data.Snapshot, bytes]] = {}
+        self._standings: tuple[Any, bytes] = (None, b"")
+        #: Bots' pages computed from the current snapshot (think-time percentiles over
+        #: every match are the costly part), by bot.
+        self._details: tuple[data.Snapshot | None, dict[str, dict[str, Any]]] = (None, {})
         self._broadcasts: collections.OrderedDict[str, Broadcast] = collections.OrderedDict()
         #: The live match streams, ended at once when the server stops.
         self._streams: set[asyncio.Task[Any]] = set()
+        self._clock = Clock(LIVE_BATCH_S)
         self._changed = asyncio.Condition()
         self._watcher: asyncio.Task[None] | None = None
         self.address = ""
@@ -218,7 +224,7 @@ class WebServer:
         while True:
             try:
                 await self.source.refresh()
-                version = self.source.version()
+                version = self._version()
             except Exception as exc:  # a busy database: try again next time
                 log.warning("web_source_failed", error=repr(exc))
                 version = last
@@ -227,6 +233,11 @@ class WebServer:
                 async with self._changed:
                     self._changed.notify_all()
             await asyncio.sleep(UPDATE_POLL_S)
+
+    def _version(self) -> Any:
+        """What the update streams watch: the source's data and the documents computed
+        from it (which may follow a moment later)."""
+        return (self.source.version(), self.source.snap.version)
 
     # -- every request ------------------------------------------------------------------------
 
@@ -283,7 +294,12 @@ class WebServer:
         return _json({**self.source.info(), "progress": self.source.progress()})
 
     async def standings(self, request: web.Request) -> web.StreamResponse:
-        return _json(self.source.standings())
+        doc = self.source.standings()
+        if self._standings[0] is not doc:  # serialized once per publication
+            self._standings = (doc, _dumps(doc))
+        return web.Response(
+            body=self._standings[1], content_type="application/json", charset="utf-8"
+        )
 
     async def bots(self, request: web.Request) -> web.StreamResponse:
         return _json({"bots": self.source.bots()})
@@ -299,7 +315,11 @@ class WebServer:
         entry = entries.get(name, {"name": name})
         family = entry.get("family")
         versions = [b for b in entries.values() if family and b.get("family") == family]
-        detail = data.bot_detail(name, snap, self.source.decision_ms)
+        if self._details[0] is not snap:
+            self._details = (snap, {})
+        detail = self._details[1].get(name)
+        if detail is None:
+            detail = self._details[1][name] = data.bot_detail(name, snap, self.source.decision_ms)
         standing = next(
             (s for s in self.source.standings()["standings"] if s.get("bot") == name), None
         )
@@ -398,21 +418,25 @@ class WebServer:
         task = asyncio.current_task()
         assert task is not None
         self._streams.add(task)
-        heartbeat = asyncio.ensure_future(_heartbeat(response))
         try:
             await response.write(b"retry: 2000\n\n")
             sent = 0
+            quiet_since = time.monotonic()
             while True:
                 b.pump()
                 if sent < len(b.chunks):
                     # Everything new in one write: a viewer joining late gets the match so
-                    # far at once, and a busy stream is written once per batch.
-                    chunk = b"".join(b.chunks[sent:])
-                    sent = len(b.chunks)
+                    # far at once, and a busy stream is written once per batch. Viewers at
+                    # the same point of the match share the bytes.
+                    chunk, sent = b.since(sent)
                     await response.write(chunk)
+                    quiet_since = time.monotonic()
+                elif time.monotonic() - quiet_since >= HEARTBEAT_S:
+                    await response.write(b": still here\n\n")
+                    quiet_since = time.monotonic()
                 if b.done and sent >= len(b.chunks):
                     break
-                await asyncio.sleep(LIVE_BATCH_S)
+                await self._clock.tick()
             await response.write(b"event: close\ndata: {}\n\n")
         except ConnectionResetError:
             pass  # the viewer left
@@ -420,7 +444,6 @@ class WebServer:
             if not self._closing.is_set():
                 raise  # the viewer left (the request was cancelled)
         finally:
-            heartbeat.cancel()
             self._streams.discard(task)
             self.metrics.clients.labels("match").dec()
         return response
@@ -431,7 +454,7 @@ class WebServer:
             await response.write(b"retry: 2000\n\n")
             last = None
             while not self._closing.is_set():
-                version = self.source.version()
+                version = self._version()
                 if version != last:
                     last = version
                     progress = self.source.progress()
@@ -439,13 +462,39 @@ class WebServer:
                 async with self._changed:
                     with contextlib.suppress(TimeoutError):
                         await asyncio.wait_for(self._changed.wait(), HEARTBEAT_S)
-                if self.source.version() == last and not self._closing.is_set():
+                if self._version() == last and not self._closing.is_set():
                     await response.write(b": still here\n\n")
         except ConnectionResetError:
             pass  # the viewer left
         finally:
             self.metrics.clients.labels("updates").dec()
         return response
+
+
+class Clock:
+    """One shared beat for the live streams: every :data:`LIVE_BATCH_S` all of them wake
+    together and write what is new. The league's loop is then interrupted for the web
+    once per beat, however many viewers there are, and their writes go out in one burst;
+    the beat's timer runs only while some stream waits for it."""
+
+    def __init__(self, interval: float) -> None:
+        self.interval = interval
+        self._beat: asyncio.Future[None] | None = None
+
+    async def tick(self) -> None:
+        """Wait for the next beat."""
+        if self._beat is None:
+            loop = asyncio.get_running_loop()
+            beat = self._beat = loop.create_future()
+            loop.call_later(self.interval, self._ring, beat)
+        # Shielded: a viewer that leaves must not cancel the others' beat.
+        await asyncio.shield(self._beat)
+
+    def _ring(self, beat: asyncio.Future[None]) -> None:
+        if self._beat is beat:
+            self._beat = None
+        if not beat.done():
+            beat.set_result(None)
 
 
 class Broadcast:
@@ -464,6 +513,7 @@ class Broadcast:
         self.read = 0
         self.chunks: list[bytes] = []
         self.done = False
+        self._joined: tuple[int, int, bytes] = (0, 0, b"")
 
     def pump(self) -> None:
         """Encode the messages the feed released since the last call.
@@ -491,15 +541,15 @@ class Broadcast:
                     return
         self.done = feed.over and self.read >= len(lines)
 
+    def since(self, sent: int) -> tuple[bytes, int]:
+        """The events from ``sent`` on as one block, and the new count sent; the block is
+        joined once for all viewers that are at the same point."""
+        start, end, block = self._joined
+        if start != sent or end != len(self.chunks):
+            end = len(self.chunks)
+            block = b"".join(self.chunks[sent:end])
+            self._joined = (sent, end, block)
+        return block, end
+
     def _add(self, msg: league_pb2.WatchMatchResponse) -> None:
-        text = json.dumps(event_json(msg), separators=(",", ":"))
-        self.chunks.append(f"data: {text}\n\n".encode())
-
-
-async def _heartbeat(response: web.StreamResponse) -> None:
-    """A comment line every :data:`HEARTBEAT_S` on a live stream, so a quiet stream stays
-    open through proxies and a closed one is noticed."""
-    with contextlib.suppress(ConnectionResetError):
-        while True:
-            await asyncio.sleep(HEARTBEAT_S)
-            await response.write(b": still here\n\n")
+        self.chunks.append(f"data: {event_text(msg)}\n\n".encode())

@@ -11,6 +11,7 @@ running match is only reachable through its public feed (:mod:`referee.league.fe
 from __future__ import annotations
 
 import asyncio
+import bisect
 import collections
 import contextlib
 import json
@@ -20,11 +21,14 @@ from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import structlog
+
 from referee.league.feed import MatchFeed, replay_feed
 from referee.match.record import ReplayError, read_record
 from referee.results import documents as data
 from referee.results.store import StoredResult, open_store
 
+log = structlog.get_logger("referee.web")
 if TYPE_CHECKING:
     from referee.league.service import League
     from referee.tournament.config import TournamentConfig
@@ -34,6 +38,10 @@ if TYPE_CHECKING:
 TAIL_INTERVAL_S = 0.5
 #: The window over which matches per second are measured.
 RATE_WINDOW_S = 600.0
+#: The documents of the finished matches are computed again at most this often (seconds):
+#: in a busy league matches finish several times a second, and a page needs them fresh
+#: to the second, not to the match.
+SNAPSHOT_INTERVAL_S = 1.0
 
 
 class NotFound(LookupError):
@@ -70,8 +78,10 @@ class Source(ABC):
         self.decision_ms = decision_ms
         #: The documents of the finished matches, as of the last :meth:`refresh`.
         self.snap = data.Snapshot()
+        self._snapped_at = -math.inf
+        #: When matches finished (monotonic seconds, ascending), for matches per second.
         self._finish_times: collections.deque[float] = collections.deque(maxlen=10_000)
-        self._started = time.time()
+        self._started = time.monotonic()
 
     # -- answered by each source ------------------------------------------------------------
 
@@ -120,12 +130,19 @@ class Source(ABC):
     # -- computed ---------------------------------------------------------------------------
 
     async def refresh(self) -> None:
-        """Compute the documents again, in a worker thread, if the data changed."""
-        version = self.version()
-        if version == self.snap.version:
+        """Compute the documents again, in a worker thread, when matches finished since the
+        last time (at most every :data:`SNAPSHOT_INTERVAL_S`); the snapshot's version is the
+        number of finished matches it holds."""
+        finished = self.finished()
+        if finished == self.snap.version:
             return
+        now = time.monotonic()
+        if now - self._snapped_at < SNAPSHOT_INTERVAL_S:
+            return
+        self._snapped_at = now
         results, faults = self.load()
-        self.snap = await asyncio.to_thread(data.snapshot, version, results, faults)
+        # The previous snapshot's documents, with the matches finished since added.
+        self.snap = await asyncio.to_thread(data.snapshot, finished, results, faults, self.snap)
 
     def record_lines(self, match_id: str) -> list[dict[str, Any]]:
         """A finished match's record lines."""
@@ -142,9 +159,10 @@ class Source(ABC):
         """Matches done and planned, running now, matches per second, the time left."""
         done = self.finished()
         planned = self.planned()
-        now = time.time()
+        now = time.monotonic()
         window = min(RATE_WINDOW_S, max(now - self._started, 1e-9))
-        recent = sum(1 for t in self._finish_times if t >= now - window)
+        times = self._finish_times
+        recent = len(times) - bisect.bisect_left(times, now - window)
         rate = recent / window if recent else None
         eta = (planned - done) / rate if rate and planned is not None else None
         return {
@@ -157,7 +175,7 @@ class Source(ABC):
 
     def _finished_now(self, count: int) -> None:
         """``count`` more matches finished since the last look (for matches per second)."""
-        now = time.time()
+        now = time.monotonic()
         self._finish_times.extend([now] * count)
 
 
@@ -289,14 +307,17 @@ class _Tail:
 class TournamentSource(Source):
     """A tournament being run by this process, read from its database and record files.
 
-    The standings are fitted again (in a thread, at most every ``publish_interval_s``)
-    when matches finished; a running match's spectators read its record file as it
-    grows, through the same public filter as a league's.
+    The standings are published as a league publishes them: fitted again (in a thread)
+    as soon as a match has finished, one fit at a time, and at most every
+    ``publish_interval_s`` or twice as long as the last fit took, whichever is longer (so
+    that fitting a large tournament takes at most a third of the time). A running match's
+    spectators read its record file as it grows, through the same public filter as a
+    league's.
     """
 
     kind = "tournament"
 
-    def __init__(self, config: TournamentConfig, publish_interval_s: float = 2.0) -> None:
+    def __init__(self, config: TournamentConfig, publish_interval_s: float = 1.0) -> None:
         super().__init__(config.name, config.clock.decision_ms)
         self.config = config
         self.store = open_store(config.database)
@@ -305,12 +326,21 @@ class TournamentSource(Source):
         self._rows_at = -math.inf
         self._published: dict[str, Any] = {"matches": 0, "published_at": None, "standings": []}
         self._fitting: asyncio.Task[None] | None = None
+        self._fit_timer: asyncio.TimerHandle | None = None
         self._last_fit = -math.inf
+        self._fit_s = 0.0
+        #: Finished matches the latest fit was started with.
+        self._fitted = 0
         self._tails: dict[str, _Tail] = {}
         self._seen = -1
 
     def close(self) -> None:
-        """Close the database connection."""
+        """Stop publishing and close the database connection."""
+        if self._fit_timer is not None:
+            self._fit_timer.cancel()
+            self._fit_timer = None
+        if self._fitting is not None:
+            self._fitting.cancel()
         self.store.close()
 
     def _match_rows(self) -> list[dict[str, Any]]:
@@ -327,25 +357,42 @@ class TournamentSource(Source):
         if self._seen >= 0 and finished > self._seen:
             self._finished_now(finished - self._seen)
         self._seen = finished
+        if finished > self._fitted:
+            self._request_fit()
         running = tuple(r["match_id"] for r in rows if r["status"] == "running")
         return (finished, running, self._published["matches"])
 
     def standings(self) -> dict[str, Any]:
-        finished = self.version()[0]
-        if (
-            finished > self._published["matches"]
-            and self._fitting is None
-            and time.monotonic() - self._last_fit >= self.publish_interval_s
-        ):
-            self._fitting = asyncio.ensure_future(self._fit())
+        self.version()  # a match finished since the last look: a fit is on its way
         return self._published
+
+    def _request_fit(self) -> None:
+        """Fit the standings now, or once the pause after the last fit is over."""
+        if self._fitting is not None or self._fit_timer is not None:
+            return
+        pause = max(self.publish_interval_s, 2 * self._fit_s)
+        wait = self._last_fit + pause - time.monotonic()
+        if wait <= 0:
+            self._fitting = asyncio.ensure_future(self._fit())
+        else:
+            self._fit_timer = asyncio.get_running_loop().call_later(wait, self._fit_due)
+
+    def _fit_due(self) -> None:
+        self._fit_timer = None
+        self._request_fit()
 
     async def _fit(self) -> None:
         from referee.league.standings import compute_standings
 
+        started = time.monotonic()
         try:
-            results = self.snap.results
+            self._fitted = self._seen
+            # Only what the fit needs (no think times), read when it starts.
+            results = self.store.results(self.config.name, think=False)
             response = await asyncio.to_thread(compute_standings, results, 100)
+        except Exception as exc:  # a busy database or a failed fit: the next match tries again
+            log.warning("web_standings_failed", error=repr(exc))
+        else:
             self._published = {
                 "matches": response.matches,
                 "published_at": response.published_at,
@@ -354,6 +401,9 @@ class TournamentSource(Source):
         finally:
             self._fitting = None
             self._last_fit = time.monotonic()
+            self._fit_s = self._last_fit - started
+        if self._seen > self._fitted:  # matches finished while fitting
+            self._request_fit()
 
     def load(self) -> tuple[list[StoredResult], dict[str, dict[str, int]]]:
         return self.store.results(self.config.name), self.store.faults_by_reason(self.config.name)

@@ -34,12 +34,12 @@ Each run measures, and the script prints:
    seconds each, the ratio of one run could come out anywhere from 0.4 to 1.1 here). The messages are
    ``google.protobuf.BytesValue`` padded to the average serialized sizes of the
    referee's ``RefereeMessage`` requests and the bot's ``BotMessage`` decisions, which
-   the bot measured in a warm-up match (``STICHELN_BENCH_SIZES``). For reference it also
+   the bot measured in a warm-up match (``BENCH_SIZES``). For reference it also
    times the same ping-pong with 4 client processes served in turn, as a match's seats
    are: each client then sleeps between its turns, and waking it costs extra. Each run's
    line also gives the ratio against that floor.
 3. **aggregate decisions/s, 8 matches at once** (``--concurrent``): 8 runners on the one
-   server, 32 bot processes. The bots wait at a barrier (``STICHELN_BENCH_GO``) after
+   server, 32 bot processes. The bots wait at a barrier (``BENCH_GO``) after
    start-up, so all matches play at the same time; the window runs from the moment the
    last match accepts its first answer to the moment the first match accepts its last,
    i.e. only while every match is playing, and counts every match's decisions in it.
@@ -92,6 +92,7 @@ from machine import Steal, loaded_warning
 from referee.config.bots import load_bot
 from referee.match.bots import BotSpec
 from referee.match.runner import Clock, MatchResult, MatchRunner
+from referee.match.sandbox import Sandbox
 from referee.match.server import RefereeServer
 from referee.rules import preset
 from referee.runtime import eventloop
@@ -272,7 +273,7 @@ async def concurrent_matches(
     gate = Path(tempfile.mkdtemp(prefix="gate-", dir=out))
     go, ready = gate / "go", gate / "ready"
     ready.mkdir()
-    spec = fast_bot({"STICHELN_BENCH_GO": str(go), "STICHELN_BENCH_READY": str(ready)})
+    spec = fast_bot({"BENCH_GO": str(go), "BENCH_READY": str(ready)})
     pairs = [
         _runner(server, spec, out, seed0 + i, f"concurrent-{seed0}-{i}") for i in range(matches)
     ]
@@ -311,7 +312,7 @@ async def message_sizes(server: RefereeServer, out: Path) -> tuple[float, float]
     """Average serialized sizes of (request RefereeMessage, Decision BotMessage) in a
     match, as the bots measure them; the match doubles as a warm-up."""
     sizes = out / "sizes.txt"
-    await single_matches(server, out, 1, 999_000, fast_bot({"STICHELN_BENCH_SIZES": str(sizes)}))
+    await single_matches(server, out, 1, 999_000, fast_bot({"BENCH_SIZES": str(sizes)}))
     count = req = dec = 0
     for line in sizes.read_text().splitlines():
         n, r, d = map(int, line.split())
@@ -476,7 +477,11 @@ def _quiet_logs() -> None:
 async def bench(args: argparse.Namespace) -> None:
     _quiet_logs()
     out = Path(tempfile.mkdtemp(prefix="sticheln-protocol-bench-"))
-    server = RefereeServer()
+    # The bots are the benchmark's own and trusted: they run without the sandbox and dial
+    # 127.0.0.1 over TCP, so this measures the protocol; the sandbox's cost (a bot's start,
+    # its Unix socket) is benchmarks/tournament.py --sandbox-only's. The sizes bot also
+    # writes its figures to a file here, which a sandboxed bot could not.
+    server = RefereeServer(sandbox=Sandbox("none"))
     await server.start("127.0.0.1", 0)
     pp_server, pingpong, pp_port = await start_pingpong()
     pp_server4, pingpong4, pp_port4 = await start_pingpong()

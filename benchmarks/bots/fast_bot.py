@@ -8,10 +8,12 @@ two lowest cards when the hand holds a single suit) -- the referee's own fallbac
 
 Benchmark hooks, all optional, through the environment:
 
-- ``STICHELN_BENCH_READY`` (a folder) and ``STICHELN_BENCH_GO`` (a file): once imported,
+(The referee passes a started bot no ``STICHELN_*`` variable of its bot file's ``env``,
+so the benchmark's own settings for bots it has the referee start are named ``BENCH_*``.)
+- ``BENCH_READY`` (a folder) and ``BENCH_GO`` (a file): once imported,
   the bot creates a file named after its pid in the folder, then waits for the go file
   before dialing the referee, so that many matches can start playing at the same moment.
-- ``STICHELN_BENCH_SIZES`` (a file): at ``MatchEnd`` the bot appends one line
+- ``BENCH_SIZES`` (a file): at ``MatchEnd`` the bot appends one line
   ``<requests> <request bytes> <decision bytes>``: the serialized sizes of the
   ``RefereeMessage`` requests it got and of the ``BotMessage`` decisions it sent.
 
@@ -123,9 +125,9 @@ def _run(main: Any) -> None:
 
 
 def main() -> None:
-    go = os.environ.get("STICHELN_BENCH_GO")
+    go = os.environ.get("BENCH_GO")
     if go:
-        ready = os.environ["STICHELN_BENCH_READY"]
+        ready = os.environ["BENCH_READY"]
         open(os.path.join(ready, str(os.getpid())), "w").close()
         while not os.path.exists(go):
             time.sleep(0.005)
@@ -154,7 +156,7 @@ def main() -> None:
                 play(
                     os.environ["STICHELN_REFEREE"],
                     token,
-                    os.environ.get("STICHELN_BENCH_SIZES"),
+                    os.environ.get("BENCH_SIZES"),
                     name,
                     seats,
                     sample,

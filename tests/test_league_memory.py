@@ -151,3 +151,31 @@ def test_a_finished_match_leaves_no_reference_cycle(tmp_path: Path) -> None:
     finally:
         run(league.stop())
     assert found / played < 20, (played, kinds.most_common(12))
+
+
+def test_the_web_pages_read_only_the_matches_finished_since_their_last_read(
+    tmp_path: Path, league_db: LeagueDb
+) -> None:
+    from referee.web.sources import LeagueSource
+
+    league = _league(tmp_path, league_db)
+    name = league.config.name
+    for i in range(3):
+        _finish(league, i)
+    rows, upto = league.store.results_since(name, 0)
+    assert [r.idx for r in rows] == [i for i in range(3) for _ in range(4)]
+    assert league.store.results_since(name, upto) == ([], upto)
+    _finish(league, 3)
+    newer, later = league.store.results_since(name, upto)
+    assert [r.idx for r in newer] == [3] * 4 and later > upto
+    assert league.store.results(name) == rows + newer
+
+    source = LeagueSource(league)
+    first, _ = source.load()
+    assert first == league.store.results(name)
+    again, _ = source.load()
+    assert again is first  # nothing finished: nothing read, the same rows
+    _finish(league, 4)
+    grown, _ = source.load()
+    assert grown[: len(first)] == first and [r.idx for r in grown[len(first) :]] == [4] * 4
+    assert all(a is b for a, b in zip(first, grown[: len(first)], strict=True))  # kept

@@ -578,17 +578,28 @@ class Store:
     def results(self, tournament: str, think: bool = True) -> list[StoredResult]:
         """Every stored seat result, in finishing order then seat; with ``think`` False
         without the think times (every ``think_us`` empty), which are most of the size."""
+        return self.results_since(tournament, 0, think)[0]
+
+    def results_since(
+        self, tournament: str, after: int, think: bool = True
+    ) -> tuple[list[StoredResult], int]:
+        """The seat results of the matches that finished after the ``after``-th (in
+        finishing order then seat), and the finishing position of the last of them
+        (``after`` when none did): what a reader that keeps the results already read needs
+        to read next."""
         rows = self._execute(
             "SELECT r.idx, m.match_id, r.seat, r.bot, r.total, r.place, r.forfeited, "
-            f"r.positive_rounds, r.faults, {'r.think_us' if think else 'NULL'} "
+            f"r.positive_rounds, r.faults, {'r.think_us' if think else 'NULL'}, m.finish_order "
             "FROM results r JOIN matches m ON m.tournament = r.tournament AND m.idx = r.idx "
-            "WHERE r.tournament = ? AND m.status = 'finished' ORDER BY m.finish_order, r.idx, r.seat",
-            (tournament,),
+            "WHERE r.tournament = ? AND m.status = 'finished' AND m.finish_order > ? "
+            "ORDER BY m.finish_order, r.idx, r.seat",
+            (tournament, after),
         )
         out = []
         none: array.array[int] = array.array("I")
         names: dict[str, str] = {}
-        for idx, mid, seat, bot, total, place, forfeited, positive, faults, times in rows:
+        last = after
+        for idx, mid, seat, bot, total, place, forfeited, positive, faults, times, order in rows:
             arr = none
             if think:
                 arr = array.array("I")
@@ -599,7 +610,8 @@ class Store:
                     idx, mid, seat, bot, total, place, bool(forfeited), positive, faults, arr
                 )
             )
-        return out
+            last = max(last, order)
+        return out, last
 
     def faults_by_reason(self, tournament: str) -> dict[str, dict[str, int]]:
         """Per bot, the number of faults of each reason."""

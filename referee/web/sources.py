@@ -26,7 +26,7 @@ import structlog
 from referee.league.feed import MatchFeed, replay_feed
 from referee.match.record import ReplayError, read_record
 from referee.results import documents as data
-from referee.results.store import StoredResult, open_store
+from referee.results.store import Store, StoredResult, open_store
 
 log = structlog.get_logger("referee.web")
 if TYPE_CHECKING:
@@ -82,6 +82,10 @@ class Source(ABC):
         #: When matches finished (monotonic seconds, ascending), for matches per second.
         self._finish_times: collections.deque[float] = collections.deque(maxlen=10_000)
         self._started = time.monotonic()
+        #: The finished matches' seat rows read so far, and the finishing position of the
+        #: last match among them (see :meth:`_read_new`).
+        self._read_rows: list[StoredResult] = []
+        self._read_upto = 0
 
     # -- answered by each source ------------------------------------------------------------
 
@@ -126,6 +130,17 @@ class Source(ABC):
     def info(self) -> dict[str, Any]:
         """What is being served: its kind, name and clock."""
         return {"kind": self.kind, "name": self.name, "decision_ms": self.decision_ms}
+
+    def _read_new(
+        self, store: Store, name: str
+    ) -> tuple[list[StoredResult], dict[str, dict[str, int]]]:
+        """The results read before, with the matches finished since added (only those are
+        read from ``store``), and the faults by bot and reason. A new list each time: the
+        current snapshot keeps the one before."""
+        new, self._read_upto = store.results_since(name, self._read_upto)
+        if new:
+            self._read_rows = [*self._read_rows, *new]
+        return self._read_rows, store.faults_by_reason(name)
 
     # -- computed ---------------------------------------------------------------------------
 
@@ -215,8 +230,7 @@ class LeagueSource(Source):
         return self._standings[1]
 
     def load(self) -> tuple[list[StoredResult], dict[str, dict[str, int]]]:
-        name = self.league.config.name
-        return self.league.store.results(name), self.league.store.faults_by_reason(name)
+        return self._read_new(self.league.store, self.league.config.name)
 
     def running(self) -> list[dict[str, Any]]:
         return [
@@ -406,7 +420,7 @@ class TournamentSource(Source):
             self._request_fit()
 
     def load(self) -> tuple[list[StoredResult], dict[str, dict[str, int]]]:
-        return self.store.results(self.config.name), self.store.faults_by_reason(self.config.name)
+        return self._read_new(self.store, self.config.name)
 
     def running(self) -> list[dict[str, Any]]:
         return [

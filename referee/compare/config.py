@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -19,7 +18,7 @@ from pydantic import Field, model_validator
 
 from referee.compare.sprt import Sprt
 from referee.config.bots import load_bot
-from referee.config.errors import Allowed, ConfigFileError
+from referee.config.errors import Allowed, ConfigFileError, read_toml
 from referee.config.tables import (
     ClockTable,
     FilePath,
@@ -298,14 +297,7 @@ def load_compare(path: str | Path | None, flags: Overrides) -> CompareConfig:
     where = "referee compare"
     if path is not None:
         path = Path(path)
-        try:
-            data = tomllib.loads(path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise CompareConfigError(f"{path}: comparison file not found") from None
-        except (OSError, UnicodeDecodeError) as exc:
-            raise CompareConfigError(f"{path}: cannot read the file: {exc}") from None
-        except tomllib.TOMLDecodeError as exc:
-            raise CompareConfigError(f"{path}: not valid TOML: {exc}") from None
+        data = read_toml(path, "comparison file", CompareConfigError)
         base = path.parent
         where = str(path)
     file_gives_matches = isinstance(data.get("compare"), dict) and "matches" in data["compare"]

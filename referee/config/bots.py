@@ -4,10 +4,10 @@
 from __future__ import annotations
 
 import shlex
-import tomllib
 from pathlib import Path
 from typing import Any
 
+from referee.config.errors import read_toml
 from referee.config.tables import BotTable, resolve, validate
 from referee.match.bots import BotConfigError, BotSpec, Limits
 
@@ -15,14 +15,7 @@ from referee.match.bots import BotConfigError, BotSpec, Limits
 def load_bot(path: str | Path) -> BotSpec:
     """Read a bot file; raise :class:`BotConfigError` with a one-line reason."""
     path = Path(path)
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise BotConfigError(f"{path}: bot file not found") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise BotConfigError(f"{path}: cannot read the bot file: {exc}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise BotConfigError(f"{path}: not valid TOML: {exc}") from None
+    data = read_toml(path, "bot file", BotConfigError)
     return bot_from_table(data, base=path.parent, source=str(path))
 
 

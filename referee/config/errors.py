@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import functools
 import re
+import tomllib
 import types
 import typing
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, Tag, ValidationError
@@ -22,6 +24,19 @@ from pydantic.fields import FieldInfo
 
 class ConfigFileError(ValueError):
     """A config file that cannot be used; the message is one line."""
+
+
+def read_toml(path: Path, kind: str, error: type[Exception]) -> dict[str, Any]:
+    """The table of the TOML file ``path`` (a "bot file", a "tournament file", ...), or
+    ``error`` with a one-line reason: not found, unreadable, or not TOML."""
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise error(f"{path}: {kind} not found") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise error(f"{path}: cannot read the {kind}: {exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise error(f"{path}: not valid TOML: {exc}") from None
 
 
 class Allowed:

@@ -9,13 +9,13 @@ is one line naming the file, the key and what is allowed.
 from __future__ import annotations
 
 import os
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
 from pydantic import Field, model_validator
 
+from referee.config.errors import read_toml
 from referee.config.tables import (
     ClockTable,
     Count,
@@ -155,12 +155,7 @@ class LeagueFile(Table):
 def load_league_config(path: str | Path, environ: dict[str, str] | None = None) -> LeagueConfig:
     """Read and validate a league file; the admin token is read from the environment."""
     path = Path(path)
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: league file not found") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+    data = read_toml(path, "league file", ConfigError)
     return league_from_table(data, path.parent, path, os.environ if environ is None else environ)
 
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -16,7 +15,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field
 
 from referee.config.bots import bot_from_model, load_bot
-from referee.config.errors import ConfigFileError
+from referee.config.errors import ConfigFileError, read_toml
 from referee.config.tables import (
     BotEntry,
     BotFileRef,
@@ -119,12 +118,7 @@ class TournamentConfig:
 def load_config(path: str | Path) -> TournamentConfig:
     """Read and validate a tournament file."""
     path = Path(path)
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: tournament file not found") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+    data = read_toml(path, "tournament file", ConfigError)
     return config_from_table(data, base=path.parent, source=path)
 
 

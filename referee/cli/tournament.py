@@ -223,11 +223,9 @@ def tournament(args: argparse.Namespace) -> int:
                 flush=True,
             )
         if outcome.aborted:
-            shown = ", ".join(outcome.aborted[:10])
-            more = f" and {len(outcome.aborted) - 10} more" if len(outcome.aborted) > 10 else ""
             print(
                 f"{outcome.finished}/{outcome.planned} matches finished; {len(outcome.aborted)} "
-                f"aborted, each played twice with fewer than two bots connected: {shown}{more}. "
+                f"aborted, each played twice with fewer than two bots connected: {_listed(outcome.aborted)}. "
                 f"No standings until they are played: see the bot logs in {config.out / 'logs'}, "
                 "fix the bots and run the same command again",
                 flush=True,
@@ -285,11 +283,9 @@ def merge(args: argparse.Namespace) -> int:
             flush=True,
         )
     if merged.missing:
-        shown = ", ".join(merged.missing[:10])
-        more = f" and {len(merged.missing) - 10} more" if len(merged.missing) > 10 else ""
         print(
             f"referee merge: {len(merged.missing)} scheduled match(es) are not finished: "
-            f"{shown}{more}; run (or resume) their shards, then merge again",
+            f"{_listed(merged.missing)}; run (or resume) their shards, then merge again",
             file=sys.stderr,
         )
         return 1
@@ -302,3 +298,9 @@ def merge(args: argparse.Namespace) -> int:
         flush=True,
     )
     return 0
+
+
+def _listed(match_ids: list[str], most: int = 10) -> str:
+    """The first ``most`` match ids, and how many more there are."""
+    more = f" and {len(match_ids) - most} more" if len(match_ids) > most else ""
+    return ", ".join(match_ids[:most]) + more

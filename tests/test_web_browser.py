@@ -232,13 +232,13 @@ def test_a_running_match_appears_on_the_spectator_table_and_advances(
         page.goto(f"{league.url}/matches")
         try:
             page.wait_for_selector(f'#running tr[data-match="{running}"]', timeout=15_000)
+            browser.screenshot("matches")
+            page.click(f'#running tr[data-match="{running}"] a', timeout=15_000)
         except PlaywrightTimeout:
             still = [m["match_id"] for m in get_json(f"{league.url}/api/matches")["running"]]
             if running in still:
                 raise  # running, and the page does not list it
-            continue  # it finished before the page listed it: take the next one
-        browser.screenshot("matches")
-        page.click(f'#running tr[data-match="{running}"] a')
+            continue  # it finished (and left the live list) before the click: take the next one
         page.wait_for_selector("#live-badge, #step-label")
         if page.locator("#live-badge").count():
             break

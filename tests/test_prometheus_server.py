@@ -219,16 +219,24 @@ def test_prometheus_scrapes_the_tournament_results(
         )
         assert api.scalar("sticheln_matches_planned") == 12
         # ... and after it: the referee lingers with the final values. The health service
-        # on the fixed port reports the referee service NOT_SERVING from when the exports
-        # are written (SERVING while matches are played, nothing between the two).
+        # on the fixed port answers SERVING for the server and NOT_SERVING for the referee
+        # service once the exports are written. (While the matches' server stops, for its
+        # grace period, both are NOT_SERVING; then nothing answers until the linger binds.)
         address = f"127.0.0.1:{grpc_port}"
-        lingering = (False, f"{address}: service 'sticheln.v1.Referee' is NOT_SERVING")
+        lingering = (
+            (True, f"{address}: the server is SERVING"),
+            (False, f"{address}: service 'sticheln.v1.Referee' is NOT_SERVING"),
+        )
         _poll(
             "the tournament to finish and linger",
-            lambda: True if check(address, "sticheln.v1.Referee", timeout=2) == lingering else None,
+            lambda: (
+                True
+                if (check(address, timeout=2), check(address, "sticheln.v1.Referee", timeout=2))
+                == lingering
+                else None
+            ),
             180,
         )
-        assert check(address, timeout=2) == (True, f"{address}: the server is SERVING")
         assert referee.poll() is None, referee.communicate()
 
         def final() -> float | None:

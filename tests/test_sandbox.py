@@ -298,6 +298,57 @@ def test_killing_the_referee_leaves_no_sandboxed_bot(tmp_path: Path) -> None:
             proc.wait()
 
 
+#: A bot that leaves the work to a child process and waits for it (as a shell script or
+#: a build tool's wrapper does); neither ever connects.
+CHILD = "import time; time.sleep(600)"
+FORKING_BOT = (
+    f"import subprocess, sys; subprocess.run([sys.executable, '-c', {CHILD!r}, sys.argv[1]])"
+)
+
+
+@pytest.mark.parametrize("sandboxed", [False, True], ids=["no-sandbox", "sandbox"])
+def test_killing_the_referee_also_kills_what_its_bots_started(
+    tmp_path: Path, sandboxed: bool
+) -> None:
+    """The launcher's death signal reaches only the process it became; the watchdog
+    (referee/match/watchdog.py) kills each bot's whole process group."""
+    marker = new_marker()
+    args = [sys.executable, "-m", "referee.cli", "match", "--out", str(tmp_path / "out")]
+    args += ["--startup-ms=60000", *([] if sandboxed else ["--no-sandbox"])]
+    for name in ("a", "b", "c"):
+        path = tmp_path / f"{name}.toml"
+        command = [sys.executable, "-c", FORKING_BOT, marker]
+        path.write_text(f'name = "{name}"\ncommand = {json.dumps(command)}\n')
+        args += ["--bot", str(path)]
+    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+
+        def children() -> list[int]:
+            return [p for p in processes_with(marker, bots_only=True) if _is_child(p)]
+
+        while len(children()) < 3 and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.02)  # polling /proc for the bots' children, not waiting out a race
+        assert len(children()) == 3, "the bots' children never started"
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(10)
+        assert_no_processes(marker, within=10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        for pid in processes_with(marker):
+            os.kill(pid, signal.SIGKILL)
+
+
+def _is_child(pid: int) -> bool:
+    """The process runs the bot's child program (its command line holds the sleep)."""
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[2] == CHILD.encode()
+    except (OSError, IndexError):
+        return False
+
+
 CXX_LAUNCHER = r"""
 #include <iostream>
 #include <string>

@@ -14,6 +14,7 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +43,7 @@ def tournament_file(tmp: Path, out: str, seed: int = 11) -> Path:
     for i, script in enumerate(["lowest", "highest", "lowest", "highest"]):
         text += (
             f'[[bots]]\nname = "{script}{i}"\n'
-            f'command = ["{sys.executable}", "{script}_bot.py", "--marker={tmp.name}"]\n'
+            f'command = ["{sys.executable}", "{script}_bot.py", "--marker={marker_of(tmp)}"]\n'
             f'workdir = "{BOTS}"\n'
         )
     path = tmp / f"{out}.toml"
@@ -74,6 +75,16 @@ def start(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str
 
 #: The environment without a deal key: each tournament makes its own.
 NO_KEY = {k: v for k, v in ENV.items() if k != KEY_ENV}
+
+
+#: Tells this session's bots from any another pytest session left behind (temporary
+#: folders' names repeat from one session to the next).
+SESSION = uuid.uuid4().hex
+
+
+def marker_of(tmp: Path) -> str:
+    """The marker on the command lines of the bots of the tournament in ``tmp``."""
+    return f"{tmp.name}-{SESSION}"
 
 
 def no_bots_left(marker: str) -> bool:
@@ -165,7 +176,7 @@ def test_concurrent_shards_on_postgres_equal_the_unsharded_run(
     ]
     _finish_on_postgres(shards, k, config, postgres_url)
     assert comparable(tmp_path / "pg") == unsharded
-    assert no_bots_left(tmp_path.name)
+    assert no_bots_left(marker_of(tmp_path))
 
 
 @pytest.mark.timeout(400)
@@ -265,7 +276,7 @@ def test_a_shard_killed_and_restarted_loses_and_duplicates_nothing(
     assert comparable(tmp_path / "kill") == unsharded
     assert referee("merge", str(config), "--db", postgres_url).returncode == 0
     assert comparable(tmp_path / "kill") == unsharded
-    assert no_bots_left(tmp_path.name)
+    assert no_bots_left(marker_of(tmp_path))
 
 
 @pytest.mark.timeout(400)

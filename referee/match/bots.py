@@ -28,7 +28,8 @@ tournament's bot pool starts it with ``STICHELN_SEATS=N`` as well, and the proce
 N streams with that one token, each serving one match at a time (see
 :mod:`referee.match.pool`); started for a single seat, it gets no ``STICHELN_SEATS``. It runs in
 its own process group; its stdout and stderr go to a
-per-bot log file; the whole group is killed when the match ends or the referee exits.
+per-bot log file; the whole group is killed when the match ends or the referee exits,
+and by the :mod:`~referee.match.watchdog` when the referee is killed.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from referee.match import watchdog
 from referee.match.sandbox import SandboxPolicy, bot_environment, bwrap_command
 
 #: The variables the referee sets for a started bot (a bot file's ``env`` cannot).
@@ -106,6 +108,7 @@ class BotProcess:
         #: The process is bubblewrap, with the bot inside its sandbox.
         self.sandboxed = False
         _LIVE.add(self)
+        watchdog.guard(proc.pid)
 
     @classmethod
     async def start(
@@ -214,6 +217,7 @@ class BotProcess:
         if self._after_exit is not None:
             await asyncio.gather(self._after_exit, return_exceptions=True)
         _LIVE.discard(self)
+        watchdog.release(self.proc.pid)
 
 
 def log_name(name: str) -> str:

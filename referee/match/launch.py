@@ -4,7 +4,9 @@ The referee starts every command bot through this small launcher, which sets the
 on itself and then replaces itself with the bot (``exec``), so the limits apply to the
 bot and everything it starts. Doing it here rather than in a ``preexec_fn`` keeps the
 referee's own (threaded) process safe. On Linux the bot is also killed if the referee
-dies (``PR_SET_PDEATHSIG``), so even a referee killed with SIGKILL leaves no bot behind.
+dies (``PR_SET_PDEATHSIG``); what the bot started itself, and a sandbox cut short while
+it was being set up, are killed by :mod:`referee.match.watchdog`, so even a referee
+killed with SIGKILL leaves no bot behind.
 """
 
 from __future__ import annotations

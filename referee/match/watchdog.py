@@ -1,0 +1,103 @@
+"""A watchdog that kills every bot's process group once the referee process is gone,
+however it went (SIGKILL and out-of-memory kills included).
+
+Each started bot leads a process group of its own. ``PR_SET_PDEATHSIG`` (set by
+:mod:`referee.match.launch`) kills only the process the referee started: a bot's
+children live on, and so does a sandbox whose set-up was cut short (bubblewrap's pid-1
+process waits for a parent that is gone, without its own death signal yet). The
+watchdog closes both gaps. It is a small separate process, started with the first bot,
+that reads the process groups to guard from a pipe (``+PGID`` when a bot starts,
+``-PGID`` once it has been stopped). The kernel closes the pipe when the referee ends,
+and at end of file the watchdog kills every group it still guards and exits.
+
+The pipe's write end is close-on-exec, so no bot inherits it (a bot holding it open
+would keep the watchdog waiting). The watchdog has a session of its own and ignores
+SIGINT, SIGTERM and SIGHUP: a Ctrl-C or a container's SIGTERM to every process must not
+end it before the referee.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import subprocess
+import sys
+import threading
+
+#: The watchdog's whole program (run by ``python -I -S -c``, so that it starts in a few
+#: milliseconds and imports nothing of the referee).
+PROGRAM = """
+import os, signal, sys
+for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+    signal.signal(sig, signal.SIG_IGN)
+guarded = set()
+for line in sys.stdin.buffer:
+    try:
+        pgid = int(line[1:])
+    except ValueError:
+        continue
+    if line[:1] == b"+":
+        guarded.add(pgid)
+    else:
+        guarded.discard(pgid)
+for pgid in guarded:
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except OSError:
+        pass
+"""
+
+_lock = threading.Lock()
+_watchdog: subprocess.Popen[bytes] | None = None
+_owner = 0  # the pid that started it: a forked child starts its own
+
+
+def _running() -> subprocess.Popen[bytes]:
+    global _watchdog, _owner
+    if _watchdog is None or _owner != os.getpid() or _watchdog.poll() is not None:
+        _watchdog = subprocess.Popen(
+            [sys.executable, "-I", "-S", "-c", PROGRAM],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        _owner = os.getpid()
+        atexit.register(_close)
+    return _watchdog
+
+
+def _close() -> None:
+    """At a normal exit: close the pipe (the watchdog kills what is left and ends)."""
+    if _watchdog is not None and _owner == os.getpid():
+        assert _watchdog.stdin is not None
+        with contextlib.suppress(OSError):
+            _watchdog.stdin.close()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            _watchdog.wait(5)
+
+
+def _send(line: str) -> None:
+    with _lock:
+        watchdog = _running()
+        assert watchdog.stdin is not None
+        with contextlib.suppress(BrokenPipeError):
+            watchdog.stdin.write(line.encode("ascii"))
+            watchdog.stdin.flush()
+
+
+def guard(pgid: int) -> None:
+    """Kill process group ``pgid`` if this process ends before :func:`release`."""
+    _send(f"+{pgid}\n")
+
+
+def release(pgid: int) -> None:
+    """Stop guarding ``pgid`` (its processes have been stopped)."""
+    if _watchdog is not None and _owner == os.getpid():
+        _send(f"-{pgid}\n")
+
+
+def watchdog_pid() -> int | None:
+    """The watchdog's process id, if this process has started one (for tests)."""
+    return _watchdog.pid if _watchdog is not None and _owner == os.getpid() else None

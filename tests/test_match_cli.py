@@ -187,3 +187,41 @@ def test_ctrl_c_stops_the_match_and_leaves_no_bot_process(tmp_path: Path, marker
     checked = referee("replay", record)
     assert checked.returncode == 1
     assert "no end line" in checked.stderr
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_an_interrupted_tournament_says_one_line_while_bots_are_still_connecting(
+    tmp_path: Path, marker: str, sig: signal.Signals
+) -> None:
+    """Stopped while every seat still waits for its handshake: the user reads the one
+    line that says what was kept, not asyncio's reports of the tasks left pending."""
+    silent = [sys.executable, "-c", "import time; time.sleep(120)", marker]
+    bots = "".join(f'[[bots]]\nname = "{n}"\ncommand = {json.dumps(silent)}\n' for n in "abc")
+    config = tmp_path / "t.toml"
+    config.write_text(
+        '[tournament]\nname = "t"\nseed = 1\ntable_size = 3\nmatches_per_table = 2\n'
+        'out = "out"\n[sandbox]\nmode = "none"\n[clock]\nstartup_ms = 60000\n' + bots
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "referee.cli", "tournament", str(config)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while len(processes_with(marker)) < 3 and time.monotonic() < deadline:
+            time.sleep(0.02)  # polling /proc until the bots run, not waiting out a race
+        assert len(processes_with(marker)) == 3, "the bots never started"
+        proc.send_signal(sig)
+        _, stderr = proc.communicate(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 130
+    said = [line for line in stderr.splitlines() if not line.startswith("{")]
+    assert said == [
+        "interrupted: finished matches are kept; run the same command again to resume"
+    ], stderr
+    assert_no_processes(marker)

@@ -64,4 +64,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         # failing too.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 128 + signal.SIGPIPE
+    except KeyboardInterrupt:
+        # Ctrl-C before the command's event loop took over its signals (while starting).
+        print(f"referee {args.command}: interrupted", file=sys.stderr)
+        return 130
     return result

@@ -155,4 +155,27 @@ def run_until_done(main: Coroutine[Any, Any, int], interrupted: str) -> int:
         return 130
     finally:
         kill_all_bots()
+        _wind_down(loop)
         loop.close()
+
+
+def _wind_down(loop: asyncio.AbstractEventLoop, within: float = 2.0) -> None:
+    """Cancel what still runs on ``loop`` once the command's work is over (an interrupted
+    match leaves streams and timers behind), and keep asyncio's reports of the tasks and
+    futures that ended with it ("Task was destroyed but it is pending!", "exception was
+    never retrieved") off the user's terminal: they are a debug log line."""
+    import structlog
+
+    log = structlog.get_logger("referee.cli")
+
+    def quiet(_loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        exc = context.get("exception")
+        log.debug("after_exit", message=context.get("message"), error=repr(exc) if exc else None)
+
+    loop.set_exception_handler(quiet)
+    tasks = asyncio.all_tasks(loop)
+    for task in tasks:
+        task.cancel()
+    if tasks:
+        loop.run_until_complete(asyncio.wait(tasks, timeout=within))
+    loop.run_until_complete(loop.shutdown_asyncgens())

@@ -311,7 +311,8 @@ def test_killing_the_referee_also_kills_what_its_bots_started(
     tmp_path: Path, sandboxed: bool
 ) -> None:
     """The launcher's death signal reaches only the process it became; the watchdog
-    (referee/match/watchdog.py) kills each bot's whole process group."""
+    (referee/match/watchdog.py) kills each bot's whole process group, and removes the
+    referee's private socket folder."""
     marker = new_marker()
     args = [sys.executable, "-m", "referee.cli", "match", "--out", str(tmp_path / "out")]
     args += ["--startup-ms=60000", *([] if sandboxed else ["--no-sandbox"])]
@@ -320,7 +321,10 @@ def test_killing_the_referee_also_kills_what_its_bots_started(
         command = [sys.executable, "-c", FORKING_BOT, marker]
         path.write_text(f'name = "{name}"\ncommand = {json.dumps(command)}\n')
         args += ["--bot", str(path)]
-    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    tmp = tmp_path / "tmp"  # where the referee makes its private socket folders
+    tmp.mkdir()
+    env = {**os.environ, "TMPDIR": str(tmp)}
+    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
     try:
         deadline = time.monotonic() + 60
 
@@ -330,9 +334,14 @@ def test_killing_the_referee_also_kills_what_its_bots_started(
         while len(children()) < 3 and time.monotonic() < deadline and proc.poll() is None:
             time.sleep(0.02)  # polling /proc for the bots' children, not waiting out a race
         assert len(children()) == 3, "the bots' children never started"
+        assert bool(list(tmp.glob("sticheln-sockets-*"))) == sandboxed
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(10)
         assert_no_processes(marker, within=10)
+        deadline = time.monotonic() + 10
+        while list(tmp.iterdir()) and time.monotonic() < deadline:
+            time.sleep(0.02)  # polling for the watchdog's clean-up, not waiting out a race
+        assert not list(tmp.iterdir()), "the referee's socket folder was left behind"
     finally:
         if proc.poll() is None:
             proc.kill()

@@ -1,5 +1,5 @@
-"""The watchdog kills the process groups it guards once the process that started it is
-gone, and leaves alone the groups released before that."""
+"""The watchdog kills the process groups it guards, and removes the folders it was given,
+once the process that started it is gone; it leaves alone those taken back before."""
 
 from __future__ import annotations
 
@@ -8,13 +8,16 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 from bots.harness import assert_no_processes, new_marker, processes_with
 
 #: A process that starts two process groups (a sleeper with a child of its own each),
-#: guards both, releases the second, and dies by SIGKILL.
+#: guards both, releases the second, has two folders removed at its end, forgets one,
+#: and dies by SIGKILL.
 OWNER = """
 import os, signal, subprocess, sys
+from pathlib import Path
 from referee.match import watchdog
 marker = sys.argv[1]
 sleeper = f"import time; time.sleep(600)"
@@ -29,16 +32,21 @@ groups = [
 for g in groups:
     watchdog.guard(g.pid)
 watchdog.release(groups[1].pid)
+kept, removed = (Path(sys.argv[2]) / name for name in ("kept", "removed"))
+for folder in (kept, removed):
+    (folder / "sockets").mkdir(parents=True)
+    watchdog.remove_on_exit(folder)
+watchdog.forget(kept)
 print(watchdog.watchdog_pid(), flush=True)
 sys.stdin.read()
 os.kill(os.getpid(), signal.SIGKILL)
 """
 
 
-def test_guarded_groups_die_with_their_owner_and_released_ones_live_on() -> None:
+def test_guarded_groups_die_with_their_owner_and_released_ones_live_on(tmp_path: Path) -> None:
     marker = new_marker()
     owner = subprocess.Popen(
-        [sys.executable, "-c", OWNER, marker],
+        [sys.executable, "-c", OWNER, marker, str(tmp_path)],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
@@ -60,6 +68,9 @@ def test_guarded_groups_die_with_their_owner_and_released_ones_live_on() -> None
         while os.path.exists(f"/proc/{watchdog_pid}") and time.monotonic() < deadline:
             time.sleep(0.02)
         assert not os.path.exists(f"/proc/{watchdog_pid}")
+        # It removed the folder it was given, not the one taken back.
+        assert not (tmp_path / "removed").exists()
+        assert (tmp_path / "kept" / "sockets").is_dir()
     finally:
         for pid in processes_with(marker):
             os.kill(pid, signal.SIGKILL)

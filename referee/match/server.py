@@ -35,6 +35,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from referee import __version__
+from referee.match import watchdog
 from referee.match.faults import FaultReason
 from referee.match.peers import blame
 from referee.match.sandbox import Sandbox
@@ -647,6 +648,7 @@ class RefereeServer:
         process's seats, and close it when the process has ended."""
         if self._socket_root is None:
             self._socket_root = Path(tempfile.mkdtemp(prefix="sticheln-sockets-"))
+            watchdog.remove_on_exit(self._socket_root)
         folder = self._socket_root / str(next(self._sockets))
         folder.mkdir(mode=0o700)
         path = folder / SOCKET_NAME
@@ -695,6 +697,7 @@ class RefereeServer:
             self._server = None
         if self._socket_root is not None:
             shutil.rmtree(self._socket_root, ignore_errors=True)
+            watchdog.forget(self._socket_root)
             self._socket_root = None
 
 

@@ -7,8 +7,9 @@ children live on, and so does a sandbox whose set-up was cut short (bubblewrap's
 process waits for a parent that is gone, without its own death signal yet). The
 watchdog closes both gaps. It is a small separate process, started with the first bot,
 that reads the process groups to guard from a pipe (``+PGID`` when a bot starts,
-``-PGID`` once it has been stopped). The kernel closes the pipe when the referee ends,
-and at end of file the watchdog kills every group it still guards and exits.
+``-PGID`` once it has been stopped) and the folders to remove (the referee's private
+socket folders). The kernel closes the pipe when the referee ends, and at end of file the
+watchdog kills every group it still guards, removes those folders, and exits.
 
 The pipe's write end is close-on-exec, so no bot inherits it (a bot holding it open
 would keep the watchdog waiting). The watchdog has a session of its own and ignores
@@ -24,28 +25,33 @@ import os
 import subprocess
 import sys
 import threading
+from pathlib import Path
 
 #: The watchdog's whole program (run by ``python -I -S -c``, so that it starts in a few
 #: milliseconds and imports nothing of the referee).
 PROGRAM = """
-import os, signal, sys
+import os, shutil, signal, sys
 for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
     signal.signal(sig, signal.SIG_IGN)
 guarded = set()
+folders = set()
 for line in sys.stdin.buffer:
-    try:
-        pgid = int(line[1:])
-    except ValueError:
-        continue
-    if line[:1] == b"+":
-        guarded.add(pgid)
-    else:
-        guarded.discard(pgid)
+    kind, what = line[:1], line[1:-1]
+    if kind in b"+-":
+        try:
+            pgid = int(what)
+        except ValueError:
+            continue
+        (guarded.add if kind == b"+" else guarded.discard)(pgid)
+    elif kind in b"df" and what:
+        (folders.add if kind == b"d" else folders.discard)(what)
 for pgid in guarded:
     try:
         os.killpg(pgid, signal.SIGKILL)
     except OSError:
         pass
+for folder in folders:
+    shutil.rmtree(folder, ignore_errors=True)
 """
 
 _lock = threading.Lock()
@@ -78,24 +84,43 @@ def _close() -> None:
             _watchdog.wait(5)
 
 
-def _send(line: str) -> None:
+def _send(line: bytes) -> None:
     with _lock:
         watchdog = _running()
         assert watchdog.stdin is not None
         with contextlib.suppress(BrokenPipeError):
-            watchdog.stdin.write(line.encode("ascii"))
+            watchdog.stdin.write(line)
             watchdog.stdin.flush()
 
 
 def guard(pgid: int) -> None:
     """Kill process group ``pgid`` if this process ends before :func:`release`."""
-    _send(f"+{pgid}\n")
+    _send(b"+%d\n" % pgid)
 
 
 def release(pgid: int) -> None:
     """Stop guarding ``pgid`` (its processes have been stopped)."""
     if _watchdog is not None and _owner == os.getpid():
-        _send(f"-{pgid}\n")
+        _send(b"-%d\n" % pgid)
+
+
+def remove_on_exit(folder: Path) -> None:
+    """Remove ``folder`` (the referee's private sockets) if this process ends before
+    :func:`forget`."""
+    _send(b"d" + _line(folder))
+
+
+def forget(folder: Path) -> None:
+    """``folder`` has been removed by its owner."""
+    if _watchdog is not None and _owner == os.getpid():
+        _send(b"f" + _line(folder))
+
+
+def _line(folder: Path) -> bytes:
+    name = os.fsencode(folder.resolve())
+    if b"\n" in name:
+        raise ValueError(f"{folder}: a folder name with a line break cannot be guarded")
+    return name + b"\n"
 
 
 def watchdog_pid() -> int | None:

@@ -115,3 +115,19 @@ def test_describe_changes_names_the_changed_keys() -> None:
     assert "seed: 1 -> 2" in changes
     assert "rules.trump_rule: 'highest' -> 'last_suit'" in changes
     assert "bots[a].command: ['x'] -> ['y']" in changes
+
+
+def test_what_a_bot_may_read_and_its_seats_are_part_of_the_fingerprint(tmp_path: Path) -> None:
+    body = '[tournament]\nname = "t"\ntable_size = 3\n'
+    plain = load_config(write(tmp_path, body))
+    # Unset, they are not in it: a tournament begun before they were fingerprinted resumes.
+    assert all("read" not in b and "seats" not in b for b in plain.fingerprint()["bots"])
+    (tmp_path / "data").mkdir()
+    more = write(tmp_path, body)
+    # More for the last bot's entry: two seats, and a folder to read.
+    more.write_text(more.read_text() + 'seats = 2\n[bots.sandbox]\nread = ["data"]\n')
+    changed = load_config(more)
+    assert changed.fingerprint_hash() != plain.fingerprint_hash()
+    changes = describe_changes(plain.fingerprint(), changed.fingerprint())
+    assert f"bots[b3].read: None -> ['{(tmp_path / 'data').resolve()}']" in changes
+    assert "bots[b3].seats: None -> 2" in changes

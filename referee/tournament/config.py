@@ -94,25 +94,31 @@ class TournamentConfig:
                 "time_bank_ms": self.clock.time_bank_ms,
                 "startup_ms": self.clock.startup_ms,
             },
-            "bots": [
-                {
-                    "name": b.name,
-                    "command": list(b.command),
-                    "workdir": str(b.workdir),
-                    "env": b.env,
-                    "limits": {
-                        "cpu_seconds": b.limits.cpu_seconds,
-                        "memory_mb": b.limits.memory_mb,
-                    },
-                }
-                for b in self.bots
-            ],
+            "bots": [_bot_fingerprint(b) for b in self.bots],
         }
 
     def fingerprint_hash(self) -> str:
         """SHA-256 of the canonical JSON of :meth:`fingerprint`."""
         text = json.dumps(self.fingerprint(), sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _bot_fingerprint(bot: BotSpec) -> dict[str, Any]:
+    """What of a bot decides its results: what it runs, where, with what, and what it
+    may read. ``seats`` and ``read`` are there only when set, so that a tournament begun
+    before they were fingerprinted still resumes."""
+    entry: dict[str, Any] = {
+        "name": bot.name,
+        "command": list(bot.command),
+        "workdir": str(bot.workdir),
+        "env": bot.env,
+        "limits": {"cpu_seconds": bot.limits.cpu_seconds, "memory_mb": bot.limits.memory_mb},
+    }
+    if bot.seats != 1:
+        entry["seats"] = bot.seats
+    if bot.read:
+        entry["read"] = [str(p) for p in bot.read]
+    return entry
 
 
 def load_config(path: str | Path) -> TournamentConfig:

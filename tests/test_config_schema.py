@@ -273,6 +273,10 @@ def test_a_league_database_is_a_path_from_the_files_folder_or_a_url(tmp_path: Pa
         ),
         ('name = "b"\ncommand = "x"\n[sandbox]\nread = ["missing"]\n', ": [sandbox] read = '"),
         ('name = "b"\n', ": give a 'command' to start, or a 'token' for an external bot"),
+        (
+            'name = "b"\ncommand = "x"\n[env]\nSTICHELN_SEATS = "9"\n',
+            ": [env] STICHELN_SEATS is not allowed: the STICHELN_* variables are the referee's",
+        ),
     ],
 )
 def test_a_broken_bot_file_is_one_line(tmp_path: Path, text: str, says: str) -> None:

@@ -229,6 +229,12 @@ class BotTable(Table):
 
     @model_validator(mode="after")
     def _started_or_external(self) -> BotTable:
+        taken = sorted(k for k in self.env if k.startswith("STICHELN_"))
+        if taken:
+            raise ValueError(
+                f"[env] {taken[0]} is not allowed: the STICHELN_* variables are the referee's "
+                "to set (a bot file's would never reach the bot); give yours another name"
+            )
         if not self.command and not self.token:
             raise ValueError("give a 'command' to start, or a 'token' for an external bot")
         if self.seats > 1 and not self.command:

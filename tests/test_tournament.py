@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+import uuid
 from pathlib import Path
 
 import pytest
@@ -24,13 +25,23 @@ from referee.tournament.run import run_tournament
 BOTS = Path(__file__).parent / "bots"
 
 
+#: Tells this session's bots from any another pytest session left behind (temporary
+#: folders' names repeat from one session to the next).
+SESSION = uuid.uuid4().hex
+
+
+def marker_of(tmp_path: Path) -> str:
+    """The marker on the command lines of the bots of the tournament in ``tmp_path``."""
+    return f"{tmp_path.name}-{SESSION}"
+
+
 def league(tmp_path: Path, name: str = "t", parallel: int = 2, matches_per_table: int = 3) -> Path:
     """Four deterministic bots (two lowest-card, two highest-card), tables of three."""
     bots = ""
     for i, script in enumerate(
         ["lowest_bot.py", "highest_bot.py", "lowest_bot.py", "highest_bot.py"]
     ):
-        bots += f'[[bots]]\nname = "{script.split("_")[0]}{i}"\ncommand = ["{sys.executable}", "{script}", "--marker={tmp_path.name}"]\nworkdir = "{BOTS}"\n'
+        bots += f'[[bots]]\nname = "{script.split("_")[0]}{i}"\ncommand = ["{sys.executable}", "{script}", "--marker={marker_of(tmp_path)}"]\nworkdir = "{BOTS}"\n'
     path = tmp_path / f"{name}.toml"
     path.write_text(
         f'[tournament]\nname = "{name}"\nseed = 11\ntable_size = 3\nmatches_per_table = {matches_per_table}\n'
@@ -136,7 +147,9 @@ def test_kill_9_then_resume_gives_the_same_standings(tmp_path: Path) -> None:
     assert standings(tmp_path / "out-whole") == standings(tmp_path / "out-killed")
     # No bot outlived the killed referee.
     assert not [
-        p for p in Path("/proc").iterdir() if p.name.isdigit() and _has_marker(p, tmp_path.name)
+        p
+        for p in Path("/proc").iterdir()
+        if p.name.isdigit() and _has_marker(p, marker_of(tmp_path))
     ]
 
 

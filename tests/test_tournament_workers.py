@@ -16,7 +16,7 @@ import grpc
 import pytest
 from bots.harness import run
 from prometheus_client import CollectorRegistry
-from test_tournament import _has_marker, finished, league, standings
+from test_tournament import _has_marker, finished, league, marker_of, standings
 
 from referee.match.dealkey import DealKey
 from referee.match.metrics import RefereeMetrics
@@ -93,7 +93,9 @@ def test_a_killed_worker_loses_only_its_match_which_is_played_again(tmp_path: Pa
         ).fetchone()[0]
     assert rows == 16 * 3 and dupes == 0
     assert not [
-        p for p in Path("/proc").iterdir() if p.name.isdigit() and _has_marker(p, tmp_path.name)
+        p
+        for p in Path("/proc").iterdir()
+        if p.name.isdigit() and _has_marker(p, marker_of(tmp_path))
     ]
 
 

@@ -97,7 +97,8 @@ def serve(args: argparse.Namespace) -> int:
             raise UsageError(str(exc)) from None
         try:
             await league.start()
-        except ResumeRefused as exc:
+        except (ResumeRefused, StoreError) as exc:
+            league.store.close()
             raise UsageError(str(exc)) from None
         except OSError as exc:
             raise UsageError(f"cannot serve on {config.host}:{config.port}: {exc}") from None

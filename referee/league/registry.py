@@ -100,8 +100,8 @@ class BotRegistry:
         self._by_hash[entry.token_sha256] = entry
 
     def _insert(self, entry: BotEntry) -> None:
-        self.store.execute(
-            "INSERT INTO league_bots VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        cur = self.store.execute(
+            "INSERT INTO league_bots VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
             (
                 entry.name,
                 entry.owner,
@@ -114,6 +114,15 @@ class BotRegistry:
                 entry.registered_at,
             ),
         )
+        if cur.rowcount != 1:
+            # Nothing inserted: the store ran the insert again after a commit whose
+            # acknowledgement was lost, and finds its own row (the new token's hash), or
+            # another process registered the name first.
+            row = self.store.execute(
+                "SELECT token_sha256 FROM league_bots WHERE name = ?", (entry.name,)
+            ).fetchone()
+            if row is None or row[0] != entry.token_sha256:
+                raise RegistryError(f"a bot named {entry.name!r} is already registered", "exists")
         self._remember(entry)
 
     def _check_name(self, name: str) -> None:

@@ -19,6 +19,14 @@ write at once. On SIGTERM the league stops starting matches, gives the running o
 ``shutdown_grace_s`` to finish, and stops the rest; they stay planned in the database and
 are replayed from the start (same seating, same match id, a new deal: the seats saw part
 of the old one) as soon as their bots are connected again after a restart.
+
+One league serves a database under its name: the league holds the store's league lock
+(:meth:`~referee.results.store.Store.lock_league`) for its lifetime, and a second one is
+refused at start. When the database goes away (a PostgreSQL store reconnects by itself a
+few times first), a store call that still fails is one logged line and the league goes
+on serving: no new match starts, a finished match's result is kept in memory and stored
+as soon as the database is back (tried again every :data:`STORE_RETRY_S`), and one still
+unsaved when the league stops is replayed at the next start like an interrupted match.
 """
 
 from __future__ import annotations
@@ -60,7 +68,7 @@ from referee.match.server import (
     TlsConfig,
 )
 from referee.results.ratings import LiveElo, MatchOutcome
-from referee.results.store import StoredResult, open_store, redact
+from referee.results.store import StoredResult, StoreError, open_store, redact
 from referee.tournament.schedule import ScheduledMatch
 from sticheln.v1 import bot_pb2, league_pb2
 
@@ -71,6 +79,8 @@ LEAGUE_SERVICE = "sticheln.v1.League"
 RECENT = 500
 #: On shutdown, how long a stream waits at most for the answer to its last request.
 LAST_ANSWER_S = 5.0
+#: While the database is away, how often the league tries again to store what it could not.
+STORE_RETRY_S = 5.0
 
 
 @dataclass(eq=False)
@@ -148,6 +158,7 @@ class League:
         self.metrics = metrics or RefereeMetrics()
         self.store = open_store(config.database)
         try:
+            self.store.lock_league(config.name)
             self.registry = BotRegistry(self.store)
         except BaseException:
             self.store.close()
@@ -167,6 +178,9 @@ class League:
         self._by_slot: dict[int, _Stream] = {}
         self._running: dict[str, _Running] = {}
         self._replays: list[ScheduledMatch] = []
+        #: Finished matches whose results the database did not take yet, oldest first.
+        self._unsaved: list[tuple[ScheduledMatch, str, MatchResult]] = []
+        self._store_retry: asyncio.TimerHandle | None = None
         self._history = History()
         self._elo = LiveElo()
         self._recent: collections.deque[league_pb2.MatchSummary] = collections.deque(maxlen=RECENT)
@@ -282,7 +296,22 @@ class League:
                 task.cancel()
             if pending:
                 await asyncio.wait(pending)
-        interrupted = self.store.reset_interrupted(self.config.name)
+        if self._store_retry is not None:
+            self._store_retry.cancel()
+            self._store_retry = None
+        interrupted: int | None = None
+        if self._save_unsaved():
+            try:
+                interrupted = self.store.reset_interrupted(self.config.name)
+            except StoreError as exc:
+                log.error("store_failed", doing="reset the interrupted matches", error=str(exc))
+        else:
+            # They are "running" in the database: the next start replays them.
+            log.error(
+                "results_not_saved",
+                matches=[match_id for _, match_id, _ in self._unsaved],
+                replayed="at the next start",
+            )
         # The bots of a stopped match may be answering its last request: each stream ends
         # once its answer is in (or that request's time is up). A bot writing as its stream
         # ends would see INTERNAL instead of the status OK that tells it the league is done.
@@ -424,6 +453,8 @@ class League:
             self._wake.clear()
 
     def _start_matches(self) -> None:
+        if not self._save_unsaved():
+            return  # the database is away: no match starts before the finished ones are in
         size = self.config.table_size
         while not self._stopping and len(self._running) < self.config.parallel:
             idle = self._idle()
@@ -439,10 +470,31 @@ class League:
             self._next_index += 1
             m = ScheduledMatch(index, tuple(sorted(seating)), seating, self._take_deal())
             assert self.key is not None
-            self.store.plan(
-                self.config.name, [m], lambda m: match_id_of(self.config.name, m.index), self.key
-            )
+            try:
+                self.store.plan(
+                    self.config.name,
+                    [m],
+                    lambda m: match_id_of(self.config.name, m.index),
+                    self.key,
+                )
+            except StoreError as exc:
+                # Its number is not used again: the plan may have been stored all the same
+                # (a commit whose acknowledgement was lost); a next start replays it then.
+                log.error("store_failed", doing=f"plan match {index}", error=str(exc))
+                self._retry_store_later()
+                return
             self._launch(m, idle, replayed=False)
+
+    def _retry_store_later(self) -> None:
+        """Wake the scheduler in :data:`STORE_RETRY_S` to try the database again."""
+        if self._store_retry is None and not self._stopping:
+            self._store_retry = asyncio.get_running_loop().call_later(
+                STORE_RETRY_S, self._store_retry_due
+            )
+
+    def _store_retry_due(self) -> None:
+        self._store_retry = None
+        self._wake.set()
 
     def _take_deal(self) -> int:
         deal = self._next_deal
@@ -479,7 +531,10 @@ class League:
             pool=_Table(self, streams),
             on_record=running.feed.append,
         )
-        self.store.mark_running(c.name, m.index, runner.record_path)
+        try:
+            self.store.mark_running(c.name, m.index, runner.record_path)
+        except StoreError as exc:  # played all the same: its result says it all
+            log.error("store_failed", doing=f"mark {running.match_id} running", error=str(exc))
         log.info(
             "match_started", match_id=running.match_id, seating=list(m.seating), replayed=replayed
         )
@@ -502,22 +557,46 @@ class League:
             self._wake.set()
         if result.aborted:  # fewer than two streams were there: not a result to rate
             running.feed.interrupt()
-            self.store.mark_aborted(c.name, m.index, result.record_path)
+            try:
+                self.store.mark_aborted(c.name, m.index, result.record_path)
+            except StoreError as exc:  # it stays planned or running: replayed at next start
+                log.error("store_failed", doing=f"mark {running.match_id} aborted", error=str(exc))
             log.warning("match_aborted", match_id=running.match_id, why=result.reason)
             return
-        self._finished_match(m, running, result)
-
-    def _finished_match(self, m: ScheduledMatch, running: _Running, result: MatchResult) -> None:
-        c = self.config
-        self.store.save_result(c.name, m.index, result)
         running.feed.finish()
+        self._unsaved.append((m, running.match_id, result))
+        self._save_unsaved()
+
+    def _save_unsaved(self) -> bool:
+        """Store the finished matches not stored yet, oldest first, and count each one
+        stored; False when the database refused one (it is kept, and tried again in
+        :data:`STORE_RETRY_S`)."""
+        while self._unsaved:
+            m, match_id, result = self._unsaved[0]
+            try:
+                self.store.save_result(self.config.name, m.index, result)
+            except StoreError as exc:
+                log.error(
+                    "result_not_saved",
+                    match_id=match_id,
+                    unsaved=len(self._unsaved),
+                    error=str(exc),
+                )
+                self._retry_store_later()
+                return False
+            self._unsaved.pop(0)
+            self._finished_match(m, match_id, result)
+        return True
+
+    def _finished_match(self, m: ScheduledMatch, match_id: str, result: MatchResult) -> None:
+        """A stored match counts: history, ratings, metrics, recent matches, standings."""
         self._finished += 1
         self._history.add(m.seating)
         self._elo.update(
             MatchOutcome(
                 m.seating,
                 tuple(result.places),
-                running.match_id,
+                match_id,
                 forfeited=tuple(s.forfeited for s in result.seats),
             )
         )
@@ -528,7 +607,7 @@ class League:
         self.metrics.match_duration.observe(result.duration_s)
         self._recent.appendleft(
             league_pb2.MatchSummary(
-                match_id=running.match_id,
+                match_id=match_id,
                 seating=list(m.seating),
                 totals=result.totals,
                 places=result.places,
@@ -539,7 +618,7 @@ class League:
         )
         log.info(
             "match_finished",
-            match_id=running.match_id,
+            match_id=match_id,
             places=result.places,
             duration_s=round(result.duration_s, 3),
         )
@@ -650,7 +729,10 @@ class League:
         _, _, number = match_id.rpartition("-")
         if not number.isdigit() or match_id != match_id_of(self.config.name, int(number)):
             return None
-        return self.store.record_path(self.config.name, int(number))
+        try:
+            return self.store.record_path(self.config.name, int(number))
+        except StoreError as exc:
+            raise Refused(grpc.StatusCode.UNAVAILABLE, str(exc)) from None
 
     def feed(self, match_id: str) -> MatchFeed:
         """The feed of a running match, or of a finished one replayed from its record."""
@@ -704,6 +786,8 @@ def _mapped(
             await context.abort(exc.code, exc.message)
         except RegistryError as exc:
             await context.abort(_REGISTRY_CODES[exc.kind], str(exc))
+        except StoreError as exc:  # the database is away: the call may work again later
+            await context.abort(grpc.StatusCode.UNAVAILABLE, str(exc))
 
     return call
 

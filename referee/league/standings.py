@@ -22,6 +22,7 @@ from pathlib import Path
 from referee.results.ratings import MIN_MATCHES, LiveElo, fit
 from referee.results.stats import bot_stats, outcomes_from
 from referee.results.store import StoredResult, open_store
+from referee.runtime import logs
 from sticheln.v1 import league_pb2
 
 #: The longest a fit may take before the publication is given up (and tried again later).
@@ -107,6 +108,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     database = sys.stdin.readline().strip() if args[0] == "-" else args[0]
     league, bootstrap, min_matches = args[1], int(args[2]), int(args[3])
+    # Log lines (a store reconnecting) go to stderr: stdout is the standings' bytes.
+    logs.configure("warning")
     store = open_store(database)
     try:
         results = store.results(league, think=False)

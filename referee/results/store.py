@@ -17,12 +17,26 @@ under a lock on the tournament's row.
 Another module keeps a table of its own in the same database through
 :meth:`Store.create_tables` and :meth:`Store.execute`, written once for both databases:
 the league's bot entries (:mod:`referee.league.registry`).
+
+A PostgreSQL store outlives its connection: a call that finds the connection gone (the
+server restarted, a managed database failed over, an administrator ended the session)
+reconnects and runs again, a few times with a pause between (:data:`RECONNECT_PAUSES_S`),
+then raises :class:`StoreError`. Every call is written to be safe to run twice, even a
+write whose commit went through but whose acknowledgement was lost (see :func:`_retried`).
+
+A league serves its database alone: :meth:`Store.lock_league` takes a lock that a second
+league of the same name on the same database is refused (:class:`LeagueTaken`). A
+tournament takes none: its shards share a database on purpose.
 """
 
 from __future__ import annotations
 
 import array
+import fcntl
+import functools
+import hashlib
 import json
+import os
 import sqlite3
 import time
 import urllib.parse
@@ -30,15 +44,25 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Concatenate, ParamSpec, Protocol, TypeVar
+
+import structlog
 
 if TYPE_CHECKING:
     from referee.match.runner import MatchResult
 
 from referee.match.dealkey import DealKey
-from referee.runtime.private import create_private, private_dir
+from referee.runtime.private import FILE_MODE, create_private, private_dir
+
+log = structlog.get_logger("referee.store")
 
 SCHEMA_VERSION = 1
+
+#: A PostgreSQL store that lost its connection reconnects after each of these pauses in
+#: turn (the first at once), about four seconds in all, before its call fails.
+RECONNECT_PAUSES_S = (0.0, 0.25, 0.5, 1.0, 2.0)
+#: How long one reconnection may take (libpq's smallest connect_timeout).
+RECONNECT_TIMEOUT_S = 2
 
 #: The schema, with the column types that differ between the two databases left open.
 _SCHEMA = """
@@ -119,6 +143,10 @@ class StoreError(Exception):
     """The database cannot be opened or used; the message is one line for the user."""
 
 
+class LeagueTaken(StoreError):
+    """Another process serves a league of the same name from the same database."""
+
+
 class ResumeRefused(ValueError):
     """The database holds this tournament with a different configuration."""
 
@@ -167,6 +195,55 @@ def redact(target: str | Path) -> str:
         return text
     netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
     return urllib.parse.urlunsplit(parts._replace(netloc=netloc))
+
+
+def _first_line(exc: BaseException, secret: str | None = None) -> str:
+    """The first line of ``exc``'s message (its type when it has none), without ``secret``."""
+    text = str(exc).strip()
+    line = text.splitlines()[0] if text else type(exc).__name__
+    return line.replace(secret, "***") if secret else line
+
+
+S = TypeVar("S", bound="Store")
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def _retried(method: Callable[Concatenate[S, P], R]) -> Callable[Concatenate[S, P], R]:
+    """A store call that a PostgreSQL store runs again, all of it, on a new connection
+    when its connection was lost (:meth:`PostgresStore._retrying`; SQLite runs it once).
+
+    Each such call is safe to run twice, also when the first run's commit went through
+    and only its acknowledgement was lost: inserts keyed by their primary key are
+    ``ON CONFLICT DO NOTHING`` (tournaments, deal keys, planned matches, meta), updates set
+    values rather than add to them, a finished match is written only when it is not
+    finished yet (:meth:`Store.save_result`, :meth:`Store.import_finished`: its results
+    cannot be stored twice, and its finish order is not assigned twice), and reads read.
+    What such a call returns then tells what the second run found: a tournament that
+    "already existed", no interrupted match left to reset. Statements given to
+    :meth:`Store.execute` are the caller's to make safe (the league's bot registry finds
+    its own row again).
+    """
+
+    @functools.wraps(method)
+    def call(self: S, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        return self._retrying(lambda: method(self, *args, **kwargs))
+
+    return call
+
+
+def league_lock_key(name: str) -> int:
+    """The PostgreSQL advisory lock key (a signed 64-bit number) of league ``name``."""
+    digest = hashlib.sha256(f"sticheln-league:{name}".encode()).digest()
+    return int.from_bytes(digest[:8], "big", signed=True)
+
+
+def _taken(name: str, where: str | Path) -> str:
+    return (
+        f"league {name!r} is already served from the database {redact(where)} by another "
+        "process (another referee serve); stop that one first, or give this league "
+        "another name or database"
+    )
 
 
 def describe_changes(old: dict[str, Any], new: dict[str, Any], prefix: str = "") -> list[str]:
@@ -238,6 +315,7 @@ class Store:
             raise StoreError(f"cannot open the SQLite database {path}: {exc}") from None
         self.path: Path | None = path
         self.where = str(path)
+        self._lock_fd: int | None = None
         self._init_meta()
 
     def _init_meta(self) -> None:
@@ -247,11 +325,45 @@ class Store:
         )
 
     def close(self) -> None:
-        """Close the connection."""
+        """Close the connection (and give up the league's lock, if taken)."""
         self.db.close()
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)
+            self._lock_fd = None
+
+    def lock_league(self, name: str) -> None:
+        """Take the right to serve league ``name`` from this database, held until
+        :meth:`close` (or the process ends); :class:`LeagueTaken` when another process
+        holds it.
+
+        SQLite: an exclusive ``flock`` on ``FILE.NAME.lock`` beside the database file. Not
+        on the database file itself: opening and closing another descriptor of that file
+        would drop SQLite's own POSIX locks (see :func:`create_private`). The lock file is
+        left in place when the league stops; only the lock on it matters.
+        """
+        assert self.path is not None
+        lock = self.path.with_name(f"{self.path.name}.{name}.lock")
+        try:
+            fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, FILE_MODE)
+        except OSError as exc:
+            raise StoreError(f"cannot open the league's lock file {lock}: {exc}") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise LeagueTaken(_taken(name, self.where)) from None
+        except OSError as exc:
+            os.close(fd)
+            raise StoreError(f"cannot lock the league's lock file {lock}: {exc}") from None
+        self._lock_fd = fd
+
+    def _retrying(self, call: Callable[[], R]) -> R:
+        """Run one store call (a PostgreSQL store reconnects and runs it again)."""
+        return call()
 
     # -- other modules' tables (the league's bot entries) ------------------------------------
 
+    @_retried
     def create_tables(self, schema: str) -> None:
         """Create the tables and indexes of ``schema`` (``CREATE … IF NOT EXISTS``
         statements) that do not exist yet. ``{real}``, ``{blob}`` and ``{bigint}`` stand
@@ -261,6 +373,7 @@ class Store:
         except sqlite3.Error as exc:
             raise StoreError(f"cannot create the tables in {self.where}: {exc}") from None
 
+    @_retried
     def execute(self, sql: str, params: Sequence[Any] = ()) -> Any:
         """Run one statement with ``?`` parameters, committed at once (every store
         connection is in autocommit mode, so another process reads it at once); the
@@ -289,6 +402,7 @@ class Store:
 
     # -- tournaments and schedule ---------------------------------------------------------
 
+    @_retried
     def open_tournament(
         self, name: str, fingerprint: dict[str, Any], fingerprint_hash: str
     ) -> bool:
@@ -311,6 +425,7 @@ class Store:
             )
         return True
 
+    @_retried
     def changes(self, name: str, fingerprint: dict[str, Any], fingerprint_hash: str) -> str | None:
         """How the stored configuration of ``name`` differs from ``fingerprint``, as one
         line ("" when it does not); None when this database does not hold ``name``."""
@@ -323,6 +438,7 @@ class Store:
             return ""
         return "; ".join(describe_changes(json.loads(row[0]), fingerprint)) or "details differ"
 
+    @_retried
     def deal_key(self, name: str, given: DealKey | None = None) -> DealKey:
         """The deal key of tournament ``name``: the stored one, else ``given`` (or a fresh
         one) stored now. When shards create the tournament at once, the first key stored
@@ -343,6 +459,7 @@ class Store:
             )
         return stored
 
+    @_retried
     def stored_deal_key(self, name: str) -> DealKey | None:
         """The deal key stored for ``name``, or None."""
         row = self._execute(
@@ -350,6 +467,7 @@ class Store:
         ).fetchone()
         return None if row is None else DealKey.from_hex(row[0])
 
+    @_retried
     def plan(
         self,
         tournament: str,
@@ -376,6 +494,7 @@ class Store:
                 ],
             )
 
+    @_retried
     def reset_interrupted(self, tournament: str, indices: Iterable[int] | None = None) -> int:
         """Matches left ``running`` by a killed run go back to ``planned``; returns how many.
 
@@ -396,6 +515,7 @@ class Store:
                 count += cur.rowcount
         return count
 
+    @_retried
     def set_deal(self, tournament: str, idx: int, deal: int, seed: int) -> None:
         """A planned match gets another deal (a league replays an interrupted match with a
         fresh deal: its seats saw part of the old one)."""
@@ -405,6 +525,7 @@ class Store:
             (deal, str(seed), tournament, idx),
         )
 
+    @_retried
     def finished_indices(self, tournament: str) -> set[int]:
         """The schedule positions already finished."""
         rows = self._execute(
@@ -412,6 +533,7 @@ class Store:
         )
         return {r[0] for r in rows}
 
+    @_retried
     def finished_among(self, tournament: str, indices: Iterable[int]) -> set[int]:
         """Which of ``indices`` are finished (another shard's matches, say)."""
         found: set[int] = set()
@@ -425,6 +547,7 @@ class Store:
             found.update(r[0] for r in rows)
         return found
 
+    @_retried
     def mark_running(self, tournament: str, idx: int, record_path: Path) -> None:
         """A match has started."""
         self._execute(
@@ -433,6 +556,7 @@ class Store:
             (time.time(), str(record_path), tournament, idx),
         )
 
+    @_retried
     def record_path(self, tournament: str, idx: int) -> Path | None:
         """The record of finished match ``idx``, if it is finished."""
         row = self._execute(
@@ -442,6 +566,7 @@ class Store:
         ).fetchone()
         return Path(row[0]) if row is not None and row[0] else None
 
+    @_retried
     def mark_aborted(self, tournament: str, idx: int, record_path: Path) -> None:
         """A match was not played (fewer than two seats connected): no results, and it is
         played again when the tournament is run again."""
@@ -451,6 +576,7 @@ class Store:
             (str(record_path), tournament, idx),
         )
 
+    @_retried
     def save_result(self, tournament: str, idx: int, result: MatchResult) -> None:
         """Store a finished match, all of it in one transaction."""
         results: list[tuple[Any, ...]] = []
@@ -493,7 +619,17 @@ class Store:
             "record_path": str(result.record_path),
         }
         with self._transaction(tournament):
+            # Run again after a commit whose acknowledgement was lost, this finds the match
+            # finished and writes nothing: no result twice, no second finish order.
+            if self._status(tournament, idx) == "finished":
+                return
             self._write_finished(tournament, idx, match, results, faults)
+
+    def _status(self, tournament: str, idx: int) -> str | None:
+        row = self._execute(
+            "SELECT status FROM matches WHERE tournament = ? AND idx = ?", (tournament, idx)
+        ).fetchone()
+        return None if row is None else str(row[0])
 
     def _write_finished(
         self,
@@ -531,6 +667,10 @@ class Store:
 
     def finished_matches(self, tournament: str) -> Iterator[FinishedMatch]:
         """Every finished match with its results and faults, in schedule order."""
+        return iter(self._finished_matches(tournament))
+
+    @_retried
+    def _finished_matches(self, tournament: str) -> list[FinishedMatch]:
         finished = "SELECT idx FROM matches WHERE tournament = ? AND status = 'finished'"
         cur = self._execute(
             f"SELECT {_MATCH_COLUMNS} FROM matches "
@@ -546,23 +686,21 @@ class Store:
                 (tournament, tournament),
             ).fetchall():
                 rows[table].setdefault(row[1], []).append(tuple(row))
-        for m in matches:
-            yield FinishedMatch(
-                m, rows["results"].get(m["idx"], []), rows["faults"].get(m["idx"], [])
-            )
+        return [
+            FinishedMatch(m, rows["results"].get(m["idx"], []), rows["faults"].get(m["idx"], []))
+            for m in matches
+        ]
 
+    @_retried
     def import_finished(self, tournament: str, found: FinishedMatch) -> bool:
         """Store a finished match copied from another database (a shard's); False when this
         one already holds it finished (it is never stored twice)."""
         m = found.match
         with self._transaction(tournament):
-            row = self._execute(
-                "SELECT status FROM matches WHERE tournament = ? AND idx = ?",
-                (tournament, m["idx"]),
-            ).fetchone()
-            if row is not None and row[0] == "finished":
+            status = self._status(tournament, m["idx"])
+            if status == "finished":
                 return False
-            if row is None:
+            if status is None:
                 self._execute(
                     "INSERT INTO matches (tournament, idx, match_id, seating, seed, deal) "
                     "VALUES (?, ?, ?, ?, ?, ?)",
@@ -580,6 +718,7 @@ class Store:
         without the think times (every ``think_us`` empty), which are most of the size."""
         return self.results_since(tournament, 0, think)[0]
 
+    @_retried
     def results_since(
         self, tournament: str, after: int, think: bool = True
     ) -> tuple[list[StoredResult], int]:
@@ -613,6 +752,7 @@ class Store:
             last = max(last, order)
         return out, last
 
+    @_retried
     def faults_by_reason(self, tournament: str) -> dict[str, dict[str, int]]:
         """Per bot, the number of faults of each reason."""
         out: dict[str, dict[str, int]] = {}
@@ -626,6 +766,7 @@ class Store:
             out.setdefault(bot, {})[reason] = int(count)
         return out
 
+    @_retried
     def match_rows(self, tournament: str) -> list[dict[str, Any]]:
         """Every scheduled match with its status, for progress and exports."""
         cur = self._execute(
@@ -638,7 +779,10 @@ class Store:
 
 
 class PostgresStore(Store):
-    """A PostgreSQL database (psycopg 3) shared by the shards of a tournament."""
+    """A PostgreSQL database (psycopg 3) shared by the shards of a tournament.
+
+    One connection, opened again when it is lost (:meth:`_retrying`).
+    """
 
     _TYPES: ClassVar[dict[str, str]] = {
         "real": "DOUBLE PRECISION",
@@ -651,11 +795,21 @@ class PostgresStore(Store):
 
         self.where = url
         self.path = None
+        self._lock_fd = None
+        #: The pauses before each reconnection (tests make them shorter).
+        self.reconnect_pauses_s: tuple[float, ...] = RECONNECT_PAUSES_S
+        #: The league whose advisory lock this connection holds, and the lock's key.
+        self._league: tuple[str, int] | None = None
+        #: How deep in store calls we are: only the outermost one reconnects and reruns.
+        self._depth = 0
+        #: The last call ran out of reconnections: the next ones try once each.
+        self._away = False
         try:
             self.db = psycopg.connect(url, autocommit=True, connect_timeout=10)
         except (psycopg.Error, ValueError) as exc:
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise StoreError(f"cannot connect to the database {redact(url)}: {first}") from None
+            raise StoreError(
+                f"cannot connect to the database {redact(url)}: {self._why(exc)}"
+            ) from None
         try:
             self.create_tables(_SCHEMA)
         except StoreError:
@@ -663,6 +817,7 @@ class PostgresStore(Store):
             raise
         self._init_meta()
 
+    @_retried
     def create_tables(self, schema: str) -> None:
         import psycopg
 
@@ -674,7 +829,105 @@ class PostgresStore(Store):
                     if statement.strip():
                         self.db.execute(statement)
         except psycopg.Error as exc:
+            if self._lost():
+                raise  # reconnected and run again
             raise StoreError(f"cannot create the tables in {redact(self.where)}: {exc}") from None
+
+    def lock_league(self, name: str) -> None:
+        """Take the right to serve league ``name`` from this database, held until
+        :meth:`close`; :class:`LeagueTaken` when another process holds it.
+
+        PostgreSQL: a session-level advisory lock keyed on the name
+        (:func:`league_lock_key`), held by this store's connection and taken again by each
+        new connection after one is lost. A connection that cannot take it again does
+        not serve: the call fails, and so do the next ones while another process holds it.
+        """
+        key = league_lock_key(name)
+        if not self._execute("SELECT pg_try_advisory_lock(?)", (key,)).fetchone()[0]:
+            raise LeagueTaken(_taken(name, self.where))
+        self._league = (name, key)
+
+    # -- a lost connection --------------------------------------------------------------------
+
+    def _why(self, exc: BaseException) -> str:
+        """``exc`` in one line, without the URL's password."""
+        password = urllib.parse.urlsplit(self.where).password
+        return _first_line(exc, password)
+
+    def _lost(self) -> bool:
+        """True when the connection is gone (not when a statement failed on it)."""
+        return bool(self.db.closed or self.db.broken)
+
+    def _reconnect(self) -> None:
+        """A new connection in place of the lost one, holding the league's lock again."""
+        import psycopg
+
+        self.db.close()
+        db = psycopg.connect(self.where, autocommit=True, connect_timeout=RECONNECT_TIMEOUT_S)
+        if self._league is not None:
+            name, key = self._league
+            row = db.execute("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()
+            if not (row and row[0]):
+                db.close()
+                raise LeagueTaken(_taken(name, self.where))
+        self.db = db
+
+    def _retrying(self, call: Callable[[], R]) -> R:
+        """Run one store call; when the connection is found gone, reconnect and run the
+        whole call again, after each pause of :attr:`reconnect_pauses_s` in turn, then
+        raise :class:`StoreError` (one line). An error of a statement on a live
+        connection (a constraint, say) is raised at once. A call inside another store
+        call is run again by the outermost one.
+
+        Every pause blocks the caller (the league's event loop: its store calls are
+        synchronous), so a database that stayed away through a whole series gets one
+        attempt per call afterwards, until it is back.
+        """
+        import psycopg
+
+        if self._depth:
+            return call()
+        self._depth += 1
+        try:
+            if not self._lost():
+                try:
+                    return call()
+                except psycopg.OperationalError as exc:
+                    if not self._lost():
+                        raise
+                    why = self._why(exc)
+            else:
+                why = "the connection was lost before"
+            started = time.monotonic()
+            pauses = self.reconnect_pauses_s[:1] if self._away else self.reconnect_pauses_s
+            failure: Exception | None = None
+            for attempt, pause in enumerate(pauses, 1):
+                time.sleep(pause)
+                try:
+                    self._reconnect()
+                except (psycopg.Error, LeagueTaken) as exc:
+                    failure, why = exc, self._why(exc)
+                    continue
+                self._away = False
+                log.warning(
+                    "database_reconnected", database=redact(self.where), attempt=attempt, after=why
+                )
+                try:
+                    return call()
+                except psycopg.OperationalError as exc:
+                    if not self._lost():
+                        raise
+                    failure, why = exc, self._why(exc)
+            self._away = True
+            if isinstance(failure, LeagueTaken):
+                raise failure
+            spent = time.monotonic() - started
+            raise StoreError(
+                f"the database {redact(self.where)} is unreachable: {why} ({len(pauses)} "
+                f"reconnection attempt(s) in {spent:.1f} s; the next call tries again)"
+            )
+        finally:
+            self._depth -= 1
 
     def _execute(self, sql: str, params: Sequence[Any] = ()) -> Any:
         return self.db.execute(sql.replace("?", "%s"), params)

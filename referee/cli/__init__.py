@@ -26,6 +26,7 @@ from referee.cli import (
     web,
 )
 from referee.cli.common import UsageError, take_deal_key_from_environment
+from referee.runtime import logs
 
 #: The command modules, in the order ``referee --help`` lists their commands.
 COMMANDS = (demo, match, tournament, deals, compare, league, check_bot, web, replay, schema)
@@ -50,6 +51,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     take_deal_key_from_environment()
     parser = build_parser()
     args = parser.parse_args(argv)
+    # Until a command sets its own log level: warnings only, and on stderr, so that a
+    # command's output on stdout is only its own (a store's reconnect warning included).
+    logs.configure("warning", cache=False)
     if getattr(args, "tls_cert", None) and not getattr(args, "tls_key", None):
         parser.error("--tls-cert needs --tls-key")
     try:

@@ -16,8 +16,9 @@ LEVEL = "info"
 """The level last configured (referee worker processes are started with it)."""
 
 
-def configure(level: str = "info", json: bool | None = None) -> None:
-    """Configure structlog for the ``referee`` command."""
+def configure(level: str = "info", json: bool | None = None, *, cache: bool = True) -> None:
+    """Configure structlog for the ``referee`` command. ``cache=False`` for a provisional
+    setting that a later call replaces (loggers used meanwhile do not keep it)."""
     global LEVEL
     LEVEL = level.lower()
     if json is None:
@@ -36,5 +37,5 @@ def configure(level: str = "info", json: bool | None = None) -> None:
             logging.getLevelNamesMapping()[level.upper()]
         ),
         logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
-        cache_logger_on_first_use=True,
+        cache_logger_on_first_use=cache,
     )

@@ -51,6 +51,13 @@ benchmark's single-match rate (``benchmarks/protocol.py``'s ``decisions_per_s``;
 ``--protocol-rate``, default 2000: a reference figure from a quiet machine, not measured
 here). Other load on the machine lowers decisions/s and raises the latency.
 
+With ``--web`` the league serves its web pages (``web_port``) with no live viewer, and one
+thread calls the pages' API routes in turn all along (``--api-rate`` calls a second, as
+with ``--watchers``): what a league with its web face on keeps in memory shows in the
+resident set, printed once a minute as without the web. It prints the RSS growth from the
+end of the warm-up to the end of the window in MB and the target: at most
+``TARGET_WEB_GROWTH_MB`` (the web pages' documents are bounded, docs/web.md).
+
 With ``--watchers N`` the league also serves its web pages (``web_port``), and the window
 is measured in four equal parts, without, with, with and without N live viewers (an
 A-B-B-A order, so that a drift of the machine's load falls on both sides). A viewer is a
@@ -125,6 +132,8 @@ TARGET_SHARE = 0.70
 #: call must answer within this at p99.
 TARGET_WATCH_COST = 0.10
 TARGET_API_P99_MS = 50.0
+#: With --web: the resident set may grow at most this much (MB) after the warm-up.
+TARGET_WEB_GROWTH_MB = 10.0
 #: The API routes the poller calls in turn ({bot} and {match} are filled in).
 API_ROUTES = (
     "/api/standings",
@@ -208,6 +217,31 @@ class Watch:
     def api(self, q: float) -> float:
         ms = sorted(self.api_ms)
         return ms[min(len(ms) - 1, int(q * len(ms)))] if ms else math.nan
+
+
+class RssSampler:
+    """``VmRSS`` of a process once a minute (from the start), in a thread of its own."""
+
+    def __init__(self, pid: int, every_s: float = 60.0) -> None:
+        self.pid = pid
+        self.every_s = every_s
+        self.mb = [_vm_mb(pid, "VmRSS")]
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.every_s):
+            try:
+                self.mb.append(_vm_mb(self.pid, "VmRSS"))
+            except OSError:
+                return
+
+    def end(self) -> list[float]:
+        """Stop sampling; the samples."""
+        self._stop.set()
+        self._thread.join(STOP_TIMEOUT_S)
+        return self.mb
 
 
 class Audience:
@@ -570,7 +604,7 @@ def one_run(args: argparse.Namespace, profile: str | None) -> Figures:
     try:
         streams_total = args.bots * args.streams
         metrics_port = _free_port()
-        web_port = _free_port() if args.watchers else None
+        web_port = _free_port() if args.watchers or args.web else None
         config = _league_file(tmp, streams_total, metrics_port, web_port)
         command = [str(REFEREE), "serve", "--config", str(config), "--log-level", args.log_level]
         if profile:
@@ -623,17 +657,32 @@ def one_run(args: argparse.Namespace, profile: str | None) -> Figures:
         for b in bots:
             b.send_signal(signal.SIGUSR1)
         watch = None
-        rss_by_minute = [rss0]
-        if web_port is not None:
-            watch, _ = _watch_windows(
-                args, metrics_url, f"http://127.0.0.1:{web_port}", referee.pid
-            )
-        else:
-            # The resident set once a minute: a league runs for weeks, so it must stay flat.
-            end = t0 + args.seconds
-            while (left := end - time.perf_counter()) > 0:
-                time.sleep(min(60.0, left))
-                rss_by_minute.append(_vm_mb(referee.pid, "VmRSS"))
+        # The resident set once a minute: a league runs for weeks, so it must stay flat.
+        sampler = RssSampler(referee.pid)
+        try:
+            if web_port is not None and args.watchers:
+                watch, _ = _watch_windows(
+                    args, metrics_url, f"http://127.0.0.1:{web_port}", referee.pid
+                )
+            elif web_port is not None:
+                audience = Audience(f"http://127.0.0.1:{web_port}", 0, args.api_rate)
+                audience.start_api()
+                try:
+                    time.sleep(args.seconds)
+                finally:
+                    audience.end_api()
+                api = sorted(audience.api_ms)
+                if api:
+                    print(
+                        f"  web API: {len(api)} calls, p50 {api[len(api) // 2]:.1f} ms, "
+                        f"p99 {api[min(len(api) - 1, int(0.99 * len(api)))]:.1f} ms, "
+                        f"max {api[-1]:.1f} ms, {audience.api_errors} errors",
+                        flush=True,
+                    )
+            else:
+                time.sleep(args.seconds)
+        finally:
+            rss_by_minute = sampler.end()
         for b in bots:
             b.send_signal(signal.SIGUSR2)
         elapsed = time.perf_counter() - t0
@@ -790,6 +839,11 @@ def main() -> None:
         help="live web viewers of running matches in half of the window (default 0: none)",
     )
     parser.add_argument(
+        "--web",
+        action="store_true",
+        help="serve the web pages (web_port) with no viewer, the API called all along",
+    )
+    parser.add_argument(
         "--api-rate",
         type=float,
         default=10.0,
@@ -810,7 +864,8 @@ def main() -> None:
     print(
         f"{args.bots} bots x {args.streams} streams in "
         f"{math.ceil(args.bots / args.bots_per_process)} processes, table size {TABLE_SIZE}, "
-        f"{args.seconds:g} s after {args.warmup:g} s warm-up; load average "
+        f"{args.seconds:g} s after {args.warmup:g} s warm-up"
+        f"{'; web pages on' if args.web or args.watchers else ''}; load average "
         f"{os.getloadavg()[0]:.2f} on {os.cpu_count()} cores",
         flush=True,
     )
@@ -868,6 +923,12 @@ def main() -> None:
         rss_target: m.peak_rss_mb < TARGET_RSS_MB,
         rate_target: share >= TARGET_SHARE,
     }
+    if args.web and not args.watchers:
+        growth = m.rss_end_mb - m.rss_start_mb
+        verdict[
+            f"with the web pages on, RSS grows at most {TARGET_WEB_GROWTH_MB:.0f} MB after the "
+            f"warm-up ({growth:+.1f} MB)"
+        ] = growth <= TARGET_WEB_GROWTH_MB
     watches = [f.watch for f in figures if f.watch is not None]
     if watches:
         verdict.update(_watch_report(watches))
@@ -889,6 +950,11 @@ def main() -> None:
         f"bots={args.bots} matches_per_s={m.matches_per_s:.2f} "
         f"decisions_per_s={m.decisions_per_s:.0f} peak_rss_mb={m.peak_rss_mb:.0f} "
         f"p99_us={m.p99_us:.0f}"
+        + (
+            f" web=1 rss_growth_mb={m.rss_end_mb - m.rss_start_mb:.1f}"
+            if args.web and not args.watchers
+            else ""
+        )
     )
 
 

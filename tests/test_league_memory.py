@@ -171,11 +171,14 @@ def test_the_web_pages_read_only_the_matches_finished_since_their_last_read(
     assert league.store.results(name) == rows + newer
 
     source = LeagueSource(league)
-    first, _ = source.load()
+    first, _ = source.load(100)
     assert first == league.store.results(name)
-    again, _ = source.load()
-    assert again is first  # nothing finished: nothing read, the same rows
+    again, _ = source.load(100)
+    assert again == []  # nothing finished: nothing read
     _finish(league, 4)
-    grown, _ = source.load()
-    assert grown[: len(first)] == first and [r.idx for r in grown[len(first) :]] == [4] * 4
-    assert all(a is b for a, b in zip(first, grown[: len(first)], strict=True))  # kept
+    grown, _ = source.load(100)
+    assert [r.idx for r in grown] == [4] * 4  # only the new match
+    # A long history is read a batch of matches at a time.
+    batched = LeagueSource(league)
+    batches = [[r.idx for r in batched.load(2)[0]] for _ in range(4)]
+    assert batches == [[0] * 4 + [1] * 4, [2] * 4 + [3] * 4, [4] * 4, []]

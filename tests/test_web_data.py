@@ -153,25 +153,36 @@ def test_a_match_with_one_bot_in_several_seats_is_shown_but_not_rated() -> None:
     """``referee match --bot a.toml --bot a.toml ...`` records such matches."""
     results = [_row(0, 0, "a", 5, 1), _row(0, 1, "a", 1, 2), _row(0, 2, "b", 0, 3)]
     snap = data.snapshot(1, results, {})
-    assert snap.history == {}
+    assert all(not f.history.document() for f in snap.bots.values())
     assert [s["seating"] for s in snap.summaries] == [["a", "a", "b"]]
-    assert data.bot_detail("a", snap, 1000.0)["matches"] == 2
+    detail = data.bot_detail("a", snap, 1000.0)
+    assert detail["matches"] == 2 and len(detail["recent_matches"]) == 1
 
 
 def _comparable(snap: data.Snapshot) -> dict[str, Any]:
     return {
-        "by_bot": {b: [(r.idx, r.seat) for r in rows] for b, rows in snap.by_bot.items()},
+        "bots": {
+            b: (
+                f.matches,
+                f.score_sum,
+                f.place_sum,
+                f.think.count,
+                f.think.counts.tolist(),
+                f.history.document(),
+                [m["match_id"] for m in f.recent],
+            )
+            for b, f in snap.bots.items()
+        },
         "summaries": snap.summaries,
-        "by_index": snap.by_index,
         "head_to_head": snap.head_to_head,
-        "history": snap.history,
     }
 
 
 def test_a_snapshot_adds_the_new_matches_to_the_previous_one() -> None:
-    """Computed match by match from the previous snapshot, the documents equal those
-    computed afresh at every step, the earlier snapshots' documents stay as they were, and
-    results that do not continue the previous ones are computed afresh."""
+    """Computed batch by batch from the previous snapshot, the documents equal those
+    computed from all the matches in one go at every step, and the earlier snapshots'
+    documents stay as they were."""
+    import array
     import random
 
     rng = random.Random(5)
@@ -181,24 +192,31 @@ def test_a_snapshot_adds_the_new_matches_to_the_previous_one() -> None:
         seating = rng.sample(bots, 3) if idx % 7 else ["a", "a", "b"]  # some unrated
         places = [1, 2, 2] if idx % 5 == 0 else rng.sample([1, 2, 3], 3)
         results += [
-            _row(idx, seat, bot, rng.randint(-50, 50), place)
+            StoredResult(
+                idx,
+                f"m-{idx}",
+                seat,
+                bot,
+                rng.randint(-50, 50),
+                place,
+                False,
+                0,
+                0,
+                array.array("I", [rng.randint(0, 10**6) for _ in range(rng.randint(0, 9))]),
+            )
             for seat, (bot, place) in enumerate(zip(seating, places, strict=True))
         ]
     snap = data.snapshot(0, [], {})
     kept: list[tuple[data.Snapshot, dict[str, Any]]] = []
     done = 0
     while done < 40:
-        done = min(40, done + rng.randint(1, 4))
-        now = results[: 3 * done]
-        previous, snap = snap, data.snapshot(done, now, {}, snap)
+        step = rng.randint(1, 4)
+        batch = results[3 * done : 3 * (done + step)]
+        done = min(40, done + step)
+        previous, snap = snap, data.snapshot(done, batch, {}, snap)
         if previous.summaries:  # continued, not computed afresh
             assert snap.summaries[-1] is previous.summaries[-1]
-        assert _comparable(snap) == _comparable(data.snapshot(done, now, {}))
+        assert _comparable(snap) == _comparable(data.snapshot(done, results[: 3 * done], {}))
         kept.append((snap, copy.deepcopy(_comparable(snap))))
     for old, shown in kept:
         assert _comparable(old) == shown
-    # Other matches than the previous snapshot's: computed afresh.
-    other = results[3:9]
-    afresh = data.snapshot(2, other, {}, snap)
-    assert _comparable(afresh) == _comparable(data.snapshot(2, other, {}))
-    assert afresh.summaries[-1] is not snap.summaries[-1]

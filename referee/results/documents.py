@@ -13,12 +13,15 @@ from __future__ import annotations
 
 import array
 import copy
+import dataclasses
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from referee.results.ratings import LiveElo, MatchOutcome, quantile
+import numpy as np
+
+from referee.results.ratings import LiveElo, MatchOutcome
 from referee.results.store import StoredResult
 
 #: Think-time percentiles shown on a bot's page.
@@ -56,11 +59,12 @@ def ranked(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def match_summary(rows: Sequence[StoredResult]) -> dict[str, Any]:
+def match_summary(rows: Sequence[StoredResult], finish_order: int = 0) -> dict[str, Any]:
     """A finished match in the matches list: seating, totals, places, forfeited seats."""
     return {
         "match_id": rows[0].match_id,
         "index": rows[0].idx,
+        "finish_order": finish_order or rows[0].finish_order,
         "seating": [r.bot for r in rows],
         "totals": [r.total for r in rows],
         "places": [r.place for r in rows],
@@ -144,14 +148,163 @@ def rating_history(results: Iterable[StoredResult]) -> dict[str, list[dict[str, 
     return out
 
 
-def think_percentiles(think_us: Iterable[int], decision_ms: float) -> dict[str, Any]:
-    """A bot's think times (µs) as percentiles in ms, beside the clock's decision limit."""
-    ms = [t / 1000 for t in think_us]
+class ThinkHistogram:
+    """A bot's think times (µs), counted in fixed log-scale buckets: the memory of a few
+    hundred counters however many decisions it made.
+
+    Below 64 µs every value has a bucket of its own; above, every doubling is split into
+    32 buckets of equal width (as HdrHistogram with 5 significant bits), up to 2³² µs,
+    the largest think time the store keeps. A value is read back as the middle of its
+    bucket, at most 1/64 (1.6%) away from it; a percentile, interpolated between two
+    such values as :func:`~referee.results.ratings.quantile` interpolates between the
+    exact ones, is then within :data:`RELATIVE_ERROR` of the exact percentile. The
+    smallest and the largest value are kept exactly (the max shown is exact).
+
+    A histogram is not changed once made (a request may be reading it): :meth:`added`
+    returns a new one.
+    """
+
+    #: Buckets per doubling; values below ``2 * SUB`` are counted exactly.
+    SUB = 32
+    #: Every value up to 2³² − 1 µs has a bucket: 64 exact ones, then 32 per doubling.
+    BUCKETS = 2 * SUB + (32 - 6) * SUB
+    #: A percentile read from the histogram is within this share of the exact one.
+    RELATIVE_ERROR = 1 / (2 * SUB)
+
+    __slots__ = ("count", "counts", "high", "low")
+
+    def __init__(self) -> None:
+        self.counts: np.ndarray[Any, np.dtype[np.int64]] = np.zeros(self.BUCKETS, np.int64)
+        self.count = 0
+        self.low = 0
+        self.high = 0
+
+    @classmethod
+    def bucket(cls, values: np.ndarray[Any, Any]) -> np.ndarray[Any, np.dtype[np.int64]]:
+        """The bucket of each value (µs; clamped to 0 … 2³² − 1)."""
+        v = np.clip(np.asarray(values, dtype=np.int64), 0, 2**32 - 1)
+        top = np.frexp(v.astype(np.float64))[1].astype(np.int64) - 1  # floor(log2 v)
+        shift = np.maximum(top - 5, 0)
+        logged = 2 * cls.SUB + (top - 6) * cls.SUB + (v >> shift) - cls.SUB
+        return np.where(v < 2 * cls.SUB, v, logged)
+
+    @classmethod
+    def middle(cls, bucket: int) -> float:
+        """The value a bucket is read back as: the middle of the integers it counts."""
+        if bucket < 2 * cls.SUB:
+            return float(bucket)
+        top, sub = divmod(bucket - 2 * cls.SUB, cls.SUB)
+        width = 1 << (top + 1)
+        return (cls.SUB + sub) * width + (width - 1) / 2
+
+    def added(self, values: Sequence[int] | np.ndarray[Any, Any]) -> ThinkHistogram:
+        """A new histogram: this one's counts and ``values`` (µs)."""
+        v = np.asarray(values, dtype=np.int64)
+        if v.size == 0:
+            return self
+        out = ThinkHistogram()
+        out.counts = self.counts + np.bincount(self.bucket(v), minlength=self.BUCKETS)
+        low, high = int(v.min()), int(v.max())
+        out.count = self.count + int(v.size)
+        out.low = min(self.low, low) if self.count else low
+        out.high = max(self.high, high)
+        return out
+
+    def quantile(self, q: float) -> float | None:
+        """The q-quantile (0 ≤ q ≤ 1) in µs, interpolated between order statistics as
+        numpy's default; None without values."""
+        if not 0.0 <= q <= 1.0:
+            raise ValueError(f"quantile {q} is not in [0, 1]")
+        if not self.count:
+            return None
+        rank = (self.count - 1) * q
+        below = math.floor(rank)
+        cumulative = np.cumsum(self.counts)
+
+        def value(r: int) -> float:
+            if r == 0:
+                return float(self.low)
+            if r >= self.count - 1:
+                return float(self.high)
+            b = int(np.searchsorted(cumulative, r, side="right"))
+            return min(max(self.middle(b), self.low), self.high)
+
+        at = value(below)
+        if rank == below:
+            return at
+        return at + (rank - below) * (value(below + 1) - at)
+
+
+def think_percentiles(think: ThinkHistogram, decision_ms: float) -> dict[str, Any]:
+    """A bot's think times as percentiles in ms, beside the clock's decision limit; read
+    from its histogram (within ``relative_error`` of the exact ones, the max exact)."""
     return {
-        "decisions": len(ms),
+        "decisions": think.count,
         "decision_ms": decision_ms,
-        "percentiles": [{"q": q, "ms": quantile(ms, q) if ms else None} for q in THINK_PERCENTILES],
+        "relative_error": ThinkHistogram.RELATIVE_ERROR,
+        "percentiles": [
+            {"q": q, "ms": None if (us := think.quantile(q)) is None else us / 1000}
+            for q in THINK_PERCENTILES
+        ],
     }
+
+
+#: At most this many points of a bot's rating history are kept (and the latest one).
+HISTORY_POINTS = 200
+#: The latest matches kept in memory (the first page of ``/api/matches`` at its largest);
+#: older ones are read from the store when asked for.
+KEPT_MATCHES = 500
+#: The latest matches of each bot kept for its page.
+RECENT_PER_BOT = 20
+
+
+@dataclass(frozen=True)
+class RatingHistory:
+    """A bot's live Elo over its rated matches, thinned to at most :data:`HISTORY_POINTS`
+    points: the Elo after every ``stride``-th of its matches, the stride doubling (and
+    every other point dropped) whenever there would be more, and the Elo after its latest.
+    The points are those of the whole history, evenly spaced, however long it grows."""
+
+    stride: int = 1
+    #: Each point: (the bot's rated match number, the league's match count, match id,
+    #: Elo after it, place).
+    points: tuple[tuple[int, int, str, float, int], ...] = ()
+    latest: tuple[int, int, str, float, int] | None = None
+
+    def added(self, point: tuple[int, int, str, float, int]) -> RatingHistory:
+        """A new history with the bot's next rated match."""
+        stride, points = self.stride, self.points
+        if point[0] % stride == 0:
+            points = (*points, point)
+            while len(points) > HISTORY_POINTS:
+                stride *= 2
+                points = tuple(p for p in points if p[0] % stride == 0)
+        return RatingHistory(stride, points, point)
+
+    def document(self) -> list[dict[str, Any]]:
+        """The points for the page, oldest first (``nth``: the bot's rated match number)."""
+        shown = list(self.points)
+        if self.latest is not None and (not shown or shown[-1] is not self.latest):
+            shown.append(self.latest)
+        return [
+            {"nth": nth, "match": match, "match_id": mid, "elo": elo, "place": place}
+            for nth, match, mid, elo, place in shown
+        ]
+
+
+@dataclass(frozen=True)
+class BotFigures:
+    """What the pages show of one bot, kept as running totals (their size does not grow
+    with the matches)."""
+
+    #: Seats it held in finished matches, and the sums of its scores and places there.
+    matches: int = 0
+    score_sum: int = 0
+    place_sum: int = 0
+    think: ThinkHistogram = field(default_factory=ThinkHistogram)
+    history: RatingHistory = field(default_factory=RatingHistory)
+    #: Summaries of its latest matches, newest first (at most :data:`RECENT_PER_BOT`).
+    recent: tuple[dict[str, Any], ...] = ()
 
 
 @dataclass
@@ -167,77 +320,94 @@ class _Totals:
 @dataclass(frozen=True)
 class Snapshot:
     """Every document derived from the finished matches at one moment, computed together
-    (away from the event loop) so that a request only looks one up."""
+    (away from the event loop) so that a request only looks one up.
+
+    Bounded: per bot its running totals (:class:`BotFigures`), per pair of bots the
+    head-to-head sums, and the latest :data:`KEPT_MATCHES` match summaries; nothing in it
+    grows with the number of matches."""
 
     version: Any = None
-    results: list[StoredResult] = field(default_factory=list)
-    by_bot: dict[str, list[StoredResult]] = field(default_factory=dict)
-    #: Finished matches, newest first, and by match index.
-    summaries: list[dict[str, Any]] = field(default_factory=list)
-    by_index: dict[int, dict[str, Any]] = field(default_factory=dict)
+    bots: dict[str, BotFigures] = field(default_factory=dict)
+    #: The latest finished matches, newest first.
+    summaries: tuple[dict[str, Any], ...] = ()
     head_to_head: dict[str, Any] = field(default_factory=lambda: {"bots": [], "cells": []})
-    history: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     faults: dict[str, dict[str, int]] = field(default_factory=dict)
     totals: _Totals = field(default_factory=_Totals, repr=False, compare=False)
 
-
-def _continues(before: Sequence[StoredResult], results: Sequence[StoredResult]) -> bool:
-    """``results`` begin with the rows of ``before`` (the same matches, in the same order)."""
-    if len(results) < len(before):
-        return False
-    if not before:
-        return True
-    end = len(before)
-    first, last = before[0], before[-1]
-    return (
-        (results[0].idx, results[0].seat) == (first.idx, first.seat)
-        and (results[end - 1].idx, results[end - 1].seat) == (last.idx, last.seat)
-        and (end == len(results) or results[end].idx != last.idx)
-    )
+    def page(self, before: int | None, limit: int) -> list[dict[str, Any]] | None:
+        """The finished matches before the ``before``-th in finishing order (all with
+        None), newest first, at most ``limit``; None when older matches than those kept
+        are needed (the source reads them from its store)."""
+        start = 0
+        if before is not None:
+            start = next(
+                (i for i, s in enumerate(self.summaries) if s["finish_order"] < before),
+                len(self.summaries),
+            )
+        page = list(self.summaries[start : start + limit])
+        complete = len(self.summaries) >= self.totals.matches  # nothing was dropped
+        if len(page) < limit and not complete:
+            return None
+        return page
 
 
 def snapshot(
     version: Any,
-    results: list[StoredResult],
+    new: Sequence[StoredResult],
     faults: dict[str, dict[str, int]],
     previous: Snapshot | None = None,
 ) -> Snapshot:
-    """The documents of ``results`` (finishing order) and ``faults`` (bot → reason → count).
+    """The documents of the ``previous`` snapshot's matches and the matches of ``new``
+    (their seat rows, in finishing order), with ``faults`` (bot → reason → count).
 
-    Given the ``previous`` snapshot, whose results ``results`` continue, only the matches
-    finished since are added to its documents (the same documents as computed afresh):
-    the cost follows the new matches, not the whole history. The previous snapshot's
+    The cost follows the new matches, not the whole history. The previous snapshot's
     documents are not changed (a request may be serving them).
     """
-    if previous is None or not _continues(previous.results, results):
-        previous = Snapshot()
-    new = results[len(previous.results) :]
+    previous = previous or Snapshot()
     grouped = list(by_match(new).values())
-    by_bot = dict(previous.by_bot)
-    added: dict[str, list[StoredResult]] = {}
-    for r in new:
-        added.setdefault(r.bot, []).append(r)
-    for bot, rows in added.items():
-        by_bot[bot] = [*by_bot.get(bot, ()), *rows]
-    fresh = [match_summary(rows) for rows in reversed(grouped)]
-    summaries = fresh + previous.summaries
-    by_index = {**previous.by_index, **{s["index"]: s for s in fresh}}
     before = previous.totals
     totals = _Totals(before.matches, copy.deepcopy(before.elo), dict(before.pairs))
     _add_pairs(totals.pairs, grouped)
-    extra: dict[str, list[dict[str, Any]]] = {}
-    totals.matches = _add_history(extra, totals.elo, grouped, before.matches)
-    history = dict(previous.history)
-    for bot, entries in extra.items():
-        history[bot] = [*history.get(bot, ()), *entries]
+    bots = dict(previous.bots)
+    think: dict[str, list[Any]] = {}
+    fresh: list[dict[str, Any]] = []
+    for rows in grouped:
+        totals.matches += 1
+        summary = match_summary(rows, rows[0].finish_order or totals.matches)
+        fresh.append(summary)
+        seating = tuple(r.bot for r in rows)
+        rated = len(set(seating)) == len(seating)  # not one bot in several seats
+        if rated:
+            totals.elo.update(MatchOutcome(seating, tuple(r.place for r in rows), rows[0].match_id))
+            elo = totals.elo.ratings()
+        for r in rows:
+            f = bots.get(r.bot) or BotFigures()
+            history = f.history
+            if rated:
+                nth = (history.latest[0] if history.latest else 0) + 1
+                history = history.added((nth, totals.matches, r.match_id, elo[r.bot], r.place))
+            recent = f.recent
+            if not recent or recent[0] is not summary:
+                recent = (summary, *recent[: RECENT_PER_BOT - 1])
+            bots[r.bot] = BotFigures(
+                f.matches + 1,
+                f.score_sum + r.total,
+                f.place_sum + r.place,
+                f.think,
+                history,
+                recent,
+            )
+            if len(r.think_us):
+                think.setdefault(r.bot, []).append(np.asarray(r.think_us, dtype=np.int64))
+    for bot, arrays in think.items():
+        f = bots[bot]
+        bots[bot] = dataclasses.replace(f, think=f.think.added(np.concatenate(arrays)))
+    summaries = (*reversed(fresh), *previous.summaries)[:KEPT_MATCHES]
     return Snapshot(
         version=version,
-        results=results,
-        by_bot=by_bot,
+        bots=bots,
         summaries=summaries,
-        by_index=by_index,
         head_to_head=_pairs_document(totals.pairs) if grouped else previous.head_to_head,
-        history=history,
         faults=faults,
         totals=totals,
     )
@@ -246,20 +416,17 @@ def snapshot(
 def bot_detail(name: str, snap: Snapshot, decision_ms: float, recent: int = 20) -> dict[str, Any]:
     """A bot's page: rating over matches, think times against the clock, faults by reason,
     its latest matches (newest first)."""
-    mine = snap.by_bot.get(name, [])
-    think: list[int] = []
-    for r in mine:
-        think.extend(r.think_us)
+    f = snap.bots.get(name) or BotFigures()
     faults = snap.faults.get(name, {})
     return {
         "bot": name,
-        "matches": len(mine),
-        "mean_score": sum(r.total for r in mine) / len(mine) if mine else None,
-        "mean_place": sum(r.place for r in mine) / len(mine) if mine else None,
-        "rating_history": snap.history.get(name, []),
-        "think": think_percentiles(think, decision_ms),
+        "matches": f.matches,
+        "mean_score": f.score_sum / f.matches if f.matches else None,
+        "mean_place": f.place_sum / f.matches if f.matches else None,
+        "rating_history": f.history.document(),
+        "think": think_percentiles(f.think, decision_ms),
         "faults": dict(sorted(faults.items(), key=lambda rc: (-rc[1], rc[0]))),
-        "recent_matches": [snap.by_index[r.idx] for r in reversed(mine[-recent:])],
+        "recent_matches": list(f.recent[:recent]),
     }
 
 

@@ -115,6 +115,7 @@ CREATE TABLE IF NOT EXISTS faults (
     forfeited INTEGER NOT NULL
 );
 CREATE INDEX IF NOT EXISTS faults_by_match ON faults (tournament, idx);
+CREATE INDEX IF NOT EXISTS matches_by_finish ON matches (tournament, finish_order);
 CREATE TABLE IF NOT EXISTS deal_keys (
     tournament TEXT PRIMARY KEY,
     deal_key TEXT NOT NULL,
@@ -169,6 +170,9 @@ class StoredResult:
     positive_rounds: int
     faults: int
     think_us: array.array[int]
+    #: The match's position in finishing order (1 is the first to finish); 0 where not
+    #: known (a match read from its record alone).
+    finish_order: int = 0
 
 
 @dataclass(frozen=True)
@@ -720,24 +724,52 @@ class Store:
 
     @_retried
     def results_since(
-        self, tournament: str, after: int, think: bool = True
+        self, tournament: str, after: int, think: bool = True, limit: int | None = None
     ) -> tuple[list[StoredResult], int]:
         """The seat results of the matches that finished after the ``after``-th (in
-        finishing order then seat), and the finishing position of the last of them
-        (``after`` when none did): what a reader that keeps the results already read needs
-        to read next."""
+        finishing order then seat; with ``limit``, of the first ``limit`` of them), and the
+        finishing position of the last of them (``after`` when none did): what a reader
+        that keeps the results already read needs to read next."""
+        matches = "m.finish_order > ?"
+        params: tuple[Any, ...] = (after,)
+        if limit is not None:
+            matches += (
+                " AND m.finish_order <= (SELECT MAX(finish_order) FROM (SELECT finish_order "
+                "FROM matches WHERE tournament = ? AND status = 'finished' AND finish_order > ? "
+                "ORDER BY finish_order LIMIT ?) AS next_matches)"
+            )
+            params += (tournament, after, limit)
+        out = self._read_results(tournament, matches, params, think)
+        return out, max([after, *(r.finish_order for r in out)])
+
+    def results_before(self, tournament: str, before: int, limit: int) -> list[StoredResult]:
+        """The seat results, without think times, of the latest ``limit`` matches that
+        finished before the ``before``-th, in finishing order then seat: a page of the
+        finished matches, newest last."""
+        matches = (
+            "m.finish_order < ? AND m.finish_order >= (SELECT MIN(finish_order) FROM "
+            "(SELECT finish_order FROM matches WHERE tournament = ? AND status = 'finished' "
+            "AND finish_order < ? ORDER BY finish_order DESC LIMIT ?) AS page_matches)"
+        )
+        return self._read_results(tournament, matches, (before, tournament, before, limit), False)
+
+    def _read_results(
+        self, tournament: str, matches: str, params: Sequence[Any], think: bool
+    ) -> list[StoredResult]:
+        """The seat results of the finished matches of ``tournament`` that the condition
+        ``matches`` on ``m`` (the matches table; its parameters ``params``) picks, in
+        finishing order then seat."""
         rows = self._execute(
             "SELECT r.idx, m.match_id, r.seat, r.bot, r.total, r.place, r.forfeited, "
             f"r.positive_rounds, r.faults, {'r.think_us' if think else 'NULL'}, m.finish_order "
             "FROM results r JOIN matches m ON m.tournament = r.tournament AND m.idx = r.idx "
-            "WHERE r.tournament = ? AND m.status = 'finished' AND m.finish_order > ? "
+            f"WHERE r.tournament = ? AND m.status = 'finished' AND {matches} "
             "ORDER BY m.finish_order, r.idx, r.seat",
-            (tournament, after),
+            (tournament, *params),
         )
         out = []
         none: array.array[int] = array.array("I")
         names: dict[str, str] = {}
-        last = after
         for idx, mid, seat, bot, total, place, forfeited, positive, faults, times, order in rows:
             arr = none
             if think:
@@ -746,11 +778,10 @@ class Store:
             bot = names.setdefault(bot, bot)  # one string per bot, not per row
             out.append(
                 StoredResult(
-                    idx, mid, seat, bot, total, place, bool(forfeited), positive, faults, arr
+                    idx, mid, seat, bot, total, place, bool(forfeited), positive, faults, arr, order
                 )
             )
-            last = max(last, order)
-        return out, last
+        return out
 
     @_retried
     def faults_by_reason(self, tournament: str) -> dict[str, dict[str, int]]:

@@ -59,8 +59,9 @@ UPDATE_POLL_S = 0.25
 LIVE_BATCH_S = 0.25
 #: Broadcasts of this many finished matches are kept for their next viewers.
 KEPT_BROADCASTS = 64
-#: At most this many matches per ``/api/matches`` page.
-MAX_LIMIT = 500
+#: At most this many matches per ``/api/matches`` page: the first page at its largest is
+#: always in the snapshot's memory.
+MAX_LIMIT = data.KEPT_MATCHES
 STATIC_TYPES = {
     ".html": "text/html; charset=utf-8",
     ".css": "text/css; charset=utf-8",
@@ -149,8 +150,7 @@ class WebServer:
         self._documents: dict[str, tuple[Path, bytes]] = {}
         self._bodies: dict[str, tuple[data.Snapshot, bytes]] = {}
         self._standings: tuple[Any, bytes] = (None, b"")
-        #: Bots' pages computed from the current snapshot (think-time percentiles over
-        #: every match are the costly part), by bot.
+        #: Bots' pages computed from the current snapshot, by bot.
         self._details: tuple[data.Snapshot | None, dict[str, dict[str, Any]]] = (None, {})
         self._broadcasts: collections.OrderedDict[str, Broadcast] = collections.OrderedDict()
         #: The live match streams, ended at once when the server stops.
@@ -310,7 +310,7 @@ class WebServer:
             raise BadRequest("the query parameter 'name' (a bot's name) is missing")
         snap = self.source.snap
         entries = {b["name"]: b for b in self.source.bots()}
-        if name not in entries and name not in snap.by_bot:
+        if name not in entries and name not in snap.bots:
             raise NotFound(f"no bot {name!r}")
         entry = entries.get(name, {"name": name})
         family = entry.get("family")
@@ -344,11 +344,26 @@ class WebServer:
             limit = -1
         if not 1 <= limit <= MAX_LIMIT:
             raise BadRequest(f"limit={text!r} is not allowed; allowed: 1 to {MAX_LIMIT}")
+        before: int | None = None
+        if "before" in request.query:
+            text = request.query["before"]
+            try:
+                before = int(text)
+            except ValueError:
+                before = 0
+            if before < 1:
+                raise BadRequest(f"before={text!r} is not allowed; allowed: 1 or more")
+        # The latest matches are in the snapshot; older pages are read from the store.
+        finished = self.source.snap.page(before, limit)
+        if finished is None:
+            assert before is not None  # the snapshot keeps at least the first page
+            finished = self.source.older_matches(before, limit)
         return _json(
             {
                 "progress": self.source.progress(),
                 "running": self.source.running(),
-                "finished": self.source.snap.summaries[:limit],
+                "finished": finished,
+                "next_before": finished[-1]["finish_order"] if len(finished) == limit else None,
             }
         )
 

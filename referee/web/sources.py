@@ -10,10 +10,12 @@ running match is only reachable through its public feed (:mod:`referee.league.fe
 
 from __future__ import annotations
 
+import array
 import asyncio
 import bisect
 import collections
 import contextlib
+import dataclasses
 import json
 import math
 import time
@@ -42,6 +44,10 @@ RATE_WINDOW_S = 600.0
 #: in a busy league matches finish several times a second, and a page needs them fresh
 #: to the second, not to the match.
 SNAPSHOT_INTERVAL_S = 1.0
+#: Finished matches read from the store at a time: a source that starts on a long history
+#: (a league restarted after weeks) takes it in in batches, never all of its think times
+#: at once.
+READ_BATCH = 2000
 
 
 class NotFound(LookupError):
@@ -82,9 +88,7 @@ class Source(ABC):
         #: When matches finished (monotonic seconds, ascending), for matches per second.
         self._finish_times: collections.deque[float] = collections.deque(maxlen=10_000)
         self._started = time.monotonic()
-        #: The finished matches' seat rows read so far, and the finishing position of the
-        #: last match among them (see :meth:`_read_new`).
-        self._read_rows: list[StoredResult] = []
+        #: The finishing position of the last match read (see :meth:`_read_new`).
         self._read_upto = 0
 
     # -- answered by each source ------------------------------------------------------------
@@ -98,9 +102,15 @@ class Source(ABC):
         """``{"matches": n, "published_at": t, "standings": [row, ...]}``."""
 
     @abstractmethod
-    def load(self) -> tuple[list[StoredResult], dict[str, dict[str, int]]]:
-        """Every finished match's seat rows (in finishing order) and the faults by bot and
-        reason."""
+    def load(self, limit: int) -> tuple[list[StoredResult], dict[str, dict[str, int]]]:
+        """The seat rows of the matches finished since the last call (in finishing order,
+        of at most ``limit`` matches) and the faults by bot and reason."""
+
+    @abstractmethod
+    def older_matches(self, before: int, limit: int) -> list[dict[str, Any]]:
+        """The summaries of the latest ``limit`` matches that finished before the
+        ``before``-th, newest first: the pages of the matches list older than what the
+        snapshot keeps."""
 
     @abstractmethod
     def running(self) -> list[dict[str, Any]]:
@@ -124,7 +134,7 @@ class Source(ABC):
 
     def bots(self) -> list[dict[str, Any]]:
         """Every bot: name, and where known description, owner, versions, connection."""
-        names = set(self.snap.by_bot) | {b for m in self.running() for b in m["seating"]}
+        names = set(self.snap.bots) | {b for m in self.running() for b in m["seating"]}
         return [{"name": n} for n in sorted(names)]
 
     def info(self) -> dict[str, Any]:
@@ -132,15 +142,18 @@ class Source(ABC):
         return {"kind": self.kind, "name": self.name, "decision_ms": self.decision_ms}
 
     def _read_new(
-        self, store: Store, name: str
+        self, store: Store, name: str, limit: int
     ) -> tuple[list[StoredResult], dict[str, dict[str, int]]]:
-        """The results read before, with the matches finished since added (only those are
-        read from ``store``), and the faults by bot and reason. A new list each time: the
-        current snapshot keeps the one before."""
-        new, self._read_upto = store.results_since(name, self._read_upto)
-        if new:
-            self._read_rows = [*self._read_rows, *new]
-        return self._read_rows, store.faults_by_reason(name)
+        """The seat rows of the (at most ``limit``) matches finished since the last call,
+        read from ``store``, and the faults by bot and reason."""
+        faults = store.faults_by_reason(name)
+        new, self._read_upto = store.results_since(name, self._read_upto, limit=limit)
+        return new, faults
+
+    @staticmethod
+    def _summaries(results: list[StoredResult]) -> list[dict[str, Any]]:
+        """Seat rows (finishing order) as match summaries, newest first."""
+        return [data.match_summary(rows) for rows in reversed(data.by_match(results).values())]
 
     # -- computed ---------------------------------------------------------------------------
 
@@ -155,9 +168,15 @@ class Source(ABC):
         if now - self._snapped_at < SNAPSHOT_INTERVAL_S:
             return
         self._snapped_at = now
-        results, faults = self.load()
-        # The previous snapshot's documents, with the matches finished since added.
-        self.snap = await asyncio.to_thread(data.snapshot, finished, results, faults, self.snap)
+        while True:
+            new, faults = self.load(READ_BATCH)
+            more = len({r.idx for r in new}) >= READ_BATCH
+            # The previous snapshot's documents, with the matches finished since added; one
+            # with more to read has no version yet, so that the next refresh goes on.
+            version = None if more else finished
+            self.snap = await asyncio.to_thread(data.snapshot, version, new, faults, self.snap)
+            if not more:
+                return
 
     def record_lines(self, match_id: str) -> list[dict[str, Any]]:
         """A finished match's record lines."""
@@ -229,8 +248,12 @@ class LeagueSource(Source):
             )
         return self._standings[1]
 
-    def load(self) -> tuple[list[StoredResult], dict[str, dict[str, int]]]:
-        return self._read_new(self.league.store, self.league.config.name)
+    def load(self, limit: int) -> tuple[list[StoredResult], dict[str, dict[str, int]]]:
+        return self._read_new(self.league.store, self.league.config.name, limit)
+
+    def older_matches(self, before: int, limit: int) -> list[dict[str, Any]]:
+        rows = self.league.store.results_before(self.league.config.name, before, limit)
+        return self._summaries(rows)
 
     def running(self) -> list[dict[str, Any]]:
         return [
@@ -419,8 +442,11 @@ class TournamentSource(Source):
         if self._seen > self._fitted:  # matches finished while fitting
             self._request_fit()
 
-    def load(self) -> tuple[list[StoredResult], dict[str, dict[str, int]]]:
-        return self._read_new(self.store, self.config.name)
+    def load(self, limit: int) -> tuple[list[StoredResult], dict[str, dict[str, int]]]:
+        return self._read_new(self.store, self.config.name, limit)
+
+    def older_matches(self, before: int, limit: int) -> list[dict[str, Any]]:
+        return self._summaries(self.store.results_before(self.config.name, before, limit))
 
     def running(self) -> list[dict[str, Any]]:
         return [
@@ -501,7 +527,11 @@ class FolderSource(Source):
         self.folder = folder
         self._paths: dict[str, Path] = {}
         self._unfinished: set[str] = set()
-        self._results: list[StoredResult] = []
+        #: Every finished match's seat rows without think times, in finishing order (the
+        #: folder's order): the older pages of the matches list.
+        self._matches: list[list[StoredResult]] = []
+        #: Seat rows with their think times, until :meth:`load` has handed them over.
+        self._pending: list[StoredResult] = []
         self._faults: dict[str, dict[str, int]] = {}
         clock_ms: float | None = None
         loaded: list[tuple[str, list[StoredResult]]] = []
@@ -523,8 +553,11 @@ class FolderSource(Source):
             if clock_ms is None and isinstance(clock, dict) and "decision_ms" in clock:
                 clock_ms = float(clock["decision_ms"])
             loaded.append((match_id, rows))
-        for _, rows in loaded:
-            self._results.extend(rows)
+        no_think: array.array[int] = array.array("I")
+        for position, (_, rows) in enumerate(loaded, 1):
+            rows = [dataclasses.replace(r, finish_order=position) for r in rows]
+            self._pending.extend(rows)
+            self._matches.append([dataclasses.replace(r, think_us=no_think) for r in rows])
         self.decision_ms = decision_ms if decision_ms is not None else (clock_ms or 0.0)
         # A tournament's or league's match ids are "<name>-<number>": its name.
         prefixes = {m.rsplit("-", 1)[0] for m in [*self._paths, *self._unfinished] if "-" in m}
@@ -551,10 +584,7 @@ class FolderSource(Source):
 
         # A match with one bot in several seats (``referee match``) cannot be rated.
         rated = [
-            r
-            for rows in data.by_match(self._results).values()
-            if len({x.bot for x in rows}) == len(rows)
-            for r in rows
+            r for rows in self._matches if len({x.bot for x in rows}) == len(rows) for r in rows
         ]
         response = compute_standings(rated, 100)
         return {
@@ -569,8 +599,20 @@ class FolderSource(Source):
     def standings(self) -> dict[str, Any]:
         return self._standings
 
-    def load(self) -> tuple[list[StoredResult], dict[str, dict[str, int]]]:
-        return self._results, self._faults
+    def load(self, limit: int) -> tuple[list[StoredResult], dict[str, dict[str, int]]]:
+        if not self._pending:
+            return [], self._faults
+        upto = self._pending[0].finish_order + limit
+        end = next((i for i, r in enumerate(self._pending) if r.finish_order >= upto), None)
+        new = self._pending[:end]
+        self._pending = [] if end is None else self._pending[end:]
+        return new, self._faults
+
+    def older_matches(self, before: int, limit: int) -> list[dict[str, Any]]:
+        # The match at finishing position p is self._matches[p - 1].
+        end = max(0, min(before - 1, len(self._matches)))
+        page = self._matches[max(0, end - limit) : end]
+        return [data.match_summary(rows) for rows in reversed(page)]
 
     def running(self) -> list[dict[str, Any]]:
         return []

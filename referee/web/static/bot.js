@@ -35,11 +35,15 @@ async function render(name) {
   }
   parts.push(el("h2", { text: "Live Elo over its matches" }));
   parts.push(doc.rating_history.length
-    ? lineChart(doc.rating_history.map((h, i) => ({ x: i + 1, y: h.elo, title: `${h.match_id}: place ${h.place}, Elo ${fmt(h.elo)}` })), "live Elo over matches")
+    ? lineChart(doc.rating_history.map((h) => ({ x: h.nth, y: h.elo, title: `${h.match_id}: place ${h.place}, Elo ${fmt(h.elo)}` })), "live Elo over matches")
     : el("p", { class: "muted", text: "No finished match yet." }));
+  if (doc.rating_history.length > 1 && doc.rating_history[doc.rating_history.length - 1].nth > doc.rating_history.length) {
+    parts.push(el("p", { class: "muted", id: "history-note", text: "Long histories are thinned: the Elo after every k-th match (at most 200 points, evenly spaced) and after the latest." }));
+  }
   const think = doc.think;
   parts.push(el("h2", { text: `Think time per decision (${think.decisions} decisions)` }));
   parts.push(barsWithLimit(think.percentiles.map((p) => ({ label: p.q === 1 ? "max" : `p${Math.round(p.q * 100)}`, value: p.ms })), think.decision_ms, "ms"));
+  parts.push(el("p", { class: "muted", id: "think-note", text: `Percentiles from a log-scale histogram of every decision: within ${fmt(100 * think.relative_error, 1)}% of the exact value; the max is exact.` }));
   parts.push(el("h2", { text: "Faults by reason" }));
   const reasons = Object.entries(doc.faults);
   parts.push(reasons.length

@@ -1,5 +1,5 @@
 // Running and recent matches, with the progress of a tournament.
-import { api, el, fmt, botLink, matchLink, frame, showError, progressLine } from "/static/common.js";
+import { api, el, fmt, botLink, matchLink, frame, showError, progressLine, query } from "/static/common.js";
 
 const main = document.getElementById("main");
 
@@ -11,8 +11,11 @@ function seatList(seating, places, totals) {
   ]));
 }
 
+// ?before=N: the page of older matches that finished before the N-th.
+const before = query("before");
+
 async function render() {
-  const doc = await api("/api/matches?limit=100");
+  const doc = await api(`/api/matches?limit=100${before ? `&before=${encodeURIComponent(before)}` : ""}`);
   const running = doc.running.length
     ? el("table", { id: "running" }, el("thead", {}, el("tr", {}, el("th", { class: "text", text: "Match" }), el("th", { class: "text", text: "Seating" }))),
       el("tbody", {}, doc.running.map((m) => el("tr", { "data-match": m.match_id },
@@ -25,9 +28,13 @@ async function render() {
         el("td", { class: "text" }, matchLink(m.match_id)),
         el("td", { class: "text" }, seatList(m.seating, m.places, m.totals)),
         el("td", { text: fmt(m.faults.reduce((a, b) => a + b, 0)) })))))
-    : el("p", { class: "muted", text: "No finished match yet." });
+    : el("p", { class: "muted", text: before ? "No older match." : "No finished match yet." });
+  const pages = el("p", { id: "pages" },
+    before ? el("a", { href: "/matches", text: "← newest" }) : "",
+    before && doc.next_before ? " · " : "",
+    doc.next_before ? el("a", { id: "older", href: `/matches?before=${doc.next_before}`, text: "older →" }) : "");
   main.replaceChildren(el("h1", { text: "Matches" }), progressLine(doc.progress),
-    el("h2", { text: "Running now" }), running, el("h2", { text: "Finished, newest first" }), finished);
+    el("h2", { text: "Running now" }), running, el("h2", { text: "Finished, newest first" }), finished, pages);
 }
 
 async function refresh() {
@@ -36,5 +43,7 @@ async function refresh() {
 
 await frame("Matches · Sticheln referee");
 await refresh();
-const updates = new EventSource("/api/updates");
-updates.onmessage = () => refresh();
+if (!before) {  // an older page does not change
+  const updates = new EventSource("/api/updates");
+  updates.onmessage = () => refresh();
+}

@@ -62,8 +62,8 @@ def end_sessions(con: psycopg.Connection, url: str) -> int:
         "WHERE pid <> pg_backend_pid() AND datname = %s",
         (database_of(url),),
     ).fetchall()
-    assert all(ok for (ok,) in rows)
-    return len(rows)
+    # False: the session ended by itself between the two (a connection being closed).
+    return sum(1 for (ok,) in rows if ok)
 
 
 def events(log: Path, name: str) -> list[dict[str, Any]]:
@@ -163,19 +163,18 @@ def test_a_result_finished_while_the_database_is_away_is_stored_when_it_is_back(
             assert serve.league.ListBots(league_pb2.ListBotsRequest(), timeout=10).bots
         finally:
             admin.execute(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS true')
+        # Every result that could not be stored (the caught match's, or one that ended
+        # just as the database went away) is stored once it is back.
+        unsaved = {e["match_id"] for e in events(log, "result_not_saved")}
         wait_for(
-            lambda: caught[0] in {m["match_id"] for m in finished(url, NAME)},
+            lambda: unsaved <= {m["match_id"] for m in finished(url, NAME)},
             60,
-            f"{caught[0]} stored after the database came back",
+            f"{sorted(unsaved)} stored after the database came back",
         )
         count = len(finished(url, NAME))
         wait_for(lambda: len(finished(url, NAME)) >= count + 2, 120, "two more matches")
     assert_stored_once(url, log)
-    # A match that ended just as the database went away may be unsaved too (and stored
-    # since): every unsaved result is among the finished ones.
-    unsaved = events(log, "result_not_saved")
-    assert {e["match_id"] for e in unsaved} <= {m["match_id"] for m in finished(url, NAME)}
-    (first, *_) = [e for e in unsaved if e["match_id"] == caught[0]]
+    (first, *_) = events(log, "result_not_saved")
     assert first["level"] == "error"
     error = first["error"]
     assert error.startswith(f"the database {url.replace(PASSWORD, '***')} is unreachable: ")

@@ -176,6 +176,10 @@ def _wind_down(loop: asyncio.AbstractEventLoop, within: float = 2.0) -> None:
     tasks = asyncio.all_tasks(loop)
     for task in tasks:
         task.cancel()
-    if tasks:
-        loop.run_until_complete(asyncio.wait(tasks, timeout=within))
+    # The bots were just killed: reap them, so that no process transport outlives the loop.
+    from referee.match.bots import live_bots
+
+    reaped = [loop.create_task(bot.proc.wait()) for bot in live_bots()]
+    if tasks or reaped:
+        loop.run_until_complete(asyncio.wait({*tasks, *reaped}, timeout=within))
     loop.run_until_complete(loop.shutdown_asyncgens())

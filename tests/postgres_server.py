@@ -16,6 +16,7 @@ import socket
 import subprocess
 import tempfile
 import time
+import urllib.parse
 from pathlib import Path
 
 import psycopg
@@ -135,3 +136,27 @@ class PostgresServer:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def with_password(url: str, password: str) -> str:
+    """``url`` with ``password`` (the test server trusts loopback: any password works), to
+    check that no message or log shows it."""
+    parts = urllib.parse.urlsplit(url)
+    netloc = parts.netloc.replace("postgres@", f"postgres:{password}@", 1)
+    return urllib.parse.urlunsplit(parts._replace(netloc=netloc))
+
+
+def database_of(url: str) -> str:
+    """The database's name in ``url``."""
+    return urllib.parse.urlsplit(url).path.lstrip("/")
+
+
+def end_sessions(con: psycopg.Connection, url: str) -> int:
+    """End every session on ``url``'s database but ``con``'s, waiting until each is gone;
+    how many were ended (a session that ends by itself meanwhile is not counted)."""
+    rows = con.execute(
+        "SELECT pg_terminate_backend(pid, 10000) FROM pg_stat_activity "
+        "WHERE pid <> pg_backend_pid() AND datname = %s",
+        (database_of(url),),
+    ).fetchall()
+    return sum(1 for (ok,) in rows if ok)

@@ -13,7 +13,6 @@ import json
 import socket
 import subprocess
 import sys
-import urllib.parse
 from pathlib import Path
 
 import grpc
@@ -29,6 +28,7 @@ from leaguekit import (
     wait_for,
     write_config,
 )
+from postgres_server import with_password
 
 from referee.league.standings import compute_standings, fit_in_child
 from referee.match.dealkey import DealKey
@@ -40,13 +40,6 @@ pytestmark = pytest.mark.timeout(300)
 NAME = "pgl"
 PASSWORD = "s3cret-pw-never-shown"
 ENV_KEY = "LEAGUE_DATABASE_URL"
-
-
-def with_password(url: str) -> str:
-    """``url`` with a password (the test server trusts loopback, so any password works)."""
-    parts = urllib.parse.urlsplit(url)
-    netloc = parts.netloc.replace("postgres@", f"postgres:{PASSWORD}@", 1)
-    return urllib.parse.urlunsplit(parts._replace(netloc=netloc))
 
 
 def refused(address: str, token: str) -> tuple[grpc.StatusCode, str]:
@@ -77,7 +70,7 @@ def league_start(log: Path) -> dict[str, object]:
 def test_a_league_on_postgres_restarts_with_its_bots_tokens_results_and_deal_key(
     tmp_path: Path, postgres_url: str
 ) -> None:
-    url = with_password(postgres_url)
+    url = with_password(postgres_url, PASSWORD)
     env = {ENV_KEY: url}
     config = write_config(
         tmp_path / "league.toml",

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import urllib.parse
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +33,7 @@ from leaguekit import (
     wait_for,
     write_config,
 )
+from postgres_server import database_of, end_sessions, with_password
 
 from sticheln.v1 import league_pb2
 
@@ -42,28 +42,6 @@ pytestmark = pytest.mark.timeout(300)
 NAME = "pgr"
 PASSWORD = "pw-never-in-the-log"
 TRIO = ("ann", "ben", "cy")
-
-
-def with_password(url: str) -> str:
-    """``url`` with a password (the test server trusts loopback: any password works)."""
-    parts = urllib.parse.urlsplit(url)
-    netloc = parts.netloc.replace("postgres@", f"postgres:{PASSWORD}@", 1)
-    return urllib.parse.urlunsplit(parts._replace(netloc=netloc))
-
-
-def database_of(url: str) -> str:
-    return urllib.parse.urlsplit(url).path.lstrip("/")
-
-
-def end_sessions(con: psycopg.Connection, url: str) -> int:
-    """End every session on ``url``'s database but ``con``'s, waiting until each is gone."""
-    rows = con.execute(
-        "SELECT pg_terminate_backend(pid, 10000) FROM pg_stat_activity "
-        "WHERE pid <> pg_backend_pid() AND datname = %s",
-        (database_of(url),),
-    ).fetchall()
-    # False: the session ended by itself between the two (a connection being closed).
-    return sum(1 for (ok,) in rows if ok)
 
 
 def events(log: Path, name: str) -> list[dict[str, Any]]:
@@ -103,7 +81,7 @@ def test_a_league_goes_on_storing_results_after_its_connections_are_ended(
     postgres_url: str,
     tmp_path: Path,  # type: ignore[no-untyped-def]
 ) -> None:
-    url = with_password(postgres_url)
+    url = with_password(postgres_url, PASSWORD)
     log = tmp_path / "serve.log"
     with (
         serving(league_file(tmp_path, url), log) as serve,
@@ -133,7 +111,7 @@ def test_a_result_finished_while_the_database_is_away_is_stored_when_it_is_back(
     postgres_url: str,
     tmp_path: Path,  # type: ignore[no-untyped-def]
 ) -> None:
-    url = with_password(postgres_url)
+    url = with_password(postgres_url, PASSWORD)
     name = database_of(url)
     log = tmp_path / "serve.log"
     with (
@@ -201,7 +179,7 @@ def test_a_second_league_of_the_same_name_on_the_same_database_is_refused(
     table = dict(league_db.table)
     target = str(league_db.target)
     if league_db.kind == "postgresql":
-        target = table["database"] = with_password(target)
+        target = table["database"] = with_password(target, PASSWORD)
     config = write_config(tmp_path / "league.toml", {"name": NAME, **table})
     other = write_config(tmp_path / "other.toml", {"name": "other", **table})
     with serving(config, tmp_path / "serve1.log") as serve:

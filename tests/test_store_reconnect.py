@@ -12,7 +12,6 @@ every new connection, an ``flock`` beside a SQLite file. Real PostgreSQL on loop
 
 from __future__ import annotations
 
-import urllib.parse
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -20,6 +19,7 @@ from typing import Any
 
 import psycopg
 import pytest
+from postgres_server import database_of, end_sessions, with_password
 from structlog.testing import capture_logs
 
 from referee.match.dealkey import DealKey
@@ -34,36 +34,14 @@ PASSWORD = "pw-never-in-a-message"
 NAME = "lg"
 
 
-def with_password(url: str) -> str:
-    """``url`` with a password (the test server trusts loopback: any password works)."""
-    parts = urllib.parse.urlsplit(url)
-    netloc = parts.netloc.replace("postgres@", f"postgres:{PASSWORD}@", 1)
-    return urllib.parse.urlunsplit(parts._replace(netloc=netloc))
-
-
-def database_of(url: str) -> str:
-    return urllib.parse.urlsplit(url).path.lstrip("/")
-
-
 @contextmanager
 def admin(postgres_server) -> Iterator[psycopg.Connection]:  # type: ignore[no-untyped-def]
     with psycopg.connect(postgres_server.url("postgres"), autocommit=True) as con:
         yield con
 
 
-def end_sessions(con: psycopg.Connection, url: str) -> int:
-    """End every session on ``url``'s database but ``con``'s, waiting until each is gone."""
-    rows = con.execute(
-        "SELECT pg_terminate_backend(pid, 10000) FROM pg_stat_activity "
-        "WHERE pid <> pg_backend_pid() AND datname = %s",
-        (database_of(url),),
-    ).fetchall()
-    assert all(ok for (ok,) in rows)
-    return len(rows)
-
-
 def pg_store(url: str) -> PostgresStore:
-    store = open_store(with_password(url))
+    store = open_store(with_password(url, PASSWORD))
     assert isinstance(store, PostgresStore)
     return store
 
@@ -109,7 +87,7 @@ def test_a_call_after_the_connection_was_ended_reconnects_and_succeeds(
         (event,) = reconnects(logs)
         assert event["log_level"] == "warning" and event["attempt"] == 1
         assert "terminating connection" in str(event["after"])
-        assert event["database"] == with_password(postgres_url).replace(PASSWORD, "***")
+        assert event["database"] == with_password(postgres_url, PASSWORD).replace(PASSWORD, "***")
         assert PASSWORD not in repr(logs)
     finally:
         store.close()
@@ -192,7 +170,7 @@ def test_a_database_that_stays_away_is_one_line_without_the_password(
                 message = str(info.value)
                 assert "\n" not in message and PASSWORD not in message
                 assert message.startswith(
-                    f"the database {with_password(postgres_url).replace(PASSWORD, '***')} "
+                    f"the database {with_password(postgres_url, PASSWORD).replace(PASSWORD, '***')} "
                     "is unreachable: "
                 )
                 assert "not currently accepting connections" in message

@@ -242,6 +242,13 @@ def league_lock_key(name: str) -> int:
     return int.from_bytes(digest[:8], "big", signed=True)
 
 
+def _advisory_lock(db: Any, key: int) -> bool:
+    """Take PostgreSQL's session-level advisory lock ``key`` on connection ``db``; False
+    when another session holds it."""
+    row = db.execute("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()
+    return bool(row and row[0])
+
+
 def _taken(name: str, where: str | Path) -> str:
     return (
         f"league {name!r} is already served from the database {redact(where)} by another "
@@ -742,6 +749,7 @@ class Store:
         out = self._read_results(tournament, matches, params, think)
         return out, max([after, *(r.finish_order for r in out)])
 
+    @_retried
     def results_before(self, tournament: str, before: int, limit: int) -> list[StoredResult]:
         """The seat results, without think times, of the latest ``limit`` matches that
         finished before the ``before``-th, in finishing order then seat: a page of the
@@ -874,7 +882,7 @@ class PostgresStore(Store):
         not serve: the call fails, and so do the next ones while another process holds it.
         """
         key = league_lock_key(name)
-        if not self._execute("SELECT pg_try_advisory_lock(?)", (key,)).fetchone()[0]:
+        if not _advisory_lock(self.db, key):
             raise LeagueTaken(_taken(name, self.where))
         self._league = (name, key)
 
@@ -897,8 +905,7 @@ class PostgresStore(Store):
         db = psycopg.connect(self.where, autocommit=True, connect_timeout=RECONNECT_TIMEOUT_S)
         if self._league is not None:
             name, key = self._league
-            row = db.execute("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()
-            if not (row and row[0]):
+            if not _advisory_lock(db, key):
                 db.close()
                 raise LeagueTaken(_taken(name, self.where))
         self.db = db

@@ -119,6 +119,16 @@ def head_to_head(results: Iterable[StoredResult]) -> dict[str, Any]:
     return _pairs_document(pairs)
 
 
+def _rate(elo: LiveElo, rows: Sequence[StoredResult]) -> dict[str, float] | None:
+    """Rate the match of seat rows ``rows`` into ``elo``; every bot's live Elo after it, or
+    None when one bot held several seats (a test match: nothing to rate)."""
+    seating = tuple(r.bot for r in rows)
+    if len(set(seating)) < len(seating):
+        return None
+    elo.update(MatchOutcome(seating, tuple(r.place for r in rows), rows[0].match_id))
+    return elo.ratings()
+
+
 def _add_history(
     history: dict[str, list[dict[str, Any]]],
     elo: LiveElo,
@@ -129,11 +139,9 @@ def _add_history(
     ones, appending each bot's live Elo to ``history``; the matches counted now."""
     for rows in matches:
         counted += 1
-        seating = tuple(r.bot for r in rows)
-        if len(set(seating)) < len(seating):
-            continue  # one bot in several seats (a test match): nothing to rate
-        elo.update(MatchOutcome(seating, tuple(r.place for r in rows), rows[0].match_id))
-        ratings = elo.ratings()
+        ratings = _rate(elo, rows)
+        if ratings is None:
+            continue
         for r in rows:
             history.setdefault(r.bot, []).append(
                 {"match": counted, "match_id": r.match_id, "elo": ratings[r.bot], "place": r.place}
@@ -375,15 +383,11 @@ def snapshot(
         totals.matches += 1
         summary = match_summary(rows, rows[0].finish_order or totals.matches)
         fresh.append(summary)
-        seating = tuple(r.bot for r in rows)
-        rated = len(set(seating)) == len(seating)  # not one bot in several seats
-        if rated:
-            totals.elo.update(MatchOutcome(seating, tuple(r.place for r in rows), rows[0].match_id))
-            elo = totals.elo.ratings()
+        elo = _rate(totals.elo, rows)
         for r in rows:
             f = bots.get(r.bot) or BotFigures()
             history = f.history
-            if rated:
+            if elo is not None:
                 nth = (history.latest[0] if history.latest else 0) + 1
                 history = history.added((nth, totals.matches, r.match_id, elo[r.bot], r.place))
             recent = f.recent

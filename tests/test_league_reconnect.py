@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import json
 import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -76,13 +78,12 @@ def league_file(tmp_path: Path, url: str) -> Path:
     )
 
 
-def test_a_league_goes_on_storing_results_after_its_connections_are_ended(
-    postgres_server,
-    postgres_url: str,
-    tmp_path: Path,  # type: ignore[no-untyped-def]
-) -> None:
-    url = with_password(postgres_url, PASSWORD)
-    log = tmp_path / "serve.log"
+@contextmanager
+def playing(
+    postgres_server: Any, url: str, tmp_path: Path, log: Path
+) -> Iterator[tuple[Serve, psycopg.Connection]]:
+    """A league on ``url`` logging to ``log``, its three bots playing and two matches
+    finished; with a connection of the server's administrator (autocommit)."""
     with (
         serving(league_file(tmp_path, url), log) as serve,
         bots(serve.address, tmp_path) as b,
@@ -91,6 +92,17 @@ def test_a_league_goes_on_storing_results_after_its_connections_are_ended(
         for n in TRIO:
             b.start("random", n, serve.register(n))
         wait_for(lambda: len(finished(url, NAME)) >= 2, 120, "two finished matches")
+        yield serve, admin
+
+
+def test_a_league_goes_on_storing_results_after_its_connections_are_ended(
+    postgres_server,
+    postgres_url: str,
+    tmp_path: Path,  # type: ignore[no-untyped-def]
+) -> None:
+    url = with_password(postgres_url, PASSWORD)
+    log = tmp_path / "serve.log"
+    with playing(postgres_server, url, tmp_path, log) as (serve, admin):
         assert end_sessions(admin, url) >= 1  # the league's connection, at least
         before = len(finished(url, NAME))
         wait_for(lambda: len(finished(url, NAME)) >= before + 3, 120, "three more matches")
@@ -114,14 +126,7 @@ def test_a_result_finished_while_the_database_is_away_is_stored_when_it_is_back(
     url = with_password(postgres_url, PASSWORD)
     name = database_of(url)
     log = tmp_path / "serve.log"
-    with (
-        serving(league_file(tmp_path, url), log) as serve,
-        bots(serve.address, tmp_path) as b,
-        psycopg.connect(postgres_server.url("postgres"), autocommit=True) as admin,
-    ):
-        for n in TRIO:
-            b.start("random", n, serve.register(n))
-        wait_for(lambda: len(finished(url, NAME)) >= 2, 120, "two finished matches")
+    with playing(postgres_server, url, tmp_path, log) as (serve, admin):
         # The database goes away while a match is running: its result cannot be stored
         # when it ends (a match running now started before, as a match cannot be
         # planned while the database is away).

@@ -320,7 +320,14 @@ def test_forfeited_seats_tie_for_last() -> None:
     )
     assert forfeit.places == (1, 2, 3, 3)
     shared = MatchOutcome(("a", "b", "c", "d"), (1, 2, 3, 3), key="m")
-    assert fit_standings([forfeit], bootstrap=10) == fit_standings([shared], bootstrap=10)
+    # The same games (a shared last place); only the reference differs: the main circle
+    # is never one of bots that only forfeited (c and d here), so a is read against b.
+    by_forfeit = {s.bot: s for s in fit_standings([forfeit], bootstrap=10)}
+    by_shared = {s.bot: s for s in fit_standings([shared], bootstrap=10)}
+    for bot in "abcd":
+        gap = by_forfeit[bot].rating - by_forfeit["a"].rating
+        assert gap == pytest.approx(by_shared[bot].rating - by_shared["a"].rating, abs=1e-6)
+    assert by_shared["c"].high_open is False and by_forfeit["c"].low_open
     by_bot = {s.bot: s.rating for s in fit_standings([forfeit], bootstrap=0)}
     assert by_bot["c"] == pytest.approx(by_bot["d"], abs=1e-9)
     elo = LiveElo()
@@ -402,3 +409,68 @@ def test_the_anchor_sets_its_own_group_only() -> None:
     by_bot = {s.bot: s for s in fit([*left, *right], anchor="x", anchor_value=1000.0).standings}
     assert by_bot["x"].rating == 1000.0
     assert by_bot["a"].rating + by_bot["b"].rating == pytest.approx(2000.0)  # mean 1000
+
+
+def test_all_ties_give_unidentified_intervals_not_zero_width_ones() -> None:
+    ties = [outcome(f"t{k}", ("a", 1), ("b", 1), ("c", 1)) for k in range(12)]
+    result = fit(ties, bootstrap=40)
+    for s in result.standings:
+        # Every resample is the same table of ties: the bootstrap cannot see a spread.
+        assert s.ci_high - s.ci_low < 1e-6
+        assert s.unidentified and not s.anchor
+    assert any("no width" in w for w in result.warnings)
+
+
+def test_a_measured_interval_is_not_flagged() -> None:
+    result = fit(simulate(TRUE_ELO, 150, 3, seed=44), bootstrap=60)
+    assert not any(s.unidentified for s in result.standings)
+    assert all(s.cut_share == 0.0 for s in result.standings)
+    assert not any("no width" in w or "resamples lost" in w for w in result.warnings)
+
+
+def test_the_anchor_bot_is_marked_as_the_reference() -> None:
+    outcomes = simulate({"a": 1400.0, "b": 1500.0, "c": 1600.0}, 80, 3, seed=45)
+    by_bot = {s.bot: s for s in fit(outcomes, anchor="b", bootstrap=40).standings}
+    assert by_bot["b"].anchor and not by_bot["b"].unidentified
+    assert by_bot["b"].ci_low == by_bot["b"].ci_high == 1500.0  # fixed by definition
+    assert not by_bot["a"].anchor and not by_bot["a"].unidentified
+
+
+def test_a_single_bridging_match_is_flagged_when_resamples_lose_it() -> None:
+    left = simulate({"a": 1400.0, "b": 1500.0, "c": 1600.0}, 60, 3, seed=46)
+    right = [
+        MatchOutcome(o.bots, o.places, key="r" + o.key)
+        for o in simulate({"x": 1450.0, "y": 1550.0, "z": 1500.0}, 60, 3, seed=47)
+    ]
+    # One four-seat match: c ahead of x, x ahead of b, so each side reaches the other.
+    bridge = outcome("bridge", ("c", 1), ("x", 2), ("b", 3), ("y", 4))
+    result = fit([*left, *right, bridge], bootstrap=200)
+    assert result.groups == 1
+    by_bot = {s.bot: s for s in result.standings}
+    # A match is left out of about e⁻¹ ≈ 37% of resamples; one side of the bridge is then
+    # cut off from the side that holds the reference bots.
+    cut = [s for s in result.standings if s.cut_share > 0.2]
+    assert cut and all(0.25 < s.cut_share < 0.5 for s in cut)
+    assert {s.bot for s in cut} in ({"a", "b", "c"}, {"x", "y", "z"})
+    assert all(s.unidentified for s in cut)
+    assert any("lost the link" in w for w in result.warnings)
+    assert {"a", "b", "c", "x", "y", "z"} == set(by_bot)
+
+
+def test_bots_that_only_forfeited_never_become_the_reference() -> None:
+    # a, b and c always finish in the same order: each is a circle of its own. x and y
+    # forfeit every match and share the last place: a circle of two, the largest, which
+    # would make the forfeiting bots the reference the others are read against.
+    outcomes = [
+        MatchOutcome(
+            ("a", "b", "c", "x", "y"),
+            (1, 2, 3, 4, 5),
+            key=f"m{k}",
+            forfeited=(False, False, False, True, True),
+        )
+        for k in range(10)
+    ]
+    by_bot = {s.bot: s for s in fit(outcomes, bootstrap=20).standings}
+    assert not by_bot["a"].low_open and by_bot["a"].high_open
+    assert by_bot["x"].low_open and by_bot["y"].low_open
+    assert not by_bot["x"].high_open

@@ -67,3 +67,27 @@ def test_the_league_publishes_provisional_bots_groups_open_ends_and_warnings() -
     assert by_bot["x"].ci_high_open or by_bot["y"].ci_low_open
     assert any("2 groups that never met" in w for w in response.warnings)
     assert any("provisional: new" in w for w in response.warnings)
+
+
+def test_the_league_flags_intervals_the_data_cannot_support() -> None:
+    stored: list[StoredResult] = []
+    for _ in range(10):  # every match a three-way tie
+        stored += rows(len(stored), ("a", 1, False), ("b", 1, False), ("c", 1, False))
+    response = compute_standings(stored, bootstrap=20, min_matches=0)
+    assert all(s.unidentified and not s.anchor for s in response.standings)
+    assert any("no width" in w for w in response.warnings)
+
+
+def test_a_forfeit_is_read_from_the_record_s_fault_line() -> None:
+    from referee.results.documents import results_from_record
+
+    lines = [
+        {"type": "header", "match_id": "m", "seating": ["a", "b", "c"]},
+        {"type": "fault", "seat": 2, "reason": "disconnect", "forfeited": True},
+        # An end line that does not list the forfeit (a record written by hand, say).
+        {"type": "end", "totals": [5, 0, -3], "places": [1, 2, 3]},
+    ]
+    seats = results_from_record(lines, 0)
+    assert [s.forfeited for s in seats] == [False, False, True]
+    (outcome,) = outcomes_from(seats)
+    assert outcome.forfeited == (False, False, True)

@@ -272,3 +272,35 @@ def test_the_page_shows_open_ends_groups_provisional_bots_and_warnings(tmp_path:
     assert "<h3>Provisional (fewer than 5 matches; not ranked)</h3>" in page
     # An open end's bar runs to the edge of the chart.
     assert "95% CI &gt; 1850" in page
+
+
+FLAGGED = [
+    Standing("ref", 1500.0, 1500.0, 1500.0, 40, matches=20, anchor=True),
+    Standing("tied", 1500.0, 1500.0, 1500.0, 40, matches=20, unidentified=True),
+    Standing("bridged", 1530.0, 1400.0, 1700.0, 40, matches=20, unidentified=True, cut_share=0.37),
+    Standing("measured", 1470.0, 1420.0, 1520.0, 40, matches=20),
+]
+
+
+def test_anchor_and_unidentified_intervals_are_flagged_in_every_export(tmp_path: Path) -> None:
+    write_ratings_json(tmp_path / "r.json", FLAGGED)
+    rows = {r["bot"]: r for r in json.loads((tmp_path / "r.json").read_text())["standings"]}
+    assert rows["ref"]["anchor"] and not rows["ref"]["unidentified"]
+    assert rows["tied"]["unidentified"] and rows["bridged"]["cut_share"] == 0.37
+    assert not rows["measured"]["anchor"] and not rows["measured"]["unidentified"]
+    write_ratings_csv(tmp_path / "r.csv", FLAGGED)
+    with open(tmp_path / "r.csv", encoding="utf-8", newline="") as f:
+        cells = {r["bot"]: r for r in csv.DictReader(f)}
+    assert (cells["ref"]["anchor"], cells["tied"]["unidentified"]) == ("true", "true")
+    assert cells["measured"]["unidentified"] == "false"
+    lines = standings_table(FLAGGED, {}, {}).splitlines()
+    assert "anchor" in next(x for x in lines if x.split()[1:2] == ["ref"])
+    assert "unidentified" in next(x for x in lines if "tied" in x)
+    assert "unidentified" in next(x for x in lines if "bridged" in x)
+    assert "1420–1520" in next(x for x in lines if "measured" in x)
+    write_report_html(tmp_path / "r.html", "t", FLAGGED, {}, {}, {})
+    page = (tmp_path / "r.html").read_text(encoding="utf-8")
+    assert "<td>anchor</td>" in page and page.count("<td>unidentified</td>") == 2
+    # The anchor has no bar; an unidentified one is drawn dashed.
+    assert page.count('class="errorbar unidentified"') == 2
+    assert page.count('class="errorbar"') == 1

@@ -202,7 +202,14 @@ def league(args: argparse.Namespace) -> int:
                     ci = (
                         ""
                         if math.isnan(x.ci_low)
-                        else interval_text(x.ci_low, x.ci_high, x.ci_low_open, x.ci_high_open)
+                        else interval_text(
+                            x.ci_low,
+                            x.ci_high,
+                            x.ci_low_open,
+                            x.ci_high_open,
+                            anchor=x.anchor,
+                            unidentified=x.unidentified,
+                        )
                     )
                     rank += not x.provisional
                     shown = "-" if x.provisional else str(rank)

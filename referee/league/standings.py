@@ -62,6 +62,9 @@ def compute_standings(
             group=s.group,
             ci_low_open=s.low_open,
             ci_high_open=s.high_open,
+            anchor=s.anchor,
+            unidentified=s.unidentified,
+            cut_share=s.cut_share,
         )
     return response
 

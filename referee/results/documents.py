@@ -125,7 +125,14 @@ def _rate(elo: LiveElo, rows: Sequence[StoredResult]) -> dict[str, float] | None
     seating = tuple(r.bot for r in rows)
     if len(set(seating)) < len(seating):
         return None
-    elo.update(MatchOutcome(seating, tuple(r.place for r in rows), rows[0].match_id))
+    elo.update(
+        MatchOutcome(
+            seating,
+            tuple(r.place for r in rows),
+            rows[0].match_id,
+            forfeited=tuple(r.forfeited for r in rows),
+        )
+    )
     return elo.ratings()
 
 
@@ -578,16 +585,19 @@ def results_from_record(lines: Sequence[Mapping[str, Any]], idx: int) -> list[St
     faults = [0] * len(seating)
     positive = [0] * len(seating)
     think = [array.array("q") for _ in seating]
+    forfeited = set(end.get("forfeited", []))
     for line in lines:
         kind = line.get("type")
         if kind in ("play", "pain") and line.get("think_us") is not None:
             think[int(line["seat"])].append(int(line["think_us"]))
         elif kind == "fault":
             faults[int(line["seat"])] += 1
+            # The fault that forfeited a seat says so, whatever the end line lists.
+            if line.get("forfeited"):
+                forfeited.add(int(line["seat"]))
         elif kind == "round_end":
             for s, score in enumerate(line.get("scores", [])):
                 positive[s] += score > 0
-    forfeited = set(end.get("forfeited", []))
     totals, places = end.get("totals", []), end.get("places", [])
     if len(totals) != len(seating) or len(places) != len(seating):
         return []

@@ -47,6 +47,12 @@ PRIOR_SIGMA_ELO = 1000.0
 MIN_MATCHES = 5
 #: Newton stops when no θ moves by more than this.
 TOLERANCE = 1e-9
+#: A bot cut off from its group's reference bots in more than this share of the bootstrap
+#: resamples has an unidentified interval: its link to the others rests on a few matches.
+BRIDGE_SHARE = 0.05
+#: An interval narrower than this (Elo) comes from resamples that never differ (every game
+#: a tie, say): the bootstrap cannot measure the spread, so it is unidentified.
+DEGENERATE_WIDTH = 0.5
 
 FloatArray = NDArray[np.float64]
 
@@ -165,6 +171,16 @@ class Standing:
     #: other end is a bound ("> 1900", "< 1400").
     low_open: bool = False
     high_open: bool = False
+    #: The scale's reference (the tournament's ``anchor``): its rating is fixed by
+    #: definition, so it has no interval of its own.
+    anchor: bool = False
+    #: The data cannot support an interval (see :func:`fit`): the resamples never differ,
+    #: or the bot's link to its group was lost in more than :data:`BRIDGE_SHARE` of them.
+    #: The interval shown, if any, is only what the resamples that kept the link say.
+    unidentified: bool = False
+    #: The share of resamples in which the bot was cut off from its group's reference bots
+    #: (its bridge to them was not drawn); those resamples are left out of its interval.
+    cut_share: float = 0.0
 
 
 def bradley_terry(
@@ -291,7 +307,7 @@ def _groups(games: FloatArray) -> NDArray[np.intp]:
 
 
 def _open_ends(
-    wins: FloatArray, group: NDArray[np.intp]
+    wins: FloatArray, group: NDArray[np.intp], played_on: NDArray[np.bool_] | None = None
 ) -> tuple[NDArray[np.bool_], NDArray[np.bool_]]:
     """Which interval ends the data cannot bound: (low open, high open) per bot.
 
@@ -302,6 +318,10 @@ def _open_ends(
     the main circle reaches (nobody there beat it, even through others) could be better by
     any amount: its high end is open. One that reaches no bot of the main circle could be
     worse by any amount: its low end is open. Only the prior holds such a rating.
+
+    ``played_on`` marks the bots that finished at least one match without forfeiting; the
+    main circle is taken among them when a group has any, so that bots that only ever
+    forfeited (their games are no results) never become the reference of the scale.
     """
     n = wins.shape[0]
     reach = (wins > 0) | np.eye(n, dtype=bool)
@@ -314,7 +334,10 @@ def _open_ends(
     high_open = np.zeros(n, dtype=bool)
     for g in np.unique(group):
         members = np.flatnonzero(group == g)
-        main = min(members, key=lambda i: (-int(circle[i].sum()), float(balance[i]), int(i)))
+        candidates = members
+        if played_on is not None and played_on[members].any():
+            candidates = members[played_on[members]]
+        main = min(candidates, key=lambda i: (-int(circle[i].sum()), float(balance[i]), int(i)))
         for i in members:
             if not circle[main, i]:
                 high_open[i] = not reach[main, i]
@@ -408,7 +431,11 @@ def fit(
     for o in ordered:
         for b in o.bots:
             matches[index[b]] += 1
-    low_open, high_open = _open_ends(wins, group)
+    played_on = np.zeros(len(bots), dtype=bool)
+    for o in ordered:
+        for b, gone in zip(o.bots, o.forfeited or (False,) * len(o.bots), strict=True):
+            played_on[index[b]] |= not gone
+    low_open, high_open = _open_ends(wins, group, played_on)
     # The scale is set by the bots the data place firmly: neither an open end nor
     # provisional. A newcomer's rating swings from resample to resample; in the mean it
     # would move everybody's interval with it.
@@ -418,9 +445,20 @@ def fit(
 
     low = np.full(len(bots), math.nan)
     high = np.full(len(bots), math.nan)
+    cut_share = np.zeros(len(bots))
+    # The bots each group's scale is read against: the anchor bot, else its core.
+    reference = np.zeros(len(bots), dtype=bool)
+    for g in np.unique(group):
+        members = group == g
+        if anchor_index is not None and members[anchor_index]:
+            reference[anchor_index] = True
+        else:
+            reference |= members & (core if (members & core).any() else members)
     if bootstrap > 0:
         rng = np.random.default_rng(seed)
         samples = np.full((bootstrap, len(bots)), math.nan)
+        seen_count = np.zeros(len(bots))
+        cut_count = np.zeros(len(bots))
         anchor_group = None if anchor_index is None else group == group[anchor_index]
         for r in range(bootstrap):
             picks = rng.integers(0, games.matches, size=games.matches)
@@ -428,18 +466,34 @@ def fit(
             w = games.wins(counts)
             refit = bradley_terry(w, prior_sigma_elo=prior_sigma_elo, start=theta)
             seen = (w + w.T).sum(axis=1) > 0
-            use = seen.copy()
+            # A bot whose only link to its group's reference bots was not drawn has no
+            # common scale with them in this refit: its rating there is the prior's guess.
+            cut = seen & _cut_off(w + w.T, group, reference & seen)
+            seen_count += seen
+            cut_count += cut
+            held = seen & ~cut
+            use = held.copy()
             this_anchor = anchor_index
             if anchor_index is not None and not seen[anchor_index]:
                 assert anchor_group is not None
                 use &= ~anchor_group  # no scale for the anchor's group in this refit
                 this_anchor = None
-            elo = _anchored(refit * ELO_PER_THETA, group, seen, core, this_anchor, anchor_value)
+            elo = _anchored(refit * ELO_PER_THETA, group, held, core, this_anchor, anchor_value)
             samples[r, use] = elo[use]
+        cut_share = cut_count / np.maximum(seen_count, 1.0)
         has_sample = ~np.isnan(samples).all(axis=0)
         if has_sample.any():
             low[has_sample] = np.nanpercentile(samples[:, has_sample], 2.5, axis=0)
             high[has_sample] = np.nanpercentile(samples[:, has_sample], 97.5, axis=0)
+    is_anchor = np.zeros(len(bots), dtype=bool)
+    if anchor_index is not None:
+        is_anchor[anchor_index] = True
+    # Resamples that never differ (all games ties, one fixed order repeated) give an
+    # interval of no width: not a measurement. Nor is one whose bridge was often lost.
+    unidentified = ~is_anchor & (
+        (cut_share > BRIDGE_SHARE) | ((high - low) < DEGENERATE_WIDTH)  # NaN compares False
+    )
+    unidentified &= ~(low_open | high_open)
     low[low_open] = -math.inf
     high[high_open] = math.inf
 
@@ -455,6 +509,9 @@ def fit(
             group=int(group[i]),
             low_open=bool(low_open[i]),
             high_open=bool(high_open[i]),
+            anchor=bool(is_anchor[i]),
+            unidentified=bool(unidentified[i]),
+            cut_share=float(cut_share[i]),
         )
         for i, b in enumerate(bots)
     ]
@@ -473,7 +530,39 @@ def fit(
             f"{len(provisional)} bot(s) played fewer than {min_matches} matches and are "
             f"listed apart as provisional: {', '.join(provisional)}"
         )
+    bridged = [s for s in standings if s.cut_share > BRIDGE_SHARE and not s.provisional]
+    if bridged:
+        worst = max(s.cut_share for s in bridged)
+        warnings.append(
+            f"{len(bridged)} bot(s) are linked to the rest of their group by so few matches "
+            f"that up to {worst:.0%} of the resamples lost the link; their intervals are "
+            f"unidentified: {', '.join(s.bot for s in bridged)}"
+        )
+    flat = [s.bot for s in standings if s.unidentified and s.cut_share <= BRIDGE_SHARE]
+    if flat:
+        warnings.append(
+            f"{len(flat)} bot(s) have intervals of no width: every resample gave the same "
+            f"result (all games ties, or one order repeated), so the data cannot measure "
+            f"their spread: {', '.join(flat)}"
+        )
     return Fit(standings, groups, tuple(warnings), min_matches)
+
+
+def _cut_off(
+    games: FloatArray, group: NDArray[np.intp], reference: NDArray[np.bool_]
+) -> NDArray[np.bool_]:
+    """Per bot, whether it is not connected (in ``games``) to its group's reference bots
+    held in this resample: those in the part of the group holding the most of them."""
+    parts = _groups(games)
+    cut = np.zeros(games.shape[0], dtype=bool)
+    for g in np.unique(group):
+        members = group == g
+        held = members & reference
+        if not held.any():
+            continue  # nothing to read this group against: the caller leaves it out
+        main = int(np.bincount(parts[held]).argmax())
+        cut |= members & (parts != main)
+    return cut
 
 
 def fit_standings(

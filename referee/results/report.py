@@ -11,8 +11,11 @@ empty cell in CSV.
 Where the data cannot support a number, every export says so: an interval end the data do
 not bound is open (``ci_high_open``/``ci_low_open`` true, the value ``null``; "> 1900" in
 the table and the page), provisional bots (fewer matches than the minimum) are listed apart
-with no rank, groups of bots that never met are ranked and shown separately, and the fit's
-warnings head the table, the page and the JSON's ``meta.warnings``.
+with no rank, groups of bots that never met are ranked and shown separately, the anchor
+bot's interval is shown as ``anchor`` (its rating is the scale's definition), an interval
+the resamples cannot support (no width, or a link to the group often lost) is
+``unidentified``, and the fit's warnings head the table, the page and the JSON's
+``meta.warnings``.
 """
 
 from __future__ import annotations
@@ -47,6 +50,9 @@ RATINGS_COLUMNS = (
     "group",
     "ci_low_open",
     "ci_high_open",
+    "anchor",
+    "unidentified",
+    "cut_share",
 )
 
 RATINGS_FORMAT_VERSION = 1
@@ -98,9 +104,22 @@ def _finite(x: float | None) -> float | None:
     return None if x is None or not math.isfinite(x) else x
 
 
-def interval_text(low: float | None, high: float | None, low_open: bool, high_open: bool) -> str:
+def interval_text(
+    low: float | None,
+    high: float | None,
+    low_open: bool,
+    high_open: bool,
+    *,
+    anchor: bool = False,
+    unidentified: bool = False,
+) -> str:
     """A 95% interval as text: ``1450–1620``, ``> 1900`` (no upper bound), ``< 1400`` (no
-    lower bound), ``open`` (neither), ``–`` (none computed)."""
+    lower bound), ``open`` (neither), ``anchor`` (the scale's reference), ``unidentified``
+    (the resamples cannot support one), ``–`` (none computed)."""
+    if anchor:
+        return "anchor"
+    if unidentified:
+        return "unidentified"
     if low_open and high_open:
         return "open"
     if high_open:
@@ -140,9 +159,24 @@ def _rows(
                 "group": s.group,
                 "ci_low_open": s.low_open,
                 "ci_high_open": s.high_open,
+                "anchor": s.anchor,
+                "unidentified": s.unidentified,
+                "cut_share": s.cut_share,
             }
         )
     return rows
+
+
+def row_interval(row: Mapping[str, Any]) -> str:
+    """The interval text of one exported row (:func:`interval_text`)."""
+    return interval_text(
+        row["ci_low"],
+        row["ci_high"],
+        row["ci_low_open"],
+        row["ci_high_open"],
+        anchor=row["anchor"],
+        unidentified=row["unidentified"],
+    )
 
 
 def _terminal_safe(text: str) -> str:
@@ -196,7 +230,7 @@ def standings_table(
         )
         if section and section not in titles.values():
             titles[len(lines)] = section
-        ci = interval_text(row["ci_low"], row["ci_high"], row["ci_low_open"], row["ci_high_open"])
+        ci = row_interval(row)
         lines.append(
             (
                 "–" if row["rank"] is None else str(row["rank"]),
@@ -306,6 +340,7 @@ svg { display: block; margin: 1em 0; }
 svg text { font: 12px system-ui, sans-serif; fill: #222; }
 svg .grid { stroke: #e4e4e4; } svg .axis { stroke: #888; }
 svg .errorbar line { stroke: #2a6fb0; stroke-width: 2; }
+svg .errorbar.unidentified line { stroke-dasharray: 4 3; stroke: #999; }
 svg .point { fill: #c0392b; }
 .none { color: #888; }
 details { margin: .4em 0; } summary { cursor: pointer; }
@@ -438,12 +473,17 @@ def ratings_svg(standings: Sequence[Standing]) -> str:
         if not (math.isnan(s.ci_low) or math.isnan(s.ci_high)):
             low = None if s.low_open else s.ci_low
             high = None if s.high_open else s.ci_high
-            tip += f" (95% CI {interval_text(low, high, s.low_open, s.high_open)})"
-            # An open end runs to the edge of the axis.
+            text = interval_text(
+                low, high, s.low_open, s.high_open, anchor=s.anchor, unidentified=s.unidentified
+            )
+            tip += f" (95% CI {text})"
+        if not (math.isnan(s.ci_low) or math.isnan(s.ci_high) or s.anchor):
+            # An open end runs to the edge of the axis; an unidentified interval is dashed.
             x1 = label_w if s.low_open else x(s.ci_low)
             x2 = label_w + plot_w if s.high_open else x(s.ci_high)
+            kind = "errorbar unidentified" if s.unidentified else "errorbar"
             parts.append(
-                f'<g class="errorbar"><title>{_e(tip)}</title>'
+                f'<g class="{kind}"><title>{_e(tip)}</title>'
                 f'<line x1="{x1:.1f}" y1="{y:.1f}" x2="{x2:.1f}" y2="{y:.1f}"/>'
                 f'<line x1="{x1:.1f}" y1="{y - 5:.1f}" x2="{x1:.1f}" y2="{y + 5:.1f}"/>'
                 f'<line x1="{x2:.1f}" y1="{y - 5:.1f}" x2="{x2:.1f}" y2="{y + 5:.1f}"/></g>'
@@ -518,9 +558,7 @@ def write_report_html(
             "<th>Mean place</th><th>Faults</th></tr></thead><tbody>"
         )
         for row in members:
-            text = interval_text(
-                row["ci_low"], row["ci_high"], row["ci_low_open"], row["ci_high_open"]
-            )
+            text = row_interval(row)
             ci = '<td class="none">–</td>' if text == "–" else f"<td>{_e(text)}</td>"
             rank = "–" if row["rank"] is None else row["rank"]
             out.append(

@@ -82,7 +82,7 @@ class StandingsRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class Standing(_message.Message):
-    __slots__ = ("bot", "rating", "ci_low", "ci_high", "games", "live_elo", "matches", "mean_place", "mean_score", "faults", "provisional", "group", "ci_low_open", "ci_high_open")
+    __slots__ = ("bot", "rating", "ci_low", "ci_high", "games", "live_elo", "matches", "mean_place", "mean_score", "faults", "provisional", "group", "ci_low_open", "ci_high_open", "anchor", "unidentified", "cut_share")
     BOT_FIELD_NUMBER: _ClassVar[int]
     RATING_FIELD_NUMBER: _ClassVar[int]
     CI_LOW_FIELD_NUMBER: _ClassVar[int]
@@ -97,6 +97,9 @@ class Standing(_message.Message):
     GROUP_FIELD_NUMBER: _ClassVar[int]
     CI_LOW_OPEN_FIELD_NUMBER: _ClassVar[int]
     CI_HIGH_OPEN_FIELD_NUMBER: _ClassVar[int]
+    ANCHOR_FIELD_NUMBER: _ClassVar[int]
+    UNIDENTIFIED_FIELD_NUMBER: _ClassVar[int]
+    CUT_SHARE_FIELD_NUMBER: _ClassVar[int]
     bot: str
     rating: float
     ci_low: float
@@ -111,7 +114,10 @@ class Standing(_message.Message):
     group: int
     ci_low_open: bool
     ci_high_open: bool
-    def __init__(self, bot: _Optional[str] = ..., rating: _Optional[float] = ..., ci_low: _Optional[float] = ..., ci_high: _Optional[float] = ..., games: _Optional[int] = ..., live_elo: _Optional[float] = ..., matches: _Optional[int] = ..., mean_place: _Optional[float] = ..., mean_score: _Optional[float] = ..., faults: _Optional[int] = ..., provisional: _Optional[bool] = ..., group: _Optional[int] = ..., ci_low_open: _Optional[bool] = ..., ci_high_open: _Optional[bool] = ...) -> None: ...
+    anchor: bool
+    unidentified: bool
+    cut_share: float
+    def __init__(self, bot: _Optional[str] = ..., rating: _Optional[float] = ..., ci_low: _Optional[float] = ..., ci_high: _Optional[float] = ..., games: _Optional[int] = ..., live_elo: _Optional[float] = ..., matches: _Optional[int] = ..., mean_place: _Optional[float] = ..., mean_score: _Optional[float] = ..., faults: _Optional[int] = ..., provisional: _Optional[bool] = ..., group: _Optional[int] = ..., ci_low_open: _Optional[bool] = ..., ci_high_open: _Optional[bool] = ..., anchor: _Optional[bool] = ..., unidentified: _Optional[bool] = ..., cut_share: _Optional[float] = ...) -> None: ...
 
 class StandingsResponse(_message.Message):
     __slots__ = ("standings", "matches", "published_at", "warnings")

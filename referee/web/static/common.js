@@ -37,6 +37,8 @@ export function fmt(x, digits = 0) {
 
 // A 95% interval as text; an end the data cannot bound is open ("> 1850", "< 1160").
 export function interval(r) {
+  if (r.anchor) return "anchor";
+  if (r.unidentified) return "unidentified";
   const low = r.ci_low ?? null, high = r.ci_high ?? null;
   if (low !== null && high !== null) return `${fmt(low)}–${fmt(high)}`;
   if (low !== null && r.ci_high_open) return `> ${fmt(low)}`;
@@ -162,10 +164,10 @@ export function errorBarChart(rows) {
     let tip = `${r.bot}: ${fmt(r.rating)}`;
     // An open end runs to the edge of the plot.
     const low = r.ci_low ?? (r.ci_low_open ? lo : null), high = r.ci_high ?? (r.ci_high_open ? hi : null);
-    if (low !== null && high !== null) {
+    if (low !== null && high !== null && !r.anchor) {
       tip += ` (95% interval ${interval(r)})`;
       const x1 = x(low), x2 = x(high);
-      chart.append(svg("g", { class: "errorbar" }, svg("title", { text: tip }),
+      chart.append(svg("g", { class: r.unidentified ? "errorbar unidentified" : "errorbar" }, svg("title", { text: tip }),
         svg("line", { class: "bar", x1, x2, y1: y, y2: y }),
         svg("line", { class: "bar", x1, x2: x1, y1: y - 5, y2: y + 5 }),
         svg("line", { class: "bar", x1: x2, x2, y1: y - 5, y2: y + 5 })));

@@ -131,7 +131,11 @@ def test_the_default_policy_binds_only_what_a_bot_needs(tmp_path: Path) -> None:
     sandbox = Sandbox()
     extra = tmp_path / "runtime"
     extra.mkdir()
-    policy = sandbox.policy(BOTS_DIR, [extra], tmp_path / "sock")
+    user = sandbox.lease_user()
+    policy = sandbox.policy(BOTS_DIR, [extra], tmp_path / "sock", user.ids if user else None)
+    if user is not None:
+        user.release()
+    assert policy.seccomp, "every sandboxed bot's system calls are filtered"
     assert BOTS_DIR in policy.read_only and extra in policy.read_only
     assert Path(sys.base_prefix) in policy.read_only
     assert policy.socket_dir == tmp_path / "sock"

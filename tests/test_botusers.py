@@ -104,3 +104,23 @@ def test_the_range_is_checked_in_one_line() -> None:
         Sandbox(uids=(0, 10))
     first, last = DEFAULT_UIDS
     assert last - first + 1 == 65536 and first > 1 << 30, "far above any real user"
+
+
+def test_an_organiser_chooses_the_range_in_the_environment(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("STICHELN_BOT_UIDS", "300000-300999")
+    assert Sandbox().uids == (300000, 300999)
+    bot = tmp_path / "bot.toml"
+    bot.write_text('name = "b"\ncommand = ["python3", "bot.py"]\n')
+    env = {**os.environ, "STICHELN_BOT_UIDS": "0-99"}
+    done = subprocess.run(
+        [sys.executable, "-m", "referee.cli", "match", *("--bot", str(bot)) * 3],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert done.stderr.count("\n") == 1 and "$STICHELN_BOT_UIDS" in done.stderr

@@ -49,7 +49,10 @@ def sandbox_for(mode: str, bots: Sequence[Any], say: bool = True) -> Any:
     refusal."""
     from referee.match.sandbox import Sandbox, SandboxUnavailable
 
-    sandbox = Sandbox(mode)
+    try:
+        sandbox = Sandbox(mode)
+    except ValueError as exc:  # the bots' uid range the environment names
+        raise UsageError(str(exc)) from None
     if any(not b.external for b in bots):
         try:
             if sandbox.enabled:

@@ -16,7 +16,8 @@ just gave back (and whatever per-uid state the kernel may still hold for it).
 
 The default range, :data:`DEFAULT_UIDS`, is the first 65,536 uids of the block systemd
 leaves unused (0x70000000 upwards, above the ranges it hands to containers and below
-2^31, see systemd's "Users, Groups, UIDs and GIDs on systemd Systems").
+2^31, see systemd's "Users, Groups, UIDs and GIDs on systemd Systems"); an organiser
+chooses another with ``STICHELN_BOT_UIDS=FIRST-LAST`` (:func:`configured_range`).
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ from pathlib import Path
 
 #: The default range of bot uids (first, last), inclusive.
 DEFAULT_UIDS = (0x7000_0000, 0x7000_0000 + 0xFFFF)
+#: The variable an organiser sets to choose another range ("FIRST-LAST").
+RANGE_ENV = "STICHELN_BOT_UIDS"
 #: The lock file that keeps referee processes on one host from leasing the same uid.
 LOCK_FILE = Path("/run/sticheln-bot-uids.lock")
 
@@ -48,6 +51,19 @@ def parse_range(text: str) -> tuple[int, int]:
         uids = (-1, -1)
     check_range(uids, text)
     return uids
+
+
+def configured_range() -> tuple[int, int]:
+    """The range ``$STICHELN_BOT_UIDS`` names, else :data:`DEFAULT_UIDS` (a tournament's
+    worker processes inherit the variable, so every process of a run leases from one
+    range); raises ValueError in one line."""
+    text = os.environ.get(RANGE_ENV, "").strip()
+    if not text:
+        return DEFAULT_UIDS
+    try:
+        return parse_range(text)
+    except ValueError as exc:
+        raise ValueError(f"${RANGE_ENV}: {exc}") from None
 
 
 def check_range(uids: tuple[int, int], given: str = "") -> None:

@@ -55,7 +55,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from referee.match import botusers, seccomp
-from referee.match.botusers import DEFAULT_UIDS
 
 #: The sandbox modes: bubblewrap (the default) or none (trusted bots only).
 MODES = ("bubblewrap", "none")
@@ -294,7 +293,7 @@ class Sandbox:
     tmp_size_mb: int = TMP_SIZE_MB
     #: The uids (first, last) bot processes run as when the referee runs as root, one
     #: of its own for each running process (:mod:`referee.match.botusers`).
-    uids: tuple[int, int] = DEFAULT_UIDS
+    uids: tuple[int, int] = dataclasses.field(default_factory=botusers.configured_range)
     #: Filter system calls (:mod:`referee.match.seccomp`); off only to measure its cost.
     filter_syscalls: bool = True
 

@@ -124,3 +124,56 @@ def test_an_organiser_chooses_the_range_in_the_environment(
     )
     assert done.returncode == 2
     assert done.stderr.count("\n") == 1 and "$STICHELN_BOT_UIDS" in done.stderr
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="bots get uids of their own under a root referee")
+def test_started_bots_run_as_uids_of_their_own_given_back_once_reaped(tmp_path: Path) -> None:
+    """Two bot processes started at once run as two uids of the range (their sockets are
+    theirs); once stopped and reaped, both uids are free again."""
+    from bots.harness import BOTS_DIR, assert_no_processes, new_marker, run
+
+    from referee.config.bots import bot_from_table
+    from referee.match import botusers
+    from referee.match.bots import _sandboxed_processes
+    from referee.match.pool import await_handshake, start_bot
+    from referee.match.server import RefereeServer
+
+    marker = new_marker()
+    spec = bot_from_table(
+        {
+            "name": "lowest",
+            "command": [sys.executable, "lowest_bot.py", f"--marker={marker}"],
+            "workdir": str(BOTS_DIR),
+        }
+    )
+    sandbox = Sandbox()
+    users = botusers.pool(sandbox.uids)
+
+    async def main() -> list[int]:
+        server = RefereeServer(sandbox=sandbox)
+        await server.start("127.0.0.1", 0)
+        try:
+            slots = [server.registry.open_seat("m", n, "lowest") for n in range(2)]
+            processes = [
+                await start_bot(server, spec, [slot], tmp_path / f"{n}.log")
+                for n, slot in enumerate(slots)
+            ]
+            for slot, process in zip(slots, processes, strict=True):
+                assert await await_handshake(slot, process, 30) == ""
+            uids = []
+            for process in processes:
+                inside = _sandboxed_processes(process.proc.pid)
+                assert inside
+                uids.append(os.stat(f"/proc/{inside[-1]}").st_uid)
+            assert set(uids) <= users.leased()
+            for process in processes:
+                await process.stop()
+            return uids
+        finally:
+            await server.stop(0)
+
+    uids = run(main())
+    first, last = sandbox.uids
+    assert len(set(uids)) == 2 and all(first <= u <= last for u in uids), uids
+    assert not set(uids) & users.leased(), "given back once the processes were reaped"
+    assert_no_processes(marker)

@@ -309,6 +309,8 @@ def test_a_fresh_sandbox_for_every_instance_in_duplicate_mode(world: Path, marke
     assert "3/3 matches finished" in result.stdout
     logs = sorted((world / "dup" / "logs").glob("*hostile*.log"))
     assert len(logs) == 3, "every replay of the deal starts the bot afresh"
+    if os.geteuid() == 0:
+        assert len(set(_uids(logs))) == 3, "no replay inherits an earlier one's uid"
     for log in logs:
         routes = _routes(log)
         assert routes.get("remember_between_instances") == "blocked", log.read_text()[-2000:]

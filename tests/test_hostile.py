@@ -68,6 +68,9 @@ ROUTES = {
     "write_proc": "the kernel's settings under /proc/sys, /proc/sysrq-trigger",
     "terminal_injection": "typing into the referee's terminal (TIOCSTI)",
     "setuid_gain": "rights regained through a setuid program (no_new_privs off)",
+    "shared_file_lock": "a lock on a file every sandbox reads: a message to another bot",
+    "watch_files": "a watch (inotify) on files another bot reads",
+    "page_cache": "whether another bot read a shared file's page (RWF_NOWAIT)",
 }
 
 SECRETS = {
@@ -286,6 +289,7 @@ def test_without_the_sandbox_the_same_routes_are_open(world: Path, marker: str) 
     assert {"path:database", "path:other_bot", "loopback_ports", "other_bot"} <= opened, opened
     # The kernel's own routes: open to an unconfined process of the referee's user.
     kernel = {"ptrace", "personality", "signal_others", "userfaultfd", "io_uring"}
+    kernel |= {"shared_file_lock", "watch_files", "page_cache"}
     if os.geteuid() == 0:
         kernel |= {"keyring", "new_namespace", "perf_event"}
     assert kernel <= opened, kernel - opened

@@ -31,6 +31,8 @@ MUST_REFUSE = {
     "reboot", "acct", "quotactl", "lookup_dcookie", "clock_settime", "settimeofday",
     "adjtimex", "fanotify_init", "io_uring_setup", "io_uring_enter", "io_uring_register",
     "clone3", "pidfd_getfd", "kcmp", "socketcall", "fsopen", "move_mount", "open_tree",
+    # messages between sandboxes through a file both read
+    "flock", "inotify_init", "inotify_init1", "inotify_add_watch", "fanotify_mark", "cachestat",
 }  # fmt: skip
 
 
@@ -45,12 +47,18 @@ def test_the_profile_refuses_every_call_a_hostile_bot_would_use() -> None:
 
 def test_only_harmless_arguments_pass_the_conditional_calls() -> None:
     rules = {rule.call: rule for rule in PROFILE.allowed_when}
-    assert set(rules) == {"clone", "socket", "personality"}
+    assert set(rules) == {"clone", "socket", "personality", "fcntl", "fcntl64", "preadv2"}
     # clone without any namespace flag (CLONE_NEWNS|NEWCGROUP|NEWUTS|NEWIPC|NEWUSER|NEWPID|NEWNET).
     assert rules["clone"].mask == 0x7E020000 and rules["clone"].values == ()
     assert set(rules["socket"].values) == {1, 2, 10, 16}, "unix, inet, inet6, netlink"
     assert 40 not in rules["socket"].values, "AF_VSOCK leads past the network namespace"
     assert 0x0040000 not in rules["personality"].values, "ADDR_NO_RANDOMIZE"
+    locks = {5, 6, 7, 12, 13, 14, 36, 37, 38}  # [GS]ETLK[W], their 64-bit and OFD forms
+    leases_and_notify = {1024, 1025, 1026}
+    for name in ("fcntl", "fcntl64"):
+        assert rules[name].index == 1 and {1, 2, 3, 4, 1030} <= set(rules[name].values)
+        assert not (locks | leases_and_notify) & set(rules[name].values)
+    assert rules["preadv2"].values == (0,), "no RWF_NOWAIT page-cache probe"
 
 
 def test_every_named_call_is_known_to_libseccomp() -> None:
@@ -121,6 +129,21 @@ PROBE = textwrap.dedent(
     }
     if seen["add_key"][0] >= 0:  # unfiltered: leave nothing in the uid's keyring
         seen["revoke"] = call(250, 3, seen["add_key"][0])
+    import fcntl
+    shared = os.open("/usr/bin/env", os.O_RDONLY)  # a file every sandbox reads
+    for name, action in (
+        ("flock", lambda: fcntl.flock(shared, fcntl.LOCK_EX | fcntl.LOCK_NB)),
+        ("fcntl_lock", lambda: fcntl.lockf(shared, fcntl.LOCK_SH | fcntl.LOCK_NB)),
+        ("fcntl_getfl", lambda: fcntl.fcntl(shared, fcntl.F_GETFL)),
+        ("preadv2_nowait", lambda: os.preadv(shared, [bytearray(16)], 0, os.RWF_NOWAIT)),
+        ("preadv2", lambda: os.preadv(shared, [bytearray(16)], 0)),
+    ):
+        try:
+            action()
+            seen[name] = 0
+        except OSError as exc:
+            seen[name] = exc.errno
+    seen["inotify"] = call(294, 0)  # inotify_init1
     done = []
     thread = threading.Thread(target=lambda: done.append(1))
     thread.start()
@@ -190,6 +213,11 @@ def test_in_the_sandbox_keyrings_and_tracing_are_refused_on_every_abi(world: Pat
     assert seen["keys"] == "", "no key of anyone's is listed"
     assert seen["thread"] and seen["subprocess"] == "hi\n" and seen["unix_socket"]
     assert seen["vsock"] == errno.EPERM
+    # No message through a file two sandboxes share: no lock, no watch, no cache probe.
+    for name in ("flock", "fcntl_lock", "preadv2_nowait"):
+        assert seen[name] == errno.EPERM, (name, seen[name])
+    assert seen["inotify"] == eperm
+    assert seen["fcntl_getfl"] == 0 and seen["preadv2"] == 0
 
 
 def test_without_the_filter_the_same_probe_reaches_the_kernel(world: Path) -> None:
@@ -201,6 +229,7 @@ def test_without_the_filter_the_same_probe_reaches_the_kernel(world: Path) -> No
     assert seen["add_key"][0] >= 0, "a key stored in the uid's keyring"
     assert seen["clone3"] != [-1, errno.ENOSYS]
     assert seen["i386_keyctl"] != -errno.EPERM
+    assert seen["flock"] == 0 and seen["fcntl_lock"] == 0 and seen["inotify"][0] >= 0
 
 
 JAVA = textwrap.dedent(

@@ -9,7 +9,11 @@ container: tracing and reading other processes, the kernel's keyrings (kept per 
 per namespace, so a key would outlive the bot and meet a later one), file handles, clock
 setting and the i386 ``socketcall`` multiplexer (its arguments are in memory, out of the
 filter's sight) are refused too, and sockets are limited to the families a gRPC client
-uses.
+uses. So are the ways two sandboxes could pass messages through a file both may read (the
+interpreter, a system library, the folder of a bot seated twice): file locks, file
+watches (inotify, fanotify, F_NOTIFY) and page-cache queries (``cachestat``,
+``RWF_NOWAIT``). A bot that keeps a database in its ``/tmp`` opens it without locking
+(SQLite: ``?nolock=1``).
 
 The profile is data (:data:`PROFILE`, a :class:`SyscallProfile`) with a test of its own;
 :func:`program` compiles it with libseccomp (through ``pyseccomp``, a ctypes binding to the
@@ -37,6 +41,18 @@ CLONE_NAMESPACES = 0x7E020000
 #: for the interfaces). AF_VSOCK, for one, is not confined by the network namespace.
 SOCKET_FAMILIES = (1, 2, 10, 16)  # AF_UNIX, AF_INET, AF_INET6, AF_NETLINK
 
+#: ``fcntl`` commands a bot may use: descriptors, flags, owners and signals, pipe sizes,
+#: seals, write hints. Not the file locks (F_GETLK/SETLK/SETLKW, their 64-bit and
+#: open-file-description forms), leases or directory notification: on a file two sandboxes
+#: share read-only (their interpreter, the system's libraries, a bot's two seats' folder) a
+#: lock taken by one is seen by the other, a message past every namespace.
+FCNTL_COMMANDS = (
+    0, 1, 2, 3, 4,  # F_DUPFD, F_GETFD, F_SETFD, F_GETFL, F_SETFL
+    8, 9, 10, 11, 15, 16, 17,  # F_SETOWN, F_GETOWN, F_SETSIG, F_GETSIG, F_[GS]ETOWN_EX, ...UIDS
+    1030, 1031, 1032, 1033, 1034,  # F_DUPFD_CLOEXEC, F_[SG]ETPIPE_SZ, F_ADD_SEALS, F_GET_SEALS
+    1035, 1036, 1037, 1038,  # F_GET/SET_RW_HINT, F_GET/SET_FILE_RW_HINT
+)  # fmt: skip
+
 #: ``personality`` values a runtime may set or query (Docker's): PER_LINUX, PER_LINUX32,
 #: UNAME26, PER_LINUX32|UNAME26, and 0xffffffff (query only). Anything else (e.g.
 #: ADDR_NO_RANDOMIZE, READ_IMPLIES_EXEC) would weaken the process's own protections.
@@ -49,20 +65,19 @@ ALLOWED = (
     "access", "chdir", "chmod", "chown", "chown32", "close", "close_range", "copy_file_range",
     "creat", "dup", "dup2", "dup3", "faccessat", "faccessat2", "fadvise64", "fadvise64_64",
     "fallocate", "fchdir", "fchmod", "fchmodat", "fchmodat2", "fchown", "fchown32",
-    "fchownat", "fcntl", "fcntl64", "fdatasync", "fgetxattr", "flistxattr", "flock",
+    "fchownat", "fdatasync", "fgetxattr", "flistxattr",
     "fremovexattr", "fsetxattr", "fstat", "fstat64", "fstatat64", "fstatfs", "fstatfs64",
     "fsync", "ftruncate", "ftruncate64", "futimesat", "getcwd", "getdents", "getdents64",
-    "getxattr", "getxattrat", "inotify_add_watch", "inotify_init", "inotify_init1",
-    "inotify_rm_watch", "lchown", "lchown32", "lgetxattr", "link", "linkat", "listxattr",
+    "getxattr", "getxattrat", "lchown", "lchown32", "lgetxattr", "link", "linkat", "listxattr",
     "listxattrat", "llistxattr", "_llseek", "lremovexattr", "lseek", "lsetxattr", "lstat",
     "lstat64", "mkdir", "mkdirat", "mknod", "mknodat", "newfstatat", "open", "openat",
-    "openat2", "pread64", "preadv", "preadv2", "pwrite64", "pwritev", "pwritev2", "read",
+    "openat2", "pread64", "preadv", "pwrite64", "pwritev", "pwritev2", "read",
     "readahead", "readlink", "readlinkat", "readv", "removexattr", "removexattrat", "rename",
     "renameat", "renameat2", "rmdir", "sendfile", "sendfile64", "setxattr", "setxattrat",
     "splice", "stat", "stat64", "statfs", "statfs64", "statx", "symlink", "symlinkat",
     "sync", "sync_file_range", "syncfs", "tee", "truncate", "truncate64", "umask", "unlink",
     "unlinkat", "utime", "utimensat", "utimensat_time64", "utimes", "vmsplice", "write",
-    "writev", "fanotify_mark", "cachestat",
+    "writev",
     # waiting on many descriptors, events, asynchronous I/O (not io_uring)
     "epoll_create", "epoll_create1", "epoll_ctl", "epoll_ctl_old", "epoll_pwait",
     "epoll_pwait2", "epoll_wait", "epoll_wait_old", "eventfd", "eventfd2", "poll", "ppoll",
@@ -178,6 +193,13 @@ DENIED = {
     "clock_adjtime": "the machine's clock",
     "clock_adjtime64": "the machine's clock",
     "fanotify_init": "watch the whole file system",
+    "fanotify_mark": "watch files",
+    "inotify_init": "watch files another bot reads (a message between sandboxes)",
+    "inotify_init1": "watch files another bot reads",
+    "inotify_add_watch": "watch files another bot reads",
+    "inotify_rm_watch": "watch files",
+    "flock": "a lock on a file two sandboxes share is a message between them",
+    "cachestat": "whether another bot read a shared file (the page cache, asked directly)",
     "socketcall": "i386 multiplexer: its arguments are in memory, out of the filter's sight",
     "get_mempolicy": "NUMA memory policy (CAP_SYS_NICE in Docker's profile)",
     "set_mempolicy": "NUMA memory policy",
@@ -231,6 +253,10 @@ PROFILE = SyscallProfile(
         ArgRule("clone", 0, mask=CLONE_NAMESPACES),
         ArgRule("socket", 0, values=SOCKET_FAMILIES),
         ArgRule("personality", 0, values=PERSONALITIES),
+        ArgRule("fcntl", 1, values=FCNTL_COMMANDS),
+        ArgRule("fcntl64", 1, values=FCNTL_COMMANDS),
+        # No RWF_NOWAIT: it says whether another bot has read a shared file's page.
+        ArgRule("preadv2", 5, values=(0,)),
     ),
     denied=tuple(name for name in DENIED if name != "clone3"),
     errnos=(("clone3", errno.ENOSYS),),

@@ -54,6 +54,7 @@ NR = {
     "unshare": 272,
     "personality": 135,
     "shmget": 29,
+    "inotify_init1": 294,
 }
 KEY_SPEC_USER_KEYRING = -4
 KEYCTL_READ = 11
@@ -338,6 +339,28 @@ def try_kernel_interfaces() -> None:
         route("vsock", False, str(exc))
 
 
+def try_shared_files() -> None:
+    """A file every sandbox reads (this script; the interpreter's files) as a mailbox: a
+    lock on it, a watch on it, or whether its pages are cached, seen from another bot."""
+    fd = os.open(__file__, os.O_RDONLY)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            route("shared_file_lock", True, "flock on a shared file")
+        except OSError as exc:
+            # EWOULDBLOCK: another instance holds it, which is the message itself.
+            route("shared_file_lock", exc.errno != errno.EPERM, str(exc))
+        try:
+            os.preadv(fd, [bytearray(16)], 0, os.RWF_NOWAIT)
+            route("page_cache", True, "RWF_NOWAIT read: the page was cached")
+        except OSError as exc:
+            route("page_cache", exc.errno == errno.EAGAIN, str(exc))
+    finally:
+        os.close(fd)
+    _fd_route("watch_files", syscall("inotify_init1", os.O_CLOEXEC))
+
+
 def try_signals() -> None:
     """Signal 0 to every process it may signal (kill -1): any other bot, the referee..."""
     try:
@@ -403,10 +426,13 @@ def main() -> None:
     print("UID", next((x.split()[1] for x in status.splitlines() if x.startswith("Uid:")), "?"))
     for attempt in (try_descriptors, try_environment, lambda: try_processes(token), try_paths):
         attempt()
+    # Before any thread starts (unshare(CLONE_NEWUSER) refuses a threaded process).
+    for attempt in (try_keyring, try_tracing, try_kernel_interfaces, try_shared_files):
+        attempt()
     try_network()
     meet_others()
     try_memory()
-    for attempt in (try_keyring, try_tracing, try_kernel_interfaces, try_signals, try_ipc):
+    for attempt in (try_signals, try_ipc):
         attempt()
     try_devices_and_proc()
     print("ROUTES DONE", flush=True)

@@ -4,8 +4,10 @@ ordinary runtimes such as the JVM starting unchanged)."""
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -273,3 +275,33 @@ def test_the_jvm_starts_and_runs_a_program_under_the_filter(world: Path) -> None
     done = _in_sandbox(world, [str(java), "-Xshare:auto", "Probe.java"], read=etc)
     assert done.returncode == 0, done.stderr
     assert "written " in done.stdout and "jvm ok" in done.stdout
+
+
+@pytest.mark.skipif(
+    os.geteuid() != 0 or not Path("/usr/bin/python3").exists(),
+    reason="plays a referee of another user (needs root to become one, and a system Python)",
+)
+def test_a_non_root_referees_bots_are_filtered_in_their_user_namespace(world: Path) -> None:
+    """Run by any other user, bubblewrap makes a user namespace and the bot keeps that
+    user's uid: the filter is what keeps it from the key facility that uid shares."""
+    (world / "probe.py").write_text(PROBE)
+    sandbox = Sandbox()
+    user = sandbox.lease_user()
+    assert user is not None
+    try:
+        as_root = sandbox.policy(world, (), None, user.ids)
+    finally:
+        user.release()
+    # The policy of a referee running as nobody: no uid to drop to, a user namespace.
+    policy = dataclasses.replace(as_root, read_only=(world,), run_as=None, user_namespace=True)
+    nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+    with bwrap_descriptors(policy, ["/usr/bin/python3", "probe.py"]) as (argv, fds):
+        done = subprocess.run(
+            [*nobody, *argv], pass_fds=fds, capture_output=True, text=True, timeout=90, check=False
+        )
+    assert done.returncode == 0, done.stderr
+    seen = json.loads(done.stdout)
+    for name in ("keyctl", "add_key", "ptrace", "unshare", "x32_keyctl"):
+        assert seen[name] == [-1, errno.EPERM], (name, seen[name])
+    assert seen["keys"] == "" and seen["flock"] == errno.EPERM
+    assert seen["thread"] and seen["subprocess"] == "hi\n"

@@ -3,8 +3,10 @@
 The referee starts every command bot through this small launcher, which sets the limits
 on itself, closes every descriptor but stdio and those it is told to pass on, and then
 replaces itself with the bot (``exec``), so the limits apply to the bot and everything it
-starts. Doing it here rather than in a ``preexec_fn`` keeps the
-referee's own (threaded) process safe. On Linux the bot is also killed if the referee
+starts. Doing it here rather than in a ``preexec_fn`` keeps the referee's own (threaded)
+process safe; closing the descriptors here covers every way the referee may spawn it (an
+event loop's ``close_fds`` is not to be relied on: uvloop's let the referee's inherited
+descriptors through). On Linux the bot is also killed if the referee
 dies (``PR_SET_PDEATHSIG``); what the bot started itself, and a sandbox cut short while
 it was being set up, are killed by :mod:`referee.match.watchdog`, so even a referee
 killed with SIGKILL leaves no bot behind.

@@ -67,7 +67,6 @@ SOCKET_PATH = SOCKET_DIR / "referee.sock"
 #: The address a sandboxed bot dials (``STICHELN_REFEREE``).
 SOCKET_ADDRESS = f"unix:{SOCKET_PATH}"
 
-
 #: System folders bound read-only when present.
 SYSTEM_DIRS = (Path("/usr"),)
 #: Top-level names that are symbolic links into /usr on merged-/usr systems (and bound as
@@ -352,7 +351,10 @@ class Sandbox:
             code = seccomp.program() if self.filter_syscalls else b""
         except seccomp.SeccompUnavailable as exc:
             raise SandboxUnavailable(f"cannot sandbox bots: {exc}, {_hatch()}") from None
-        lease = botusers.pool(self.uids).lease() if self.as_root else None
+        try:
+            lease = botusers.pool(self.uids).lease() if self.as_root else None
+        except botusers.NoFreeUid as exc:
+            raise SandboxUnavailable(f"cannot sandbox bots: {exc}") from None
         policy = self._base_policy(found, Path("/"), code, lease.ids if lease else None)
         try:
             with bwrap_descriptors(policy, ["/bin/true"]) as (argv, fds):

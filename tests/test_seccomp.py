@@ -112,6 +112,13 @@ PROBE = textwrap.dedent(
         address = ctypes.addressof(ctypes.c_char.from_buffer(page))
         return ctypes.CFUNCTYPE(ctypes.c_int)(address)()
 
+    def keys():
+        try:
+            with open("/proc/keys") as f:
+                return f.read()
+        except OSError as exc:
+            return exc.errno
+
     X32 = 0x40000000
     seen = {
         "keyctl": call(250, 0, -4, 0),
@@ -127,7 +134,7 @@ PROBE = textwrap.dedent(
         "i386_keyctl": i386(288),
         "i386_getpid": i386(20),
         "pid": os.getpid(),
-        "keys": open("/proc/keys").read() if os.path.exists("/proc/keys") else "",
+        "keys": keys(),
     }
     if seen["add_key"][0] >= 0:  # unfiltered: leave nothing in the uid's keyring
         seen["revoke"] = call(250, 3, seen["add_key"][0])
@@ -212,7 +219,7 @@ def test_in_the_sandbox_keyrings_and_tracing_are_refused_on_every_abi(world: Pat
     assert seen["i386_getpid"] == seen["pid"]
     # x32: refused by the filter (EPERM) where the kernel itself would say ENOSYS or serve.
     assert seen["x32_getpid"][1] != errno.EPERM
-    assert seen["keys"] == "", "no key of anyone's is listed"
+    assert seen["keys"] == errno.EACCES, "the machine's key list is masked"
     assert seen["thread"] and seen["subprocess"] == "hi\n" and seen["unix_socket"]
     assert seen["vsock"] == errno.EPERM
     # No message through a file two sandboxes share: no lock, no watch, no cache probe.
@@ -295,13 +302,44 @@ def test_a_non_root_referees_bots_are_filtered_in_their_user_namespace(world: Pa
     # The policy of a referee running as nobody: no uid to drop to, a user namespace.
     policy = dataclasses.replace(as_root, read_only=(world,), run_as=None, user_namespace=True)
     nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
-    with bwrap_descriptors(policy, ["/usr/bin/python3", "probe.py"]) as (argv, fds):
-        done = subprocess.run(
-            [*nobody, *argv], pass_fds=fds, capture_output=True, text=True, timeout=90, check=False
-        )
+    # A key the referee's user holds outside the sandbox (its bots share that uid).
+    description = f"sticheln-test-{os.urandom(4).hex()}"
+    key = _as(nobody, f"print(call(248, b'user', b'{description}', b'x', 1, -4))")
+    assert description in _as(nobody, "print(open('/proc/keys').read())")
+    try:
+        with bwrap_descriptors(policy, ["/usr/bin/python3", "probe.py"]) as (argv, fds):
+            done = subprocess.run(
+                [*nobody, *argv],
+                pass_fds=fds,
+                capture_output=True,
+                text=True,
+                timeout=90,
+                check=False,
+            )
+    finally:
+        _as(nobody, f"print(call(250, 3, {int(key)}))")  # KEYCTL_REVOKE
     assert done.returncode == 0, done.stderr
+    assert description not in done.stdout
     seen = json.loads(done.stdout)
     for name in ("keyctl", "add_key", "ptrace", "unshare", "x32_keyctl"):
         assert seen[name] == [-1, errno.EPERM], (name, seen[name])
-    assert seen["keys"] == "" and seen["flock"] == errno.EPERM
+    assert seen["keys"] == errno.EACCES, "the referee's user's keys are not listed"
+    assert seen["flock"] == errno.EPERM
     assert seen["thread"] and seen["subprocess"] == "hi\n"
+
+
+def _as(user: list[str], code: str) -> str:
+    """Run ``code`` (with ``call(nr, *args)``, a system call) as ``user``, outside any
+    sandbox; its stdout."""
+    prelude = (
+        "import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+        "def call(nr, *args):\n    return libc.syscall(nr, *args)\n"
+    )
+    done = subprocess.run(
+        [*user, "/usr/bin/python3", "-c", prelude + code],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=True,
+    )
+    return done.stdout.strip()

@@ -20,7 +20,8 @@ no flags of its own. :meth:`Sandbox.policy` builds the policy for one bot proces
 - reachable: only its own Unix socket at :data:`SOCKET_PATH`, served by the referee for
   this one process; the network namespace is empty (not even loopback leads anywhere);
 - its own PID, IPC, UTS and cgroup namespaces (it sees no other process), and its own user
-  namespace when the referee is not root;
+  namespace when the referee is not root; of /proc, the machine-wide key lists and kernel
+  internals are masked (:data:`MASKED_PROC`);
 - system calls: those of :data:`referee.match.seccomp.PROFILE` (Docker's default profile,
   stricter); any other fails with ``EPERM``. Bubblewrap installs the filter just before it
   starts the bot, from a descriptor passed to it alone (:func:`bwrap_descriptors`);
@@ -89,6 +90,19 @@ ETC_FILES = (
     "passwd",
     "ssl",
 )
+#: Files of the sandbox's /proc that speak of the whole machine rather than the sandbox,
+#: masked as Docker masks them (and /proc/key-users, which counts every uid's keys): the
+#: kernel's key lists are kept per uid, not per namespace, and a non-root referee's bots
+#: share its uid.
+MASKED_PROC = (
+    "keys",
+    "key-users",
+    "kcore",
+    "timer_list",
+    "timer_stats",
+    "sched_debug",
+    "latency_stats",
+)
 #: Variables a bot inherits from the referee's environment (its locale and time zone).
 PASSED_VARIABLES = ("LANG", "LANGUAGE", "TZ")
 #: The system part of a bot's ``PATH``, after its interpreter's folder.
@@ -141,6 +155,8 @@ class SandboxPolicy:
     network: bool = False
     #: The host name inside the sandbox.
     hostname: str = "sticheln-bot"
+    #: Paths of the sandbox's /proc made unreadable (a device on a ``nodev`` mount: EACCES).
+    masked: tuple[Path, ...] = ()
     #: The seccomp filter bubblewrap installs before it starts the bot (a compiled BPF
     #: program, :func:`referee.match.seccomp.program`); empty: none.
     seccomp: bytes = b""
@@ -162,6 +178,8 @@ def bwrap_command(
     # The sandbox dies with the process that started it, and has no terminal to write to.
     argv += ["--die-with-parent", "--new-session", "--hostname", policy.hostname]
     argv += ["--proc", "/proc", "--dev", "/dev"]
+    for path in policy.masked:
+        argv += ["--ro-bind", "/dev/null", str(path)]
     argv += ["--perms", "1777", "--size", str(policy.tmp_size_bytes), "--tmpfs", "/tmp"]
     covered = [*policy.system, *(link for link, _ in policy.links)]
     binds = _outermost(policy.read_only, covered)
@@ -408,6 +426,7 @@ class Sandbox:
             setpriv=shutil.which("setpriv") or "setpriv",
             user_namespace=not self.as_root,
             seccomp=code,
+            masked=tuple(p for p in (Path("/proc") / n for n in MASKED_PROC) if p.exists()),
         )
 
     def lease_user(self) -> botusers.Lease | None:

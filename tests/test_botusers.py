@@ -177,3 +177,37 @@ def test_started_bots_run_as_uids_of_their_own_given_back_once_reaped(tmp_path: 
     assert len(set(uids)) == 2 and all(first <= u <= last for u in uids), uids
     assert not set(uids) & users.leased(), "given back once the processes were reaped"
     assert_no_processes(marker)
+
+
+def test_the_range_is_chosen_on_the_command_line_and_checked_in_one_line(
+    tmp_path: Path,
+) -> None:
+    from bots.harness import BOTS_DIR, assert_no_processes, new_marker
+
+    marker = new_marker()
+    bot = tmp_path / "bot.toml"
+    bot.write_text(
+        f'name = "b"\ncommand = ["python3", "lowest_bot.py", "--marker={marker}"]\n'
+        f'workdir = "{BOTS_DIR}"\n'
+    )
+
+    def match(*extra: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "referee.cli", "match", *("--bot", str(bot)) * 3, *extra],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+            cwd=tmp_path,
+        )
+
+    refused = match("--bot-uids", "10-20")
+    assert refused.returncode == 2
+    assert refused.stderr.count("\n") == 1 and refused.stderr.startswith(
+        "referee match: --bot-uids"
+    )
+    played = match("--bot-uids", "300000-300009", "--out", str(tmp_path / "out"))
+    assert played.returncode == 0, played.stderr
+    if os.geteuid() == 0:
+        assert "a uid of its own from 300000-300009" in played.stderr
+    assert_no_processes(marker)

@@ -17,7 +17,8 @@ just gave back (and whatever per-uid state the kernel may still hold for it).
 The default range, :data:`DEFAULT_UIDS`, is the first 65,536 uids of the block systemd
 leaves unused (0x70000000 upwards, above the ranges it hands to containers and below
 2^31, see systemd's "Users, Groups, UIDs and GIDs on systemd Systems"); an organiser
-chooses another with ``STICHELN_BOT_UIDS=FIRST-LAST`` (:func:`configured_range`).
+chooses another with ``--bot-uids FIRST-LAST`` or ``STICHELN_BOT_UIDS=FIRST-LAST``
+(:func:`configured_range`).
 """
 
 from __future__ import annotations

@@ -243,8 +243,8 @@ def try_environment() -> None:
 
 
 def try_descriptors() -> None:
-    """Any descriptor beyond stdio: read what it holds (the referee's secret, a file the bot
-    could not open itself)."""
+    """Any descriptor beyond stdio (nothing is open yet but what the bot was given): read
+    what it holds (the referee's secret, a file the bot could not open itself)."""
     secret = os.environ.get("HOSTILE_SECRET", "").encode()
     found = []
     for fd in range(3, 1024):
@@ -260,8 +260,8 @@ def try_descriptors() -> None:
         with contextlib.suppress(OSError):
             data = data or os.read(fd, 4096)
         seen(data.decode(errors="replace"))
-        if not secret or secret in data:
-            found.append(f"{fd}: {data[:40]!r}")
+        # Any descriptor beyond stdio is one too many (the secret says where it came from).
+        found.append(f"{fd}: {'the secret ' if secret and secret in data else ''}{data[:40]!r}")
     route("inherited_descriptor", bool(found), f"found: {found}")
 
 

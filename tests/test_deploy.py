@@ -397,6 +397,17 @@ def test_image_is_slim_non_root_and_health_checked(name: str) -> None:
     assert "referee.runtime.healthcheck" in health
 
 
+def test_the_referee_image_carries_the_bot_jail() -> None:
+    """bubblewrap and the system-call filter's library are installed in the final stage,
+    and pyseccomp comes with the referee's own dependencies."""
+    lines = _dockerfile("referee.Dockerfile")
+    final = lines[max(i for i, ln in enumerate(lines) if ln.startswith("FROM ")) :]
+    installs = " ".join(ln for ln in final if ln.startswith("RUN ") and "apt-get install" in ln)
+    assert {"bubblewrap", "libseccomp2"} <= set(installs.split())
+    project = (ROOT / "pyproject.toml").read_text()
+    assert '"pyseccomp' in project.split("[project.optional-dependencies]")[0]
+
+
 def test_the_referee_image_holds_what_its_tournament_starts() -> None:
     """Every bot of deploy/league.toml runs a script the referee image copies."""
     config = load_config(DEPLOY / "league.toml")

@@ -11,6 +11,7 @@ the bot and a line to :data:`ROUTES`.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -52,6 +53,24 @@ ROUTES = {
     "other_bot": "another bot process (a listener or an abstract Unix socket it made)",
     "remember_between_instances": "what an earlier instance of the bot left behind (a "
     "duplicate deal's hands)",
+    "inherited_descriptor": "a descriptor the referee was started with (a root-only file)",
+    "keyring": "the kernel's key store, kept per uid: another seat's or an earlier replay's hands",
+    "ptrace": "tracing a process (another seat's, were it visible)",
+    "io_uring": "io_uring, a system-call interface the filter cannot see into",
+    "userfaultfd": "userfaultfd, an exploit aid",
+    "perf_event": "performance counters (side channels)",
+    "new_namespace": "a user namespace of its own (capabilities over its own mounts)",
+    "personality": "switching off its address-space randomisation",
+    "vsock": "an AF_VSOCK socket (to the host of a virtual machine, past the netns)",
+    "signal_others": "signals to any process but its own (kill -1)",
+    "sysv_ipc": "a System V shared memory segment another instance made",
+    "devices": "devices (/dev/kvm, /dev/kmsg, /dev/mem, /dev/fuse, ...)",
+    "write_proc": "the kernel's settings under /proc/sys, /proc/sysrq-trigger",
+    "terminal_injection": "typing into the referee's terminal (TIOCSTI)",
+    "setuid_gain": "rights regained through a setuid program (no_new_privs off)",
+    "shared_file_lock": "a lock on a file every sandbox reads: a message to another bot",
+    "watch_files": "a watch (inotify) on files another bot reads",
+    "page_cache": "whether another bot read a shared file's page (RWF_NOWAIT)",
 }
 
 SECRETS = {
@@ -118,16 +137,36 @@ def _bot_file(world: Path, name: str, script: str, marker: str, env: dict[str, s
     return path
 
 
-def _referee(*args: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
+#: What a root-only file holds, open on a descriptor the referee is started with (as
+#: ``referee match ... 7</root/secret`` would).
+FILE_SECRET = "root-only-file-6c2d"
+
+
+def _referee(
+    *args: str, timeout: float = 180, world: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``referee ARGS`` with secrets in its environment and, given ``world``, a descriptor
+    open on a file only the referee's user may read."""
     env = {**os.environ, **SECRETS}
-    return subprocess.run(
-        [sys.executable, "-m", "referee.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env=env,
-        check=False,
-    )
+    with contextlib.ExitStack() as held:
+        fds: tuple[int, ...] = ()
+        if world is not None:
+            secret = world / "private" / "secret"
+            secret.parent.mkdir(mode=0o700, exist_ok=True)
+            secret.write_text(FILE_SECRET)
+            secret.chmod(0o600)
+            fd = os.open(secret, os.O_RDONLY)  # inheritable by the referee
+            held.callback(os.close, fd)
+            fds = (fd,)
+        return subprocess.run(
+            [sys.executable, "-m", "referee.cli", *args],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env=env,
+            check=False,
+            pass_fds=fds,
+        )
 
 
 def _routes(log: Path) -> dict[str, str]:
@@ -144,7 +183,19 @@ def _hostile_env(targets: dict[str, Path], ports: list[int]) -> dict[str, str]:
     return {
         "HOSTILE_PATHS": ":".join(f"{k}={v}" for k, v in targets.items()),
         "HOSTILE_PORTS": ":".join(map(str, ports)),
+        # Its beginning only: the whole text in a log means it was read.
+        "HOSTILE_SECRET": FILE_SECRET[:-4],
     }
+
+
+def _uids(logs: list[Path]) -> list[int]:
+    """The uid each hostile bot ran as (its ``UID`` line)."""
+    found = []
+    for log in logs:
+        m = re.search(r"^UID (\d+)$", log.read_text(), re.MULTILINE)
+        assert m, f"no UID line in {log.name}"
+        found.append(int(m.group(1)))
+    return found
 
 
 def _match(
@@ -173,6 +224,7 @@ def _match(
             "--rules",
             "sticheln",
             *extra,
+            world=world,
         )
     finally:
         listener.close()
@@ -187,6 +239,7 @@ def _match(
 def _assert_secrets_kept(folder: Path) -> None:
     for log in folder.rglob("*.log"):
         text = log.read_text(errors="replace")
+        assert FILE_SECRET not in text, f"the referee's inherited descriptor reached {log.name}"
         for name, value in SECRETS.items():
             if name.startswith("GRPC_"):
                 assert f"{name}=" not in text and f"'{name}'" not in text, (log, name)
@@ -210,6 +263,11 @@ def test_every_route_is_blocked_and_the_match_ends_normally(world: Path, marker:
     assert end["type"] == "end" and end["reason"] == "completed"
     assert not [x for x in lines if x.get("type") == "fault"], "a seat faulted"
     _assert_secrets_kept(world)
+    if os.geteuid() == 0:
+        # Two seats, two uids of their own from the bots' range (not nobody's, not shared).
+        first, last = Sandbox().uids
+        uids = _uids(logs)
+        assert len(set(uids)) == 2 and all(first <= u <= last for u in uids), uids
     for path in ("matches/earlier.jsonl", "logs/earlier-seat1-other.log"):
         assert (seen["out"] / path).exists()
     assert not list(world.rglob("hostile-was-here"))
@@ -224,10 +282,17 @@ def test_without_the_sandbox_the_same_routes_are_open(world: Path, marker: str) 
     for log in logs:
         routes = _routes(log)
         opened |= {r for r, state in routes.items() if state == "OPEN"}
-        # Even unsandboxed, the environment is an allowlist.
+        # Even unsandboxed, the environment is an allowlist and the descriptors are stdio.
         assert routes["own_environment"] == "blocked"
+        assert routes["inherited_descriptor"] == "blocked"
     assert {"list_other_pids", "other_environ", "path:output", "path:record"} <= opened
     assert {"path:database", "path:other_bot", "loopback_ports", "other_bot"} <= opened, opened
+    # The kernel's own routes: open to an unconfined process of the referee's user.
+    kernel = {"ptrace", "personality", "signal_others", "userfaultfd", "io_uring"}
+    kernel |= {"shared_file_lock", "watch_files", "page_cache"}
+    if os.geteuid() == 0:
+        kernel |= {"keyring", "new_namespace", "perf_event"}
+    assert kernel <= opened, kernel - opened
 
 
 def test_a_fresh_sandbox_for_every_instance_in_duplicate_mode(world: Path, marker: str) -> None:
@@ -243,11 +308,13 @@ def test_a_fresh_sandbox_for_every_instance_in_duplicate_mode(world: Path, marke
         f'[[bots]]\nfile = "{hostile}"\n[[bots]]\nfile = "{lowest}"\n'
         f'[[bots]]\nfile = "{highest}"\n'
     )
-    result = _referee("tournament", str(config))
+    result = _referee("tournament", str(config), world=world)
     assert result.returncode == 0, result.stderr
     assert "3/3 matches finished" in result.stdout
     logs = sorted((world / "dup" / "logs").glob("*hostile*.log"))
     assert len(logs) == 3, "every replay of the deal starts the bot afresh"
+    if os.geteuid() == 0:
+        assert len(set(_uids(logs))) == 3, "no replay inherits an earlier one's uid"
     for log in logs:
         routes = _routes(log)
         assert routes.get("remember_between_instances") == "blocked", log.read_text()[-2000:]

@@ -11,6 +11,7 @@ deploy/bots/node-external.toml, as the `node-bot` service does.
 from __future__ import annotations
 
 import glob
+import json
 import os
 import re
 import shlex
@@ -19,6 +20,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -76,9 +78,25 @@ def _free_port() -> int:
         return port
 
 
-def test_the_images_play_the_compose_match(tmp_path: Path) -> None:
+@pytest.mark.parametrize("jailed", [False, True], ids=["as-composed", "jailed"])
+def test_the_images_play_the_compose_match(tmp_path: Path, jailed: bool) -> None:
+    """As composed (trusted sample bots, no sandbox), and with the referee image's bots in
+    the jail (sandbox, system-call filter, a uid each), as a container allowed to make it
+    runs them."""
     if shutil.which("node") is None or not NODE_MODULES.is_dir():
         pytest.skip("node and sample_bots/node/node_modules are needed (npm ci)")
+    if jailed:
+        # A folder the bots' uids may read, as the image's /app is (pytest's is private).
+        tmp_path = Path(tempfile.mkdtemp(prefix="sticheln-image-"))
+        tmp_path.chmod(0o755)
+    try:
+        _play_the_compose_match(tmp_path, jailed)
+    finally:
+        if jailed:
+            shutil.rmtree(tmp_path, ignore_errors=True)
+
+
+def _play_the_compose_match(tmp_path: Path, jailed: bool) -> None:
     assemble(DOCKER / "referee.Dockerfile", tmp_path / "referee")
     assemble(DOCKER / "bots.Dockerfile", tmp_path / "bots")
     app = tmp_path / "referee" / "app"
@@ -90,6 +108,8 @@ def test_the_images_play_the_compose_match(tmp_path: Path) -> None:
         f"--port={port}" if a.startswith("--port=") else a for a in services["match"]["command"]
     ]
     assert f"--port={port}" in command
+    if jailed:
+        command.remove("--no-sandbox")
     path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"
     referee = subprocess.Popen(
         [sys.executable, "-m", "referee.cli", *command, "--seed=3"],
@@ -133,3 +153,6 @@ def test_the_images_play_the_compose_match(tmp_path: Path) -> None:
     assert all(r[4] == "0" for r in rows), out  # no faults
     records = list((app / "results" / "compose-match" / "matches").glob("*.jsonl"))
     assert len(records) == 1
+    header = json.loads(records[0].read_text().splitlines()[0])
+    assert header["sandbox"] == ("bubblewrap" if jailed else "none")
+    assert ("system calls filtered" in err) == jailed

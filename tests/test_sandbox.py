@@ -123,6 +123,13 @@ def test_as_root_the_bot_is_dropped_to_an_unprivileged_user() -> None:
     ]
 
 
+def test_masked_proc_files_are_covered_after_proc_is_mounted() -> None:
+    argv = bwrap_command(_policy(masked=(Path("/proc/keys"),)), ["true"])
+    i = argv.index("/proc/keys")
+    assert argv[i - 2 : i] == ["--ro-bind", "/dev/null"]
+    assert argv.index("--proc") < i
+
+
 def test_the_network_is_shared_only_when_the_policy_says_so() -> None:
     assert "--unshare-net" not in bwrap_command(_policy(network=True), ["true"])
 
@@ -131,7 +138,12 @@ def test_the_default_policy_binds_only_what_a_bot_needs(tmp_path: Path) -> None:
     sandbox = Sandbox()
     extra = tmp_path / "runtime"
     extra.mkdir()
-    policy = sandbox.policy(BOTS_DIR, [extra], tmp_path / "sock")
+    user = sandbox.lease_user()
+    policy = sandbox.policy(BOTS_DIR, [extra], tmp_path / "sock", user.ids if user else None)
+    if user is not None:
+        user.release()
+    assert policy.seccomp, "every sandboxed bot's system calls are filtered"
+    assert Path("/proc/keys") in policy.masked, "the machine's key list is masked"
     assert BOTS_DIR in policy.read_only and extra in policy.read_only
     assert Path(sys.base_prefix) in policy.read_only
     assert policy.socket_dir == tmp_path / "sock"

@@ -21,6 +21,12 @@ RUN python -m venv /opt/venv \
  && /opt/venv/bin/pip install --no-cache-dir --disable-pip-version-check . "psycopg[binary]>=3.1"
 
 FROM python:3.11-slim
+# The bots' jail: bubblewrap makes each bot's sandbox, libseccomp2 compiles its system-call
+# filter (through pyseccomp), setpriv (util-linux, already here) drops a root referee's bots
+# to uids of their own. What the container must allow for it: docs/operations.md.
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends bubblewrap libseccomp2 \
+ && rm -rf /var/lib/apt/lists/*
 RUN groupadd --system --gid 10001 referee \
  && useradd --system --uid 10001 --gid 10001 --create-home --home-dir /home/referee referee
 COPY --from=build /opt/venv /opt/venv

@@ -10,6 +10,7 @@ from pathlib import Path
 from referee.cli.common import (
     Subparsers,
     UsageError,
+    add_bot_uids,
     run_until_done,
     sandbox_for,
     u64,
@@ -65,6 +66,7 @@ def add_parsers(sub: Subparsers) -> None:
         action="store_true",
         help="start the bot without a sandbox, as this user and with the network",
     )
+    add_bot_uids(chk)
     chk.add_argument("--log-level", default="error", choices=["debug", "info", "warning", "error"])
     chk.set_defaults(func=check_bot)
 
@@ -118,7 +120,9 @@ def check_bot(args: argparse.Namespace) -> int:
     if unknown:
         raise UsageError(f"unknown scenario {unknown[0]!r}; allowed: {', '.join(names)}")
     chosen = [s for s in all_scenarios if not args.scenario or s.name in args.scenario]
-    sandbox = sandbox_for("none" if args.no_sandbox else "bubblewrap", [bot])
+    sandbox = sandbox_for(
+        "none" if args.no_sandbox else "bubblewrap", [bot], bot_uids=args.bot_uids
+    )
     keep = args.out is not None
     out = Path(args.out) if keep else Path(tempfile.mkdtemp(prefix="check-bot-"))
 

@@ -43,13 +43,36 @@ def u64(text: str) -> int:
     return value
 
 
-def sandbox_for(mode: str, bots: Sequence[Any], say: bool = True) -> Any:
+def add_bot_uids(parser: argparse.ArgumentParser) -> None:
+    """The ``--bot-uids`` option of the commands that start bots."""
+    parser.add_argument(
+        "--bot-uids",
+        metavar="FIRST-LAST",
+        help="the uids bots run as when the referee is root, one of its own for each running "
+        "bot process (default $STICHELN_BOT_UIDS, else 1879048192-1879113727)",
+    )
+
+
+def sandbox_for(
+    mode: str, bots: Sequence[Any], say: bool = True, bot_uids: str | None = None
+) -> Any:
     """The sandbox for ``bots`` (a :class:`referee.match.sandbox.Sandbox`), said on stderr
     (``say``); when some bot is to be started and no sandbox can be made here, a one-line
-    refusal."""
+    refusal. ``bot_uids`` (``--bot-uids``) becomes ``$STICHELN_BOT_UIDS`` for this process
+    and the workers it starts, so that every sandbox of the run leases from that range."""
+    from referee.match.botusers import RANGE_ENV, parse_range
     from referee.match.sandbox import Sandbox, SandboxUnavailable
 
-    sandbox = Sandbox(mode)
+    if bot_uids is not None:
+        try:
+            parse_range(bot_uids)
+        except ValueError as exc:
+            raise UsageError(f"--bot-uids: {exc}") from None
+        os.environ[RANGE_ENV] = bot_uids
+    try:
+        sandbox = Sandbox(mode)
+    except ValueError as exc:  # the bots' uid range the environment names
+        raise UsageError(str(exc)) from None
     if any(not b.external for b in bots):
         try:
             if sandbox.enabled:

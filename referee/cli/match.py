@@ -9,6 +9,7 @@ from pathlib import Path
 from referee.cli.common import (
     Subparsers,
     UsageError,
+    add_bot_uids,
     print_aborted,
     run_until_done,
     sandbox_for,
@@ -58,6 +59,7 @@ def add_parsers(sub: Subparsers) -> None:
         help="start the bots without a sandbox, as this user and with the network (trusted "
         "bots only)",
     )
+    add_bot_uids(parser)
     parser.add_argument("--tls-cert", help="serve TLS with this certificate (PEM)")
     parser.add_argument("--tls-key", help="the certificate's private key (PEM)")
     parser.add_argument(
@@ -85,7 +87,7 @@ def match(args: argparse.Namespace) -> int:
     except (BotConfigError, RuleError, ValueError) as exc:
         raise UsageError(str(exc)) from None
     tls = TlsConfig(Path(args.tls_cert), Path(args.tls_key)) if args.tls_cert else None
-    sandbox = sandbox_for("none" if args.no_sandbox else "bubblewrap", bots)
+    sandbox = sandbox_for("none" if args.no_sandbox else "bubblewrap", bots, bot_uids=args.bot_uids)
 
     async def run() -> int:
         server = RefereeServer(sandbox=sandbox)

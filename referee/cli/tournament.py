@@ -9,6 +9,7 @@ import sys
 from referee.cli.common import (
     Subparsers,
     UsageError,
+    add_bot_uids,
     given_deal_key,
     linger,
     load_tournament,
@@ -24,6 +25,7 @@ def add_parsers(sub: Subparsers) -> None:
     tour.add_argument(
         "--dry-run", action="store_true", help="print the schedule and its size; contact no bot"
     )
+    add_bot_uids(tour)
     tour.add_argument(
         "--parallel", type=int, default=0, help="matches at once (overrides the file)"
     )
@@ -174,7 +176,7 @@ def tournament(args: argparse.Namespace) -> int:
             print(f"{m.index:5d}  deal {m.deal:4d}  {' '.join(m.seating)}")
         return 0
     # In the tournament_start log line and the report; on a terminal, said here too.
-    sandbox_for(config.sandbox, config.bots, say=sys.stderr.isatty())
+    sandbox_for(config.sandbox, config.bots, say=sys.stderr.isatty(), bot_uids=args.bot_uids)
     metrics = RefereeMetrics()
     metrics.planned.set(len(schedule))  # known before the first scrape
     if args.metrics_port is not None:

@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from referee.match import watchdog
-from referee.match.sandbox import SandboxPolicy, bot_environment, bwrap_command
+from referee.match.sandbox import SandboxPolicy, bot_environment, bwrap_descriptors
 
 #: The variables the referee sets for a started bot (a bot file's ``env`` cannot).
 REFEREE_VARIABLES = ("STICHELN_REFEREE", "STICHELN_TOKEN", "STICHELN_SEATS", "STICHELN_TLS_CA")
@@ -147,17 +147,23 @@ class BotProcess:
             # and protobuf).
             interpreter_bin=os.path.dirname(sys.executable),
         )
-        command = list(spec.command) if policy is None else bwrap_command(policy, spec.command)
-        argv = [
-            sys.executable,
-            "-m",
-            "referee.match.launch",
-            f"--cpu-seconds={spec.limits.cpu_seconds}",
-            f"--memory-mb={spec.limits.memory_mb}",
-            "--",
-            *command,
-        ]
-        with open(log_path, "ab") as log:
+        with contextlib.ExitStack() as held:
+            command, fds = (
+                (list(spec.command), ())
+                if policy is None
+                else held.enter_context(bwrap_descriptors(policy, spec.command))
+            )
+            argv = [
+                sys.executable,
+                "-m",
+                "referee.match.launch",
+                f"--cpu-seconds={spec.limits.cpu_seconds}",
+                f"--memory-mb={spec.limits.memory_mb}",
+                *(f"--pass-fd={fd}" for fd in fds),
+                "--",
+                *command,
+            ]
+            log = held.enter_context(open(log_path, "ab"))
             proc = await asyncio.create_subprocess_exec(
                 *argv,
                 cwd=spec.workdir,
@@ -166,6 +172,7 @@ class BotProcess:
                 stdout=log,
                 stderr=log,
                 start_new_session=True,
+                pass_fds=fds,
             )
         bot = cls(spec, proc, log_path)
         bot.sandboxed = policy is not None

@@ -1,9 +1,12 @@
 """Start a bot command under resource limits: ``python -m referee.match.launch [limits] -- CMD...``.
 
 The referee starts every command bot through this small launcher, which sets the limits
-on itself and then replaces itself with the bot (``exec``), so the limits apply to the
-bot and everything it starts. Doing it here rather than in a ``preexec_fn`` keeps the
-referee's own (threaded) process safe. On Linux the bot is also killed if the referee
+on itself, closes every descriptor but stdio and those it is told to pass on, and then
+replaces itself with the bot (``exec``), so the limits apply to the bot and everything it
+starts. Doing it here rather than in a ``preexec_fn`` keeps the referee's own (threaded)
+process safe; closing the descriptors here covers every way the referee may spawn it (an
+event loop's ``close_fds`` is not to be relied on: uvloop's let the referee's inherited
+descriptors through). On Linux the bot is also killed if the referee
 dies (``PR_SET_PDEATHSIG``); what the bot started itself, and a sandbox cut short while
 it was being set up, are killed by :mod:`referee.match.watchdog`, so even a referee
 killed with SIGKILL leaves no bot behind.
@@ -21,6 +24,9 @@ import sys
 from referee.runtime import grpcenv
 
 _PR_SET_PDEATHSIG = 1
+#: Above every descriptor a process can hold (os.closerange uses close_range(2) when the
+#: kernel has it, so the size of the range costs nothing).
+_MAX_FD = 1 << 20
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -28,6 +34,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m referee.match.launch")
     parser.add_argument("--cpu-seconds", type=int, required=True)
     parser.add_argument("--memory-mb", type=int, required=True)
+    parser.add_argument("--pass-fd", type=int, action="append", default=[])
     parser.add_argument("command", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
@@ -36,6 +43,7 @@ def main(argv: list[str] | None = None) -> None:
     # Importing the referee package tuned gRPC through the environment; the bot gets the
     # environment the referee gave it, and nothing of that tuning.
     grpcenv.restore()
+    close_inherited(args.pass_fd)
     resource.setrlimit(resource.RLIMIT_CPU, (args.cpu_seconds, args.cpu_seconds + 5))
     memory = args.memory_mb * 1024 * 1024
     resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
@@ -53,6 +61,17 @@ def main(argv: list[str] | None = None) -> None:
     except OSError as exc:
         print(f"referee.match.launch: cannot start {command[0]!r}: {exc.strerror}", file=sys.stderr)
         sys.exit(127)
+
+
+def close_inherited(keep: list[int]) -> None:
+    """Close every descriptor above stdio but ``keep`` (the sandbox's seccomp filter): a
+    bot gets its stdio and nothing the referee was started with or opened (an inherited
+    descriptor of a file the bot could not open itself, the referee's own pipes)."""
+    low = 3
+    for fd in sorted({fd for fd in keep if fd >= low}):
+        os.closerange(low, fd)
+        low = fd + 1
+    os.closerange(low, _MAX_FD)
 
 
 if __name__ == "__main__":

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from referee.match.bots import BotProcess, BotSpec, log_name
-from referee.match.sandbox import SOCKET_ADDRESS, SandboxUnavailable
+from referee.match.sandbox import SOCKET_ADDRESS, SandboxUnavailable, unreadable
 from referee.match.server import RefereeServer, SeatSlot, SeatStream
 
 #: ``Welcome.message`` of a stream the pool keeps for several matches.
@@ -84,11 +84,30 @@ async def start_bot(
             tls_ca=str(tls.cert_file.resolve()) if tls is not None else "",
         )
     sandbox.check()
-    socket = await server.open_bot_socket(sandbox.bot_user if sandbox.as_root else None)
+    # A uid of its own while it runs (as root), given back once it has ended and been reaped.
+    user = sandbox.lease_user()
+    try:
+        socket = await server.open_bot_socket(user.ids if user else None)
+    except BaseException:
+        if user is not None:
+            user.release()
+        raise
+
+    async def ended() -> None:
+        await socket.close()
+        if user is not None:
+            user.release()
+
     try:
         for slot in slots:
             slot.origin = socket.origin
-        policy = sandbox.policy(spec.workdir, spec.read, socket.folder)
+        policy = sandbox.policy(spec.workdir, spec.read, socket.folder, user.ids if user else None)
+        if user is not None and (why := unreadable(spec.workdir, sandbox.uids)):
+            # Said where the bot's author looks first; a bot that never reads its folder
+            # (a command given with full paths) still runs.
+            log_path.parent.mkdir(parents=True, exist_ok=True)
+            with open(log_path, "a", encoding="utf-8") as log:
+                log.write(f"referee: {why}\n")
         process = await BotProcess.start(
             spec,
             SOCKET_ADDRESS,
@@ -96,12 +115,12 @@ async def start_bot(
             log_path,
             extra_env,
             policy=policy,
-            on_exit=socket.close,
+            on_exit=ended,
         )
         process.origin = socket.origin
         return process
     except BaseException:
-        await socket.close()
+        await ended()
         raise
 
 

@@ -20,13 +20,22 @@ no flags of its own. :meth:`Sandbox.policy` builds the policy for one bot proces
 - reachable: only its own Unix socket at :data:`SOCKET_PATH`, served by the referee for
   this one process; the network namespace is empty (not even loopback leads anywhere);
 - its own PID, IPC, UTS and cgroup namespaces (it sees no other process), and its own user
-  namespace when the referee is not root.
+  namespace when the referee is not root; of /proc, the machine-wide key lists and kernel
+  internals are masked (:data:`MASKED_PROC`);
+- system calls: those of :data:`referee.match.seccomp.PROFILE` (Docker's default profile,
+  stricter); any other fails with ``EPERM``. Bubblewrap installs the filter just before it
+  starts the bot, from a descriptor passed to it alone (:func:`bwrap_descriptors`);
+- descriptors: its stdio and nothing else (the launcher closes whatever the referee was
+  started with).
 
 When the referee runs as root, bubblewrap sets the sandbox up with root's rights and then
-drops the bot to an unprivileged user and group (``nobody``, 65534) with no capabilities
-and ``no_new_privs``: files the referee keeps private stay unreadable to the bot even if a
-path were bound by mistake. The bot's folder must then be readable by that user. Run as
-any other user, the bot keeps the referee's uid inside a user namespace of its own.
+drops the bot to an unprivileged user and group with no capabilities and
+``no_new_privs``: files the referee keeps private stay unreadable to the bot even if a
+path were bound by mistake. Every running bot process has a uid (and gid) of its own from
+:attr:`Sandbox.uids` (:mod:`referee.match.botusers`), so that nothing the kernel keeps per
+uid is shared between two bots. The bot's folder must then be readable by others. Run as
+any other user, the bot keeps the referee's uid inside a user namespace of its own, and
+the filter closes the per-user state that stays visible (the key facility).
 
 ``mode = "none"`` turns all of this off for trusted bots (see :data:`MODES`); the
 environment stays an allowlist (:func:`bot_environment`) either way.
@@ -34,15 +43,19 @@ environment stays an allowlist (:func:`bot_environment`) either way.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import importlib.util
 import os
 import shutil
+import stat
 import subprocess
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+from referee.match import botusers, seccomp
 
 #: The sandbox modes: bubblewrap (the default) or none (trusted bots only).
 MODES = ("bubblewrap", "none")
@@ -54,9 +67,6 @@ SOCKET_DIR = Path("/run/sticheln")
 SOCKET_PATH = SOCKET_DIR / "referee.sock"
 #: The address a sandboxed bot dials (``STICHELN_REFEREE``).
 SOCKET_ADDRESS = f"unix:{SOCKET_PATH}"
-
-#: The unprivileged user and group a bot runs as when the referee runs as root.
-NOBODY = 65534
 
 #: System folders bound read-only when present.
 SYSTEM_DIRS = (Path("/usr"),)
@@ -80,6 +90,19 @@ ETC_FILES = (
     "passwd",
     "ssl",
 )
+#: Files of the sandbox's /proc that speak of the whole machine rather than the sandbox,
+#: masked as Docker masks them (and /proc/key-users, which counts every uid's keys): the
+#: kernel's key lists are kept per uid, not per namespace, and a non-root referee's bots
+#: share its uid.
+MASKED_PROC = (
+    "keys",
+    "key-users",
+    "kcore",
+    "timer_list",
+    "timer_stats",
+    "sched_debug",
+    "latency_stats",
+)
 #: Variables a bot inherits from the referee's environment (its locale and time zone).
 PASSED_VARIABLES = ("LANG", "LANGUAGE", "TZ")
 #: The system part of a bot's ``PATH``, after its interpreter's folder.
@@ -88,8 +111,8 @@ SYSTEM_PATH = ("/usr/local/bin", "/usr/bin", "/bin")
 TMP_SIZE_MB = 64
 
 
-#: bwrap found and tried, by (program, as root, PATH): one trial per referee process.
-_CHECKED: dict[tuple[str, bool, str], str] = {}
+#: bwrap found and tried, by (program, as root, PATH, filtered): one trial per process.
+_CHECKED: dict[tuple[str, bool, str, bool], str] = {}
 
 
 class SandboxUnavailable(RuntimeError):
@@ -132,10 +155,20 @@ class SandboxPolicy:
     network: bool = False
     #: The host name inside the sandbox.
     hostname: str = "sticheln-bot"
+    #: Paths of the sandbox's /proc made unreadable (a device on a ``nodev`` mount: EACCES).
+    masked: tuple[Path, ...] = ()
+    #: The seccomp filter bubblewrap installs before it starts the bot (a compiled BPF
+    #: program, :func:`referee.match.seccomp.program`); empty: none.
+    seccomp: bytes = b""
 
 
-def bwrap_command(policy: SandboxPolicy, command: Sequence[str]) -> list[str]:
-    """The command line that runs ``command`` confined by ``policy``."""
+def bwrap_command(
+    policy: SandboxPolicy, command: Sequence[str], seccomp_fd: int | None = None
+) -> list[str]:
+    """The command line that runs ``command`` confined by ``policy``; ``seccomp_fd`` is the
+    descriptor bubblewrap reads the policy's filter from (see :func:`bwrap_descriptors`)."""
+    if bool(policy.seccomp) != (seccomp_fd is not None):
+        raise ValueError("a policy's seccomp filter needs a descriptor, and only then")
     argv = [policy.bwrap, "--unshare-pid", "--unshare-ipc", "--unshare-uts"]
     argv.append("--unshare-cgroup-try")
     if not policy.network:
@@ -145,6 +178,8 @@ def bwrap_command(policy: SandboxPolicy, command: Sequence[str]) -> list[str]:
     # The sandbox dies with the process that started it, and has no terminal to write to.
     argv += ["--die-with-parent", "--new-session", "--hostname", policy.hostname]
     argv += ["--proc", "/proc", "--dev", "/dev"]
+    for path in policy.masked:
+        argv += ["--ro-bind", "/dev/null", str(path)]
     argv += ["--perms", "1777", "--size", str(policy.tmp_size_bytes), "--tmpfs", "/tmp"]
     covered = [*policy.system, *(link for link, _ in policy.links)]
     binds = _outermost(policy.read_only, covered)
@@ -162,6 +197,8 @@ def bwrap_command(policy: SandboxPolicy, command: Sequence[str]) -> list[str]:
     if policy.socket_dir is not None:
         argv += ["--ro-bind", str(policy.socket_dir), str(SOCKET_DIR)]
     argv += ["--chdir", str(policy.workdir)]
+    if seccomp_fd is not None:
+        argv += ["--seccomp", str(seccomp_fd)]
     if policy.run_as is not None:
         uid, gid = policy.run_as
         # Only the rights to drop to the bot's user pass into the sandbox; setpriv gives
@@ -171,6 +208,22 @@ def bwrap_command(policy: SandboxPolicy, command: Sequence[str]) -> list[str]:
         argv += ["--no-new-privs"]
     argv += ["--", *command]
     return argv
+
+
+@contextlib.contextmanager
+def bwrap_descriptors(
+    policy: SandboxPolicy, command: Sequence[str]
+) -> Iterator[tuple[list[str], tuple[int, ...]]]:
+    """The ``bwrap`` command line for ``command`` and the descriptors to pass it (the
+    seccomp filter's), open until the block ends: start the process inside it."""
+    if not policy.seccomp:
+        yield bwrap_command(policy, command), ()
+        return
+    fd = seccomp.program_fd(policy.seccomp)
+    try:
+        yield bwrap_command(policy, command, fd), (fd,)
+    finally:
+        os.close(fd)
 
 
 def _within(path: Path, roots: Sequence[Path]) -> bool:
@@ -255,14 +308,18 @@ class Sandbox:
     bwrap: str = "bwrap"
     #: The size of each bot's ``/tmp``, in MiB.
     tmp_size_mb: int = TMP_SIZE_MB
-    #: The (uid, gid) a bot runs as when the referee runs as root.
-    bot_user: tuple[int, int] = (NOBODY, NOBODY)
+    #: The uids (first, last) bot processes run as when the referee runs as root, one
+    #: of its own for each running process (:mod:`referee.match.botusers`).
+    uids: tuple[int, int] = dataclasses.field(default_factory=botusers.configured_range)
+    #: Filter system calls (:mod:`referee.match.seccomp`); off only to measure its cost.
+    filter_syscalls: bool = True
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
             raise ValueError(
                 f"sandbox mode {self.mode!r} is not allowed; allowed: {', '.join(MODES)}"
             )
+        botusers.check_range(self.uids)
 
     @property
     def enabled(self) -> bool:
@@ -281,16 +338,21 @@ class Sandbox:
                 "sandbox: none (bots run unconfined, as the referee's user, with the "
                 "network; for trusted bots only)"
             )
-        who = f"uid {self.bot_user[0]}" if self.as_root else "the referee's uid in a user namespace"
+        who = (
+            f"a uid of its own from {self.uids[0]}-{self.uids[1]}"
+            if self.as_root
+            else "the referee's uid in a user namespace"
+        )
+        calls = ", system calls filtered" if self.filter_syscalls else ""
         return (
             f"sandbox: bubblewrap (each bot process: its folder read-only, a private "
-            f"{self.tmp_size_mb} MiB /tmp, no network but its own socket, {who})"
+            f"{self.tmp_size_mb} MiB /tmp, no network but its own socket{calls}, {who})"
         )
 
     def check(self) -> str:
         """The path of ``bwrap`` once a trial sandbox has run; raise
         :class:`SandboxUnavailable` in one line when none can be made here."""
-        key = (self.bwrap, self.as_root, os.environ.get("PATH", ""))
+        key = (self.bwrap, self.as_root, os.environ.get("PATH", ""), self.filter_syscalls)
         if key in _CHECKED:
             return _CHECKED[key]
         found = shutil.which(self.bwrap)
@@ -303,17 +365,30 @@ class Sandbox:
             raise SandboxUnavailable(
                 "cannot sandbox bots: setpriv is missing (Debian's util-linux package), " + _hatch()
             )
-        policy = self._base_policy(found, Path("/"))
         try:
-            done = subprocess.run(
-                bwrap_command(policy, ["/bin/true"]),
-                stdin=subprocess.DEVNULL,
-                capture_output=True,
-                timeout=30,
-                check=False,
-            )
+            code = seccomp.program() if self.filter_syscalls else b""
+        except seccomp.SeccompUnavailable as exc:
+            raise SandboxUnavailable(f"cannot sandbox bots: {exc}, {_hatch()}") from None
+        try:
+            lease = botusers.pool(self.uids).lease() if self.as_root else None
+        except botusers.NoFreeUid as exc:
+            raise SandboxUnavailable(f"cannot sandbox bots: {exc}") from None
+        policy = self._base_policy(found, Path("/"), code, lease.ids if lease else None)
+        try:
+            with bwrap_descriptors(policy, ["/bin/true"]) as (argv, fds):
+                done = subprocess.run(
+                    argv,
+                    stdin=subprocess.DEVNULL,
+                    capture_output=True,
+                    timeout=30,
+                    check=False,
+                    pass_fds=fds,
+                )
         except (OSError, subprocess.TimeoutExpired) as exc:
             raise SandboxUnavailable(f"cannot sandbox bots: {exc}; {_hatch()}") from None
+        finally:
+            if lease is not None:
+                lease.release()
         if done.returncode != 0:
             why = done.stderr.decode(errors="replace").strip().splitlines()
             need = (
@@ -329,7 +404,9 @@ class Sandbox:
         _CHECKED[key] = found
         return found
 
-    def _base_policy(self, bwrap: str, workdir: Path) -> SandboxPolicy:
+    def _base_policy(
+        self, bwrap: str, workdir: Path, code: bytes, run_as: tuple[int, int] | None
+    ) -> SandboxPolicy:
         links: list[tuple[Path, str]] = []
         system = list(SYSTEM_DIRS)
         for name in SYSTEM_LINKS:
@@ -345,16 +422,53 @@ class Sandbox:
             system=tuple(system),
             links=tuple(links),
             tmp_size_bytes=self.tmp_size_mb << 20,
-            run_as=self.bot_user if self.as_root else None,
+            run_as=run_as,
             setpriv=shutil.which("setpriv") or "setpriv",
             user_namespace=not self.as_root,
+            seccomp=code,
+            masked=tuple(p for p in (Path("/proc") / n for n in MASKED_PROC) if p.exists()),
         )
 
+    def lease_user(self) -> botusers.Lease | None:
+        """A uid and gid for one bot process (the referee runs as root), to release once
+        the process has ended; None when bots keep the referee's uid."""
+        return botusers.pool(self.uids).lease() if self.as_root else None
+
     def policy(
-        self, workdir: Path, read: Sequence[Path] = (), socket_dir: Path | None = None
+        self,
+        workdir: Path,
+        read: Sequence[Path] = (),
+        socket_dir: Path | None = None,
+        user: tuple[int, int] | None = None,
     ) -> SandboxPolicy:
         """The policy for one bot process: its folder ``workdir``, the extra read-only
-        paths its bot file declares, and the folder of its socket."""
-        base = self._base_policy(self.check(), workdir)
+        paths its bot file declares, the folder of its socket, and the (uid, gid) it runs
+        as (:meth:`lease_user`; required when the referee runs as root)."""
+        if self.as_root and user is None:
+            raise ValueError("a referee running as root drops every bot to a uid of its own")
+        code = seccomp.program() if self.filter_syscalls else b""
+        base = self._base_policy(self.check(), workdir, code, user if self.as_root else None)
         read_only = [*_python_paths(), workdir, *read]
         return dataclasses.replace(base, read_only=tuple(read_only), socket_dir=socket_dir)
+
+
+def unreadable(folder: Path, uids: tuple[int, int]) -> str:
+    """Why a bot running as one of ``uids`` could not read ``folder`` (users other than
+    its owner must be able to list and read it and enter every folder above it), in one
+    line; "" when it can."""
+    try:
+        mode = folder.stat().st_mode
+        blocked = next((p for p in folder.parents if not p.stat().st_mode & stat.S_IXOTH), None)
+    except OSError as exc:
+        return f"bot folder {folder}: {exc.strerror}"
+    if blocked is None and mode & stat.S_IROTH and mode & stat.S_IXOTH:
+        return ""
+    where, fix = (
+        (f"the folder above it, {blocked}, is", f"chmod o+x {blocked}")
+        if blocked
+        else ("it is", f"chmod -R o+rX {folder}")
+    )
+    return (
+        f"bot folder {folder} cannot be read by the bot: bots run as uids {uids[0]}-{uids[1]} "
+        f"and {where} closed to others ({fix})"
+    )

@@ -9,7 +9,13 @@ in its log. Environment (besides the referee's):
 - ``HOSTILE_PATHS``: ``label=path`` items to try to list or read (the output folder, a
   record, a log, the database, another bot's folder), separated by ``:``;
 - ``HOSTILE_NO_WRITE``: write nowhere (for a run without a sandbox);
-- ``HOSTILE_PORTS``: TCP ports to try on 127.0.0.1 and ::1 (the referee's, a listener).
+- ``HOSTILE_PORTS``: TCP ports to try on 127.0.0.1 and ::1 (the referee's, a listener);
+- ``HOSTILE_SECRET``: the beginning of a text that, read through any descriptor the bot finds open, means
+  the descriptor was inherited from the referee.
+
+Besides files and sockets, it reads the kernel's manual: keyrings, tracing, io_uring,
+userfaultfd, performance counters, new namespaces, personality flags, signals to every
+process it may reach, System V IPC, devices, the terminal, /proc's writable corners.
 
 The test holds the table of routes (tests/test_hostile.py); a route added here is added
 there too.
@@ -18,8 +24,12 @@ there too.
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import errno
+import fcntl
 import os
 import socket
+import subprocess
 import sys
 import threading
 import time
@@ -32,6 +42,34 @@ SECRET_NAMES = ("STICHELN_ADMIN_TOKEN", "PGPASSWORD", "DATABASE_URL", "GRPC_")
 MEET_PORT = 47_613
 MEET_NAME = b"\0sticheln-hostile-meeting"
 MEMORY = "sticheln-hostile-memory"
+#: A System V IPC key every instance uses, to find the others' segment.
+IPC_KEY = 0x571C4E1
+#: x86-64 system call numbers (the bot runs on the referee's machine).
+NR = {
+    "add_key": 248,
+    "keyctl": 250,
+    "io_uring_setup": 425,
+    "userfaultfd": 323,
+    "perf_event_open": 298,
+    "unshare": 272,
+    "personality": 135,
+    "shmget": 29,
+    "inotify_init1": 294,
+}
+KEY_SPEC_USER_KEYRING = -4
+KEYCTL_READ = 11
+CLONE_NEWUSER = 0x10000000
+ADDR_NO_RANDOMIZE = 0x0040000
+TIOCSTI = 0x5412
+LIBC = ctypes.CDLL(None, use_errno=True)
+LIBC.syscall.restype = ctypes.c_long
+
+
+def syscall(name: str, *args: object) -> tuple[int, int]:
+    """Call system call ``name``: (result, errno)."""
+    ctypes.set_errno(0)
+    result = LIBC.syscall(ctypes.c_long(NR[name]), *args)
+    return int(result), ctypes.get_errno()
 
 
 def route(name: str, opened: bool, what: str) -> None:
@@ -204,13 +242,199 @@ def try_environment() -> None:
     route("own_environment", bool(leaked), f"keys: {sorted(env)}")
 
 
+def try_descriptors() -> None:
+    """Any descriptor beyond stdio (nothing is open yet but what the bot was given): read
+    what it holds (the referee's secret, a file the bot could not open itself)."""
+    secret = os.environ.get("HOSTILE_SECRET", "").encode()
+    found = []
+    for fd in range(3, 1024):
+        try:
+            os.fstat(fd)
+        except OSError:
+            continue
+        data = b""
+        with contextlib.suppress(OSError):  # a pipe must not block the bot
+            fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) | os.O_NONBLOCK)
+        with contextlib.suppress(OSError):
+            data = os.pread(fd, 4096, 0)
+        with contextlib.suppress(OSError):
+            data = data or os.read(fd, 4096)
+        seen(data.decode(errors="replace"))
+        # Any descriptor beyond stdio is one too many (the secret says where it came from).
+        found.append(f"{fd}: {'the secret ' if secret and secret in data else ''}{data[:40]!r}")
+    route("inherited_descriptor", bool(found), f"found: {found}")
+
+
+def try_keyring() -> None:
+    """Store a key in the user keyring, and look for what other instances stored there
+    (the kernel keeps it per uid, not per sandbox: a later deal's seat would read it)."""
+    description = f"sticheln-hostile-{botlib.PROCESS}".encode()
+    key, err = syscall(
+        "add_key", b"user", description, b"my hand", ctypes.c_size_t(7), KEY_SPEC_USER_KEYRING
+    )
+    stored = key >= 0
+    if stored and os.environ.get("HOSTILE_NO_WRITE"):
+        syscall("keyctl", 3, key)  # KEYCTL_REVOKE: leave nothing in the host's keyring
+    others = []
+    proc_keys = read("/proc/keys") or b""
+    for line in proc_keys.decode(errors="replace").splitlines():
+        if "sticheln-hostile-" in line and botlib.PROCESS not in line:
+            others.append(line[-60:])
+    buffer = ctypes.create_string_buffer(4096)
+    size, _ = syscall("keyctl", KEYCTL_READ, KEY_SPEC_USER_KEYRING, buffer, 4096)
+    route(
+        "keyring",
+        stored or bool(others),
+        f"add_key: {'stored' if stored else os.strerror(err)}; keyring bytes {size}; "
+        f"others: {others}",
+    )
+
+
+def try_tracing() -> None:
+    """Trace a process of its own uid (another seat would be one, if it could see it)."""
+    child = subprocess.Popen(["sleep", "30"])
+    try:
+        LIBC.ptrace.restype = ctypes.c_long
+        ctypes.set_errno(0)
+        attached = LIBC.ptrace(ctypes.c_long(16), child.pid, None, None) == 0  # ATTACH
+        why = os.strerror(ctypes.get_errno())
+        if attached:
+            LIBC.ptrace(ctypes.c_long(17), child.pid, None, None)  # DETACH
+    finally:
+        child.kill()
+        child.wait()
+    route("ptrace", attached, "attached" if attached else why)
+
+
+def _fd_route(name: str, result: tuple[int, int]) -> None:
+    fd, err = result
+    if fd >= 0:
+        os.close(fd)
+    route(name, fd >= 0, "a descriptor" if fd >= 0 else os.strerror(err))
+
+
+def try_kernel_interfaces() -> None:
+    """Interfaces a bot has no need of, each a large piece of the kernel to attack."""
+    params = ctypes.create_string_buffer(120)  # struct io_uring_params, zeroed
+    _fd_route("io_uring", syscall("io_uring_setup", 4, params))
+    _fd_route("userfaultfd", syscall("userfaultfd", os.O_CLOEXEC | 1))  # UFFD_USER_MODE_ONLY
+    attr = bytearray(128)  # struct perf_event_attr: a software clock, this process, user only
+    attr[0:4] = (1).to_bytes(4, "little")  # PERF_TYPE_SOFTWARE
+    attr[4:8] = (128).to_bytes(4, "little")  # size
+    attr[40:48] = ((1 << 0) | (1 << 5) | (1 << 6)).to_bytes(8, "little")  # disabled, no kernel/hv
+    buffer = ctypes.create_string_buffer(bytes(attr))
+    _fd_route("perf_event", syscall("perf_event_open", buffer, 0, -1, -1, 0))
+    result, err = syscall("unshare", CLONE_NEWUSER)
+    route("new_namespace", result == 0, "a user namespace" if result == 0 else os.strerror(err))
+    before, _ = syscall("personality", ctypes.c_ulong(0xFFFFFFFF))
+    result, err = syscall("personality", ctypes.c_ulong(ADDR_NO_RANDOMIZE))
+    changed = result >= 0
+    if changed:
+        syscall("personality", ctypes.c_ulong(before))
+    route("personality", changed, "ASLR off" if changed else os.strerror(err))
+    try:
+        socket.socket(40, socket.SOCK_STREAM).close()  # AF_VSOCK: not confined by the netns
+        route("vsock", True, "an AF_VSOCK socket")
+    except OSError as exc:
+        route("vsock", False, str(exc))
+
+
+def try_shared_files() -> None:
+    """A file every sandbox reads (this script; the interpreter's files) as a mailbox: a
+    lock on it, a watch on it, or whether its pages are cached, seen from another bot."""
+    fd = os.open(__file__, os.O_RDONLY)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            route("shared_file_lock", True, "flock on a shared file")
+        except OSError as exc:
+            # EWOULDBLOCK: another instance holds it, which is the message itself.
+            route("shared_file_lock", exc.errno != errno.EPERM, str(exc))
+        try:
+            os.preadv(fd, [bytearray(16)], 0, os.RWF_NOWAIT)
+            route("page_cache", True, "RWF_NOWAIT read: the page was cached")
+        except OSError as exc:
+            route("page_cache", exc.errno == errno.EAGAIN, str(exc))
+    finally:
+        os.close(fd)
+    _fd_route("watch_files", syscall("inotify_init1", os.O_CLOEXEC))
+
+
+def try_signals() -> None:
+    """Signal 0 to every process it may signal (kill -1): any other bot, the referee..."""
+    try:
+        os.kill(-1, 0)
+        route("signal_others", True, "kill(-1, 0) reached a process")
+    except OSError as exc:
+        route("signal_others", False, str(exc))
+
+
+def try_ipc() -> None:
+    """A System V shared memory segment under a key every instance uses: one already there
+    was made by another instance."""
+    if os.environ.get("HOSTILE_NO_WRITE"):  # look only: a segment would outlive the bot
+        shmid, err = syscall("shmget", IPC_KEY, 4096, 0)
+        route("sysv_ipc", shmid >= 0, "another's segment" if shmid >= 0 else os.strerror(err))
+        return
+    shmid, err = syscall("shmget", IPC_KEY, 4096, 0o1666 | 0o2000)  # IPC_CREAT | IPC_EXCL
+    if shmid >= 0 or err != errno.EEXIST:
+        route("sysv_ipc", False, "made ours" if shmid >= 0 else os.strerror(err))
+        return
+    route("sysv_ipc", True, "another instance's segment exists")
+
+
+def try_devices_and_proc() -> None:
+    opened = []
+    for path in ("/dev/kvm", "/dev/kmsg", "/dev/mem", "/dev/vhost-net", "/dev/net/tun",
+                 "/dev/fuse", "/dev/loop-control", "/dev/vsock", "/dev/console"):  # fmt: skip
+        with contextlib.suppress(OSError):
+            os.close(os.open(path, os.O_RDWR))
+            opened.append(path)
+    route("devices", bool(opened), f"opened: {opened}")
+    written = []
+    for path in ("/proc/sys/kernel/hostname", "/proc/sysrq-trigger", "/proc/sys/vm/drop_caches"):
+        if os.environ.get("HOSTILE_NO_WRITE"):
+            break  # unconfined, the bot is the referee's user: do not even open these
+        with contextlib.suppress(OSError), open(path, "w"):
+            written.append(path)  # opened for writing is enough: nothing is written
+    route("write_proc", bool(written), f"opened for writing: {written}")
+    injected = False
+    with contextlib.suppress(OSError):
+        fd = os.open("/dev/tty", os.O_RDWR)
+        try:
+            fcntl.ioctl(fd, TIOCSTI, b"x")
+            injected = True
+        finally:
+            os.close(fd)
+    for fd in (0, 1, 2):
+        with contextlib.suppress(OSError):
+            fcntl.ioctl(fd, TIOCSTI, b"x")
+            injected = True
+    route("terminal_injection", injected, "")
+    status = (read("/proc/self/status") or b"").decode()
+    free = "NoNewPrivs:\t1" not in status
+    route(
+        "setuid_gain", free, "no_new_privs is off: a setuid program raises rights" if free else ""
+    )
+
+
 def main() -> None:
     token = os.environ.get("STICHELN_TOKEN", "")
     print(f"ENV {sorted(os.environ)}", flush=True)
-    for attempt in (try_environment, lambda: try_processes(token), try_paths, try_network):
+    status = (read("/proc/self/status") or b"").decode()
+    print("UID", next((x.split()[1] for x in status.splitlines() if x.startswith("Uid:")), "?"))
+    for attempt in (try_descriptors, try_environment, lambda: try_processes(token), try_paths):
         attempt()
+    # Before any thread starts (unshare(CLONE_NEWUSER) refuses a threaded process).
+    for attempt in (try_keyring, try_tracing, try_kernel_interfaces, try_shared_files):
+        attempt()
+    try_network()
     meet_others()
     try_memory()
+    for attempt in (try_signals, try_ipc):
+        attempt()
+    try_devices_and_proc()
     print("ROUTES DONE", flush=True)
     botlib.run(name="hostile")
 

@@ -71,7 +71,8 @@ class LeagueConfig:
     #: The web pages and JSON API (docs/web.md): off unless a port is given.
     web_port: int | None = None
     web_host: str = "127.0.0.1"
-    #: Spectators on the web stay this many rounds behind a running match.
+    #: Every spectator door (web, its live streams, gRPC WatchMatch) stays this many rounds
+    #: behind a running match at least.
     web_delay_rounds: int = 0
     #: How bots the league starts are confined: "bubblewrap" (default) or "none".
     sandbox: str = DEFAULT_MODE
@@ -132,7 +133,7 @@ class LeagueTable(Table):
     web_host: str = "127.0.0.1"
     """The web pages' address."""
     web_delay_rounds: Annotated[int, Field(ge=0, le=1000)] = 0
-    """Spectators stay this many rounds behind a running match."""
+    """Every spectator (web pages, live streams, gRPC WatchMatch) stays at least this many rounds behind a running match."""
 
     @model_validator(mode="after")
     def _pairs(self) -> LeagueTable:

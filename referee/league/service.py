@@ -879,7 +879,9 @@ class LeagueServicer:
         except Refused as exc:
             await context.abort(exc.code, exc.message)
             return
-        messages: AsyncIterator[league_pb2.WatchMatchResponse] = feed.watch(request.delay_rounds)
+        # The league's delay holds for every spectator door; a watcher may ask for more.
+        delay = max(request.delay_rounds, self.league.config.web_delay_rounds)
+        messages: AsyncIterator[league_pb2.WatchMatchResponse] = feed.watch(delay)
         async for msg in messages:
             await context.write(msg)
 

@@ -362,6 +362,7 @@ class WebServer:
             {
                 "progress": self.source.progress(),
                 "running": self.source.running(),
+                "embargoed": self.source.embargoed(),
                 "finished": finished,
                 "next_before": finished[-1]["finish_order"] if len(finished) == limit else None,
             }

@@ -181,7 +181,15 @@ def assert_embargoed(url: str, out: Path, held: list[str], running: str | None) 
 def test_a_duplicate_deal_is_served_only_once_its_last_seating_has_ended(tmp_path: Path) -> None:
     gates = {mid(2): tmp_path / "gate-deal-0", mid(5): tmp_path / "gate-deal-1"}
     proc = subprocess.Popen(
-        [*REFEREE, "tournament", str(tournament_file(tmp_path, gates)), "--web-port", "0"],
+        [
+            *REFEREE,
+            "tournament",
+            str(tournament_file(tmp_path, gates)),
+            "--web-port",
+            "0",
+            "--metrics-port",
+            "0",
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -190,13 +198,15 @@ def test_a_duplicate_deal_is_served_only_once_its_last_seating_has_ended(tmp_pat
     out = tmp_path / "out"
     try:
         assert proc.stderr is not None
-        url = ""
+        url = metrics = ""
         for line in proc.stderr:
+            found = re.search(r"metrics on (http://127\.0\.0\.1:\d+/metrics)", line)
+            metrics = found.group(1) if found else metrics
             found = re.search(r"web on (http://127\.0\.0\.1:\d+)/", line)
             if found:
                 url = found.group(1)
                 break
-        assert url, "referee tournament printed no web address"
+        assert url and metrics, "referee tournament printed no web or metrics address"
         threading.Thread(target=lambda: proc.stderr and proc.stderr.read(), daemon=True).start()
 
         def progress() -> dict[str, Any]:
@@ -207,6 +217,8 @@ def test_a_duplicate_deal_is_served_only_once_its_last_seating_has_ended(tmp_pat
             lambda: progress()["finished"] == 2 and progress()["running"] == 1, 120, "two seatings"
         )
         assert_embargoed(url, out, [mid(0), mid(1)], running=mid(2))
+        # The live Elo on the metrics endpoint has not counted them either.
+        assert "sticheln_elo{" not in request(metrics).body.decode()
         live = request(f"{url}/api/matches/{mid(1)}/live")
         assert live.status == 409 and "text/event-stream" not in live.headers.get(
             "Content-Type", ""
@@ -239,6 +251,8 @@ def test_a_duplicate_deal_is_served_only_once_its_last_seating_has_ended(tmp_pat
         assert [(e["round"], e["seat"], e["card"]) for e in replay if e["type"] == "play"] == plays
         assert replay[-1]["type"] == "end"
         wait_for(lambda: get_json(f"{url}/api/standings")["matches"] == 3, 30, "3 matches rated")
+        elo = re.findall(r'^sticheln_elo\{bot="([^"]+)"\}', request(metrics).body.decode(), re.M)
+        assert sorted(elo) == sorted(BOTS)
         assert_embargoed(url, out, [mid(3), mid(4)], running=mid(5))
 
         gates[mid(5)].touch()

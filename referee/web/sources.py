@@ -395,6 +395,7 @@ class TournamentSource(Source):
         #: The duplicate embargo: the seatings of each deal played more than once.
         self.deals = DealSeatings.of((m.index, m.deal) for m in schedule)
         self._match_ids = {m.index: match_id_of(config, m) for m in schedule}
+        self._finished_of: tuple[list[dict[str, Any]] | None, set[int]] = (None, set())
 
     def close(self) -> None:
         """Stop publishing and close the database connection."""
@@ -476,9 +477,14 @@ class TournamentSource(Source):
 
     # -- the duplicate embargo ---------------------------------------------------------------
 
-    @staticmethod
-    def _finished_indices(rows: list[dict[str, Any]]) -> set[int]:
-        return {int(r["idx"]) for r in rows if r["status"] == "finished"}
+    def _finished_indices(self, rows: list[dict[str, Any]]) -> set[int]:
+        """The indices of the finished matches of ``rows`` (computed once per read of the
+        rows; empty when no deal is played twice, where nothing is ever held)."""
+        if not self.deals.deal_of:
+            return set()
+        if self._finished_of[0] is not rows:
+            self._finished_of = (rows, {int(r["idx"]) for r in rows if r["status"] == "finished"})
+        return self._finished_of[1]
 
     def _embargo(self, idx: int, finished: set[int]) -> str | None:
         """Why match ``idx`` is held (another seating of its deal has not finished), or

@@ -3,7 +3,8 @@ duplicate mode, and ``referee web`` on its output folder, while a deal's last se
 held unplayed, then after it has ended.
 
 Two deals of three seatings each, one match at a time; the bots (tests/bots/gated_bot.py)
-wait at the start of each deal's last seating until the test creates its gate file. While
+wait at the start of each deal's last seating (and of the first deal's second one) until
+the test creates its gate file. While
 one waits, the deal's two finished seatings must show nothing that follows from their
 cards: no record, viewer or live events, no result in the matches list, standings, bots'
 pages or head-to-head, no seed and no hand in any answer; the matches are listed as
@@ -24,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from leaguekit import REFEREE, ROOT, wait_for
-from webkit import get_json, request, sse_events
+from webkit import CHROMIUM, CHROMIUM_ARGS, get_json, have_chromium, request, sse_events
 
 from referee.results.embargo import EMBARGOED, DealSeatings, embargoed_records
 
@@ -93,6 +94,21 @@ def stream_opens(url: str) -> bool:
         return r.status == 200 and r.headers["Content-Type"].startswith("text/event-stream")
 
 
+def page_text(url: str, awaited: str) -> str:
+    """The text of the page at ``url`` in a real browser, once it shows ``awaited``."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page()
+            page.goto(url)
+            page.get_by_text(awaited).first.wait_for(timeout=30_000)
+            return str(page.inner_text("body"))
+        finally:
+            browser.close()
+
+
 def record_of(out: Path, match_id: str) -> list[dict[str, Any]]:
     path = out / "matches" / f"{match_id}.jsonl"
     return [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines() if x.strip()]
@@ -146,7 +162,7 @@ def assert_embargoed(url: str, out: Path, held: list[str], running: str | None) 
             f"/api/matches/{m}/live",
         ):
             reply = answers[path]
-            assert reply.status == 409, (path, reply.status)
+            assert reply.status == 403, (path, reply.status)
             assert EMBARGOED in reply.json()["error"], reply.json()
     secrets = [s for m in held for s in secrets_of(out, m)]
     for path, reply in answers.items():
@@ -179,7 +195,11 @@ def assert_embargoed(url: str, out: Path, held: list[str], running: str | None) 
 
 
 def test_a_duplicate_deal_is_served_only_once_its_last_seating_has_ended(tmp_path: Path) -> None:
-    gates = {mid(2): tmp_path / "gate-deal-0", mid(5): tmp_path / "gate-deal-1"}
+    gates = {
+        mid(1): tmp_path / "gate-seating-1",
+        mid(2): tmp_path / "gate-deal-0",
+        mid(5): tmp_path / "gate-deal-1",
+    }
     proc = subprocess.Popen(
         [
             *REFEREE,
@@ -212,15 +232,33 @@ def test_a_duplicate_deal_is_served_only_once_its_last_seating_has_ended(tmp_pat
         def progress() -> dict[str, Any]:
             return get_json(f"{url}/api/info")["progress"]  # type: ignore[no-any-return]
 
-        # Deal 0: seatings 0 and 1 have ended, its last seating waits at its gate.
+        # Deal 0: seating 0 has ended, seating 1 waits at its gate. A running seating
+        # whose deal is still to be played elsewhere is not watched live either: its
+        # plays are the later seating's hands.
+        wait_for(
+            lambda: progress()["finished"] == 1 and progress()["running"] == 1, 120, "seating 1"
+        )
+        listing = get_json(f"{url}/api/matches")
+        assert [r["match_id"] for r in listing["running"]] == [mid(1)]
+        assert EMBARGOED in listing["running"][0]["embargo"]
+        for path in (f"/api/matches/{mid(1)}", f"/api/matches/{mid(1)}/live"):
+            refused = request(url + path)
+            assert refused.status == 403 and EMBARGOED in refused.json()["error"], path
+        assert [m["match_id"] for m in listing["embargoed"]] == [mid(0)]
+        gates[mid(1)].touch()
+
+        # Seatings 0 and 1 have ended, the last seating waits at its gate.
         wait_for(
             lambda: progress()["finished"] == 2 and progress()["running"] == 1, 120, "two seatings"
         )
         assert_embargoed(url, out, [mid(0), mid(1)], running=mid(2))
         # The live Elo on the metrics endpoint has not counted them either.
         assert "sticheln_elo{" not in request(metrics).body.decode()
+        if have_chromium():
+            # The match page says why it shows nothing.
+            assert EMBARGOED in page_text(f"{url}/match?id={mid(0)}", EMBARGOED)
         live = request(f"{url}/api/matches/{mid(1)}/live")
-        assert live.status == 409 and "text/event-stream" not in live.headers.get(
+        assert live.status == 403 and "text/event-stream" not in live.headers.get(
             "Content-Type", ""
         )
         # The tournament's folder, served by ``referee web`` meanwhile, holds them too.

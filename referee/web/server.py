@@ -32,7 +32,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge
 from referee.league.feed import MatchFeed, Spectator
 from referee.results import documents as data
 from referee.web.live import event_text
-from referee.web.sources import NotFound, Source, StillRunning
+from referee.web.sources import Embargoed, NotFound, Source, StillRunning
 from sticheln.v1 import league_pb2
 
 log = structlog.get_logger("referee.web")
@@ -254,6 +254,8 @@ class WebServer:
             response = exc
         except BadRequest as exc:
             response = _error(400, str(exc))
+        except Embargoed as exc:
+            response = _error(403, str(exc))
         except StillRunning as exc:
             response = _error(409, str(exc))
         except NotFound as exc:

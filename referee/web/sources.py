@@ -65,10 +65,11 @@ class StillRunning(LookupError):
     """A running match's record was asked for; only its public feed may be watched."""
 
 
-class Embargoed(StillRunning):
+class Embargoed(LookupError):
     """A match of a deal still to be played in another seating was asked for: its record,
     viewer and live events are held until the deal's last seating has ended
-    (:mod:`referee.results.embargo`); answered like a running match's record."""
+    (:mod:`referee.results.embargo`). Refused (403) whether it runs or has finished, so
+    that a page shows why instead of waiting for a live stream that will not come."""
 
 
 def _standings_rows(response: league_pb2.StandingsResponse) -> list[dict[str, Any]]:
@@ -571,9 +572,9 @@ class TournamentSource(Source):
 
     def record_path(self, match_id: str) -> Path:
         row = self._row(match_id)
+        self._check_embargo(row)
         if row["status"] != "finished":
             raise StillRunning(f"match {match_id!r} is not finished; watch it live")
-        self._check_embargo(row)
         if not row["record_path"]:
             raise NotFound(f"match {match_id!r} has no record")
         return Path(row["record_path"])

@@ -13,8 +13,10 @@ embargoed. Once the last seating has ended, all of it is served.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -24,10 +26,13 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import pytest
 from leaguekit import REFEREE, ROOT, wait_for
 from webkit import CHROMIUM, CHROMIUM_ARGS, get_json, have_chromium, request, sse_events
 
 from referee.results.embargo import EMBARGOED, DealSeatings, embargoed_records
+from referee.tournament.config import load_config
+from referee.web.sources import Embargoed, TournamentSource
 
 GATED = [sys.executable, str(ROOT / "tests" / "bots" / "gated_bot.py")]
 NAME = "dup"
@@ -194,6 +199,29 @@ def assert_embargoed(url: str, out: Path, held: list[str], running: str | None) 
         assert detail.get("matches", 0) <= len(shown)
 
 
+def source_layer_holds(tmp: Path, out: Path, held: list[str]) -> None:
+    """The web's data source, on a copy of the tournament's database as it is now: no
+    door of it hands out the held matches, not even an older page of the matches list
+    asked for past every match the source has taken in."""
+    copy = tmp / "copy.db"
+    with sqlite3.connect(out / "tournament.db") as live, sqlite3.connect(copy) as into:
+        live.backup(into)
+    config = dataclasses.replace(load_config(tmp / "t.toml"), database=str(copy))
+    source = TournamentSource(config)
+    try:
+        new, _ = source.load(1000)
+        assert not {r.match_id for r in new} & set(held)
+        assert source.older_matches(10**6, 500) == []
+        assert sorted(m["match_id"] for m in source.embargoed()) == sorted(held)
+        for m in held:
+            with pytest.raises(Embargoed):
+                source.record_path(m)
+            with pytest.raises(Embargoed):
+                source.feed(m)
+    finally:
+        source.close()
+
+
 def test_a_duplicate_deal_is_served_only_once_its_last_seating_has_ended(tmp_path: Path) -> None:
     gates = {
         mid(1): tmp_path / "gate-seating-1",
@@ -261,6 +289,7 @@ def test_a_duplicate_deal_is_served_only_once_its_last_seating_has_ended(tmp_pat
         assert live.status == 403 and "text/event-stream" not in live.headers.get(
             "Content-Type", ""
         )
+        source_layer_holds(tmp_path, out, [mid(0), mid(1)])
         # The tournament's folder, served by ``referee web`` meanwhile, holds them too.
         with folder_web(out) as folder:
             assert_embargoed(folder, out, [mid(0), mid(1)], running=None)

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 from leaguekit import ADMIN, Serve, bots, finished, serving, wait_for, write_config
+from webkit import get_json
 
 from referee.league.config import load_league_config
 from referee.league.scheduler import History, SeatingRules, can_seat, choose_table
@@ -96,20 +97,22 @@ def version_of(serve: Serve, previous: str) -> tuple[str, str]:
     return reply.bot.name, reply.token
 
 
-def league_file(tmp: Path, name: str, seating: str = "") -> Path:
-    path = write_config(
-        tmp / "league.toml", {"name": name, "table_size": 3, "parallel": 2}, None, None
-    )
+def league_file(tmp: Path, name: str, seating: str = "", web: bool = False) -> Path:
+    table: dict[str, Any] = {"name": name, "table_size": 3, "parallel": 2}
+    if web:
+        table["web_port"] = 0
+    path = write_config(tmp / "league.toml", table, None, None)
     if seating:
         path.write_text(path.read_text() + "[seating]\n" + seating + "\n", encoding="utf-8")
     return path
 
 
 def test_a_league_waits_rather_than_seat_a_family_or_an_owner_together(tmp_path: Path) -> None:
-    config = league_file(tmp_path, "apart")
+    config = league_file(tmp_path, "apart", web=True)
     log = tmp_path / "serve.log"
     db = tmp_path / "out" / "league.db"
     with serving(config, log) as serve, bots(serve.address, tmp_path) as b:
+        url = serve.lines.get(timeout=30).split(" ", 2)[2].strip().rstrip("/")
         tokens = {"alpha": register(serve, "alpha", "ada")}
         v2, tokens[v2] = version_of(serve, "alpha")
         tokens["beta"] = register(serve, "beta", "bob")
@@ -144,9 +147,12 @@ def test_a_league_waits_rather_than_seat_a_family_or_an_owner_together(tmp_path:
         assert "cannot fill a table of 3" in said[0]["why"]
         assert "one family or one owner" in said[0]["why"]
         assert serve.recent().running == [] and finished(db, "apart") == []
+        # The web pages say it too.
+        assert get_json(f"{url}/api/info")["waiting"] == said[-1]["why"]
         # Another owner's bot: tables of three, each with one of ada's and one of bob's.
         b.start("random", "gamma", tokens["gamma"], seats=2)
         wait_for(lambda: len(finished(db, "apart")) >= 4, 180, "four finished matches")
+        assert get_json(f"{url}/api/info")["waiting"] is None
         # Said once for each set of idle bots, not at every wake (a stream joining, say).
         idle_sets = [w["idle"] for w in waiting()]
         assert all(a != b for a, b in itertools.pairwise(idle_sets)), idle_sets

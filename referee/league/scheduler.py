@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 
@@ -181,23 +181,23 @@ def choose_table(
         need = size - len(joined)
         return _matching(rest, marks, need) >= need
 
-    # min() keeps the first of equal keys: the shuffled order breaks ties.
-    table = [
-        min(
-            (b for b in pool if keeps_a_table([], b)),
-            key=lambda b: (uncertain(b), played(b)),
-        )
-    ]
+    def best(rest: list[str], key: Callable[[str], tuple[float, ...]], table: list[str]) -> str:
+        """The first of ``rest`` by ``key`` (the shuffled order breaking ties, as min()
+        would) that keeps a whole table possible: usually the very first."""
+        return next(b for b in sorted(rest, key=key) if keeps_a_table(table, b))
+
+    table: list[str] = []
+    table.append(best(pool, lambda b: (uncertain(b), played(b)), table))
     while len(table) < size:
-        rest = [b for b in pool if b not in table and keeps_a_table(table, b)]
         table.append(
-            min(
-                rest,
-                key=lambda b: (
+            best(
+                [b for b in pool if b not in table],
+                lambda b: (
                     sum(history.met.get(pair(b, t), 0) for t in table),
                     uncertain(b),
                     played(b),
                 ),
+                table,
             )
         )
     seating: list[str] = []

@@ -201,6 +201,8 @@ class League:
         self._rng = random.Random(config.seed)
         #: The idle bots last said to be unable to fill a table ("" when not waiting).
         self._waiting_for = ""
+        #: Why no match can start while none runs (the seating rules), or "".
+        self.waiting = ""
         self._streams_seen = 0
 
     # -- start and stop ---------------------------------------------------------------------
@@ -475,7 +477,7 @@ class League:
                 if not self._running:
                     self._waiting(idle)
                 return
-            self._waiting_for = ""
+            self._waiting_for = self.waiting = ""
             seating = choose_table(list(idle), size, self._history, self._rng, marks)
             index = self._next_index
             self._next_index += 1
@@ -519,13 +521,16 @@ class League:
             for what, relaxed in (("family", rules.same_family), ("owner", rules.same_owner))
             if not relaxed
         ]
+        self.waiting = (
+            f"the idle bots cannot fill a table of {self.config.table_size} without two "
+            f"of one {' or one '.join(kept)} ([seating] in the league file); matches start "
+            "when more bots connect"
+        )
         log.info(
             "league_waiting",
             idle=sorted(idle),
             table_size=self.config.table_size,
-            why=f"the idle bots cannot fill a table of {self.config.table_size} without two "
-            f"of one {' or one '.join(kept)} ([seating] in the league file); matches start "
-            "when more bots connect",
+            why=self.waiting,
         )
 
     def _retry_store_later(self) -> None:

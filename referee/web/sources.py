@@ -311,6 +311,7 @@ class LeagueSource(Source):
             "table_size": c.table_size,
             "rules": c.rules.to_table(),
             "delay_rounds": c.web_delay_rounds,
+            "waiting": self.league.waiting or None,
         }
 
     def record_path(self, match_id: str) -> Path:

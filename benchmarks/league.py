@@ -559,14 +559,15 @@ def _latencies(prefix: Path) -> array.array[int]:
 
 
 def _register(address: str, names: list[str]) -> dict[str, str]:
-    """Register every bot through the admin API; their tokens by name."""
+    """Register every bot through the admin API, each with an owner of its own (a league
+    keeps two bots of one owner apart); their tokens by name."""
     metadata = (("authorization", f"Bearer {ADMIN_TOKEN}"),)
     tokens = {}
     with grpc.insecure_channel(address) as channel:
         stub = league_pb2_grpc.LeagueStub(channel)
         for name in names:
             response = stub.RegisterBot(
-                league_pb2.RegisterBotRequest(name=name, owner="benchmark"),
+                league_pb2.RegisterBotRequest(name=name, owner=f"{name}-owner"),
                 metadata=metadata,
                 timeout=RPC_TIMEOUT_S,
             )

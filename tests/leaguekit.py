@@ -120,10 +120,13 @@ class Serve:
                 f"referee serve did not stop on SIGTERM; log: {self.tail()}"
             ) from None
 
-    def register(self, name: str) -> str:
-        """Register ``name``; its bot token."""
+    def register(self, name: str, owner: str = "") -> str:
+        """Register ``name`` (its owner: ``owner``, by default one of its own, so that the
+        league's seating rules never keep two test bots apart); its bot token."""
         reply = self.league.RegisterBot(
-            league_pb2.RegisterBotRequest(name=name, owner="tests", description=f"{name} bot"),
+            league_pb2.RegisterBotRequest(
+                name=name, owner=owner or f"{name}-owner", description=f"{name} bot"
+            ),
             metadata=ADMIN,
             timeout=10,
         )

@@ -219,7 +219,10 @@ def test_a_broken_tournament_file_is_one_line(tmp_path: Path, text: str, says: s
             '[sandbox]\nmode = "docker"\n',
             ": [sandbox] mode = 'docker' is not allowed; allowed: 'bubblewrap', 'none'",
         ),
-        ("[[bots]]\n", ": unknown table [bots]; allowed: [league], [rules], [clock], [sandbox]"),
+        (
+            "[[bots]]\n",
+            ": unknown table [bots]; allowed: [league], [rules], [clock], [sandbox], [seating]",
+        ),
     ],
 )
 def test_a_broken_league_file_is_one_line(tmp_path: Path, text: str, says: str) -> None:

@@ -128,7 +128,7 @@ def test_a_finished_match_leaves_no_reference_cycle(tmp_path: Path) -> None:
     # generations, which under the league's load ran minutes apart.
     league = League(_config(tmp_path, port=0, publish_interval_s=0.0))
     names = BOTS[:4]
-    tokens = {name: league.registry.register(name, "tests", "")[1] for name in names}
+    tokens = {name: league.registry.register(name, f"{name}-owner", "")[1] for name in names}
     run(league.start())
     try:
         with bots(league.server.address, tmp_path) as b:

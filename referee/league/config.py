@@ -1,7 +1,7 @@
 """League files (``referee serve --config league.toml``): validated into a :class:`LeagueConfig`.
 
-A league file has a ``[league]`` table and the tournament file's ``[rules]``, ``[clock]``
-and ``[sandbox]`` tables (a league's bots dial in by themselves; ``[sandbox] mode`` is for
+A league file has a ``[league]`` table, a ``[seating]`` table (who may sit at one table)
+and the tournament file's ``[rules]``, ``[clock]`` and ``[sandbox]`` tables (a league's bots dial in by themselves; ``[sandbox] mode`` is for
 any bot the league starts, and is reported with its matches); examples/league-service.toml is a commented example. Every error
 is one line naming the file, the key and what is allowed.
 """
@@ -9,7 +9,7 @@ is one line naming the file, the key and what is allowed.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -34,6 +34,7 @@ from referee.config.tables import (
     resolve,
     validate,
 )
+from referee.league.scheduler import SeatingRules
 from referee.match.runner import Clock
 from referee.match.sandbox import DEFAULT_MODE
 from referee.results.ratings import MIN_MATCHES
@@ -71,12 +72,15 @@ class LeagueConfig:
     #: The web pages and JSON API (docs/web.md): off unless a port is given.
     web_port: int | None = None
     web_host: str = "127.0.0.1"
-    #: Spectators on the web stay this many rounds behind a running match.
+    #: Every spectator door (web, its live streams, gRPC WatchMatch) stays this many rounds
+    #: behind a running match at least.
     web_delay_rounds: int = 0
     #: How bots the league starts are confined: "bubblewrap" (default) or "none".
     sandbox: str = DEFAULT_MODE
     #: Bots with fewer matches are listed apart in the standings as provisional.
     min_matches: int = MIN_MATCHES
+    #: Who may sit at one table ([seating]): by default no two bots of one family or owner.
+    seating: SeatingRules = field(default_factory=SeatingRules)
 
 
 Seconds = Annotated[float, Field(ge=0.0)]
@@ -132,7 +136,7 @@ class LeagueTable(Table):
     web_host: str = "127.0.0.1"
     """The web pages' address."""
     web_delay_rounds: Annotated[int, Field(ge=0, le=1000)] = 0
-    """Spectators stay this many rounds behind a running match."""
+    """Every spectator (web pages, live streams, gRPC WatchMatch) stays at least this many rounds behind a running match."""
 
     @model_validator(mode="after")
     def _pairs(self) -> LeagueTable:
@@ -143,6 +147,16 @@ class LeagueTable(Table):
         return self
 
 
+class SeatingTable(Table):
+    """``[seating]``: who may sit at one table. By default two bots that could play as one
+    are kept apart: versions of one bot, and bots of one owner."""
+
+    same_family: bool = False
+    """Let two versions of one bot (one family: alpha, alpha@v2) sit at one table."""
+    same_owner: bool = False
+    """Let two bots of one owner sit at one table (bots registered without an owner always may)."""
+
+
 class LeagueFile(Table):
     """A league file (``referee serve --config FILE``)."""
 
@@ -150,6 +164,7 @@ class LeagueFile(Table):
     rules: RulesTable = RulesTable()
     clock: ClockTable = ClockTable()
     sandbox: SandboxTable = SandboxTable()
+    seating: SeatingTable = SeatingTable()
 
 
 def load_league_config(path: str | Path, environ: dict[str, str] | None = None) -> LeagueConfig:
@@ -221,4 +236,5 @@ def league_from_table(data: dict[str, Any], base: Path, source: Path, environ: A
         web_delay_rounds=t.web_delay_rounds,
         sandbox=model.sandbox.mode,
         min_matches=t.min_matches,
+        seating=SeatingRules(model.seating.same_family, model.seating.same_owner),
     )

@@ -15,7 +15,9 @@ spectator may see:
   is completed, unless the seats' ``MatchEnd`` withheld them.
 
 A watcher may stay ``delay_rounds`` behind: an event of round r is released once round
-r + delay has been dealt, or the match is over.
+r + delay has been dealt, or the match is over. :class:`Spectator` is that rule, the one
+every spectator door (gRPC ``WatchMatch``, the web's live streams) goes through; a
+league's ``web_delay_rounds`` is the least delay of every door.
 """
 
 from __future__ import annotations
@@ -157,28 +159,56 @@ class MatchFeed:
 
     async def watch(self, delay_rounds: int = 0) -> AsyncIterator[league_pb2.WatchMatchResponse]:
         """The public messages, ``delay_rounds`` rounds behind; ends after ``MatchEnded``."""
-        public = PublicFilter()
-        sent = 0
-        header_sent = False
+        spectator = Spectator(self, delay_rounds)
         while True:
-            lines = self.lines
-            if not header_sent and lines:
-                yield public.header(lines[0])
-                header_sent = True
-                sent = 1
-            while sent < len(lines):
-                line = lines[sent]
-                if not self.over and int(line.get("round", 0)) > self.dealt - delay_rounds:
-                    break
-                sent += 1
-                msg = public.event(line)
-                if msg is not None:
-                    yield msg
-                    if msg.WhichOneof("kind") == "end":
-                        return
-            if self.over and sent >= len(lines):
+            released = spectator.take()
+            for msg in released:
+                yield msg  # lines may come meanwhile: looked at before waiting
+            if spectator.done:
                 return
-            await self._changed()
+            if not released:
+                await self._changed()
+
+
+class Spectator:
+    """One spectator's place in a feed: what the delay has let out of it so far.
+
+    The one rule every spectator door follows (gRPC ``WatchMatch``, the web's live
+    streams): the header first, then each record line through :class:`PublicFilter`
+    once the round ``delay_rounds`` after its own has been dealt, or the match is over.
+    """
+
+    def __init__(self, feed: MatchFeed, delay_rounds: int) -> None:
+        self.feed = feed
+        self.delay_rounds = max(0, delay_rounds)
+        self.public = PublicFilter()
+        #: Record lines taken so far.
+        self.read = 0
+        #: Every message is out (the last one was ``MatchEnded``, or the feed is over).
+        self.done = False
+
+    def take(self) -> list[league_pb2.WatchMatchResponse]:
+        """The messages released since the last call (none once :attr:`done`)."""
+        feed, lines = self.feed, self.feed.lines
+        out: list[league_pb2.WatchMatchResponse] = []
+        if self.done:
+            return out
+        if self.read == 0 and lines:
+            out.append(self.public.header(lines[0]))
+            self.read = 1
+        while self.read < len(lines):
+            line = lines[self.read]
+            if not feed.over and int(line.get("round", 0)) > feed.dealt - self.delay_rounds:
+                break
+            self.read += 1
+            msg = self.public.event(line)
+            if msg is not None:
+                out.append(msg)
+                if msg.WhichOneof("kind") == "end":
+                    self.done = True
+                    return out
+        self.done = feed.over and self.read >= len(lines)
+        return out
 
 
 def replay_feed(match_id: str, lines: Iterable[dict[str, Any]]) -> MatchFeed:

@@ -12,13 +12,22 @@ built greedily:
 Ties are broken by a seeded random order, so a league replays the same choices from the
 same history. The seating then rotates: seat by seat, the chosen bot that has sat in that
 seat position least often takes it.
+
+Some bots are kept apart (:class:`SeatingRules`): by default no two versions of one bot
+(one family: ``alpha`` and ``alpha@v2``) and no two bots of one owner sit at one table,
+since they could play as one. Each bot then has two marks, its family and its owner (a
+relaxed rule, or no owner given, makes the mark the bot's own), and a table takes no
+mark twice. A bot is chosen only when the table can still be filled after it: the
+remaining seats are a matching between families and owners, found exactly
+(:func:`can_seat`), so the greedy choice never paints itself into a corner and a table
+is refused only when none exists.
 """
 
 from __future__ import annotations
 
 import math
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 
@@ -56,16 +65,102 @@ class History:
         self.uncertainty = {b: w for b, w in widths.items() if not math.isnan(w)}
 
 
-def choose_table(
-    candidates: Sequence[str], size: int, history: History, rng: random.Random
-) -> tuple[str, ...]:
-    """The seating of the next match: ``size`` distinct bots of ``candidates``, by seat.
+@dataclass(frozen=True)
+class SeatingRules:
+    """Who may sit at one table (a league file's ``[seating]``)."""
 
-    Raises ValueError when there are fewer than ``size`` distinct candidates.
+    #: Two versions of one bot (one family) may sit at one table.
+    same_family: bool = False
+    #: Two bots of one owner may sit at one table (bots without an owner always may).
+    same_owner: bool = False
+
+    def marks(self, bot: str, family: str, owner: str) -> Marks:
+        """The two marks of a bot: a table holds no mark twice."""
+        return (
+            ("family", family) if not self.same_family and family else ("bot", bot),
+            ("owner", owner) if not self.same_owner and owner else ("bot", bot),
+        )
+
+
+#: A bot's (family mark, owner mark).
+Marks = tuple[Hashable, Hashable]
+
+
+def _matching(bots: Sequence[str], marks: Mapping[str, Marks], need: int) -> int:
+    """How many of ``bots`` (up to ``need``) can sit together: the size of a maximum
+    matching between family marks and owner marks, each bot an edge. A greedy pass first
+    (it usually finds ``need`` at once), then Kuhn's augmenting paths from the families
+    left over; the graphs are a league's idle bots, small."""
+    edges: dict[Hashable, list[Hashable]] = {}
+    matched: dict[Hashable, Hashable] = {}  # owner mark -> family mark
+    used: set[Hashable] = set()
+    for b in bots:
+        family, owner = marks[b]
+        edges.setdefault(family, []).append(owner)
+        if family not in used and owner not in matched:
+            matched[owner] = family
+            used.add(family)
+            if len(used) >= need:
+                return need
+
+    def augment(family: Hashable, seen: set[Hashable]) -> bool:
+        for owner in edges[family]:
+            if owner in seen:
+                continue
+            seen.add(owner)
+            if owner not in matched or augment(matched[owner], seen):
+                matched[owner] = family
+                return True
+        return False
+
+    size = len(used)
+    for family in edges:
+        if size >= need:
+            break
+        if family not in used and augment(family, set()):
+            used.add(family)
+            size += 1
+    return size
+
+
+def _fits(table: Sequence[str], bot: str, marks: Mapping[str, Marks] | None) -> bool:
+    """``bot`` shares no mark with the bots of ``table``."""
+    if marks is None:
+        return True
+    family, owner = marks[bot]
+    return all(marks[t][0] != family and marks[t][1] != owner for t in table)
+
+
+def can_seat(
+    candidates: Sequence[str], size: int, marks: Mapping[str, Marks] | None = None
+) -> bool:
+    """True when ``size`` of ``candidates`` can sit at one table (no mark twice)."""
+    pool = sorted(set(candidates))
+    if len(pool) < size:
+        return False
+    return marks is None or _matching(pool, marks, size) >= size
+
+
+def choose_table(
+    candidates: Sequence[str],
+    size: int,
+    history: History,
+    rng: random.Random,
+    marks: Mapping[str, Marks] | None = None,
+) -> tuple[str, ...]:
+    """The seating of the next match: ``size`` distinct bots of ``candidates``, by seat,
+    no two sharing a mark of ``marks`` (bot → :meth:`SeatingRules.marks`; None: any bots).
+
+    Raises ValueError when no such table can be made of the candidates.
     """
     pool = sorted(set(candidates))
     if len(pool) < size:
         raise ValueError(f"{len(pool)} bots are idle; a table needs {size}")
+    if not can_seat(pool, size, marks):
+        raise ValueError(
+            f"the {len(pool)} idle bots cannot fill a table of {size}: too many share a "
+            "family or an owner"
+        )
     rng.shuffle(pool)
     inf = math.inf
 
@@ -75,18 +170,34 @@ def choose_table(
     def played(bot: str) -> int:
         return history.matches.get(bot, 0)
 
-    # min() keeps the first of equal keys: the shuffled order breaks ties.
-    table = [min(pool, key=lambda b: (uncertain(b), played(b)))]
+    def keeps_a_table(table: list[str], bot: str) -> bool:
+        """``bot`` may join ``table`` and the rest can still be filled after it."""
+        if not _fits(table, bot, marks):
+            return False
+        if marks is None:
+            return True
+        joined = [*table, bot]
+        rest = [b for b in pool if b not in joined and _fits(joined, b, marks)]
+        need = size - len(joined)
+        return _matching(rest, marks, need) >= need
+
+    def best(rest: list[str], key: Callable[[str], tuple[float, ...]], table: list[str]) -> str:
+        """The first of ``rest`` by ``key`` (the shuffled order breaking ties, as min()
+        would) that keeps a whole table possible: usually the very first."""
+        return next(b for b in sorted(rest, key=key) if keeps_a_table(table, b))
+
+    table: list[str] = []
+    table.append(best(pool, lambda b: (uncertain(b), played(b)), table))
     while len(table) < size:
-        rest = [b for b in pool if b not in table]
         table.append(
-            min(
-                rest,
-                key=lambda b: (
+            best(
+                [b for b in pool if b not in table],
+                lambda b: (
                     sum(history.met.get(pair(b, t), 0) for t in table),
                     uncertain(b),
                     played(b),
                 ),
+                table,
             )
         )
     seating: list[str] = []

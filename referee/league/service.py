@@ -51,7 +51,7 @@ import structlog
 from referee.league.config import LeagueConfig
 from referee.league.feed import MatchFeed, replay_feed
 from referee.league.registry import BotEntry, BotRegistry, RegistryError
-from referee.league.scheduler import History, choose_table
+from referee.league.scheduler import History, Marks, can_seat, choose_table
 from referee.league.standings import fit_in_child
 from referee.match.bots import BotProcess, BotSpec
 from referee.match.dealkey import DealKey
@@ -199,6 +199,10 @@ class League:
         self._stopping = False
         self._scheduler: asyncio.Task[None] | None = None
         self._rng = random.Random(config.seed)
+        #: The idle bots last said to be unable to fill a table ("" when not waiting).
+        self._waiting_for = ""
+        #: Why no match can start while none runs (the seating rules), or "".
+        self.waiting = ""
         self._streams_seen = 0
 
     # -- start and stop ---------------------------------------------------------------------
@@ -465,7 +469,16 @@ class League:
                 continue
             if len(idle) < size:
                 return
-            seating = choose_table(list(idle), size, self._history, self._rng)
+            marks = self._marks(idle)
+            if not can_seat(list(idle), size, marks):
+                # Nothing to do until another bot connects or a stream is free again (the
+                # loop waits for that). With nothing running nothing will free up: the
+                # league is waiting for bots, and says why once.
+                if not self._running:
+                    self._waiting(idle)
+                return
+            self._waiting_for = self.waiting = ""
+            seating = choose_table(list(idle), size, self._history, self._rng, marks)
             index = self._next_index
             self._next_index += 1
             m = ScheduledMatch(index, tuple(sorted(seating)), seating, self._take_deal())
@@ -484,6 +497,41 @@ class League:
                 self._retry_store_later()
                 return
             self._launch(m, idle, replayed=False)
+
+    def _marks(self, idle: dict[str, list[_Stream]]) -> dict[str, Marks]:
+        """Each idle bot's family and owner marks under the league's seating rules."""
+        rules = self.config.seating
+        out: dict[str, Marks] = {}
+        for bot in idle:
+            entry = self.registry.get(bot)
+            family, owner = (entry.family, entry.owner) if entry is not None else (bot, "")
+            out[bot] = rules.marks(bot, family, owner)
+        return out
+
+    def _waiting(self, idle: dict[str, list[_Stream]]) -> None:
+        """Log, once per set of idle bots, why they cannot fill a table while no match
+        runs."""
+        names = ", ".join(sorted(idle))
+        if names == self._waiting_for:
+            return
+        self._waiting_for = names
+        rules = self.config.seating
+        kept = [
+            what
+            for what, relaxed in (("family", rules.same_family), ("owner", rules.same_owner))
+            if not relaxed
+        ]
+        self.waiting = (
+            f"the idle bots cannot fill a table of {self.config.table_size} without two "
+            f"of one {' or one '.join(kept)} ([seating] in the league file); matches start "
+            "when more bots connect"
+        )
+        log.info(
+            "league_waiting",
+            idle=sorted(idle),
+            table_size=self.config.table_size,
+            why=self.waiting,
+        )
 
     def _retry_store_later(self) -> None:
         """Wake the scheduler in :data:`STORE_RETRY_S` to try the database again."""
@@ -879,7 +927,9 @@ class LeagueServicer:
         except Refused as exc:
             await context.abort(exc.code, exc.message)
             return
-        messages: AsyncIterator[league_pb2.WatchMatchResponse] = feed.watch(request.delay_rounds)
+        # The league's delay holds for every spectator door; a watcher may ask for more.
+        delay = max(request.delay_rounds, self.league.config.web_delay_rounds)
+        messages: AsyncIterator[league_pb2.WatchMatchResponse] = feed.watch(delay)
         async for msg in messages:
             await context.write(msg)
 

@@ -792,14 +792,25 @@ class Store:
         return out
 
     @_retried
-    def faults_by_reason(self, tournament: str) -> dict[str, dict[str, int]]:
-        """Per bot, the number of faults of each reason."""
+    def faults_by_reason(
+        self, tournament: str, upto: int | None = None
+    ) -> dict[str, dict[str, int]]:
+        """Per bot, the number of faults of each reason (with ``upto``, in the matches
+        that finished up to the ``upto``-th only)."""
         out: dict[str, dict[str, int]] = {}
+        upto_sql, params = (
+            ("", (tournament,))
+            if upto is None
+            else (
+                " AND m.finish_order <= ?",
+                (tournament, upto),
+            )
+        )
         rows = self._execute(
             "SELECT bot, reason, COUNT(*) FROM faults f JOIN matches m "
             "ON m.tournament = f.tournament AND m.idx = f.idx "
-            "WHERE f.tournament = ? AND m.status = 'finished' GROUP BY bot, reason",
-            (tournament,),
+            f"WHERE f.tournament = ? AND m.status = 'finished'{upto_sql} GROUP BY bot, reason",
+            params,
         )
         for bot, reason, count in rows:
             out.setdefault(bot, {})[reason] = int(count)

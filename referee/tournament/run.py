@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import math
 import os
 import sys
 import time
@@ -34,6 +35,7 @@ import structlog
 from referee.match.dealkey import DealKey
 from referee.match.metrics import RefereeMetrics
 from referee.match.runner import MatchResult
+from referee.results.embargo import DealSeatings
 from referee.results.ratings import BotStats, LiveElo, MatchOutcome, Standing, fit
 from referee.results.report import (
     EMBEDDED_MATCHES,
@@ -269,6 +271,11 @@ class _TournamentRun:
         self.aborted: list[str] = []
         self.elo = LiveElo()
         self.bar: Progress | None = None
+        #: The duplicate embargo (:mod:`referee.results.embargo`): a seating's outcome
+        #: enters the live Elo (its metric, the progress line's leader) only once every
+        #: seating of its deal has finished; until then it waits here, by deal.
+        self.deals = DealSeatings.of((m.index, m.deal) for m in full)
+        self._held: dict[int, list[MatchOutcome]] = {}
 
     @classmethod
     def open(
@@ -308,7 +315,7 @@ class _TournamentRun:
         )
         run = cls(config, store, full, todo, finished, key, metrics)
         for outcome in outcomes_from(store.results(config.name)):
-            run.elo.update(outcome)
+            run._rate(int(outcome.key), outcome)
         for bot, value in run.elo.ratings().items():
             metrics.elo.labels(bot).set(value)
         metrics.planned.set(len(schedule))
@@ -411,22 +418,35 @@ class _TournamentRun:
         self.queue.finished(m)
         metrics.matches.inc()
         metrics.match_duration.observe(result.duration_s)
-        self.elo.update(
+        self._rate(
+            m.index,
             MatchOutcome(
                 bots=m.seating,
                 places=tuple(result.places),
                 key=f"{m.index:08d}",
                 forfeited=tuple(s.forfeited for s in result.seats),
-            )
+            ),
         )
         for bot, value in self.elo.ratings().items():
             metrics.elo.labels(bot).set(value)
         self.done += 1
         metrics.finished.set(self.done)
         ratings = self.elo.ratings()
-        leader = max(ratings, key=lambda b: ratings[b])
+        leader = max(ratings, key=lambda b: ratings[b]) if ratings else "-"
         if self.bar is not None:
-            self.bar.update(self.done, leader, ratings[leader], self.running)
+            self.bar.update(self.done, leader, ratings.get(leader, math.nan), self.running)
+
+    def _rate(self, index: int, outcome: MatchOutcome) -> None:
+        """Count a finished match in the live Elo, or hold it (and the seatings of its
+        deal before it) until every seating of its deal has finished."""
+        deal = self.deals.deal_of.get(index)
+        if deal is None:
+            self.elo.update(outcome)
+            return
+        self._held.setdefault(deal, []).append(outcome)
+        if not self.deals.pending(index, self.finished_before | self.queue.played):
+            for held in self._held.pop(deal):
+                self.elo.update(held)
 
 
 def _finish(

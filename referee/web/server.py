@@ -29,10 +29,10 @@ import structlog
 from aiohttp import web
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
-from referee.league.feed import MatchFeed, PublicFilter
+from referee.league.feed import MatchFeed, Spectator
 from referee.results import documents as data
 from referee.web.live import event_text
-from referee.web.sources import NotFound, Source, StillRunning
+from referee.web.sources import Embargoed, NotFound, Source, StillRunning
 from sticheln.v1 import league_pb2
 
 log = structlog.get_logger("referee.web")
@@ -254,6 +254,8 @@ class WebServer:
             response = exc
         except BadRequest as exc:
             response = _error(400, str(exc))
+        except Embargoed as exc:
+            response = _error(403, str(exc))
         except StillRunning as exc:
             response = _error(409, str(exc))
         except NotFound as exc:
@@ -362,6 +364,7 @@ class WebServer:
             {
                 "progress": self.source.progress(),
                 "running": self.source.running(),
+                "embargoed": self.source.embargoed(),
                 "finished": finished,
                 "next_before": finished[-1]["finish_order"] if len(finished) == limit else None,
             }
@@ -516,45 +519,24 @@ class Broadcast:
     """A match's public events, filtered and encoded once for all its web viewers.
 
     ``chunks`` holds one Server-Sent Event per public message of the feed released so far
-    (with the server's delay); :meth:`pump` takes in what the feed released since, in one
-    go, when a viewer looks: a busy match costs one pass per batch, not a task switch per
-    card.
+    (with the server's delay, by the feed's :class:`~referee.league.feed.Spectator`, the
+    rule gRPC ``WatchMatch`` follows too); :meth:`pump` takes in what the feed released
+    since, in one go, when a viewer looks: a busy match costs one pass per batch, not a
+    task switch per card.
     """
 
     def __init__(self, feed: MatchFeed, delay_rounds: int) -> None:
         self.feed = feed
-        self.delay_rounds = delay_rounds
-        self.public = PublicFilter()
-        self.read = 0
+        self.spectator = Spectator(feed, delay_rounds)
         self.chunks: list[bytes] = []
         self.done = False
         self._joined: tuple[int, int, bytes] = (0, 0, b"")
 
     def pump(self) -> None:
-        """Encode the messages the feed released since the last call.
-
-        The same steps as :meth:`MatchFeed.watch`, taken in one go: the header first, then
-        each line the delay lets out (every line of a round once the round ``delay`` later
-        has been dealt, everything once the match is over) through the public filter.
-        """
-        feed, lines = self.feed, self.feed.lines
-        if self.done:
-            return
-        if self.read == 0 and lines:
-            self._add(self.public.header(lines[0]))
-            self.read = 1
-        while self.read < len(lines):
-            line = lines[self.read]
-            if not feed.over and int(line.get("round", 0)) > feed.dealt - self.delay_rounds:
-                break
-            self.read += 1
-            msg = self.public.event(line)
-            if msg is not None:
-                self._add(msg)
-                if msg.WhichOneof("kind") == "end":
-                    self.done = True
-                    return
-        self.done = feed.over and self.read >= len(lines)
+        """Encode the messages the feed released since the last call."""
+        for msg in self.spectator.take():
+            self._add(msg)
+        self.done = self.spectator.done
 
     def since(self, sent: int) -> tuple[bytes, int]:
         """The events from ``sent`` on as one block, and the new count sent; the block is

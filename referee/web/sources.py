@@ -6,6 +6,12 @@ matches, progress, a finished match's record, a match's public feed); everything
 computed from those answers by :mod:`referee.results.documents`. A source never hands out the
 record of a match that is still running: :meth:`Source.record_lines` refuses it, and a
 running match is only reachable through its public feed (:mod:`referee.league.feed`).
+
+Nor does a source hand out anything of a duplicate deal before its last seating has ended
+(:mod:`referee.results.embargo`): :meth:`Source.record_path` and :meth:`Source.feed`, the
+two doors to a match's cards, refuse its seatings (:class:`Embargoed`), and their results
+enter the documents (the matches list, bots' pages, head-to-head, standings) only once
+the deal is over. Such a match is listed meanwhile by :meth:`Source.embargoed`.
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ import structlog
 from referee.league.feed import MatchFeed, replay_feed
 from referee.match.record import ReplayError, read_record
 from referee.results import documents as data
+from referee.results.embargo import DealSeatings, embargo_message, embargoed_records
 from referee.results.store import Store, StoredResult, open_store
 
 log = structlog.get_logger("referee.web")
@@ -56,6 +63,13 @@ class NotFound(LookupError):
 
 class StillRunning(LookupError):
     """A running match's record was asked for; only its public feed may be watched."""
+
+
+class Embargoed(LookupError):
+    """A match of a deal still to be played in another seating was asked for: its record,
+    viewer and live events are held until the deal's last seating has ended
+    (:mod:`referee.results.embargo`). Refused (403) whether it runs or has finished, so
+    that a page shows why instead of waiting for a live stream that will not come."""
 
 
 def _standings_rows(response: league_pb2.StandingsResponse) -> list[dict[str, Any]]:
@@ -131,6 +145,11 @@ class Source(ABC):
     @abstractmethod
     def feed(self, match_id: str) -> MatchFeed:
         """The public feed of a running match, or of a finished one from its record."""
+
+    def embargoed(self) -> list[dict[str, Any]]:
+        """The finished matches held by the duplicate embargo: ``match_id``, ``seating``
+        and ``embargo`` (why, in one line); their results are not in the documents yet."""
+        return []
 
     def bots(self) -> list[dict[str, Any]]:
         """Every bot: name, and where known description, owner, versions, connection."""
@@ -292,6 +311,7 @@ class LeagueSource(Source):
             "table_size": c.table_size,
             "rules": c.rules.to_table(),
             "delay_rounds": c.web_delay_rounds,
+            "waiting": self.league.waiting or None,
         }
 
     def record_path(self, match_id: str) -> Path:
@@ -370,6 +390,14 @@ class TournamentSource(Source):
         self._fitted = 0
         self._tails: dict[str, _Tail] = {}
         self._seen = -1
+        from referee.tournament.run import match_id_of
+        from referee.tournament.schedule import make_schedule
+
+        schedule = make_schedule(config)
+        #: The duplicate embargo: the seatings of each deal played more than once.
+        self.deals = DealSeatings.of((m.index, m.deal) for m in schedule)
+        self._match_ids = {m.index: match_id_of(config, m) for m in schedule}
+        self._finished_of: tuple[list[dict[str, Any]] | None, set[int]] = (None, set())
 
     def close(self) -> None:
         """Stop publishing and close the database connection."""
@@ -424,8 +452,15 @@ class TournamentSource(Source):
         started = time.monotonic()
         try:
             self._fitted = self._seen
+            # What has finished, read before the results: a match finishing in between
+            # only holds its deal back longer (and is fitted next time).
+            self._rows_at = -math.inf
+            finished = self._finished_indices(self._match_rows())
             # Only what the fit needs (no think times), read when it starts.
             results = self.store.results(self.config.name, think=False)
+            held = self._shown(results, finished)
+            if held is not None:
+                results = results[:held]
             response = await asyncio.to_thread(compute_standings, results, 100)
         except Exception as exc:  # a busy database or a failed fit: the next match tries again
             log.warning("web_standings_failed", error=repr(exc))
@@ -442,18 +477,80 @@ class TournamentSource(Source):
         if self._seen > self._fitted:  # matches finished while fitting
             self._request_fit()
 
+    # -- the duplicate embargo ---------------------------------------------------------------
+
+    def _finished_indices(self, rows: list[dict[str, Any]]) -> set[int]:
+        """The indices of the finished matches of ``rows`` (computed once per read of the
+        rows; empty when no deal is played twice, where nothing is ever held)."""
+        if not self.deals.deal_of:
+            return set()
+        if self._finished_of[0] is not rows:
+            self._finished_of = (rows, {int(r["idx"]) for r in rows if r["status"] == "finished"})
+        return self._finished_of[1]
+
+    def _embargo(self, idx: int, finished: set[int]) -> str | None:
+        """Why match ``idx`` is held (another seating of its deal has not finished), or
+        None when it may be shown."""
+        pending = self.deals.pending(idx, finished)
+        if not pending:
+            return None
+        return embargo_message(self._match_ids[idx], [self._match_ids[i] for i in pending])
+
+    def _check_embargo(self, row: dict[str, Any]) -> None:
+        why = self._embargo(int(row["idx"]), self._finished_indices(self._match_rows()))
+        if why is not None:
+            raise Embargoed(why)
+
+    def _shown(self, results: list[StoredResult], finished: set[int]) -> int | None:
+        """How many of ``results`` (seat rows in finishing order) may be shown: all up to
+        the first embargoed match's (None: all of them). The later ones wait for it, so
+        that what is shown stays a prefix of the finishing order."""
+        return self.deals.first_held([r.idx for r in results], finished)
+
     def load(self, limit: int) -> tuple[list[StoredResult], dict[str, dict[str, int]]]:
-        return self._read_new(self.store, self.config.name, limit)
+        finished = self._finished_indices(self._match_rows())
+        new, upto = self.store.results_since(self.config.name, self._read_upto, limit=limit)
+        held = self._shown(new, finished)
+        if held is not None:
+            upto = new[held].finish_order - 1
+            new = new[:held]
+        self._read_upto = upto
+        return new, self.store.faults_by_reason(self.config.name, upto=upto)
 
     def older_matches(self, before: int, limit: int) -> list[dict[str, Any]]:
+        # Never past what the snapshot has taken in: the matches after it may be embargoed.
+        before = min(before, self._read_upto + 1)
         return self._summaries(self.store.results_before(self.config.name, before, limit))
 
     def running(self) -> list[dict[str, Any]]:
-        return [
-            {"match_id": r["match_id"], "seating": json.loads(r["seating"])}
-            for r in self._match_rows()
-            if r["status"] == "running"
-        ]
+        rows = self._match_rows()
+        finished = self._finished_indices(rows)
+        out = []
+        for r in rows:
+            if r["status"] == "running":
+                entry = {"match_id": r["match_id"], "seating": json.loads(r["seating"])}
+                why = self._embargo(int(r["idx"]), finished)
+                if why is not None:
+                    entry["embargo"] = why
+                out.append(entry)
+        return out
+
+    def embargoed(self) -> list[dict[str, Any]]:
+        rows = self._match_rows()
+        finished = self._finished_indices(rows)
+        out = []
+        for r in rows:
+            if r["status"] == "finished":
+                why = self._embargo(int(r["idx"]), finished)
+                if why is not None:
+                    out.append(
+                        {
+                            "match_id": r["match_id"],
+                            "seating": json.loads(r["seating"]),
+                            "embargo": why,
+                        }
+                    )
+        return out
 
     def finished(self) -> int:
         return int(self.version()[0])
@@ -476,6 +573,7 @@ class TournamentSource(Source):
 
     def record_path(self, match_id: str) -> Path:
         row = self._row(match_id)
+        self._check_embargo(row)
         if row["status"] != "finished":
             raise StillRunning(f"match {match_id!r} is not finished; watch it live")
         if not row["record_path"]:
@@ -484,6 +582,8 @@ class TournamentSource(Source):
 
     def feed(self, match_id: str) -> MatchFeed:
         row = self._row(match_id)
+        # A running seating too: its plays are the other seatings' hands.
+        self._check_embargo(row)
         if row["status"] == "finished":
             return replay_feed(match_id, self.record_lines(match_id))
         if row["status"] != "running" or not row["record_path"]:
@@ -533,8 +633,12 @@ class FolderSource(Source):
         #: Seat rows with their think times, until :meth:`load` has handed them over.
         self._pending: list[StoredResult] = []
         self._faults: dict[str, dict[str, int]] = {}
+        #: Matches of a deal still to be played (:mod:`referee.results.embargo`): their
+        #: seating, and the other seatings of their deal.
+        self._embargoed: dict[str, tuple[list[str], list[str]]] = {}
         clock_ms: float | None = None
-        loaded: list[tuple[str, list[StoredResult]]] = []
+        read: list[tuple[str, Path, list[StoredResult], dict[str, dict[str, int]]]] = []
+        ends: dict[str, tuple[dict[str, Any], dict[str, Any] | None]] = {}
         for path in sorted(matches.glob("*.jsonl")):
             try:
                 lines = list(read_record(path))
@@ -543,16 +647,34 @@ class FolderSource(Source):
             if not lines or lines[0].get("type") != "header":
                 continue
             match_id = str(lines[0].get("match_id") or path.stem)
-            rows = data.results_from_record(lines, len(loaded))
+            end = next((x for x in reversed(lines) if x.get("type") == "end"), None)
+            ends[match_id] = (lines[0], end)
+            rows = data.results_from_record(lines, len(read))
             if not rows:
                 self._unfinished.add(match_id)
                 continue
-            self._paths[match_id] = path
-            data.faults_from_record(lines, self._faults)
+            faults: dict[str, dict[str, int]] = {}
+            data.faults_from_record(lines, faults)
             clock = lines[0].get("clock") or {}
             if clock_ms is None and isinstance(clock, dict) and "decision_ms" in clock:
                 clock_ms = float(clock["decision_ms"])
+            read.append((match_id, path, rows, faults))
+        # A deal whose last seating has not revealed its seed is shown by no door, result
+        # included: nothing of it enters the pages until the tournament has played it out.
+        held = embargoed_records(ends, (folder / "deal-key.txt").is_file())
+        loaded: list[tuple[str, list[StoredResult]]] = []
+        for match_id, path, rows, faults in read:
+            if match_id in held:
+                self._embargoed[match_id] = ([r.bot for r in rows], held[match_id])
+                continue
+            self._paths[match_id] = path
+            for bot, reasons in faults.items():
+                mine = self._faults.setdefault(bot, {})
+                for reason, count in reasons.items():
+                    mine[reason] = mine.get(reason, 0) + count
             loaded.append((match_id, rows))
+        for match_id in self._unfinished & held.keys():
+            self._embargoed[match_id] = (list(ends[match_id][0].get("seating", [])), held[match_id])
         no_think: array.array[int] = array.array("I")
         for position, (_, rows) in enumerate(loaded, 1):
             rows = [dataclasses.replace(r, finish_order=position) for r in rows]
@@ -623,7 +745,15 @@ class FolderSource(Source):
     def planned(self) -> int | None:
         return len(self._paths) + len(self._unfinished)
 
+    def embargoed(self) -> list[dict[str, Any]]:
+        return [
+            {"match_id": m, "seating": seating, "embargo": embargo_message(m, pending)}
+            for m, (seating, pending) in sorted(self._embargoed.items())
+        ]
+
     def record_path(self, match_id: str) -> Path:
+        if match_id in self._embargoed:
+            raise Embargoed(embargo_message(match_id, self._embargoed[match_id][1]))
         if match_id in self._unfinished:
             raise StillRunning(f"match {match_id!r} did not finish; its record is not shown")
         path = self._paths.get(match_id)

@@ -105,6 +105,53 @@ function deckCards(rules, players) {
   }
 }
 
+// The seeded deal of docs/deal.md: the deck (canonical order) shuffled by Fisher-Yates
+// with draws from SHA-256("sticheln/deal/v1" || seed u64 || round u32 || counter u64),
+// dealt one card at a time from the dealer's left; the rest is set aside. `seed` is the
+// decimal string of MatchEnd.seed (or a BigInt).
+function deal(rules, players, seed, roundIndex, dealer) {
+  const TWO64 = 1n << 64n;
+  const prefix = Buffer.alloc(28);
+  prefix.write("sticheln/deal/v1", 0, "ascii");
+  prefix.writeBigUInt64BE(BigInt(seed), 16);
+  prefix.writeUInt32BE(roundIndex, 24);
+  let counter = 0n;
+  let words = [];
+  const next = () => {
+    if (!words.length) {
+      const c = Buffer.alloc(8);
+      c.writeBigUInt64BE(counter++);
+      const block = crypto.createHash("sha256").update(prefix).update(c).digest();
+      words = [0, 8, 16, 24].map((i) => block.readBigUInt64BE(i));
+    }
+    return words.shift();
+  };
+  const order = deckCards(rules, players).sort((a, b) => a - b);
+  for (let i = order.length - 1; i >= 1; i--) {
+    const n = BigInt(i + 1);
+    const limit = TWO64 - (TWO64 % n); // rejection sampling: no modulo bias
+    let x = next();
+    while (x >= limit) x = next();
+    const j = Number(x % n);
+    [order[i], order[j]] = [order[j], order[i]];
+  }
+  const handSize = Math.floor(order.length / players);
+  const hands = Array.from({ length: players }, () => []);
+  for (let k = 0; k < handSize * players; k++) hands[(dealer + 1 + k) % players].push(order[k]);
+  hands.forEach((h) => h.sort((a, b) => a - b));
+  return { hands, setAside: order.slice(handSize * players) };
+}
+
+// RULES.md rule 10: every seat's place (1 = best, shared places competition style): the
+// higher total first, then (under "positive_rounds") more rounds with a positive score;
+// forfeited seats rank below all others.
+function places(totals, positiveRounds, matchTies, forfeited = []) {
+  const usePositive = matchTies !== "MATCH_TIES_SHARED" && matchTies !== "shared";
+  const key = (s) => [forfeited.includes(s) ? 1 : 0, -totals[s], usePositive ? -positiveRounds[s] : 0];
+  const before = (a, b) => a[0] < b[0] || (a[0] === b[0] && (a[1] < b[1] || (a[1] === b[1] && a[2] < b[2])));
+  return totals.map((_, s) => 1 + totals.filter((__, o) => before(key(o), key(s))).length);
+}
+
 // The cards this seat has not seen: in other hands, or set aside at the deal. Under
 // "kept in hand" another seat's revealed pain card is still unseen (it is in its hand).
 function unseenCards(view) {
@@ -397,4 +444,4 @@ function playStream(client, args, done) {
 
 if (require.main === module) main();
 
-module.exports = { trickWinner, scoreOf, deckCards, choosePain, chooseCard, chooseRandom, seededRandom, seedMatches, cardText };
+module.exports = { trickWinner, scoreOf, deckCards, deal, places, choosePain, chooseCard, chooseRandom, seededRandom, seedMatches, cardText };

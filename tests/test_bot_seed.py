@@ -252,3 +252,56 @@ def test_the_same_seed_verdict_names_the_first_decision_that_differs() -> None:
     assert "the same 3 decisions both times" in verdict(first, list(first))
     line = verdict(first, [(0, "pain", [17]), (0, "play", 19), (1, "play", 40)])
     assert "from decision 2 on (round 1, play: 18 the first time, 19 the second)" in line
+
+
+# -- referee match --bot-seeds: a match's luck, replayed ----------------------------------------
+
+
+def _referee_match(*args: str) -> subprocess.CompletedProcess[str]:
+    path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
+    return subprocess.run(
+        [sys.executable, "-m", "referee.cli", "match", *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PATH": path},
+        timeout=100,
+    )
+
+
+@pytest.mark.timeout(120)
+def test_referee_match_replays_a_match_from_its_seed_and_bot_seeds(tmp_path: Path) -> None:
+    bots = ["--bot", str(SAMPLES / "random.toml")] * 2 + ["--bot", str(SAMPLES / "random.toml")]
+    played = []
+    for run in ("a", "b", "c"):
+        seeds = "7,8,9" if run != "c" else "7,8,10"
+        done = _referee_match(
+            *bots, "--seed", "4", "--bot-seeds", seeds, "--out", str(tmp_path / run)
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+        (record,) = (tmp_path / run / "matches").glob("*.jsonl")
+        lines = _lines(record)
+        assert lines[-1]["bot_seeds"] == seeds.split(",")
+        played.append(
+            [
+                (x["seat"], x.get("card"), x.get("cards"))
+                for x in lines
+                if x["type"] in ("pain", "play")
+            ]
+        )
+    assert played[0] == played[1]
+    assert played[0] != played[2]  # seat 2's other seed: other cards
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("1,2", "--bot-seeds: 2 seeds for 3 seats; give one per seat"),
+        ("1,x,3", "--bot-seeds: '1,x,3' is not a list of numbers"),
+        ("1,2,18446744073709551616", "allowed: 0 to 2**64-1 each"),
+    ],
+)
+def test_referee_match_refuses_bad_bot_seeds_in_one_line(value: str, message: str) -> None:
+    done = _referee_match(*["--bot", str(SAMPLES / "random.toml")] * 3, "--bot-seeds", value)
+    assert done.returncode == 2
+    (line,) = done.stderr.strip().splitlines()
+    assert line.startswith("referee match: --bot-seeds: ") and message in line

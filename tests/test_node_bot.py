@@ -201,8 +201,13 @@ def test_the_node_bot_plays_a_real_match_among_python_bots(tmp_path: Path) -> No
     assert len(plays) == 2 * 4 * 16  # 4 rounds: 1 pain pick and 15 cards (kept in hand)
     assert not any(x["fallback"] for x in plays)
     replay(record)  # the engine agrees with every move
-    for log in (tmp_path / "logs").glob("*seat[03]-node.log"):
-        assert "does not match" not in log.read_text()  # the seed commitment checked out
+    logs = list((tmp_path / "logs").glob("*seat[03]-node.log"))
+    assert len(logs) == 2
+    for log in logs:
+        text = log.read_text()
+        assert "does not match" not in text and "differs" not in text, text
+        # It re-dealt its four hands from the revealed seed (docs/deal.md).
+        assert "seed commitment and 4 dealt hands verified" in text, text
 
 
 @pytest.mark.timeout(120)

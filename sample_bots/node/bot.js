@@ -10,7 +10,8 @@
 // The referee's address and the seat's token come from STICHELN_REFEREE and
 // STICHELN_TOKEN when the referee starts the bot (or from --referee and --token). The
 // bot opens one Referee.Play stream, says Hello, answers every DecisionRequest with one
-// Decision, checks the seed commitment at every MatchEnd, and exits 0 when the referee
+// Decision, checks the seed commitment and re-deals its hands from the revealed seed at
+// every MatchEnd, and exits 0 when the referee
 // ends the stream with status OK; 1 (one line on stderr) when the referee refuses the
 // stream or cannot be reached; 2 for a usage error.
 //
@@ -396,6 +397,7 @@ function playStream(client, args, done) {
   const call = client.Play();
   let start = null;
   let random = Math.random; // replaced at every MatchStart by one seeded with its bot_seed
+  let dealt = []; // this match's round_start events: the hands to check at MatchEnd
 
   call.write({
     hello: {
@@ -413,6 +415,7 @@ function playStream(client, args, done) {
     } else if (message.kind === "match_start") {
       start = message.match_start;
       random = seededRandom(start.bot_seed);
+      dealt = [];
     } else if (message.kind === "match_end") {
       const end = message.match_end;
       if (end.seed_withheld) {
@@ -421,10 +424,19 @@ function playStream(client, args, done) {
         console.error(`${args.name}: the seed of match ${start ? start.match_id : "?"} is withheld, commitment not checked: ${end.seed_withheld}`);
       } else if (start && !seedMatches(start.seed_commitment, end.seed, end.seed_nonce)) {
         console.error(`${args.name}: warning: the revealed seed ${end.seed} does not match the commitment of match ${start.match_id}`);
+      } else if (start) {
+        // Re-deal every round from the revealed seed (docs/deal.md) and compare our hand.
+        const wrong = dealt.filter((d) => {
+          const hands = deal(start.rules, start.seating.length, end.seed, d.round_index, d.dealer).hands;
+          return hands[start.seat].join(",") !== [...d.hand].sort((a, b) => a - b).join(",");
+        });
+        for (const d of wrong) console.error(`${args.name}: warning: match ${start.match_id}, round ${d.round_index + 1}: the hand dealt differs from the one the seed gives`);
+        if (!wrong.length) console.error(`${args.name}: match ${start.match_id}: seed commitment and ${dealt.length} dealt hands verified`);
       }
       // The stream may carry the next MatchStart; the referee ends it when it is done.
     }
     for (const event of message.events) {
+      if (event.kind === "round_start") dealt.push(event.round_start);
       if (event.kind === "fault") {
         const f = event.fault;
         console.error(`${args.name}: fault on request ${f.request_id}: ${f.reason}: ${f.detail} (strikes ${f.strikes})`);

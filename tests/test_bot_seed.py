@@ -305,3 +305,18 @@ def test_referee_match_refuses_bad_bot_seeds_in_one_line(value: str, message: st
     assert done.returncode == 2
     (line,) = done.stderr.strip().splitlines()
     assert line.startswith("referee match: --bot-seeds: ") and message in line
+
+
+@pytest.mark.timeout(120)
+def test_referee_match_without_bot_seeds_draws_fresh_ones_for_every_seat(tmp_path: Path) -> None:
+    seen = []
+    for run in ("a", "b"):
+        done = _referee_match(
+            *["--bot", str(SAMPLES / "minimal-python.toml")] * 3, "--out", str(tmp_path / run)
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+        (record,) = (tmp_path / run / "matches").glob("*.jsonl")
+        seeds = _lines(record)[-1]["bot_seeds"]
+        assert len(set(seeds)) == 3 and all(0 <= int(s) < 1 << 64 for s in seeds)
+        seen.append(seeds)
+    assert not set(seen[0]) & set(seen[1])

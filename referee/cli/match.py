@@ -35,6 +35,12 @@ def add_parsers(sub: Subparsers) -> None:
         "--seed", type=u64, default=None, help="match seed, 0..2**64-1 (default: random)"
     )
     parser.add_argument(
+        "--bot-seeds",
+        metavar="N,N,...",
+        help="every seat's MatchStart.bot_seed, in seat order (as in a record's end line, to "
+        "replay a match; default: random)",
+    )
+    parser.add_argument(
         "--out", default="results", help="folder for match records and bot logs (default results)"
     )
     parser.add_argument(
@@ -84,6 +90,7 @@ def match(args: argparse.Namespace) -> int:
         clock = Clock(
             decision_ms=args.decision_ms, time_bank_ms=args.time_bank_ms, startup_ms=args.startup_ms
         )
+        bot_seeds = bot_seeds_of(args.bot_seeds, len(bots)) if args.bot_seeds else ()
     except (BotConfigError, RuleError, ValueError) as exc:
         raise UsageError(str(exc)) from None
     tls = TlsConfig(Path(args.tls_cert), Path(args.tls_key)) if args.tls_cert else None
@@ -107,6 +114,7 @@ def match(args: argparse.Namespace) -> int:
                 clock=clock,
                 strike_limit=args.strikes,
                 out_dir=Path(args.out),
+                bot_seeds=bot_seeds,
             )
             result = await runner.run()
         finally:
@@ -124,3 +132,17 @@ def match(args: argparse.Namespace) -> int:
         return 0
 
     return run_until_done(run(), "interrupted: match abandoned, bots stopped")
+
+
+def bot_seeds_of(text: str, seats: int) -> tuple[int, ...]:
+    """``--bot-seeds``: one u64 per seat, comma-separated; a one-line error otherwise."""
+    words = [w.strip() for w in text.split(",")]
+    if len(words) != seats:
+        raise ValueError(f"--bot-seeds: {len(words)} seeds for {seats} seats; give one per seat")
+    try:
+        seeds = tuple(int(w) for w in words)
+    except ValueError:
+        raise ValueError(f"--bot-seeds: {text!r} is not a list of numbers") from None
+    if not all(0 <= s < 1 << 64 for s in seeds):
+        raise ValueError(f"--bot-seeds: {text!r}: allowed: 0 to 2**64-1 each")
+    return seeds

@@ -224,7 +224,7 @@ class CompareTable(Table):
     table_size: TableSize | None = None
     """Players per match (default: one more than the opponents, as the rules allow)."""
     seed: Seed = 1
-    """Decides the deals."""
+    """Draws each deal's opponents; the deals come from the comparison's secret deal key."""
     matches: Annotated[int, Field(ge=2, le=10_000_000)] | None = None
     """The most matches, two per deal pair (given without [compare.sprt]: exactly this many)."""
     parallel: Annotated[int, Field(ge=1, le=64)] = 1

@@ -512,6 +512,7 @@ async def _play(
             clock=config.clock,
             strike_limit=config.strike_limit,
             out_dir=config.out,
+            bot_seeds=key.bot_seeds(plan.deal, len(seating)),
         )
         for attempt in range(1, WORKER_RETRIES + 2):
             try:

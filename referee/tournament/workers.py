@@ -62,6 +62,8 @@ class MatchJob:
     deal_key_commitment: str = ""
     #: Why MatchEnd withholds the seed ("" reveals it): see MatchRunner.
     seed_withheld: str = ""
+    #: ``MatchStart.bot_seed`` per seat (empty: fresh random seeds): see MatchRunner.
+    bot_seeds: tuple[int, ...] = ()
 
 
 class WorkerDied(Exception):
@@ -166,6 +168,7 @@ def _runner(
         seed_withheld=job.seed_withheld,
         deal=job.deal,
         deal_key_commitment=job.deal_key_commitment,
+        bot_seeds=job.bot_seeds,
     )
 
 

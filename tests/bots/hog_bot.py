@@ -11,9 +11,10 @@
 - ``flood``: a child writes ``FLOOD_MB`` (default 300) MiB to stdout as fast as it can;
 - ``fallocate``: reserves 2 GiB on its stdout, then in a file in ``/tmp``.
 
-The other hogs start before the bot imports gRPC, so that what stops them is the bot's bound as
-a whole, not a limit of one large process. What they got goes to the file ``HOG_REPORT``
-(through the log, see botlib): ``forked N``, ``held PID MiB``, ``fallocate WHERE: RESULT``.
+The other hogs start before the bot imports gRPC, so that what stops them is the bot's
+bound as a whole, not a limit of one large process; with ``HOG_AT=decision`` all of them
+start at the first decision request instead (the bot is then in the match while they
+run). What they got goes to the file ``HOG_REPORT`` (through the log, see botlib): ``forked N``, ``held PID MiB``, ``fallocate WHERE: RESULT``.
 With ``THINK_CPU_MS``, every decision first spends that much CPU time (an honest bot that
 searches, and needs its share of the machine to answer in time). Command-line arguments
 are ignored (tests put a marker there).
@@ -84,6 +85,11 @@ def spin() -> None:
         pass
 
 
+def spinners() -> None:
+    for _ in range(int(os.environ.get("SPINNERS", "64"))):
+        child(spin)
+
+
 def flood() -> None:
     block = b"x" * 65535 + b"\n"
     for _ in range(int(os.environ.get("FLOOD_MB", "300")) * 16):
@@ -100,22 +106,33 @@ def fallocate() -> None:
         say(f"fallocate {where}: {result}")
 
 
-if "forkbomb" in HOG:
-    child(forkbomb)
-if "memory" in HOG:
-    for _ in range(int(os.environ.get("CHILDREN", "4"))):
-        child(hold)
+def hogs(at: str) -> None:
+    """Start the hogs due ``at`` "start" (before gRPC) or at the first "decision"."""
+    late = os.environ.get("HOG_AT", "start") == "decision"
+    starts = {
+        "forkbomb": lambda: child(forkbomb),
+        "memory": lambda: [child(hold) for _ in range(int(os.environ.get("CHILDREN", "4")))],
+        "cpu": spinners,
+        "flood": lambda: child(flood),
+        "fallocate": fallocate,
+    }
+    for mode, start in starts.items():
+        due = "decision" if late or mode == "cpu" else "start"
+        if mode in HOG and due == at:
+            start()
 
 
-def spinners() -> None:
-    for _ in range(int(os.environ.get("SPINNERS", "64"))):
-        child(spin)
-
-
-if "flood" in HOG:
-    child(flood)
-if "fallocate" in HOG:
-    fallocate()
+# The hogs due at the first decision are started by a child forked now, before gRPC has
+# threads (forking a threaded process is unsafe): it waits for a byte on a pipe.
+_go_read, _go_write = os.pipe()
+if os.fork() == 0:
+    os.close(_go_write)
+    if os.read(_go_read, 1):
+        hogs("decision")
+    while True:
+        time.sleep(3600)
+os.close(_go_read)
+hogs("start")
 
 sys.stdout.flush()
 import botlib  # noqa: E402 - after the hogs have started, see the docstring
@@ -126,8 +143,8 @@ THINK_CPU_MS = int(os.environ.get("THINK_CPU_MS", "0"))
 async def think_then_lowest(stream: botlib.Stream, request: object, n: int) -> None:
     """Spend ``THINK_CPU_MS`` of CPU time (a bot that searches), then the lowest card(s);
     the spinners start at the first request."""
-    if n == 1 and "cpu" in HOG:
-        spinners()
+    if n == 1:
+        os.write(_go_write, b"!")
     end = time.process_time() + THINK_CPU_MS / 1000
     while time.process_time() < end:
         pass

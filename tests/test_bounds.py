@@ -10,6 +10,7 @@ made) and checks the one line said at start and the resource limits that stand i
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 import sys
@@ -25,12 +26,13 @@ from bots.harness import (
     check_finished,
     collect_reports,
     new_marker,
+    run,
     run_match,
     toml_text,
 )
 
 from referee.match import cgroups
-from referee.match.botlog import truncation_line
+from referee.match.botlog import BotLog, truncation_line
 from referee.match.bots import Limits
 from referee.match.runner import Clock, MatchResult
 from referee.match.sandbox import Sandbox
@@ -140,6 +142,43 @@ def test_the_default_limits_let_a_runtime_start_and_stop_a_fork_bomb() -> None:
     assert 64 <= limits.processes <= 1024  # a JVM's threads fit; 300 children do not
     assert limits.log_mb <= 16
     assert 0 < limits.cpus <= 2
+
+
+async def _through_log(log: BotLog, data: bytes) -> None:
+    """Write ``data`` into ``log``'s pipe and wait until the referee's side has read it."""
+
+    def write_all() -> None:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(log.write_end, view) :]
+
+    seen = log.written + log.dropped + len(data)
+    await asyncio.to_thread(write_all)  # a bot's write may wait for the referee to read
+    async with asyncio.timeout(10):
+        while log.written + log.dropped < seen:
+            await asyncio.sleep(0.001)  # polling the reader's count, within a deadline
+
+
+def test_a_log_is_capped_per_match_and_keeps_its_tail_when_the_writer_ends(
+    tmp_path: Path,
+) -> None:
+    async def scenario() -> None:
+        log = BotLog(tmp_path / "bot.log", 1 << 20)
+        writer = os.dup(log.write_end)
+        log.start()  # the referee's copy of the write end is closed; the bot keeps its own
+        log.write_end = writer
+        log.another_match()
+        await _through_log(log, b"a" * (1 << 20) + b"b" * 10)
+        log.another_match()  # a pooled bot lent to its next match: as much again
+        await _through_log(log, b"c" * 5)
+        os.write(writer, b"the end\n")
+        os.close(writer)  # the bot ended: what it wrote last is read before the log closes
+        await log.finish()
+
+    run(scenario())
+    text = (tmp_path / "bot.log").read_bytes()
+    line = truncation_line(1 << 20)
+    assert text == b"a" * (1 << 20) + line + b"ccccc" + b"the end\n"
 
 
 # -- real matches --------------------------------------------------------------------------

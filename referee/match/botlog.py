@@ -1,10 +1,10 @@
 """A started bot's stdout and stderr: a pipe the referee reads into the bot's log file,
-up to a cap.
+up to a cap per match.
 
 A bot never holds the log file itself: it could write without end (hundreds of MiB in
 seconds), or reserve the disk with ``fallocate``, which a pipe refuses. The referee reads
 the pipe from its event loop without ever blocking on it, writes up to the cap (a bot's
-``[limits] log_mb``) and then one line saying the rest was left out. Past the cap it still
+``[limits] log_mb`` for each match the process plays) and then one line saying the rest was left out. Past the cap it still
 empties the pipe, so that a bot writing a little too much keeps running, but at most
 :data:`DRAIN_BYTES` every :data:`DRAIN_INTERVAL_S`: a bot flooding its output slows itself,
 not the referee. Once the bot has ended, :meth:`BotLog.finish` reads what is left in the
@@ -42,7 +42,10 @@ class BotLog:
 
     def __init__(self, path: Path, cap_bytes: int) -> None:
         self.path = path
+        #: How much may be written to the log (grows with every match of a pooled bot).
         self.cap_bytes = cap_bytes
+        self._per_match = cap_bytes
+        self._matches = 0
         #: Bytes written to the log (the truncation line left out).
         self.written = 0
         #: Bytes the bot wrote that were dropped past the cap.
@@ -58,6 +61,15 @@ class BotLog:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._eof = asyncio.Event()
         self._later: asyncio.TimerHandle | None = None
+
+    def another_match(self) -> None:
+        """The process is lent to a match (a pooled bot plays many): the first is covered
+        by the cap it started with, each later one adds as much again, and output dropped
+        before is not made up for."""
+        self._matches += 1
+        if self._matches > 1:
+            self.cap_bytes = self.written + self._per_match
+            self.truncated = False
 
     def start(self) -> None:
         """Start reading (once the bot holds the write end, which the referee closes)."""
@@ -95,7 +107,7 @@ class BotLog:
         self._file.write(kept)
         self.written += len(kept)
         if len(kept) < len(data) and not self.truncated:
-            self._file.write(truncation_line(self.cap_bytes))
+            self._file.write(truncation_line(self._per_match))
             self.truncated = True
         self._file.flush()
         self.dropped += len(data) - len(kept)

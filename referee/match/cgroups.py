@@ -482,15 +482,28 @@ def _probe(root: Path) -> Cgroups:
 
 
 def _enable(hierarchy: Hierarchy) -> None:
-    """Turn the controllers on for the children of the referee's own v2 group."""
+    """Turn the controllers on for the children of the referee's own v2 group.
+
+    A v2 group other than the root that holds processes cannot pass controllers on ("no
+    internal processes"). Where the referee is the only process of its group (a container
+    whose first process it is, a ``systemd-run --scope -p Delegate=yes``), it moves itself
+    into a leaf of its own first, ``sticheln-referee-PID-self``; with other processes
+    there, the referee needs a delegated group of its own.
+    """
     control = hierarchy.own / "cgroup.subtree_control"
     enabled = set(control.read_text().split())
-    wanted = [c for c in hierarchy.controllers if c not in enabled]
-    if wanted:
-        # A v2 group that holds processes (other than the root) cannot pass controllers
-        # on ("no internal processes"): the referee then needs a delegated group whose
-        # processes sit in a leaf of their own (see docs/operations.md).
-        _write(control, " ".join(f"+{c}" for c in wanted))
+    wanted = " ".join(f"+{c}" for c in hierarchy.controllers if c not in enabled)
+    if not wanted:
+        return
+    try:
+        _write(control, wanted)
+    except OSError as exc:
+        if exc.errno != errno.EBUSY or _procs([hierarchy.own]) != [os.getpid()]:
+            raise
+        leaf = hierarchy.own / f"sticheln-referee-{os.getpid()}-self"
+        leaf.mkdir(exist_ok=True)
+        _write(leaf / "cgroup.procs", str(os.getpid()))
+        _write(control, wanted)
 
 
 _SYSTEM: dict[tuple[int, str], Cgroups | CgroupUnavailable] = {}

@@ -14,6 +14,7 @@ import asyncio
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,7 @@ from bots.harness import (
     check_finished,
     collect_reports,
     new_marker,
+    processes_with,
     run,
     run_match,
     toml_text,
@@ -233,6 +235,60 @@ def test_fallocate_cannot_reserve_2_gib_on_stdout_or_in_tmp(tmp_path: Path, mark
     assert said["fallocate tmp"] == "refused (No space left on device)", said
     log = next((tmp_path / "out" / "logs").glob("*hog*.log"))
     assert log.stat().st_blocks * 512 < 1 << 20
+
+
+def _bot_files(
+    tmp_path: Path, marker: str, bots: list[tuple[str, str, dict[str, str]]]
+) -> list[Path]:
+    files = []
+    for name, script, env in bots:
+        table: dict[str, Any] = {
+            "name": name,
+            "command": [sys.executable, script, f"--marker={marker}"],
+            "workdir": str(BOTS_DIR),
+            "env": env,
+            "limits": {"processes": 32},
+        }
+        files.append(tmp_path / f"{name}.toml")
+        files[-1].write_text(toml_text(table))
+    return files
+
+
+def test_a_killed_referee_leaves_no_cgroup_and_no_process(tmp_path: Path) -> None:
+    system = _cgroups()
+    marker = new_marker()
+    slow = {"SLEEP_MS": "100"}
+    files = _bot_files(
+        tmp_path,
+        marker,
+        [
+            ("ann", "lowest_bot.py", slow),
+            ("ben", "lowest_bot.py", slow),
+            ("bomb", "hog_bot.py", {"HOG": "forkbomb", "FORKS": "400", **slow}),
+        ],
+    )
+    referee = subprocess.Popen(
+        [sys.executable, "-m", "referee.cli", "match"]
+        + [x for f in files for x in ("--bot", str(f))]
+        + ["--decision-ms", "3000", "--startup-ms", "15000", "--out", str(tmp_path / "out")],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    subtrees = [h.own / f"sticheln-referee-{referee.pid}" for h in system.hierarchies]
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and len(processes_with(marker, bots_only=True)) < 3:
+            time.sleep(0.02)  # polling /proc until the bots run, within a deadline
+        assert len(processes_with(marker, bots_only=True)) >= 3, "the bots never started"
+        assert all(s.is_dir() for s in subtrees)
+    finally:
+        referee.kill()
+        referee.wait()
+    assert_no_processes(marker, within=10)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and any(s.exists() for s in subtrees):
+        time.sleep(0.02)  # the watchdog is removing them
+    assert not [s for s in subtrees if s.exists()]
 
 
 def test_without_a_cgroup_the_referee_says_so_once_and_rlimits_hold(tmp_path: Path) -> None:

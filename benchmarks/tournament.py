@@ -253,6 +253,26 @@ def socket_server_ms(count: int = 20) -> list[float]:
     return eventloop.run(measure())
 
 
+def cgroup_ms(count: int = 20) -> list[float]:
+    """Milliseconds to make one bot's cgroup with its limits and to remove it again."""
+    from referee.match.bots import Limits
+
+    system = cgroups.system()
+    if not isinstance(system, cgroups.Cgroups):
+        return []
+
+    async def measure() -> list[float]:
+        times = []
+        for _ in range(count):
+            t0 = time.perf_counter()
+            group = system.make(Limits())
+            await group.close()
+            times.append((time.perf_counter() - t0) * 1000)
+        return times
+
+    return eventloop.run(measure())
+
+
 def hog_match(hog: bool, seed: int) -> tuple[float, int]:
     """(decisions per second of think time, decisions) of the three honest seats of one
     jailed match, the fourth seat a hog (``hog``) or another honest bot."""
@@ -332,12 +352,14 @@ def sandbox_bench(runs: int, starts: int) -> list[float]:
                     flush=True,
                 )
     sockets = socket_server_ms()
+    groups = cgroup_ms()
     base, jail = med(starts_ms["bubblewrap"]), med(starts_ms["jail"])
     print(
         f"median bot start to Hello: none {med(starts_ms['none']):.1f} ms, bubblewrap alone "
         f"{base:.1f} ms (+{base - med(starts_ms['none']):.1f} ms per bot process; of which its "
         f"socket's gRPC server opened and closed: {med(sockets):.2f} ms), the whole jail "
-        f"{jail:.1f} ms (+{jail - base:.1f} ms over bubblewrap alone; target < 50 ms)"
+        f"{jail:.1f} ms (+{jail - base:.1f} ms over bubblewrap alone; target < 50 ms; of which "
+        f"its cgroup made and removed: {med(groups) if groups else float('nan'):.2f} ms)"
     )
     print(
         "median duplicate mode: "

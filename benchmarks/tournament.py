@@ -198,36 +198,44 @@ def grpc_floor_us(parallel: int, roundtrips: int = 1500) -> float:
     return eventloop.run(measure())
 
 
-def bot_start_ms(sandbox: str, starts: int) -> list[float]:
-    """Milliseconds from spawning the random bot to its completed handshake, ``starts``
-    times one after another, with the sandbox ``sandbox`` ("bubblewrap" or "none")."""
+def bot_start_ms(starts: int) -> dict[str, list[float]]:
+    """Milliseconds from spawning the random bot to its completed handshake, per setting
+    of :data:`JAILS`: ``starts`` starts of each, one after another, the settings taking
+    turns (so that a change in the machine's load meets each alike)."""
     spec = bot_from_table(
         {"name": "random", "command": [sys.executable, "python/random_bot.py"]},
         base=ROOT / "sample_bots",
     )
 
-    async def measure() -> list[float]:
-        server = RefereeServer(sandbox=Sandbox(sandbox))
-        await server.start("127.0.0.1", 0)
-        times = []
+    async def measure() -> dict[str, list[float]]:
+        servers = {}
+        for name, mode, _ in JAILS:
+            servers[name] = RefereeServer(sandbox=Sandbox(mode))
+            await servers[name].start("127.0.0.1", 0)
+        times: dict[str, list[float]] = {name: [] for name, _, _ in JAILS}
         try:
             with tempfile.TemporaryDirectory(prefix="sticheln-bench-") as tmp:
                 for n in range(starts + 1):
-                    slot = server.registry.open_seat("bench", n, "random")
-                    t0 = time.perf_counter()
-                    process = await start_bot(server, spec, [slot], Path(tmp) / f"{n}.log")
-                    why = await await_handshake(slot, process, 30.0)
-                    elapsed = time.perf_counter() - t0
-                    if why:
-                        raise SystemExit(f"the bot did not start: {why}")
-                    assert slot.stream is not None
-                    slot.stream.end()
-                    await process.stop()
-                    server.registry.close_seat(slot)
-                    if n:  # the first start warms the file cache
-                        times.append(elapsed * 1000)
+                    for name, _, per_bot in JAILS:
+                        server = servers[name]
+                        slot = server.registry.open_seat("bench", n, "random")
+                        with _Bounds(per_bot):
+                            t0 = time.perf_counter()
+                            log = Path(tmp) / f"{name}-{n}.log"
+                            process = await start_bot(server, spec, [slot], log)
+                            why = await await_handshake(slot, process, 30.0)
+                            elapsed = time.perf_counter() - t0
+                        if why:
+                            raise SystemExit(f"the bot did not start: {why}")
+                        assert slot.stream is not None
+                        slot.stream.end()
+                        await process.stop()
+                        server.registry.close_seat(slot)
+                        if n:  # the first start warms the file cache
+                            times[name].append(elapsed * 1000)
         finally:
-            await server.stop(0)
+            for server in servers.values():
+                await server.stop(0)
         return times
 
     return eventloop.run(measure())
@@ -325,18 +333,26 @@ def sandbox_bench(runs: int, starts: int) -> list[float]:
     duplicate: dict[str, list[float]] = {name: [] for name, _, _ in JAILS}
     hogged: dict[bool, list[float]] = {False: [], True: []}
     for run in range(runs):
+        steal = Steal()
+        times = bot_start_ms(starts)
+        steals.append(steal.percent())
+        for name, _, _ in JAILS:
+            starts_ms[name].append(med(times[name]))
+        print(
+            f"sandbox run {run + 1}: bot start to Hello median "
+            + ", ".join(f"{name} {med(times[name]):.1f} ms" for name, _, _ in JAILS)
+            + f" (of {starts} each, taking turns), CPU stolen by the host {steals[-1]:.0f}%",
+            flush=True,
+        )
         for name, mode, per_bot in JAILS:
             steal = Steal()
             with _Bounds(per_bot):
-                times = bot_start_ms(mode, starts)
                 rate, _, n = one_run(1, run + 1, 8, mode="duplicate", bots=4, sandbox=mode)
-            starts_ms[name].append(med(times))
             duplicate[name].append(rate)
             steals.append(steal.percent())
             print(
-                f"sandbox run {run + 1} {name}: bot start to Hello median {med(times):.1f} ms "
-                f"(of {len(times)}), duplicate mode {n} matches {rate:.2f} matches/s, CPU "
-                f"stolen by the host {steals[-1]:.0f}%",
+                f"sandbox run {run + 1} {name}: duplicate mode {n} matches {rate:.2f} "
+                f"matches/s, CPU stolen by the host {steals[-1]:.0f}%",
                 flush=True,
             )
         if isinstance(cgroups.system(), cgroups.Cgroups):

@@ -30,6 +30,16 @@ Then the bot sandbox (``--sandbox-runs``, 0 to skip; ``--sandbox-only`` for noth
 - duplicate mode's matches/s with and without the sandbox: four random bots, one table,
   two deals of four seatings each (every match starts its four processes afresh).
 
+Each is measured three ways: no sandbox; bubblewrap alone (no cgroup per bot: the
+resource limits that stand in for one, as on a host where none can be made); and the
+whole jail (bubblewrap and a cgroup per bot, :mod:`referee.match.cgroups`). The jail's
+extra start-up cost per bot is the whole jail's median over bubblewrap alone. Last, the
+honest seats' speed under a hostile one: a match of three random bots and
+``tests/bots/hog_bot.py``, which at its first decision starts a fork bomb, four children
+holding 200 MiB each and 64 spinning children, against the same match with a fourth
+random bot instead; the figure is the honest seats' decisions per second of their own
+think time (from request sent to answer received, as the referee measures it).
+
 Prints every run (with the share of CPU time the hypervisor stole meanwhile, see
 ``benchmarks/machine.py``) and the median of ``--runs`` runs per setting, then a warning
 when a run had more than 5% stolen. The last line is exactly:
@@ -52,16 +62,48 @@ from types import ModuleType
 from machine import Steal, loaded_warning
 
 from referee.config.bots import bot_from_table
+from referee.match import cgroups
 from referee.match.metrics import RefereeMetrics
 from referee.match.pool import await_handshake, start_bot
+from referee.match.runner import Clock, MatchRunner
 from referee.match.sandbox import Sandbox
 from referee.match.server import RefereeServer
 from referee.results.store import Store
+from referee.rules import preset
 from referee.runtime import eventloop, logs
 from referee.tournament.config import config_from_table
 from referee.tournament.run import run_tournament
 
 ROOT = Path(__file__).resolve().parent.parent
+
+#: The sandbox part's settings: (name, sandbox mode, cgroups per bot).
+JAILS = (("none", "none", False), ("bubblewrap", "bubblewrap", False), ("jail", "bubblewrap", True))
+
+
+class _Bounds:
+    """Bots started meanwhile get a cgroup each (``per_bot``) or none (the resource limits
+    that stand in for one, as where no cgroup can be made)."""
+
+    def __init__(self, per_bot: bool) -> None:
+        self.per_bot = per_bot
+        self.before: str | None = None
+
+    def __enter__(self) -> None:
+        import os
+
+        self.before = os.environ.get(cgroups.ROOT_VARIABLE)
+        if self.per_bot:
+            os.environ.pop(cgroups.ROOT_VARIABLE, None)
+        else:  # a folder that holds no cgroup file system
+            os.environ[cgroups.ROOT_VARIABLE] = tempfile.gettempdir()
+
+    def __exit__(self, *exc: object) -> None:
+        import os
+
+        if self.before is None:
+            os.environ.pop(cgroups.ROOT_VARIABLE, None)
+        else:
+            os.environ[cgroups.ROOT_VARIABLE] = self.before
 
 
 def one_run(
@@ -156,36 +198,44 @@ def grpc_floor_us(parallel: int, roundtrips: int = 1500) -> float:
     return eventloop.run(measure())
 
 
-def bot_start_ms(sandbox: str, starts: int) -> list[float]:
-    """Milliseconds from spawning the random bot to its completed handshake, ``starts``
-    times one after another, with the sandbox ``sandbox`` ("bubblewrap" or "none")."""
+def bot_start_ms(starts: int) -> dict[str, list[float]]:
+    """Milliseconds from spawning the random bot to its completed handshake, per setting
+    of :data:`JAILS`: ``starts`` starts of each, one after another, the settings taking
+    turns (so that a change in the machine's load meets each alike)."""
     spec = bot_from_table(
         {"name": "random", "command": [sys.executable, "python/random_bot.py"]},
         base=ROOT / "sample_bots",
     )
 
-    async def measure() -> list[float]:
-        server = RefereeServer(sandbox=Sandbox(sandbox))
-        await server.start("127.0.0.1", 0)
-        times = []
+    async def measure() -> dict[str, list[float]]:
+        servers = {}
+        for name, mode, _ in JAILS:
+            servers[name] = RefereeServer(sandbox=Sandbox(mode))
+            await servers[name].start("127.0.0.1", 0)
+        times: dict[str, list[float]] = {name: [] for name, _, _ in JAILS}
         try:
             with tempfile.TemporaryDirectory(prefix="sticheln-bench-") as tmp:
                 for n in range(starts + 1):
-                    slot = server.registry.open_seat("bench", n, "random")
-                    t0 = time.perf_counter()
-                    process = await start_bot(server, spec, [slot], Path(tmp) / f"{n}.log")
-                    why = await await_handshake(slot, process, 30.0)
-                    elapsed = time.perf_counter() - t0
-                    if why:
-                        raise SystemExit(f"the bot did not start: {why}")
-                    assert slot.stream is not None
-                    slot.stream.end()
-                    await process.stop()
-                    server.registry.close_seat(slot)
-                    if n:  # the first start warms the file cache
-                        times.append(elapsed * 1000)
+                    for name, _, per_bot in JAILS:
+                        server = servers[name]
+                        slot = server.registry.open_seat("bench", n, "random")
+                        with _Bounds(per_bot):
+                            t0 = time.perf_counter()
+                            log = Path(tmp) / f"{name}-{n}.log"
+                            process = await start_bot(server, spec, [slot], log)
+                            why = await await_handshake(slot, process, 30.0)
+                            elapsed = time.perf_counter() - t0
+                        if why:
+                            raise SystemExit(f"the bot did not start: {why}")
+                        assert slot.stream is not None
+                        slot.stream.end()
+                        await process.stop()
+                        server.registry.close_seat(slot)
+                        if n:  # the first start warms the file cache
+                            times[name].append(elapsed * 1000)
         finally:
-            await server.stop(0)
+            for server in servers.values():
+                await server.stop(0)
         return times
 
     return eventloop.run(measure())
@@ -211,38 +261,138 @@ def socket_server_ms(count: int = 20) -> list[float]:
     return eventloop.run(measure())
 
 
+def cgroup_ms(count: int = 20) -> list[float]:
+    """Milliseconds to make one bot's cgroup with its limits and to remove it again."""
+    from referee.match.bots import Limits
+
+    system = cgroups.system()
+    if not isinstance(system, cgroups.Cgroups):
+        return []
+
+    async def measure() -> list[float]:
+        times = []
+        for _ in range(count):
+            t0 = time.perf_counter()
+            group = system.make(Limits())
+            await group.close()
+            times.append((time.perf_counter() - t0) * 1000)
+        return times
+
+    return eventloop.run(measure())
+
+
+def hog_match(hog: bool, seed: int) -> tuple[float, int]:
+    """(decisions per second of think time, decisions) of the three honest seats of one
+    jailed match, the fourth seat a hog (``hog``) or another honest bot."""
+    honest = {"command": [sys.executable, "python/random_bot.py"]}
+    bots = [
+        bot_from_table({"name": f"random{i}", **honest}, base=ROOT / "sample_bots")
+        for i in range(3)
+    ]
+    if hog:
+        fourth = {
+            "name": "hog",
+            "command": [sys.executable, "hog_bot.py"],
+            "env": {"HOG": "forkbomb+memory+cpu", "HOG_AT": "decision", "HOLD_MB": "200"},
+            "limits": {"memory_mb": 1024},
+        }
+        bots.append(bot_from_table(fourth, base=ROOT / "tests" / "bots"))
+    else:
+        bots.append(bot_from_table({"name": "random3", **honest}, base=ROOT / "sample_bots"))
+
+    async def play() -> tuple[float, int]:
+        server = RefereeServer(sandbox=Sandbox("bubblewrap"))
+        await server.start("127.0.0.1", 0)
+        try:
+            with tempfile.TemporaryDirectory(prefix="sticheln-bench-") as tmp:
+                runner = MatchRunner(
+                    server,
+                    bots,
+                    preset("sticheln"),
+                    seed=seed,
+                    clock=Clock(decision_ms=1000, time_bank_ms=0, startup_ms=30_000),
+                    # The hog is forfeited at its first timeout (its own spinners starve
+                    # it); it runs on, with its children, until the match ends.
+                    strike_limit=1,
+                    out_dir=Path(tmp),
+                )
+                result = await runner.run()
+        finally:
+            await server.stop(0)
+        think = [t for s in result.seats[:3] for t in s.think_s]
+        return len(think) / sum(think), len(think)
+
+    return eventloop.run(play())
+
+
 def sandbox_bench(runs: int, starts: int) -> list[float]:
     """Print the sandbox's cost; return the CPU share stolen in each part."""
     med = statistics.median
     steals = []
-    starts_ms: dict[str, list[float]] = {"none": [], "bubblewrap": []}
-    duplicate: dict[str, list[float]] = {"none": [], "bubblewrap": []}
+    starts_ms: dict[str, list[float]] = {name: [] for name, _, _ in JAILS}
+    duplicate: dict[str, list[float]] = {name: [] for name, _, _ in JAILS}
+    hogged: dict[bool, list[float]] = {False: [], True: []}
     for run in range(runs):
-        for mode in ("none", "bubblewrap"):
+        steal = Steal()
+        times = bot_start_ms(starts)
+        steals.append(steal.percent())
+        for name, _, _ in JAILS:
+            starts_ms[name].append(med(times[name]))
+        print(
+            f"sandbox run {run + 1}: bot start to Hello median "
+            + ", ".join(f"{name} {med(times[name]):.1f} ms" for name, _, _ in JAILS)
+            + f" (of {starts} each, taking turns), CPU stolen by the host {steals[-1]:.0f}%",
+            flush=True,
+        )
+        for name, mode, per_bot in JAILS:
             steal = Steal()
-            times = bot_start_ms(mode, starts)
-            starts_ms[mode].append(med(times))
-            rate, _, n = one_run(1, run + 1, 8, mode="duplicate", bots=4, sandbox=mode)
-            duplicate[mode].append(rate)
+            with _Bounds(per_bot):
+                rate, _, n = one_run(1, run + 1, 8, mode="duplicate", bots=4, sandbox=mode)
+            duplicate[name].append(rate)
             steals.append(steal.percent())
             print(
-                f"sandbox run {run + 1} {mode}: bot start to Hello median {med(times):.1f} ms "
-                f"(of {len(times)}), duplicate mode {n} matches {rate:.2f} matches/s, CPU "
-                f"stolen by the host {steals[-1]:.0f}%",
+                f"sandbox run {run + 1} {name}: duplicate mode {n} matches {rate:.2f} "
+                f"matches/s, CPU stolen by the host {steals[-1]:.0f}%",
                 flush=True,
             )
+        if isinstance(cgroups.system(), cgroups.Cgroups):
+            for hog in (False, True):
+                steal = Steal()
+                speed, decisions = hog_match(hog, run + 1)
+                hogged[hog].append(speed)
+                steals.append(steal.percent())
+                print(
+                    f"sandbox run {run + 1} jail, {'a hog' if hog else 'no hog'} at the table: "
+                    f"honest seats {speed:.0f} decisions/s of think time (of {decisions}), CPU "
+                    f"stolen by the host {steals[-1]:.0f}%",
+                    flush=True,
+                )
     sockets = socket_server_ms()
-    extra = med(starts_ms["bubblewrap"]) - med(starts_ms["none"])
+    groups = cgroup_ms()
+    base, jail = med(starts_ms["bubblewrap"]), med(starts_ms["jail"])
     print(
-        f"median bot start to Hello: none {med(starts_ms['none']):.1f} ms, bubblewrap "
-        f"{med(starts_ms['bubblewrap']):.1f} ms (+{extra:.1f} ms per bot process; of which "
-        f"its socket's gRPC server opened and closed: {med(sockets):.2f} ms)"
+        f"median bot start to Hello: none {med(starts_ms['none']):.1f} ms, bubblewrap alone "
+        f"{base:.1f} ms (+{base - med(starts_ms['none']):.1f} ms per bot process; of which its "
+        f"socket's gRPC server opened and closed: {med(sockets):.2f} ms), the whole jail "
+        f"{jail:.1f} ms (+{jail - base:.1f} ms over bubblewrap alone; target < 50 ms; of which "
+        f"its cgroup made and removed: {med(groups) if groups else float('nan'):.2f} ms)"
     )
     print(
-        f"median duplicate mode: none {med(duplicate['none']):.2f} matches/s, bubblewrap "
-        f"{med(duplicate['bubblewrap']):.2f} matches/s"
+        "median duplicate mode: "
+        + ", ".join(f"{name} {med(duplicate[name]):.2f} matches/s" for name, _, _ in JAILS)
     )
-    print(f"sandbox_start_extra_ms={extra:.1f}")
+    if hogged[True]:
+        ratio = med(hogged[True]) / med(hogged[False])
+        print(
+            f"median honest seats beside a fork bomb, a memory hog and a CPU hog: "
+            f"{med(hogged[True]):.0f} decisions/s of think time, {ratio:.0%} of the same match "
+            f"without the hog ({med(hogged[False]):.0f}/s; target >= 90%)"
+        )
+    else:
+        print(f"no hog match: {cgroups.describe()}")
+    print(
+        f"sandbox_start_extra_ms={base - med(starts_ms['none']):.1f} jail_start_extra_ms={jail - base:.1f}"
+    )
     return steals
 
 

@@ -81,7 +81,17 @@ def sandbox_for(
             raise UsageError(str(exc)) from None
         if say:
             print(sandbox.describe(), file=sys.stderr)
+        _say_bounds(say)
     return sandbox
+
+
+def _say_bounds(say: bool) -> None:
+    """How started bots are bounded, in one line: always when no cgroup per bot can be
+    made here (the referee falls back to resource limits), else with ``say``."""
+    from referee.match import cgroups
+
+    if say or not isinstance(cgroups.system(), cgroups.Cgroups):
+        print(cgroups.describe(), file=sys.stderr)
 
 
 def print_aborted(result: Any) -> int:

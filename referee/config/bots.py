@@ -37,7 +37,7 @@ def bot_from_model(bot: BotTable, base: Path, source: str) -> BotSpec:
         workdir=resolve(base, bot.workdir),
         env=dict(bot.env),
         token=bot.token,
-        limits=Limits(bot.limits.cpu_seconds, bot.limits.memory_mb),
+        limits=Limits(**bot.limits.model_dump()),
         source=source,
         seats=bot.seats,
         read=read,

@@ -196,9 +196,16 @@ class LimitsTable(Table):
     """A started bot's resource limits."""
 
     cpu_seconds: Positive = Limits.cpu_seconds
-    """CPU time of the bot process (RLIMIT_CPU), in seconds."""
+    """CPU time of each bot process (RLIMIT_CPU), in seconds."""
     memory_mb: Positive = Limits.memory_mb
-    """Address space of the bot process (RLIMIT_AS), in MiB."""
+    """Memory of the whole bot, its children and /tmp included (its cgroup), and the
+    address space of each process (RLIMIT_AS), in MiB."""
+    processes: Positive = Limits.processes
+    """Processes and threads the bot may have at once (its cgroup's pids.max)."""
+    cpus: Annotated[float, Allowed("a number of CPUs > 0"), Field(gt=0, le=1024)] = Limits.cpus
+    """CPU time per second of wall time, at most (its cgroup's CPU quota), in CPUs."""
+    log_mb: Positive = Limits.log_mb
+    """How much of the bot's stdout and stderr is kept in its log, in MiB per process."""
 
 
 class BotSandboxTable(Table):

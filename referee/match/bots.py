@@ -9,8 +9,11 @@ A bot file declares either a command the referee starts for each seat::
     EXTRA = "value"
     seats = 4                                # optional: matches one process plays at once
     [limits]
-    cpu_seconds = 120                        # RLIMIT_CPU of the bot process
-    memory_mb = 2048                         # RLIMIT_AS of the bot process
+    cpu_seconds = 120                        # RLIMIT_CPU of each bot process
+    memory_mb = 2048                         # the whole bot's memory (and each process's)
+    processes = 256                          # processes and threads at once
+    cpus = 1.0                               # CPU time per second of wall time, at most
+    log_mb = 4                               # stdout and stderr kept in its log
     [sandbox]
     read = ["/opt/my-runtime"]               # more read-only paths (relative to this file)
 
@@ -27,9 +30,11 @@ in ``STICHELN_TOKEN``. A bot that declares ``seats = N`` can play N matches at o
 tournament's bot pool starts it with ``STICHELN_SEATS=N`` as well, and the process opens
 N streams with that one token, each serving one match at a time (see
 :mod:`referee.match.pool`); started for a single seat, it gets no ``STICHELN_SEATS``. It runs in
-its own process group; its stdout and stderr go to a
-per-bot log file; the whole group is killed when the match ends or the referee exits,
-and by the :mod:`~referee.match.watchdog` when the referee is killed.
+its own process group and its own control group (:mod:`referee.match.cgroups`: bounds
+for the whole process tree); its stdout and stderr go through a pipe into a per-bot log
+file, up to ``log_mb`` (:mod:`referee.match.botlog`); the whole group is killed when the
+match ends or the referee exits, and by the :mod:`~referee.match.watchdog` when the
+referee is killed.
 """
 
 from __future__ import annotations
@@ -44,7 +49,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from referee.match import watchdog
+from referee.match import cgroups, watchdog
 from referee.match.sandbox import SandboxPolicy, bot_environment, bwrap_descriptors
 
 #: The variables the referee sets for a started bot (a bot file's ``env`` cannot).
@@ -60,10 +65,19 @@ class BotConfigError(ValueError):
 
 @dataclass(frozen=True)
 class Limits:
-    """Resource limits for a launched bot process."""
+    """Resource limits for a launched bot (applied by :func:`referee.match.cgroups.bound`)."""
 
+    #: CPU time of each process (RLIMIT_CPU), in seconds.
     cpu_seconds: int = 600
+    #: Memory of the whole bot, children and ``/tmp`` included (its cgroup), and the
+    #: address space of each process (RLIMIT_AS), in MiB.
     memory_mb: int = 4096
+    #: Processes and threads the bot may have at once (``pids.max``).
+    processes: int = 256
+    #: CPU time per second of wall time, at most (the cgroup's CPU quota), in CPUs.
+    cpus: float = 1.0
+    #: How much of its stdout and stderr is kept in its log per started process, in MiB.
+    log_mb: int = 4
 
 
 @dataclass(frozen=True)
@@ -95,16 +109,25 @@ _LIVE: weakref.WeakSet[BotProcess] = weakref.WeakSet()
 class BotProcess:
     """One started bot process (the leader of its own process group)."""
 
-    def __init__(self, spec: BotSpec, proc: asyncio.subprocess.Process, log_path: Path) -> None:
+    def __init__(
+        self,
+        spec: BotSpec,
+        proc: asyncio.subprocess.Process,
+        log_path: Path,
+        bounds: cgroups.Bounds | None = None,
+    ) -> None:
         self.spec = spec
         self.proc = proc
         self.log_path = log_path
+        #: The bot's control group and output pipe (None: started without).
+        self.bounds = bounds
         #: Why a stream this process opened was refused, when the server could tell
         #: (:mod:`referee.match.peers`); "" otherwise.
         self.refusal = ""
         #: The Unix socket made for this process alone (a sandboxed bot), else "".
         self.origin = ""
         self._after_exit: asyncio.Future[None] | None = None
+        self._ended_by = ""
         #: The process is bubblewrap, with the bot inside its sandbox.
         self.sandboxed = False
         _LIVE.add(self)
@@ -153,6 +176,7 @@ class BotProcess:
                 if policy is None
                 else held.enter_context(bwrap_descriptors(policy, spec.command))
             )
+            bounds = cgroups.bound(spec.limits, policy, log_path)
             argv = [
                 sys.executable,
                 "-m",
@@ -160,29 +184,38 @@ class BotProcess:
                 f"--cpu-seconds={spec.limits.cpu_seconds}",
                 f"--memory-mb={spec.limits.memory_mb}",
                 *(f"--pass-fd={fd}" for fd in fds),
+                *bounds.launch_arguments,
                 "--",
                 *command,
             ]
-            log = held.enter_context(open(log_path, "ab"))
-            proc = await asyncio.create_subprocess_exec(
-                *argv,
-                cwd=spec.workdir,
-                env=env,
-                stdin=asyncio.subprocess.DEVNULL,
-                stdout=log,
-                stderr=log,
-                start_new_session=True,
-                pass_fds=fds,
-            )
-        bot = cls(spec, proc, log_path)
+            try:
+                proc = await asyncio.create_subprocess_exec(
+                    *argv,
+                    cwd=spec.workdir,
+                    env=env,
+                    stdin=asyncio.subprocess.DEVNULL,
+                    stdout=bounds.log.write_end,
+                    stderr=bounds.log.write_end,
+                    start_new_session=True,
+                    pass_fds=fds,
+                )
+            except BaseException:
+                bounds.abandon()
+                raise
+        bounds.log.start()
+        bot = cls(spec, proc, log_path, bounds)
         bot.sandboxed = policy is not None
-        if on_exit is not None:
-            bot._after_exit = asyncio.ensure_future(bot._run_after_exit(on_exit))
+        bot._after_exit = asyncio.ensure_future(bot._run_after_exit(on_exit))
         return bot
 
-    async def _run_after_exit(self, on_exit: Callable[[], Awaitable[None]]) -> None:
+    async def _run_after_exit(self, on_exit: Callable[[], Awaitable[None]] | None) -> None:
         await self.proc.wait()
-        await on_exit()
+        # What the bot's bounds did to it is read before its group goes.
+        if self.bounds is not None:
+            self._ended_by = self.bounds.describe_end()
+            await self.bounds.close()
+        if on_exit is not None:
+            await on_exit()
 
     @property
     def returncode(self) -> int | None:
@@ -196,6 +229,9 @@ class BotProcess:
             return "still running"
         if self.sandboxed and code > 128:
             code = 128 - code  # bubblewrap exits with 128 + the signal that killed the bot
+        ended_by = self._ended_by or (self.bounds.describe_end() if self.bounds else "")
+        if ended_by:
+            return ended_by
         if code < 0:
             try:
                 return f"killed by {signal.Signals(-code).name}"

@@ -1,8 +1,9 @@
 """Start a bot command under resource limits: ``python -m referee.match.launch [limits] -- CMD...``.
 
-The referee starts every command bot through this small launcher, which sets the limits
-on itself, closes every descriptor but stdio and those it is told to pass on, and then
-replaces itself with the bot (``exec``), so the limits apply to the bot and everything it
+The referee starts every command bot through this small launcher, which joins the bot's
+control group (made by :mod:`referee.match.cgroups`), sets the limits on itself, closes
+every descriptor but stdio and those it is told to pass on, and then replaces itself with
+the bot (``exec``), so the group and the limits apply to the bot and everything it
 starts. Doing it here rather than in a ``preexec_fn`` keeps the referee's own (threaded)
 process safe; closing the descriptors here covers every way the referee may spawn it (an
 event loop's ``close_fds`` is not to be relied on: uvloop's let the referee's inherited
@@ -35,6 +36,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--cpu-seconds", type=int, required=True)
     parser.add_argument("--memory-mb", type=int, required=True)
     parser.add_argument("--pass-fd", type=int, action="append", default=[])
+    # The bot's control group, one folder per hierarchy (referee.match.cgroups) ...
+    parser.add_argument("--cgroup", action="append", default=[])
+    # ... or, where none could be made, the resource limits that stand in for it.
+    parser.add_argument("--nproc", type=int)
+    parser.add_argument("--fsize-bytes", type=int)
     parser.add_argument("command", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
@@ -44,6 +50,18 @@ def main(argv: list[str] | None = None) -> None:
     # environment the referee gave it, and nothing of that tuning.
     grpcenv.restore()
     close_inherited(args.pass_fd)
+    # Into the bot's group before anything of the bot runs or forks.
+    for folder in args.cgroup:
+        try:
+            with open(os.path.join(folder, "cgroup.procs"), "w", encoding="ascii") as f:
+                f.write(str(os.getpid()))
+        except OSError as exc:
+            print(f"referee.match.launch: cannot join {folder}: {exc.strerror}", file=sys.stderr)
+            sys.exit(125)
+    if args.nproc is not None:
+        resource.setrlimit(resource.RLIMIT_NPROC, (args.nproc, args.nproc))
+    if args.fsize_bytes is not None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (args.fsize_bytes, args.fsize_bytes))
     resource.setrlimit(resource.RLIMIT_CPU, (args.cpu_seconds, args.cpu_seconds + 5))
     memory = args.memory_mb * 1024 * 1024
     resource.setrlimit(resource.RLIMIT_AS, (memory, memory))

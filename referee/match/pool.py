@@ -227,6 +227,8 @@ class BotPool:
 
     def _lend(self, bot: PooledBot, match_id: str) -> PooledBot:
         bot.matches += 1
+        if bot.process.bounds is not None:
+            bot.process.bounds.log.another_match()  # its log's cap is per match
         bot.match_id = match_id
         if match_id:
             self._claims.setdefault(match_id, set()).add(bot.launch)

@@ -328,7 +328,7 @@ class Sandbox:
 
     @property
     def as_root(self) -> bool:
-        """The referee runs as root: bots are dropped to :attr:`bot_user`."""
+        """The referee runs as root: each bot is dropped to a uid of its own (:meth:`lease_user`)."""
         return os.geteuid() == 0
 
     def describe(self) -> str:

@@ -8,7 +8,8 @@ process waits for a parent that is gone, without its own death signal yet). The
 watchdog closes both gaps. It is a small separate process, started with the first bot,
 that reads the process groups to guard from a pipe (``+PGID`` when a bot starts,
 ``-PGID`` once it has been stopped) and the folders to remove (the referee's private
-socket folders). The kernel closes the pipe when the referee ends, and at end of file the
+socket folders) and the referee's cgroup subtrees (:mod:`referee.match.cgroups`: every
+process left in them is killed, then they are removed). The kernel closes the pipe when the referee ends, and at end of file the
 watchdog kills every group it still guards, removes those folders, and exits.
 
 The pipe's write end is close-on-exec, so no bot inherits it (a bot holding it open
@@ -30,11 +31,12 @@ from pathlib import Path
 #: The watchdog's whole program (run by ``python -I -S -c``, so that it starts in a few
 #: milliseconds and imports nothing of the referee).
 PROGRAM = """
-import os, shutil, signal, sys
+import os, shutil, signal, sys, time
 for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
     signal.signal(sig, signal.SIG_IGN)
 guarded = set()
 folders = set()
+cgroups = set()
 for line in sys.stdin.buffer:
     kind, what = line[:1], line[1:-1]
     if kind in b"+-":
@@ -45,6 +47,8 @@ for line in sys.stdin.buffer:
         (guarded.add if kind == b"+" else guarded.discard)(pgid)
     elif kind in b"df" and what:
         (folders.add if kind == b"d" else folders.discard)(what)
+    elif kind in b"cu" and what:
+        (cgroups.add if kind == b"c" else cgroups.discard)(what)
 for pgid in guarded:
     try:
         os.killpg(pgid, signal.SIGKILL)
@@ -52,6 +56,31 @@ for pgid in guarded:
         pass
 for folder in folders:
     shutil.rmtree(folder, ignore_errors=True)
+for tree in cgroups:
+    for group, _, _ in sorted(os.walk(tree), key=lambda w: -len(w[0])):
+        for _ in range(1000):
+            try:
+                with open(os.path.join(group, b"cgroup.kill"), "wb") as f:
+                    f.write(b"1")
+            except OSError:
+                pass
+            try:
+                with open(os.path.join(group, b"cgroup.procs"), "rb") as f:
+                    pids = [int(p) for p in f.read().split()]
+            except (OSError, ValueError):
+                pids = []
+            for pid in pids:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+            try:
+                os.rmdir(group)
+                break
+            except FileNotFoundError:
+                break
+            except OSError:
+                time.sleep(0.005)
 """
 
 _lock = threading.Lock()
@@ -114,6 +143,18 @@ def forget(folder: Path) -> None:
     """``folder`` has been removed by its owner."""
     if _watchdog is not None and _owner == os.getpid():
         _send(b"f" + _line(folder))
+
+
+def remove_cgroup_on_exit(subtree: Path) -> None:
+    """Kill every process in the cgroup ``subtree`` and remove it (the referee's bots'
+    groups) if this process ends before :func:`forget_cgroup`."""
+    _send(b"c" + _line(subtree))
+
+
+def forget_cgroup(subtree: Path) -> None:
+    """``subtree`` has been removed by its owner."""
+    if _watchdog is not None and _owner == os.getpid():
+        _send(b"u" + _line(subtree))
 
 
 def _line(folder: Path) -> bytes:

@@ -1,0 +1,341 @@
+"""Bounds per bot, not per process: a cgroup for each started bot, its output capped.
+
+The limits' values are tested on their own (:func:`referee.match.cgroups.settings`); every
+other test plays a real match with real bot processes in the sandbox, one of them
+``tests/bots/hog_bot.py`` (a fork bomb, a memory hog, a CPU hog, a log flood, a 2 GiB
+``fallocate``), and checks that the hog is held while the other seats finish normally and
+that nothing of it is left running. The last test forces the fallback (no cgroup can be
+made) and checks the one line said at start and the resource limits that stand in.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from bots.harness import (
+    BOTS_DIR,
+    assert_no_processes,
+    bot,
+    check_finished,
+    collect_reports,
+    new_marker,
+    processes_with,
+    run,
+    run_match,
+    toml_text,
+)
+
+from referee.match import cgroups
+from referee.match.botlog import BotLog, truncation_line
+from referee.match.bots import Limits
+from referee.match.runner import Clock, MatchResult
+from referee.match.sandbox import Sandbox
+
+pytestmark = pytest.mark.timeout(240)
+
+#: The clock of every match here: short, as in the rest of the suite.
+CLOCK = Clock(decision_ms=300, time_bank_ms=0, startup_ms=15_000)
+
+
+def _cgroups() -> cgroups.Cgroups:
+    found = cgroups.system()
+    if not isinstance(found, cgroups.Cgroups):
+        pytest.skip(f"this host cannot make a cgroup per bot: {found}")
+    return found
+
+
+@pytest.fixture
+def marker() -> Iterator[str]:
+    mark = new_marker()
+    yield mark
+    assert_no_processes(mark, within=10)
+
+
+def _play(
+    tmp_path: Path,
+    marker: str,
+    hog: str,
+    limits: dict[str, Any],
+    think_cpu_ms: int = 0,
+    **env: str,
+) -> MatchResult:
+    """A match of two honest bots (spending ``think_cpu_ms`` of CPU on each decision) and
+    the hog (seat 2); the hog's reports are collected."""
+    report = tmp_path / "report.txt"
+    think = {"THINK_CPU_MS": str(think_cpu_ms)}
+    honest = [bot("hog_bot.py", marker, name=f"honest{i}", env=think) for i in range(2)]
+    hog_bot = bot(
+        "hog_bot.py", marker, env={"HOG": hog, "HOG_REPORT": str(report), **env}, limits=limits
+    )
+    result = run_match([*honest, hog_bot], out_dir=tmp_path / "out", clock=CLOCK)
+    collect_reports(tmp_path / "out")
+    return result
+
+
+def _report(tmp_path: Path) -> list[str]:
+    path = tmp_path / "report.txt"
+    return path.read_text().splitlines() if path.exists() else []
+
+
+def _honest_finished(result: MatchResult) -> None:
+    check_finished(result)
+    for seat in result.seats[:2]:
+        assert not seat.faults, [f.detail for f in seat.faults]
+
+
+def _no_groups_left(system: cgroups.Cgroups) -> None:
+    for subtree in system.subtrees:
+        assert not subtree.exists() or not [p for p in subtree.iterdir() if p.is_dir()]
+
+
+# -- the limits' values --------------------------------------------------------------------
+
+
+def test_cgroup_v2_settings_bound_memory_without_swap_processes_and_cpu() -> None:
+    written = {
+        s.file: s.value for s in cgroups.settings(Limits(memory_mb=512, processes=64, cpus=0.5), 2)
+    }
+    assert written == {
+        "memory.max": str(512 << 20),
+        "memory.swap.max": "0",
+        "memory.oom.group": "1",
+        "pids.max": "64",
+        "cpu.weight": "100",
+        "cpu.max": "50000 100000",
+    }
+
+
+def test_cgroup_v1_settings_cover_memory_and_swap_and_set_the_limit_before_the_sum() -> None:
+    settings = cgroups.settings(Limits(memory_mb=256, processes=32, cpus=2.0), 1)
+    files = [s.file for s in settings]
+    assert files.index("memory.limit_in_bytes") < files.index("memory.memsw.limit_in_bytes")
+    written = {s.file: s.value for s in settings}
+    assert written["memory.limit_in_bytes"] == written["memory.memsw.limit_in_bytes"]
+    assert written["memory.limit_in_bytes"] == str(256 << 20)
+    assert written["pids.max"] == "32"
+    assert written["cpu.shares"] == "1024"
+    assert (written["cpu.cfs_quota_us"], written["cpu.cfs_period_us"]) == ("200000", "100000")
+    optional = {s.file for s in settings if not s.required}
+    assert optional == {"memory.memsw.limit_in_bytes"}
+
+
+def test_the_referee_subtree_weighs_as_many_processes_as_bots_it_holds() -> None:
+    assert cgroups.parent_weight(2, 0) == ("cpu.weight", "100")
+    assert cgroups.parent_weight(2, 3) == ("cpu.weight", "300")
+    assert cgroups.parent_weight(2, 500) == ("cpu.weight", "10000")
+    assert cgroups.parent_weight(1, 4) == ("cpu.shares", "4096")
+
+
+def test_an_unknown_cgroup_version_is_refused() -> None:
+    with pytest.raises(ValueError, match="version 3"):
+        cgroups.settings(Limits(), 3)
+
+
+def test_the_default_limits_let_a_runtime_start_and_stop_a_fork_bomb() -> None:
+    limits = Limits()
+    assert 64 <= limits.processes <= 1024  # a JVM's threads fit; 300 children do not
+    assert limits.log_mb <= 16
+    assert 0 < limits.cpus <= 2
+
+
+async def _through_log(log: BotLog, data: bytes) -> None:
+    """Write ``data`` into ``log``'s pipe and wait until the referee's side has read it."""
+
+    def write_all() -> None:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(log.write_end, view) :]
+
+    seen = log.written + log.dropped + len(data)
+    await asyncio.to_thread(write_all)  # a bot's write may wait for the referee to read
+    async with asyncio.timeout(10):
+        while log.written + log.dropped < seen:
+            await asyncio.sleep(0.001)  # polling the reader's count, within a deadline
+
+
+def test_a_log_is_capped_per_match_and_keeps_its_tail_when_the_writer_ends(
+    tmp_path: Path,
+) -> None:
+    async def scenario() -> None:
+        log = BotLog(tmp_path / "bot.log", 1 << 20)
+        writer = os.dup(log.write_end)
+        log.start()  # the referee's copy of the write end is closed; the bot keeps its own
+        log.write_end = writer
+        log.another_match()
+        await _through_log(log, b"a" * (1 << 20) + b"b" * 10)
+        log.another_match()  # a pooled bot lent to its next match: as much again
+        await _through_log(log, b"c" * 5)
+        os.write(writer, b"the end\n")
+        os.close(writer)  # the bot ended: what it wrote last is read before the log closes
+        await log.finish()
+
+    run(scenario())
+    text = (tmp_path / "bot.log").read_bytes()
+    line = truncation_line(1 << 20)
+    assert text == b"a" * (1 << 20) + line + b"ccccc" + b"the end\n"
+
+
+# -- real matches --------------------------------------------------------------------------
+
+
+def test_a_fork_bomb_is_held_at_pids_max(tmp_path: Path, marker: str) -> None:
+    system = _cgroups()
+    result = _play(tmp_path, marker, "forkbomb", {"processes": 48}, FORKS="400")
+    _honest_finished(result)
+    forked = [int(x.split()[1]) for x in _report(tmp_path) if x.startswith("forked ")]
+    assert forked and forked[0] < 48, _report(tmp_path)
+    _no_groups_left(system)
+
+
+def test_a_memory_hog_is_killed_alone(tmp_path: Path, marker: str) -> None:
+    system = _cgroups()
+    result = _play(tmp_path, marker, "memory", {"memory_mb": 512}, CHILDREN="4", HOLD_MB="300")
+    _honest_finished(result)
+    held = [x for x in _report(tmp_path) if x.startswith("held ")]
+    assert len(held) <= 1, held  # four children of a 512 MiB bot cannot hold 300 MiB each
+    hog = result.seats[2]
+    assert any("killed: memory limit 512 MiB" in f.detail for f in hog.faults), [
+        f.detail for f in hog.faults
+    ]
+    _no_groups_left(system)
+
+
+def test_a_cpu_hog_cannot_make_an_honest_opponent_time_out(tmp_path: Path, marker: str) -> None:
+    _cgroups()
+    # 200 spinners in the hog's group weigh as much as one honest bot's group, and take
+    # no more than its CPU quota.
+    result = _play(tmp_path, marker, "cpu", {"processes": 512}, SPINNERS="200")
+    _honest_finished(result)  # (the hog's spinners take the hog's own time: it may not)
+
+
+def test_a_log_flood_is_cut_at_the_cap_with_one_line(tmp_path: Path, marker: str) -> None:
+    result = _play(tmp_path, marker, "flood", {"log_mb": 1}, FLOOD_MB="300")
+    _honest_finished(result)
+    log = next((tmp_path / "out" / "logs").glob("*hog*.log"))
+    text = log.read_bytes()
+    line = truncation_line(1 << 20)
+    assert text.count(line) == 1
+    assert len(text) == (1 << 20) + len(line)  # the cap, the line, nothing after it
+    assert text.endswith(line)
+
+
+def test_fallocate_cannot_reserve_2_gib_on_stdout_or_in_tmp(tmp_path: Path, marker: str) -> None:
+    result = _play(tmp_path, marker, "fallocate", {})
+    _honest_finished(result)
+    said = dict(x.split(": ", 1) for x in _report(tmp_path) if x.startswith("fallocate"))
+    assert said["fallocate stdout"].startswith("refused"), said
+    assert said["fallocate tmp"] == "refused (No space left on device)", said
+    log = next((tmp_path / "out" / "logs").glob("*hog*.log"))
+    assert log.stat().st_blocks * 512 < 1 << 20
+
+
+def _bot_files(
+    tmp_path: Path, marker: str, bots: list[tuple[str, str, dict[str, str]]]
+) -> list[Path]:
+    files = []
+    for name, script, env in bots:
+        table: dict[str, Any] = {
+            "name": name,
+            "command": [sys.executable, script, f"--marker={marker}"],
+            "workdir": str(BOTS_DIR),
+            "env": env,
+            "limits": {"processes": 32},
+        }
+        files.append(tmp_path / f"{name}.toml")
+        files[-1].write_text(toml_text(table))
+    return files
+
+
+def test_a_killed_referee_leaves_no_cgroup_and_no_process(tmp_path: Path) -> None:
+    system = _cgroups()
+    marker = new_marker()
+    slow = {"SLEEP_MS": "100"}
+    files = _bot_files(
+        tmp_path,
+        marker,
+        [
+            ("ann", "lowest_bot.py", slow),
+            ("ben", "lowest_bot.py", slow),
+            ("bomb", "hog_bot.py", {"HOG": "forkbomb", "FORKS": "400", **slow}),
+        ],
+    )
+    referee = subprocess.Popen(
+        [sys.executable, "-m", "referee.cli", "match"]
+        + [x for f in files for x in ("--bot", str(f))]
+        + ["--decision-ms", "3000", "--startup-ms", "15000", "--out", str(tmp_path / "out")],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    subtrees = [h.own / f"sticheln-referee-{referee.pid}" for h in system.hierarchies]
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and len(processes_with(marker, bots_only=True)) < 3:
+            time.sleep(0.02)  # polling /proc until the bots run, within a deadline
+        assert len(processes_with(marker, bots_only=True)) >= 3, "the bots never started"
+        assert all(s.is_dir() for s in subtrees)
+    finally:
+        referee.kill()
+        referee.wait()
+    assert_no_processes(marker, within=10)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and any(s.exists() for s in subtrees):
+        time.sleep(0.02)  # the watchdog is removing them
+    assert not [s for s in subtrees if s.exists()]
+
+
+def test_without_a_cgroup_the_referee_says_so_once_and_rlimits_hold(tmp_path: Path) -> None:
+    marker = new_marker()
+    report = tmp_path / "report.txt"
+    files = []
+    for name, script, env, limits in (
+        ("ann", "lowest_bot.py", {}, {}),
+        ("ben", "lowest_bot.py", {}, {}),
+        ("bomb", "hog_bot.py", {"HOG": "forkbomb", "FORKS": "400", "HOG_REPORT": str(report)}, {}),
+    ):
+        table: dict[str, Any] = {
+            "name": name,
+            "command": [sys.executable, script, f"--marker={marker}"],
+            "workdir": str(BOTS_DIR),
+            "env": env,
+            "limits": {"processes": 32, **limits},
+        }
+        files.append(tmp_path / f"{name}.toml")
+        files[-1].write_text(toml_text(table))
+    sandbox = Sandbox()
+    # As root each bot runs as a uid leased for it alone, which runs nothing before it.
+    before = 0 if sandbox.as_root else cgroups.user_tasks(os.getuid())
+    # A folder with no cgroup file system in it: no group can be made.
+    env = {**os.environ, cgroups.ROOT_VARIABLE: str(tmp_path)}
+    try:
+        played = subprocess.run(
+            [sys.executable, "-m", "referee.cli", "match"]
+            + [x for f in files for x in ("--bot", str(f))]
+            + ["--decision-ms", "300", "--startup-ms", "15000", "--out", str(tmp_path / "out")],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=180,
+            check=False,
+        )
+    finally:
+        assert_no_processes(marker, within=10)
+    said = [x for x in played.stderr.splitlines() if x.startswith("bounds:")]
+    assert len(said) == 1 and said[0].startswith("bounds: no cgroup per bot"), played.stderr
+    collect_reports(tmp_path / "out")
+    forked = [int(x.split()[1]) for x in report.read_text().splitlines() if x.startswith("forked")]
+    # RLIMIT_NPROC holds the bot's user at what it ran already plus the bot's allowance
+    # (with a little room for the honest bots started beside it under the same user).
+    assert forked and forked[0] <= 32 + before + 16, (forked, before)
+    if "a uid of its own" in sandbox.describe():
+        # RLIMIT_NPROC counts per user: with a uid per bot, the bomb's is not the others'.
+        assert played.returncode == 0, played.stderr
+        table = [line.split() for line in played.stdout.splitlines()[2:5]]
+        assert {row[2] for row in table if row[4] == "0"} >= {"ann", "ben"}, played.stdout

@@ -11,10 +11,12 @@ import pytest
 from referee.results.store import describe_changes
 from referee.tournament.config import ConfigError, load_config
 
+# In a folder of their own: a bot's folder may never hold the output folder (results/).
 BOT = """
 [[bots]]
 name = "{name}"
 command = ["python3", "bot.py"]
+workdir = "bots"
 """
 
 

@@ -10,6 +10,9 @@ from pathlib import Path
 from referee.cli.common import (
     Subparsers,
     UsageError,
+    add_grant_flags,
+    check_reads,
+    grants_from_flags,
     run_until_done,
     sandbox_for,
     u64,
@@ -65,6 +68,7 @@ def add_parsers(sub: Subparsers) -> None:
         action="store_true",
         help="start the bot without a sandbox, as this user and with the network",
     )
+    add_grant_flags(chk)
     chk.add_argument("--log-level", default="error", choices=["debug", "info", "warning", "error"])
     chk.set_defaults(func=check_bot)
 
@@ -96,16 +100,23 @@ def check_bot(args: argparse.Namespace) -> int:
     if ways != 1:
         raise UsageError("give exactly one of: -- COMMAND..., --bot FILE, --connect")
     token = ""
+    grants, granted = grants_from_flags(args)
     try:
         if args.bot:
-            bot = load_bot(args.bot)
+            bot = load_bot(args.bot, grants)
             if bot.external:
                 raise UsageError(f"{args.bot}: the bot has no command; use --connect for it")
         elif args.connect:
             token = args.token or secrets.token_urlsafe(24)
             bot = BotSpec(name=args.name, token=token, source="--connect")
         else:
-            bot = BotSpec(name=args.name, command=tuple(command), workdir=Path.cwd())
+            bot = BotSpec(
+                name=args.name,
+                command=tuple(command),
+                workdir=Path.cwd(),
+                read=grants.read,
+                source="--",
+            )
     except BotConfigError as exc:
         raise UsageError(str(exc)) from None
     all_scenarios = scenarios(rounds=args.rounds, seats=bot.seats)
@@ -118,9 +129,15 @@ def check_bot(args: argparse.Namespace) -> int:
     if unknown:
         raise UsageError(f"unknown scenario {unknown[0]!r}; allowed: {', '.join(names)}")
     chosen = [s for s in all_scenarios if not args.scenario or s.name in args.scenario]
-    sandbox = sandbox_for("none" if args.no_sandbox else "bubblewrap", [bot])
     keep = args.out is not None
     out = Path(args.out) if keep else Path(tempfile.mkdtemp(prefix="check-bot-"))
+    try:
+        check_reads([bot], granted, out, not args.no_sandbox)
+        sandbox = sandbox_for("none" if args.no_sandbox else "bubblewrap", [bot])
+    except UsageError:
+        if not keep:
+            shutil.rmtree(out, ignore_errors=True)
+        raise
 
     def ready(address: str) -> None:
         if args.connect:

@@ -52,7 +52,7 @@ def bot_file(folder: Path, name: str, marker: str, **keys: object) -> Path:
     """A bot file in ``folder`` for ``tests/bots/lowest_bot.py`` (run in that folder),
     with more top-level keys and ``[sandbox] read`` / ``[limits]`` tables."""
     folder.mkdir(parents=True, exist_ok=True)
-    tables = {k: keys.pop(k) for k in ("sandbox", "limits") if k in keys}
+    tables = {k: keys.pop(k) for k in ("sandbox", "limits", "env") if k in keys}
     top = {
         "name": name,
         "command": [sys.executable, str(BOTS_DIR / "lowest_bot.py"), f"--marker={marker}"],
@@ -373,3 +373,48 @@ def test_an_external_bot_file_is_not_held_to_folder_rules(tmp_path: Path) -> Non
     with pytest.raises(BotConfigError, match="can never be given to a bot"):
         path.write_text('name = "x"\ncommand = "x"\nworkdir = "/"\n')
         load_bot(path)
+
+
+# -- what starts the bot outside its sandbox ----------------------------------------------
+
+
+def test_a_bot_file_may_not_set_what_the_dynamic_loader_reads(tmp_path: Path) -> None:
+    """The bot's environment is also that of the launcher and bubblewrap, which run on
+    the host: an LD_PRELOAD would load the author's library there."""
+    path = tmp_path / "b.toml"
+    for name in ("LD_PRELOAD", "LD_LIBRARY_PATH", "GCONV_PATH", "GLIBC_TUNABLES"):
+        path.write_text(f'name = "b"\ncommand = "./bot"\n[env]\n{name} = "x"\n')
+        with pytest.raises(BotConfigError) as refused:
+            load_bot(path)
+        assert str(refused.value) == (
+            f"{path}: [env] {name} is not allowed: the programs that start the bot outside "
+            "its sandbox would read it too; set it in the command instead, e.g. "
+            f'command = ["env", "{name}=...", "./bot"]'
+        )
+    # Trusted bots without a sandbox may; so may the bot's own variables.
+    path.write_text('name = "b"\ncommand = "./bot"\n[env]\nLD_PRELOAD = "x"\nMINE = "1"\n')
+    assert load_bot(path, Grants(sandboxed=False)).env["LD_PRELOAD"] == "x"
+
+
+def test_a_referee_package_in_the_bots_folder_is_not_run_by_its_launcher(
+    tmp_path: Path, marker: str
+) -> None:
+    """The launcher runs in the bot's folder before the sandbox exists; ``python -m``
+    would import a ``referee`` package from there first, as the referee's user."""
+    folder = tmp_path / "bot"
+    (folder / "referee" / "match").mkdir(parents=True)
+    escaped = tmp_path / "escaped"
+    (folder / "referee" / "__init__.py").write_text(
+        f"open({str(escaped)!r}, 'w').write('ran outside the sandbox')\n"
+    )
+    (folder / "referee" / "match" / "__init__.py").write_text("")
+    sly = bot_file(folder, "sly", marker, workdir=".", env={"PYTHONPATH": str(folder)})
+    honest = bot_file(tmp_path / "honest", "honest", marker)
+    out = tmp_path / "out"
+    played = match([sly, honest, honest], out, *READ_BOTS)
+    assert played.returncode == 0, played.stderr
+    assert not escaped.exists(), "the bot folder's code ran outside the sandbox"
+    (record,) = (out / "matches").glob("*.jsonl")
+    lines = [json.loads(x) for x in record.read_text().splitlines()]
+    assert lines[-1]["reason"] == "completed"
+    assert not [x for x in lines if x.get("type") == "fault"]

@@ -43,6 +43,26 @@ HOST_NEVER: tuple[tuple[Path, str], ...] = (
     (Path("/run"), "the host's /run (the machine's services and their sockets)"),
 )
 
+#: Variables a bot file's ``[env]`` may not set for a sandboxed bot: the bot's environment
+#: is also the environment of what starts it outside the sandbox (the referee's launcher,
+#: bubblewrap), and the dynamic loader and the C library read these when a program starts
+#: (glibc's own list of variables it ignores for privileged programs, ``GLIBC_TUNABLES``
+#: added): an ``LD_PRELOAD`` would run the bot author's code on the host.
+LOADER_VARIABLES = (
+    "GCONV_PATH",
+    "GETCONF_DIR",
+    "GLIBC_TUNABLES",
+    "HOSTALIASES",
+    "LOCALDOMAIN",
+    "LOCPATH",
+    "MALLOC_TRACE",
+    "NIS_PATH",
+    "NLSPATH",
+    "RESOLV_HOST_CONF",
+    "RES_OPTIONS",
+    "TZDIR",
+)
+
 #: The name the referee's private socket folders begin with, in the temporary folder
 #: (:meth:`referee.match.server.RefereeServer.open_bot_socket`).
 SOCKET_ROOT_PREFIX = "sticheln-sockets-"
@@ -193,6 +213,13 @@ def confine_bot_file(
         return spec  # dials in by itself: nothing of the host is given to it
     where = spec.source
     host = never_readable()
+    loader = sorted(k for k in spec.env if k.startswith("LD_") or k in LOADER_VARIABLES)
+    if loader and grants.sandboxed:
+        raise BotConfigError(
+            f"{where}: [env] {loader[0]} is not allowed: the programs that start the bot "
+            "outside its sandbox would read it too; set it in the command instead, e.g. "
+            f'command = ["env", "{loader[0]}=...", "./bot"]'
+        )
     checked = zip(asked, (spec.workdir, *spec.read), strict=True) if grants.sandboxed else ()
     for (key, written), path in checked:
         shown = f"{key} = {written!r}" + ("" if written == str(path) else f" ({path})")

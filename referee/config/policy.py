@@ -16,7 +16,9 @@ read besides the system and the referee's own packages (:mod:`referee.match.sand
   them (``/``, ``/tmp``, a folder above the output folder).
 
 A bot file's ``[limits]`` are held to the organiser's maxima (:class:`MaxLimits`):
-asking for more is refused, in one line, before any bot starts.
+asking for more is refused, in one line, before any bot starts. Its ``[env]`` may not set
+what the dynamic loader reads (:data:`LOADER_VARIABLES`, ``LD_*``): the programs that
+start the bot run outside the sandbox with the bot's environment.
 
 Every refusal is one line naming the file (or flag) and the path. docs/bot-protocol.md
 ("Who may change what") is the same policy as a table.

@@ -418,3 +418,21 @@ def test_a_referee_package_in_the_bots_folder_is_not_run_by_its_launcher(
     lines = [json.loads(x) for x in record.read_text().splitlines()]
     assert lines[-1]["reason"] == "completed"
     assert not [x for x in lines if x.get("type") == "fault"]
+
+
+def test_a_path_swapped_for_a_link_after_the_check_is_not_bound(tmp_path: Path) -> None:
+    """bubblewrap follows links when it binds: a folder the bot file named, replaced by a
+    link to the host's /proc between the check and the start, is refused at the start."""
+    from referee.match.pool import moved_path
+
+    (tmp_path / "data").mkdir()
+    path = tmp_path / "b.toml"
+    path.write_text('name = "b"\ncommand = "./bot"\n[sandbox]\nread = ["data"]\n')
+    spec = load_bot(path)
+    assert moved_path(spec) == ""
+    (tmp_path / "data").rmdir()
+    (tmp_path / "data").symlink_to("/proc")
+    assert moved_path(spec) == (
+        f"{tmp_path / 'data'} now leads to /proc: a bot's folder and the paths it reads may "
+        "not be replaced by links while the referee runs"
+    )

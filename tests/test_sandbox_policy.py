@@ -106,6 +106,19 @@ def test_a_bot_file_asking_for_proc_is_refused_and_nothing_starts(
         match([hostile, honest, honest], out, *READ_BOTS, "--read", "/proc"), out, marker
     )
     assert line.startswith("referee match: --read '/proc' can never be given to a bot")
+    # The same bot file in a tournament: refused before its first match.
+    config = tmp_path / "t.toml"
+    config.write_text(
+        f'[tournament]\nname = "t"\n[sandbox]\nread = ["{BOTS_DIR}"]\n'
+        f'[[bots]]\nfile = "{hostile}"\n[[bots]]\nfile = "{honest}"\n'
+        f'[[bots]]\nfile = "{honest}"\n'
+    )
+    ran = referee("tournament", config)
+    assert ran.returncode == 2 and not (tmp_path / "results").exists()
+    assert ran.stderr.strip() == (
+        f"referee tournament: {hostile}: [sandbox] read = '/proc' can never be given to a bot: "
+        "it is the host's /proc (every process, the other seats' tokens)"
+    )
 
 
 @pytest.mark.parametrize("path", ["/proc/1", "/sys/kernel", "/dev/shm", "/run", "/"])

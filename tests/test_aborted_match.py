@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from bots.harness import (
     BOTS_DIR,
+    READ_BOTS,
     assert_no_processes,
     bot,
     bot_table,
@@ -119,7 +120,7 @@ def test_referee_match_reports_an_aborted_match_with_exit_status_1(
         files.append(path)
     ran = subprocess.run(
         [sys.executable, "-m", "referee.cli", "match", "--out", str(tmp_path / "out")]
-        + ["--startup-ms", "30000"]
+        + ["--startup-ms", "30000", *READ_BOTS]
         + [x for f in files for x in ("--bot", str(f))],
         capture_output=True,
         text=True,

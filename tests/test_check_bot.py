@@ -51,8 +51,10 @@ def bot_file(folder: Path, script: str, **env: str) -> str:
 
 
 def check_bot(*args: str, timeout: float = 120, **env: str) -> subprocess.CompletedProcess[str]:
+    # Bot files written here run in the test or sample bots' folder: given leave to read it.
+    grants = ("--read", str(TEST_BOTS), "--read", str(SAMPLE_BOTS))
     return subprocess.run(
-        [sys.executable, "-m", "referee.cli", "check-bot", *args],
+        [sys.executable, "-m", "referee.cli", "check-bot", *grants, *args],
         capture_output=True,
         text=True,
         env=_env(**env),

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from bots.harness import BOTS_DIR, assert_no_processes, bot_table, new_marker, toml_text
+from bots.harness import BOTS_DIR, READ_BOTS, assert_no_processes, bot_table, new_marker, toml_text
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -43,7 +43,10 @@ def _a_record(tmp_path: Path, marker: str) -> Path:
         path.write_text(toml_text(bot_table("lowest_bot.py", marker, name=name)))
         bots.append(path)
     played = referee(
-        "match", *(x for b in bots for x in ("--bot", b)), "--seed", "3", "--out", tmp_path / "out"
+        "match",
+        *(x for b in bots for x in ("--bot", b)),
+        *READ_BOTS,
+        *("--seed", "3", "--out", tmp_path / "out"),
     )
     assert played.returncode == 0, played.stderr
     return next((tmp_path / "out" / "matches").glob("*.jsonl"))

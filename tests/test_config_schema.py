@@ -294,9 +294,11 @@ def test_a_broken_bot_file_is_one_line(tmp_path: Path, text: str, says: str) -> 
 def test_a_bots_paths_are_read_from_its_files_folder(tmp_path: Path) -> None:
     (tmp_path / "bots" / "jdk").mkdir(parents=True)
     path = tmp_path / "bots" / "b.toml"
-    path.write_text('name = "b"\ncommand = "x"\nworkdir = "../run"\n[sandbox]\nread = ["jdk"]\n')
+    path.write_text(
+        'name = "b"\ncommand = "x"\nworkdir = "sub/../run"\n[sandbox]\nread = ["jdk"]\n'
+    )
     bot = load_bot(path)
-    assert bot.workdir == tmp_path / "run" and bot.read == (tmp_path / "bots" / "jdk",)
+    assert bot.workdir == tmp_path / "bots" / "run" and bot.read == (tmp_path / "bots" / "jdk",)
 
 
 RANDOM = str(ROOT / "sample_bots" / "random.toml")

@@ -253,6 +253,7 @@ def test_the_cpp_bot_plays_a_match_among_the_python_sample_bots(tmp_path: Path) 
             *("--bot", str(SAMPLE_BOTS / "random.toml")),
             *("--bot", str(SAMPLE_BOTS / "heuristic.toml")),
             *("--bot", str(random_file)),
+            *("--read", str(SAMPLE_BOTS)),  # random_file's workdir: the organiser's leave
             *("--rules", "stick-em-secret", "--seed", "21", "--out", str(tmp_path / "out")),
         ],
         capture_output=True,

@@ -1,4 +1,4 @@
-"""A bot cannot flood the referee: a message over the 1 MiB limit ends its stream with
+"""A bot cannot flood the referee: a message over the 16 KiB limit ends its stream with
 RESOURCE_EXHAUSTED and a recorded cause; a seat adds a bounded number of fault lines to
 the record and the log, and the rest only as counts."""
 
@@ -36,8 +36,8 @@ def marker() -> Iterator[str]:
     assert_no_processes(mark)
 
 
-@pytest.mark.parametrize("size", [2 << 20, MESSAGE_LIMIT + 1])
-def test_a_message_over_1_mib_forfeits_the_seat_and_says_so(
+@pytest.mark.parametrize("size", [2 * MESSAGE_LIMIT, MESSAGE_LIMIT + 1])
+def test_a_message_over_the_limit_forfeits_the_seat_and_says_so(
     size: int, tmp_path: Path, marker: str
 ) -> None:
     report = tmp_path / "report"
@@ -53,14 +53,14 @@ def test_a_message_over_1_mib_forfeits_the_seat_and_says_so(
     lines = check_finished(result)
     (fault,) = record_faults(lines, 0)
     assert fault["reason"] == "disconnect" and fault["forfeited"]
-    assert "over the 1 MiB limit (1,048,576 bytes)" in fault["detail"]
+    assert "over the 16 KiB limit (16,384 bytes)" in fault["detail"]
     assert "the bot sent a message of " in fault["detail"]
     sent = int(fault["detail"].split("message of ")[1].split(" bytes")[0].replace(",", ""))
     assert size < sent <= size + 12  # the padding and a few bytes of framing around it
     collect_reports(tmp_path)
     status = report.read_text()
     assert status.startswith("RESOURCE_EXHAUSTED ")
-    assert "over the 1 MiB limit" in status
+    assert "over the 16 KiB limit" in status
     assert result.seats[0].forfeited
 
 

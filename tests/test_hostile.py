@@ -26,7 +26,7 @@ from typing import Any
 
 import grpc
 import pytest
-from bots.harness import BOTS_DIR, assert_no_processes, bot, new_marker, run
+from bots.harness import BOTS_DIR, READ_BOTS, assert_no_processes, bot, new_marker, run
 
 from referee.match.sandbox import Sandbox
 from referee.match.server import RefereeServer
@@ -223,6 +223,7 @@ def _match(
             str(out),
             "--rules",
             "sticheln",
+            *READ_BOTS,
             *extra,
             world=world,
         )
@@ -305,6 +306,7 @@ def test_a_fresh_sandbox_for_every_instance_in_duplicate_mode(world: Path, marke
         '[tournament]\nname = "dup"\nseed = 3\nmode = "duplicate"\ntable_size = 3\n'
         f'matches_per_table = 3\nparallel = 1\nout = "{world / "dup"}"\n'
         '[rules]\npreset = "sticheln"\nrounds = 1\n[clock]\nstartup_ms = 20000\n'
+        f'[sandbox]\nread = ["{BOTS_DIR}"]\n'
         f'[[bots]]\nfile = "{hostile}"\n[[bots]]\nfile = "{lowest}"\n'
         f'[[bots]]\nfile = "{highest}"\n'
     )

@@ -12,14 +12,23 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from bots.harness import assert_no_processes, bot_table, new_marker, processes_with, toml_text
+from bots.harness import (
+    READ_BOTS,
+    assert_no_processes,
+    bot_table,
+    new_marker,
+    processes_with,
+    toml_text,
+)
 
 pytestmark = pytest.mark.timeout(60)
 
 
 def referee(*args: str | Path, timeout: float = 40) -> subprocess.CompletedProcess[str]:
+    # The bot files here run in the test bots' folder: ``match`` is given leave to read it.
+    grant = READ_BOTS if args[:1] == ("match",) else ()
     return subprocess.run(
-        [sys.executable, "-m", "referee.cli", *map(str, args)],
+        [sys.executable, "-m", "referee.cli", *map(str, args), *grant],
         capture_output=True,
         text=True,
         timeout=timeout,
@@ -155,6 +164,7 @@ def test_ctrl_c_stops_the_match_and_leaves_no_bot_process(tmp_path: Path, marker
             "referee.cli",
             "match",
             *(str(x) for b in bots for x in ("--bot", b)),
+            *READ_BOTS,
             "--out",
             str(out),
         ],

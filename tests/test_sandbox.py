@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from bots.harness import (
     BOTS_DIR,
+    READ_BOTS,
     assert_no_processes,
     collect_reports,
     new_marker,
@@ -272,6 +273,7 @@ def test_the_referee_refuses_to_start_bots_without_bubblewrap(tmp_path: Path) ->
     bots = [_bot_file(tmp_path, n, marker) for n in ("a", "b", "c")]
     env = {**os.environ, "PATH": str(tmp_path / "empty")}  # no bwrap on it
     args = [sys.executable, "-m", "referee.cli", "match", "--out", str(tmp_path / "out")]
+    args += READ_BOTS
     for b in bots:
         args += ["--bot", str(b)]
     result = subprocess.run(args, capture_output=True, text=True, env=env, timeout=60)
@@ -287,7 +289,7 @@ def test_killing_the_referee_leaves_no_sandboxed_bot(tmp_path: Path) -> None:
     marker = new_marker()
     bots = [_bot_file(tmp_path, n, marker, {"SLEEP_MS": "20"}) for n in ("a", "b", "c")]
     out = tmp_path / "out"
-    args = [sys.executable, "-m", "referee.cli", "match", "--out", str(out)]
+    args = [sys.executable, "-m", "referee.cli", "match", "--out", str(out), *READ_BOTS]
     for b in bots:
         args += ["--bot", str(b)]
     proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -328,8 +330,10 @@ def test_killing_the_referee_also_kills_what_its_bots_started(
     marker = new_marker()
     args = [sys.executable, "-m", "referee.cli", "match", "--out", str(tmp_path / "out")]
     args += ["--startup-ms=60000", *([] if sandboxed else ["--no-sandbox"])]
+    (tmp_path / "bots").mkdir()
     for name in ("a", "b", "c"):
-        path = tmp_path / f"{name}.toml"
+        # In a folder of its own: a bot's folder may not hold the output folder.
+        path = tmp_path / "bots" / f"{name}.toml"
         command = [sys.executable, "-c", FORKING_BOT, marker]
         path.write_text(f'name = "{name}"\ncommand = {json.dumps(command)}\n')
         args += ["--bot", str(path)]
@@ -414,10 +418,10 @@ def test_a_compiled_bot_in_its_folder_plays_in_the_sandbox() -> None:
             f"[sandbox]\nread = [{json.dumps(str(BOTS_DIR))}]\n"
         )
         lowest = _bot_file(folder, "lowest", marker)
-        out = folder / "out"
+        out = Path(f"{folder}-out")  # beside the bot's folder: never inside what a bot reads
         result = subprocess.run(
             [
-                *(sys.executable, "-m", "referee.cli", "match", "--out", str(out)),
+                *(sys.executable, "-m", "referee.cli", "match", "--out", str(out), *READ_BOTS),
                 *("--bot", str(bot_file), "--bot", str(lowest), "--bot", str(lowest)),
             ],
             capture_output=True,
@@ -434,6 +438,7 @@ def test_a_compiled_bot_in_its_folder_plays_in_the_sandbox() -> None:
         assert_no_processes(marker)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+        shutil.rmtree(f"{folder}-out", ignore_errors=True)
 
 
 def test_a_sandboxed_bot_is_sent_sigterm_before_it_is_killed(tmp_path: Path) -> None:

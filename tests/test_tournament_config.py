@@ -11,10 +11,12 @@ import pytest
 from referee.results.store import describe_changes
 from referee.tournament.config import ConfigError, load_config
 
+# In a folder of their own: a bot's folder may never hold the output folder (results/).
 BOT = """
 [[bots]]
 name = "{name}"
 command = ["python3", "bot.py"]
+workdir = "bots"
 """
 
 
@@ -131,3 +133,17 @@ def test_what_a_bot_may_read_and_its_seats_are_part_of_the_fingerprint(tmp_path:
     changes = describe_changes(plain.fingerprint(), changed.fingerprint())
     assert f"bots[b3].read: None -> ['{(tmp_path / 'data').resolve()}']" in changes
     assert "bots[b3].seats: None -> 2" in changes
+
+
+def test_a_bot_s_cgroup_bounds_are_part_of_the_fingerprint(tmp_path: Path) -> None:
+    body = '[tournament]\nname = "t"\ntable_size = 3\n'
+    plain = load_config(write(tmp_path, body))
+    # At their defaults they are not in it: a tournament begun before them resumes.
+    assert all(
+        set(b["limits"]) == {"cpu_seconds", "memory_mb"} for b in plain.fingerprint()["bots"]
+    )
+    more = write(tmp_path, body)
+    more.write_text(more.read_text() + "[bots.limits]\nprocesses = 64\ncpus = 0.5\n")
+    changes = describe_changes(plain.fingerprint(), load_config(more).fingerprint())
+    assert "bots[b3].limits.processes: None -> 64" in changes
+    assert "bots[b3].limits.cpus: None -> 0.5" in changes

@@ -11,6 +11,9 @@ from referee.cli.common import (
     Subparsers,
     UsageError,
     add_bot_uids,
+    add_grant_flags,
+    check_reads,
+    grants_from_flags,
     run_until_done,
     sandbox_for,
     u64,
@@ -69,6 +72,7 @@ def add_parsers(sub: Subparsers) -> None:
         help="start the bot without a sandbox, as this user and with the network",
     )
     add_bot_uids(chk)
+    add_grant_flags(chk)
     chk.add_argument("--log-level", default="error", choices=["debug", "info", "warning", "error"])
     chk.set_defaults(func=check_bot)
 
@@ -102,16 +106,23 @@ def check_bot(args: argparse.Namespace) -> int:
     if ways != 1:
         raise UsageError("give exactly one of: -- COMMAND..., --bot FILE, --connect")
     token = ""
+    grants, granted = grants_from_flags(args)
     try:
         if args.bot:
-            bot = load_bot(args.bot)
+            bot = load_bot(args.bot, grants)
             if bot.external:
                 raise UsageError(f"{args.bot}: the bot has no command; use --connect for it")
         elif args.connect:
             token = args.token or secrets.token_urlsafe(24)
             bot = BotSpec(name=args.name, token=token, source="--connect")
         else:
-            bot = BotSpec(name=args.name, command=tuple(command), workdir=Path.cwd())
+            bot = BotSpec(
+                name=args.name,
+                command=tuple(command),
+                workdir=Path.cwd(),
+                read=grants.read,
+                source="--",
+            )
     except BotConfigError as exc:
         raise UsageError(str(exc)) from None
     all_scenarios = scenarios(rounds=args.rounds, seats=bot.seats)
@@ -127,11 +138,17 @@ def check_bot(args: argparse.Namespace) -> int:
         )
     chosen = [s for s in all_scenarios if not args.scenario or s.name in args.scenario]
     probe = not args.scenario or SAME_SEED in args.scenario
-    sandbox = sandbox_for(
-        "none" if args.no_sandbox else "bubblewrap", [bot], bot_uids=args.bot_uids
-    )
     keep = args.out is not None
     out = Path(args.out) if keep else Path(tempfile.mkdtemp(prefix="check-bot-"))
+    try:
+        check_reads([bot], granted, out, not args.no_sandbox)
+        sandbox = sandbox_for(
+            "none" if args.no_sandbox else "bubblewrap", [bot], bot_uids=args.bot_uids
+        )
+    except UsageError:
+        if not keep:
+            shutil.rmtree(out, ignore_errors=True)
+        raise
 
     def ready(address: str) -> None:
         if args.connect:

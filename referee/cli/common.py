@@ -94,6 +94,76 @@ def _say_bounds(say: bool) -> None:
         print(cgroups.describe(), file=sys.stderr)
 
 
+def add_grant_flags(parser: argparse.ArgumentParser) -> None:
+    """``--read`` and ``--max-limit``: the organiser's grants, for a command without an
+    organiser's file (:mod:`referee.config.policy`)."""
+    parser.add_argument(
+        "--read",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="let every started bot read PATH (read-only), and its bot file name paths in "
+        "it (repeatable; never /proc, /sys, /dev, /run or the output folder)",
+    )
+    parser.add_argument(
+        "--max-limit",
+        action="append",
+        default=[],
+        metavar="KEY=N",
+        help="the most a bot file's [limits] KEY may ask for (repeatable; default: "
+        "cpu_seconds=600, memory_mb=4096, processes=256, cpus=1.0, log_mb=4)",
+    )
+
+
+def grants_from_flags(args: argparse.Namespace) -> tuple[Any, list[tuple[str, Path]]]:
+    """The grants of ``--read`` and ``--max-limit`` (a
+    :class:`referee.config.policy.Grants`), and each granted path with its flag; a
+    one-line :class:`UsageError` for a path that does not exist or that no bot may read."""
+    from referee.config.errors import ConfigFileError
+    from referee.config.tables import MaxLimitsTable, granted_paths, validate
+
+    maxima: dict[str, Any] = {}
+    for word in args.max_limit:
+        key, sep, value = word.partition("=")
+        try:
+            number = float(value) if "." in value else int(value)
+        except ValueError:
+            number = None
+        if not sep or number is None:
+            raise UsageError(
+                f"--max-limit {word!r} is not allowed; allowed: KEY=N with KEY one of "
+                f"{', '.join(MaxLimitsTable.model_fields)}, e.g. --max-limit memory_mb=8192"
+            )
+        maxima[key.strip()] = number
+    try:
+        table = validate(MaxLimitsTable, maxima, "--max-limit")
+        granted: list[tuple[str, Path]] = []
+        for path in args.read:
+            granted += granted_paths([path], Path.cwd(), "--read", "", ConfigFileError)
+    except ConfigFileError as exc:
+        raise UsageError(str(exc)) from None
+    from referee.config.policy import Grants
+
+    grants = Grants(
+        read=tuple(p for _, p in granted),
+        max_limits=table.max_limits(),
+        source="--read",
+        max_how="--max-limit KEY=N",
+        sandboxed=not args.no_sandbox,
+    )
+    return grants, granted
+
+
+def check_reads(
+    bots: Sequence[Any], granted: list[tuple[str, Path]], out: Path, sandboxed: bool
+) -> None:
+    """Refuse in one line a ``--read`` or a bot's path that no bot may read with this
+    output folder (:func:`referee.config.policy.check_run`)."""
+    from referee.config.policy import check_run, never_readable
+
+    check_run(bots, granted, never_readable(out), "", UsageError, sandboxed)
+
+
 def print_aborted(result: Any) -> int:
     """``referee match``'s report of a match that was not played; exit status 1."""
     print(f"match {result.match_id} {result.reason}; it was not played", file=sys.stderr)
@@ -142,6 +212,12 @@ def load_tournament(args: argparse.Namespace) -> Any:
     if args.db:
         target = args.db if is_url(args.db) else str(Path(args.db).resolve())
         config = dataclasses.replace(config, database=target)
+    # What no bot may read is known only now: the database of --db, the deal key file.
+    key_file = getattr(args, "deal_key_file", None)
+    try:
+        config.check_reads(Path(key_file) if key_file else None)
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from None
     return config
 
 

@@ -10,6 +10,9 @@ from referee.cli.common import (
     Subparsers,
     UsageError,
     add_bot_uids,
+    add_grant_flags,
+    check_reads,
+    grants_from_flags,
     print_aborted,
     run_until_done,
     sandbox_for,
@@ -66,6 +69,7 @@ def add_parsers(sub: Subparsers) -> None:
         "bots only)",
     )
     add_bot_uids(parser)
+    add_grant_flags(parser)
     parser.add_argument("--tls-cert", help="serve TLS with this certificate (PEM)")
     parser.add_argument("--tls-key", help="the certificate's private key (PEM)")
     parser.add_argument(
@@ -83,8 +87,9 @@ def match(args: argparse.Namespace) -> int:
     from referee.runtime import logs
 
     logs.configure(args.log_level)
+    grants, granted = grants_from_flags(args)
     try:
-        bots = [load_bot(p) for p in args.bot]
+        bots = [load_bot(p, grants) for p in args.bot]
         rules = preset(args.rules)
         rules.check_players(len(bots))
         clock = Clock(
@@ -93,6 +98,7 @@ def match(args: argparse.Namespace) -> int:
         bot_seeds = bot_seeds_of(args.bot_seeds, len(bots)) if args.bot_seeds else ()
     except (BotConfigError, RuleError, ValueError) as exc:
         raise UsageError(str(exc)) from None
+    check_reads(bots, granted, Path(args.out), not args.no_sandbox)
     tls = TlsConfig(Path(args.tls_cert), Path(args.tls_key)) if args.tls_cert else None
     sandbox = sandbox_for("none" if args.no_sandbox else "bubblewrap", bots, bot_uids=args.bot_uids)
 

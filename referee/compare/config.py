@@ -19,6 +19,7 @@ from pydantic import Field, model_validator
 from referee.compare.sprt import Sprt
 from referee.config.bots import load_bot
 from referee.config.errors import Allowed, ConfigFileError, read_toml
+from referee.config.policy import Grants, check_run, never_readable
 from referee.config.tables import (
     ClockTable,
     FilePath,
@@ -106,6 +107,8 @@ class CompareConfig:
                 "workdir": str(b.workdir),
                 "env": b.env,
                 "limits": {"cpu_seconds": b.limits.cpu_seconds, "memory_mb": b.limits.memory_mb},
+                # Only when set, so that a comparison begun before it was kept resumes.
+                **({"read": [str(p) for p in b.read]} if b.read else {}),
             }
 
         return {
@@ -314,6 +317,7 @@ def _build(
     file_gives_matches: bool,
 ) -> CompareConfig:
     c = model.compare
+    grants, granted = model.sandbox.grants(base, where, CompareConfigError)
 
     def bot_file(key: str, value: str | None) -> BotSpec:
         if value is None:
@@ -321,12 +325,12 @@ def _build(
                 f'{where}: no {key}; give --{key} FILE or [compare] {key} = "FILE"'
             )
         flag = given.get(("compare", key))
-        return _load_bot(resolve(base, value), flag or f"{where} [compare] {key}")
+        return _load_bot(resolve(base, value), flag or f"{where} [compare] {key}", grants)
 
     candidate = bot_file("candidate", c.candidate)
     baseline = bot_file("baseline", c.baseline)
     label = given.get(("compare", "opponents")) or f"{where} [compare] opponents"
-    opponents = [_load_bot(resolve(base, p), label) for p in c.opponents]
+    opponents = [_load_bot(resolve(base, p), label, grants) for p in c.opponents]
     if not opponents:
         raise CompareConfigError(
             f"{where}: no opponents; give --opponent FILE (once per opponent) or "
@@ -376,6 +380,15 @@ def _build(
                 f"before any decision ({2 * sprt.min_pairs} matches)"
             )
     out = resolve(base, c.out if c.out is not None else f"results/{c.name}")
+    rules_never = never_readable(out, out / "compare.db")
+    check_run(
+        [candidate, baseline, *opponents],
+        granted,
+        rules_never,
+        where,
+        CompareConfigError,
+        sandboxed=model.sandbox.mode != "none",
+    )
     return CompareConfig(
         name=c.name,
         seed=c.seed,
@@ -397,9 +410,9 @@ def _build(
     )
 
 
-def _load_bot(path: Path, where: str) -> BotSpec:
+def _load_bot(path: Path, where: str, grants: Grants) -> BotSpec:
     try:
-        bot = load_bot(path)
+        bot = load_bot(path, grants)
     except BotConfigError as exc:
         raise CompareConfigError(f"{where}: {exc}") from None
     if bot.external:

@@ -1,5 +1,8 @@
 """Bot files (``--bot FILE``, ``[[bots]] file = FILE``) read into a
-:class:`~referee.match.bots.BotSpec`, the declaration the match machinery starts or admits."""
+:class:`~referee.match.bots.BotSpec`, the declaration the match machinery starts or admits.
+
+A bot file is its author's: what it may read beyond its own folder, and how far its
+``[limits]`` may go, is the organiser's to say (:mod:`referee.config.policy`)."""
 
 from __future__ import annotations
 
@@ -8,15 +11,24 @@ from pathlib import Path
 from typing import Any
 
 from referee.config.errors import read_toml
+from referee.config.policy import Grants, confine_bot_file
 from referee.config.tables import BotTable, resolve, validate
 from referee.match.bots import BotConfigError, BotSpec, Limits
 
 
-def load_bot(path: str | Path) -> BotSpec:
-    """Read a bot file; raise :class:`BotConfigError` with a one-line reason."""
+def load_bot(path: str | Path, grants: Grants | None = None) -> BotSpec:
+    """Read a bot file, held to the organiser's ``grants`` (default: none, and the default
+    maxima); raise :class:`BotConfigError` with a one-line reason."""
     path = Path(path)
     data = read_toml(path, "bot file", BotConfigError)
-    return bot_from_table(data, base=path.parent, source=str(path))
+    # The folder the organiser put the file in (a link to the file itself is not
+    # followed: the bot's folder is where it was placed).
+    folder = path.absolute().parent.resolve()
+    model = validate(BotTable, data, str(path), BotConfigError)
+    spec = bot_from_model(model, folder, str(path))
+    asked = [("workdir", model.workdir), *(("[sandbox] read", p) for p in model.sandbox.read)]
+    limits = model.limits.model_fields_set if "limits" in model.model_fields_set else set()
+    return confine_bot_file(spec, folder, asked, grants or Grants(), limits)
 
 
 def bot_from_table(data: dict[str, Any], base: Path = Path("."), source: str = "bot") -> BotSpec:

@@ -15,7 +15,7 @@ that may be left out, its default worked out from the rest of the file.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar
 
@@ -30,6 +30,7 @@ from pydantic import (
 )
 
 from referee.config.errors import Allowed, ConfigFileError, one_line
+from referee.config.policy import Grants, MaxLimits, never_readable, refuse_never
 from referee.match.bots import MAX_SEATS, Limits
 from referee.match.runner import Clock
 from referee.rules import (
@@ -182,11 +183,72 @@ class ClockTable(Table):
 # -- [sandbox] ----------------------------------------------------------------------------
 
 
+#: Read-only paths (relative to the folder of the file that gives them).
+ReadPaths = Annotated[list[Annotated[str, Field(min_length=1)]], Allowed("a list of paths")]
+
+
+class MaxLimitsTable(Table):
+    """``[sandbox.max_limits]``: the most a bot file's ``[limits]`` may ask for (a bot
+    file that asks for more is refused)."""
+
+    cpu_seconds: Positive = MaxLimits.cpu_seconds
+    """The most CPU seconds a bot file may ask for."""
+    memory_mb: Positive = MaxLimits.memory_mb
+    """The most MiB of memory a bot file may ask for."""
+    processes: Positive = MaxLimits.processes
+    """The most processes and threads a bot file may ask for."""
+    cpus: Annotated[float, Allowed("a number of CPUs > 0"), Field(gt=0, le=1024)] = MaxLimits.cpus
+    """The most CPUs of quota a bot file may ask for."""
+    log_mb: Positive = MaxLimits.log_mb
+    """The most MiB of log per process a bot file may ask for."""
+
+    def max_limits(self) -> MaxLimits:
+        """The maxima as the policy holds them."""
+        return MaxLimits(**self.model_dump())
+
+
 class SandboxTable(Table):
-    """``[sandbox]`` of a tournament or league: how the bots it starts are confined."""
+    """``[sandbox]`` of a tournament, league or comparison: how the bots it starts are
+    confined, and what the organiser grants them beyond their bot files."""
 
     mode: SandboxMode = "bubblewrap"
     """"bubblewrap" (each bot in its own sandbox) or "none" (trusted bots only)."""
+    read: ReadPaths = []
+    """More read-only paths for every bot started (relative to this file); bot files may
+    name paths inside them too. Never /proc, /sys, /dev, /run, the output folder or the
+    database."""
+    max_limits: MaxLimitsTable = MaxLimitsTable()
+    """The most a bot file's [limits] may ask for."""
+
+    def grants(
+        self, base: Path, where: str, error: type[Exception]
+    ) -> tuple[Grants, list[tuple[str, Path]]]:
+        """The organiser's grants (paths read from ``base``), and each granted path with
+        its key, for :func:`referee.config.policy.check_run`; ``error`` in one line for a
+        path that does not exist or that no bot may ever read."""
+        granted = granted_paths(self.read, base, "[sandbox] read", where, error)
+        grants = Grants(
+            read=tuple(p for _, p in granted),
+            max_limits=self.max_limits.max_limits(),
+            source=where,
+            max_how=f"[sandbox.max_limits] in {where}",
+            sandboxed=self.mode != "none",
+        )
+        return grants, granted
+
+
+def granted_paths(
+    values: Sequence[str], base: Path, key: str, where: str, error: type[Exception]
+) -> list[tuple[str, Path]]:
+    """Paths the organiser grants, read from ``base``: each must exist and be one a bot may
+    ever read (not the host's /proc, /sys, /dev or /run, nor a folder holding them)."""
+    granted = [(key, resolve(base, value)) for value in values]
+    refuse_never(granted, where, never_readable(), error)
+    missing = next((p for _, p in granted if not p.exists()), None)
+    if missing is not None:
+        said = f"{key} {str(missing)!r}" if key.startswith("--") else f"{key} = {str(missing)!r}"
+        raise error(f"{where}: {said} does not exist" if where else f"{said} does not exist")
+    return granted
 
 
 # -- a bot --------------------------------------------------------------------------------
@@ -211,8 +273,9 @@ class LimitsTable(Table):
 class BotSandboxTable(Table):
     """A bot's ``[sandbox]``: what else it may read inside its sandbox."""
 
-    read: Annotated[list[Annotated[str, Field(min_length=1)]], Allowed("a list of paths")] = []
-    """More read-only paths (relative to this file's folder)."""
+    read: ReadPaths = []
+    """More read-only paths (relative to this file's folder). In a bot file: only inside
+    its own folder, or inside what the organiser grants."""
 
 
 class BotTable(Table):
@@ -253,16 +316,26 @@ class BotTable(Table):
         return self
 
 
+class BotGrantTable(Table):
+    """``[bots.sandbox]`` of a ``file`` entry: what the organiser grants that bot."""
+
+    read: ReadPaths = []
+    """More read-only paths for this bot (relative to this file); its bot file may name
+    paths inside them too."""
+
+
 class BotFileRef(Table):
     """A bot declared in a file of its own."""
 
     file: FilePath
     """The bot file (relative to this file's folder)."""
+    sandbox: BotGrantTable = BotGrantTable()
+    """What the organiser grants this bot beyond its bot file."""
 
     @model_validator(mode="before")
     @classmethod
     def _file_alone(cls, data: Any) -> Any:
-        if isinstance(data, dict) and len(data) > 1:
+        if isinstance(data, dict) and set(data) - {"file", "sandbox"}:
             raise ValueError("give either 'file' or an inline bot, not both")
         return data
 

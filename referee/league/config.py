@@ -16,6 +16,7 @@ from typing import Annotated, Any
 from pydantic import Field, model_validator
 
 from referee.config.errors import read_toml
+from referee.config.policy import check_run, never_readable
 from referee.config.tables import (
     ClockTable,
     Count,
@@ -208,6 +209,10 @@ def league_from_table(data: dict[str, Any], base: Path, source: Path, environ: A
                 "is unset; set it to a postgresql:// URL or a file path"
             )
     database = database_target(base, given, out / "league.db")
+    # The league's bots dial in; what it would grant a bot it starts is held to the same
+    # policy as a tournament's.
+    _, granted = model.sandbox.grants(base, where, ConfigError)
+    check_run((), granted, never_readable(out, database), where, ConfigError)
     return LeagueConfig(
         name=name,
         seed=t.seed,

@@ -34,6 +34,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import dataclasses
 import hashlib
 import json
 import math
@@ -61,6 +62,7 @@ from referee.match.runner import MatchResult, MatchRunner
 from referee.match.sandbox import Sandbox
 from referee.match.server import (
     SERVICE_NAME,
+    Intake,
     RefereeServer,
     Refused,
     SeatSlot,
@@ -150,6 +152,17 @@ def _summary(
     )
 
 
+def league_intake(max_seats_per_bot: int) -> Intake:
+    """The league port's intake bounds: a bot may open ``max_seats_per_bot`` streams over
+    one connection, all at once; the rest are the referee's defaults."""
+    default = Intake()
+    return dataclasses.replace(
+        default,
+        streams_per_connection=max(default.streams_per_connection, max_seats_per_bot + 8),
+        handshaking_per_connection=max(default.handshaking_per_connection, max_seats_per_bot),
+    )
+
+
 class League:
     """The league's state and its loop: admitted streams, scheduling, matches, standings."""
 
@@ -170,6 +183,7 @@ class League:
             lobby=self,
             services=[(LEAGUE_SERVICE, self.servicer.handler())],
             sandbox=Sandbox(config.sandbox),
+            intake=league_intake(config.max_seats_per_bot),
         )
         #: Admitted streams by bot, handshake done or not (what max_concurrent_matches counts).
         self._admitted: dict[str, set[int]] = {}

@@ -179,6 +179,10 @@ class BotProcess:
             bounds = cgroups.bound(spec.limits, policy, log_path)
             argv = [
                 sys.executable,
+                # Isolated: the launcher runs outside the sandbox in the bot's folder with
+                # the bot's environment, and must import the referee's own modules, never
+                # a "referee" package in the bot's folder or on its PYTHONPATH.
+                "-I",
                 "-m",
                 "referee.match.launch",
                 f"--cpu-seconds={spec.limits.cpu_seconds}",

@@ -84,6 +84,9 @@ async def start_bot(
             tls_ca=str(tls.cert_file.resolve()) if tls is not None else "",
         )
     sandbox.check()
+    moved = moved_path(spec)
+    if moved:
+        raise OSError(moved)
     # A uid of its own while it runs (as root), given back once it has ended and been reaped.
     user = sandbox.lease_user()
     try:
@@ -122,6 +125,22 @@ async def start_bot(
     except BaseException:
         await ended()
         raise
+
+
+def moved_path(spec: BotSpec) -> str:
+    """Why ``spec``'s folder or a read path no longer leads where it led when its file was
+    checked (:mod:`referee.config.policy`; a link put in its place since), or "".
+    bubblewrap follows links when it binds a path: checked again just before the bot
+    starts, a path swapped for a link to ``/proc`` or the output folder is refused rather
+    than bound."""
+    for path in (spec.workdir, *spec.read):
+        path, now = path.absolute(), path.resolve()
+        if now != path:
+            return (
+                f"{path} now leads to {now}: a bot's folder and the paths it reads may not "
+                "be replaced by links while the referee runs"
+            )
+    return ""
 
 
 class StartFailed(Exception):

@@ -295,6 +295,10 @@ def _python_paths() -> list[Path]:
     if referee_spec is not None and referee_spec.origin:
         root = Path(referee_spec.origin).parent.parent
         paths.update(root.glob("*__mypyc*.so"))
+        # Run from a source checkout: the protocol's .proto files, which bots that load
+        # them at run time (the Node sample bots) read, and which are public.
+        if (root / "proto" / "sticheln").is_dir():
+            paths.add(root / "proto" / "sticheln")
     return sorted(p for p in paths if p.exists())
 
 

@@ -11,6 +11,11 @@ the :class:`SeatRegistry`, and from then on only moves messages: decisions go to
 seat's :class:`SeatStream`, which the match runner awaits; the runner writes requests
 back through the same object. Domain errors map to gRPC status codes in one place
 (:func:`_refuse`).
+
+What the server takes in before it knows who is speaking is bounded (:class:`Intake`): the
+size of a message, the streams of one connection, and the streams still waiting for their
+handshake, per connection (per bot socket) and in all, so that clients with no token cannot
+make the referee hold more than a few MiB for them.
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ from grpc_reflection.v1alpha import reflection
 
 from referee import __version__
 from referee.match import watchdog
+from referee.match.bots import MAX_SEATS
 from referee.match.faults import FaultReason
 from referee.match.peers import blame
 from referee.match.sandbox import Sandbox
@@ -67,26 +73,107 @@ class Oversized:
     def detail(self) -> str:
         """What was wrong, in words."""
         return (
-            f"the bot sent a message of {self.size:,} bytes, over the 1 MiB limit "
-            f"({MESSAGE_LIMIT:,} bytes)"
+            f"the bot sent a message of {self.size:,} bytes, over the "
+            f"{MESSAGE_LIMIT >> 10} KiB limit ({MESSAGE_LIMIT:,} bytes)"
         )
 
 
 #: The largest message a bot may send (bot.proto): a larger one ends its stream with
-#: RESOURCE_EXHAUSTED.
-MESSAGE_LIMIT = 1 << 20
-#: The largest message gRPC itself accepts. Between the two the referee sees the message
-#: and can say how big it was; above this gRPC ends the call before the referee sees
-#: anything, exactly as when the bot cancels its call or its connection breaks.
-TRANSPORT_LIMIT = 4 << 20
+#: RESOURCE_EXHAUSTED. Some 250 times the largest a bot has reason to send: a sample bot's
+#: Hello is 67 bytes (name, version, a 32-character token, a capability), a Decision 17.
+MESSAGE_LIMIT = 16 << 10
+#: The largest message gRPC itself accepts, and so the most it holds for one stream while
+#: the message arrives. Between the two the referee sees the message and can say how big
+#: it was; above this gRPC ends the call at the message's length prefix, before the
+#: referee sees anything, exactly as when the bot cancels its call or its connection breaks.
+TRANSPORT_LIMIT = 64 << 10
 #: How long the end of a bot's stream waits for gRPC to cancel the call: a bot that
 #: closed its side is not cancelled; a cancelled call, a broken connection or a message
 #: over :data:`TRANSPORT_LIMIT` is, right after the same end of stream.
 _EOF_SETTLE_S = 0.1
 _CANCELLED = (
     "the stream was cancelled (the bot cancelled its call, its connection broke, or it "
-    f"sent a message over {TRANSPORT_LIMIT >> 20} MiB, which gRPC refuses unseen)"
+    f"sent a message over {TRANSPORT_LIMIT >> 10} KiB, which gRPC refuses unseen)"
 )
+
+
+@dataclass(frozen=True)
+class Intake:
+    """What the referee takes in from clients, most of all from those not yet known:
+    bounds as data, applied in one place each (the gRPC options of :meth:`options`, the
+    concurrent calls of a bot's socket, and the streams in their handshake counted by
+    :class:`Handshakes`).
+
+    Before its handshake a stream costs at most :attr:`message_bytes` (gRPC holds one
+    message at a time and refuses a longer one at its length prefix); a connection (a bot's
+    socket) holds at most :attr:`handshaking_per_connection` such streams, the TCP port at
+    most :attr:`handshaking_total`: 4 MiB per connection and 16 MiB in all by default.
+    What a stream may take is bounded by time as well: the handshake deadline
+    (``handshake_timeout``)."""
+
+    #: The largest message gRPC accepts (the length prefix says more: refused unread).
+    message_bytes: int = TRANSPORT_LIMIT
+    #: HTTP/2 streams open at once on one connection (SETTINGS_MAX_CONCURRENT_STREAMS): a
+    #: bot with ``seats`` opens one per seat, over one connection.
+    streams_per_connection: int = MAX_SEATS + 36
+    #: Streams of one connection (on a bot's socket: of the socket) waiting for their
+    #: handshake; more are refused at once with RESOURCE_EXHAUSTED.
+    handshaking_per_connection: int = MAX_SEATS
+    #: Streams on the TCP port waiting for their handshake, all connections together.
+    handshaking_total: int = 256
+    #: Calls at once on one bot's private socket, whatever their state (a process has at
+    #: most ``seats`` streams; a few more for a stream being replaced).
+    socket_calls: int = MAX_SEATS + 8
+
+    def options(self) -> list[tuple[str, int]]:
+        """The gRPC server options that carry these bounds."""
+        return [
+            ("grpc.max_receive_message_length", self.message_bytes),
+            ("grpc.max_concurrent_streams", self.streams_per_connection),
+        ]
+
+
+class Handshakes:
+    """The streams waiting for their handshake, by connection (a bot socket's path, or the
+    peer address of a TCP connection), held to an :class:`Intake`."""
+
+    def __init__(self, intake: Intake) -> None:
+        self.intake = intake
+        self._by_connection: dict[str, int] = {}
+        #: Streams waiting on the TCP port, all connections together.
+        self.on_port = 0
+
+    def enter(self, connection: str, on_port: bool) -> str:
+        """Count a new stream on ``connection``; "" when it may wait for its Hello, else
+        why not (it is not counted then)."""
+        waiting = self._by_connection.get(connection, 0)
+        if waiting >= self.intake.handshaking_per_connection:
+            return (
+                f"{waiting} streams of this connection are already waiting for their "
+                f"handshake (at most {self.intake.handshaking_per_connection}); send each "
+                "stream's Hello at once"
+            )
+        if on_port and self.on_port >= self.intake.handshaking_total:
+            return (
+                f"{self.on_port} streams are already waiting for their handshake on this "
+                "port; try again shortly"
+            )
+        self._by_connection[connection] = waiting + 1
+        self.on_port += on_port
+        return ""
+
+    def leave(self, connection: str, on_port: bool) -> None:
+        """A stream counted by :meth:`enter` has its first message, or has ended."""
+        waiting = self._by_connection.get(connection, 0) - 1
+        if waiting > 0:
+            self._by_connection[connection] = waiting
+        else:
+            self._by_connection.pop(connection, None)
+        self.on_port -= on_port
+
+    def waiting(self, connection: str) -> int:
+        """Streams of ``connection`` waiting for their handshake."""
+        return self._by_connection.get(connection, 0)
 
 
 def _parse_bot_message(data: bytes) -> bot_pb2.BotMessage | Malformed | Oversized:
@@ -359,11 +446,14 @@ class RefereeServicer:
         handshake_timeout: float = 10.0,
         observer: StreamObserver | None = None,
         lobby: Lobby | None = None,
+        intake: Intake | None = None,
     ) -> None:
         self.registry = registry
         self.handshake_timeout = handshake_timeout
         self.observer = observer
         self.lobby = lobby
+        #: The streams waiting for their handshake, held to the intake's bounds.
+        self.handshakes = Handshakes(intake or Intake())
 
     async def Play(
         self,
@@ -374,9 +464,20 @@ class RefereeServicer:
         """One bot stream for one seat, opened on the TCP port (``origin`` "") or on the
         Unix socket ``origin`` of one started bot process."""
         refuse = functools.partial(_refuse, origin=origin)
+        # Until its Hello has arrived a stream is no one's: counted by connection, and
+        # refused at once beyond the intake's bounds, before gRPC holds a message for it.
+        connection = origin or context.peer()
+        crowded = self.handshakes.enter(connection, on_port=not origin)
+        if crowded:
+            await refuse(context, grpc.StatusCode.RESOURCE_EXHAUSTED, crowded)
+            return
         try:
             first = await asyncio.wait_for(context.read(), self.handshake_timeout)
         except TimeoutError:
+            first = None
+        finally:
+            self.handshakes.leave(connection, on_port=not origin)
+        if first is None:
             await refuse(
                 context,
                 grpc.StatusCode.DEADLINE_EXCEEDED,
@@ -526,7 +627,6 @@ class TlsConfig:
 
 _SERVER_OPTIONS = [
     ("grpc.so_reuseport", 0),
-    ("grpc.max_receive_message_length", TRANSPORT_LIMIT),
     ("grpc.keepalive_permit_without_calls", 1),
     ("grpc.http2.min_ping_interval_without_data_ms", 10_000),
 ]
@@ -585,8 +685,11 @@ class RefereeServer:
         lobby: Lobby | None = None,
         services: Sequence[tuple[str, grpc.GenericRpcHandler[Any, Any]]] = (),
         sandbox: Sandbox | None = None,
+        intake: Intake | None = None,
     ) -> None:
         self.registry = registry or SeatRegistry()
+        #: What the server takes in from clients it does not know yet (:class:`Intake`).
+        self.intake = intake or Intake()
         #: How the bots started for this server's seats are confined (default: bubblewrap).
         self.sandbox = sandbox or Sandbox()
         #: The certificate served on the TCP port, if any (its path is given to bots that
@@ -594,7 +697,9 @@ class RefereeServer:
         self.tls: TlsConfig | None = None
         self._socket_root: Path | None = None
         self._sockets = itertools.count(1)
-        self.servicer = RefereeServicer(self.registry, handshake_timeout, observer, lobby)
+        self.servicer = RefereeServicer(
+            self.registry, handshake_timeout, observer, lobby, self.intake
+        )
         #: More services on the same port: (full service name, handler), e.g. the league's.
         self.services = tuple(services)
         self.health = (
@@ -614,7 +719,7 @@ class RefereeServer:
         self, host: str = "127.0.0.1", port: int = 0, tls: TlsConfig | None = None
     ) -> None:
         """Bind (port 0 picks a free port; see :attr:`port`) and start serving."""
-        server = grpc.aio.server(options=_SERVER_OPTIONS)
+        server = grpc.aio.server(options=[*_SERVER_OPTIONS, *self.intake.options()])
         handler = _play_handler(self.servicer.Play)
         server.add_generic_rpc_handlers((handler, *(h for _, h in self.services)))
         health_pb2_grpc.add_HealthServicer_to_server(self.health, server)
@@ -652,7 +757,12 @@ class RefereeServer:
         folder = self._socket_root / str(next(self._sockets))
         folder.mkdir(mode=0o700)
         path = folder / SOCKET_NAME
-        server = grpc.aio.server(options=_SERVER_OPTIONS)
+        # Only the bot's own process can reach its socket: it may hold as many calls as a
+        # process has seats (and a few), any more are refused before they are read.
+        server = grpc.aio.server(
+            options=[*_SERVER_OPTIONS, *self.intake.options()],
+            maximum_concurrent_rpcs=self.intake.socket_calls,
+        )
         origin = str(path)
 
         async def play(requests: object, context: grpc.aio.ServicerContext[Any, Any]) -> None:

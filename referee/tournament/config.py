@@ -16,6 +16,7 @@ from pydantic import Field
 
 from referee.config.bots import bot_from_model, load_bot
 from referee.config.errors import ConfigFileError, read_toml
+from referee.config.policy import check_run, never_readable, with_grants
 from referee.config.tables import (
     BotEntry,
     BotFileRef,
@@ -33,10 +34,11 @@ from referee.config.tables import (
     TableSize,
     check_name,
     database_target,
+    granted_paths,
     resolve,
     validate,
 )
-from referee.match.bots import BotConfigError, BotSpec
+from referee.match.bots import BotConfigError, BotSpec, Limits
 from referee.match.runner import Clock
 from referee.match.sandbox import DEFAULT_MODE
 from referee.results.ratings import MIN_MATCHES
@@ -74,6 +76,15 @@ class TournamentConfig:
     sandbox: str = DEFAULT_MODE
     #: Bots with fewer matches are listed apart as provisional (exports only).
     min_matches: int = MIN_MATCHES
+    #: The paths the organiser granted, with their keys (for :meth:`check_reads`).
+    granted: tuple[tuple[str, Path], ...] = ()
+
+    def check_reads(self, deal_key_file: Path | None = None) -> None:
+        """Refuse in one line a grant or a bot's path that no bot may read with this output
+        folder, database and deal key file (:func:`referee.config.policy.check_run`)."""
+        rules = never_readable(self.out, self.database, deal_key_file)
+        sandboxed = self.sandbox != "none"
+        check_run(self.bots, self.granted, rules, str(self.source), ConfigError, sandboxed)
 
     def fingerprint(self) -> dict[str, Any]:
         """What decides the schedule and the results: a changed value refuses a resume.
@@ -114,6 +125,12 @@ def _bot_fingerprint(bot: BotSpec) -> dict[str, Any]:
         "env": bot.env,
         "limits": {"cpu_seconds": bot.limits.cpu_seconds, "memory_mb": bot.limits.memory_mb},
     }
+    # The bounds added with the cgroups count only where they differ from their defaults,
+    # so that a tournament begun before them still resumes.
+    for key in ("processes", "cpus", "log_mb"):
+        value = getattr(bot.limits, key)
+        if value != getattr(Limits(), key):
+            entry["limits"][key] = value
     if bot.seats != 1:
         entry["seats"] = bot.seats
     if bot.read:
@@ -176,13 +193,25 @@ def config_from_table(data: dict[str, Any], base: Path, source: Path) -> Tournam
     rules = model.rules.rule_set()
     if not model.bots:
         raise ConfigError(f"{where}: no [[bots]]; declare at least {rules.player_range()[0]} bots")
+    grants, granted = model.sandbox.grants(base, where, ConfigError)
     bots: list[BotSpec] = []
     for i, entry in enumerate(model.bots):
         try:
             if isinstance(entry, BotFileRef):
-                bot = load_bot(resolve(base, entry.file))
+                # The organiser's grant for this bot alone; its file may name paths in it.
+                own = granted_paths(
+                    entry.sandbox.read,
+                    base,
+                    f"[[bots]] entry {i + 1} [sandbox] read",
+                    where,
+                    ConfigError,
+                )
+                granted += own
+                bot = load_bot(resolve(base, entry.file), grants.plus([p for _, p in own]))
             else:
-                bot = bot_from_model(entry, base, f"{where} [[bots]] entry {i + 1}")
+                bot = with_grants(
+                    bot_from_model(entry, base, f"{where} [[bots]] entry {i + 1}"), grants
+                )
         except BotConfigError as exc:
             raise ConfigError(str(exc)) from None
         if bot.external:
@@ -225,7 +254,7 @@ def config_from_table(data: dict[str, Any], base: Path, source: Path) -> Tournam
     name = t.name if t.name is not None else check_name(source.stem, where, ConfigError)
     out = resolve(base, t.out if t.out is not None else f"results/{name}")
     database = str(database_target(base, t.database, out / "tournament.db"))
-    return TournamentConfig(
+    config = TournamentConfig(
         name=name,
         seed=t.seed,
         table_size=table_size,
@@ -243,4 +272,7 @@ def config_from_table(data: dict[str, Any], base: Path, source: Path) -> Tournam
         source=source,
         sandbox=model.sandbox.mode,
         min_matches=t.min_matches,
+        granted=tuple(granted),
     )
+    config.check_reads()
+    return config

@@ -1,7 +1,7 @@
 """A bot that floods the referee, as ``MODE`` says.
 
 - ``big``: at its first request it sends one message of ``BIG_BYTES`` bytes (default
-  2 MiB, over the referee's 1 MiB limit), then waits for the stream to end;
+  32 KiB, over the referee's 16 KiB limit), then waits for the stream to end;
 - ``stale``: it answers its first request, then sends that answer again ``STALE`` times
   (default 2000): every copy is a stale answer; at each later request it sends bytes that
   are not a ``BotMessage``, and after the third (its strike limit) ``AFTER`` more
@@ -22,7 +22,7 @@ MODE = os.environ.get("MODE", "big")
 async def decide(stream: botlib.Stream, request: bot_pb2.DecisionRequest, n: int) -> None:
     if MODE == "big":
         if n == 1:
-            size = int(os.environ.get("BIG_BYTES", str(2 << 20)))
+            size = int(os.environ.get("BIG_BYTES", str(32 << 10)))
             # A valid BotMessage: field 2 (decision), length-delimited, filled with padding
             # in an unknown field of the Decision.
             body = b"\x0a" + _varint(size) + b"\x00" * size

@@ -37,6 +37,11 @@ def new_marker() -> str:
     return f"sticheln-test-{uuid.uuid4().hex}"
 
 
+#: ``referee match`` / ``check-bot``'s grant of the test bots' folder: a bot file written
+#: elsewhere whose ``workdir`` is that folder runs only with the organiser's leave.
+READ_BOTS = ("--read", str(BOTS_DIR))
+
+
 def bot_table(
     script: str,
     marker: str,

@@ -4,6 +4,7 @@ store, resume after kill -9, and the exports."""
 from __future__ import annotations
 
 import asyncio
+import csv
 import json
 import math
 import os
@@ -390,15 +391,15 @@ def test_a_deterministic_bot_against_a_copy_of_itself_gets_identical_pairs(
         ),
     )
     outcome = asyncio.run(run_compare(config))
-    lines = (config.out / "pairs.csv").read_text().splitlines()[1:]
-    assert len(lines) == 3
-    for line in lines:
-        _, cand, base, diff, cplace, bplace, _ = line.split(",")
-        assert (cand, cplace, diff) == (base, bplace, "0")
+    rows = list(csv.DictReader((config.out / "pairs.csv").open()))
+    assert len(rows) == 3
+    for row in rows:
+        assert row["candidate_total"] == row["baseline_total"] and row["score_diff"] == "0"
+        assert row["candidate_place"] == row["baseline_place"]
     assert outcome.verdict.decision == "no difference" and outcome.exit_status == 2
 
 
-def test_the_live_line_and_json_lines_say_pairs_mean_llr_bounds_and_pairs_to_go(
+def test_the_live_line_and_json_lines_say_pairs_mean_evidence_bounds_and_pairs_to_go(
     tmp_path: Path,
 ) -> None:
     config = load_compare(None, flags(tmp_path, sprt=["min_pairs=5"]))
@@ -413,8 +414,10 @@ def test_the_live_line_and_json_lines_say_pairs_mean_llr_bounds_and_pairs_to_go(
     verdict = judge(config, pairs_from(config, finished))
     s = verdict.score
     line = progress_line(config, verdict, 12)
-    assert line.startswith(f"pairs 6  matches 12  diff {s.mean:+.1f} ± {s.ci95:.1f}  LLR ")
-    assert "[-2.94, 2.94]" in line
+    assert line.startswith(
+        f"pairs 6  matches 12  diff {s.mean:+.1f} ± {s.ci95:.1f}  "
+        f"H1 {s.log_h1:.2f}/3.00  H0 {s.log_h0:.2f}/3.00  "
+    )
     assert line.endswith(f"~{s.pairs_to_go} pairs to go") and s.pairs_to_go
     record = progress_record(config, verdict, 12)
     assert json.loads(json.dumps(record)) == {
@@ -424,6 +427,7 @@ def test_the_live_line_and_json_lines_say_pairs_mean_llr_bounds_and_pairs_to_go(
         "mean_diff": pytest.approx(10.0),  # (12 - 3 + 20 + 7 + 15 + 9) / 6
         "ci95": pytest.approx(s.ci95),
         "pairs_to_go": s.pairs_to_go,
-        "llr": pytest.approx(s.llr),
-        "bounds": [pytest.approx(-2.944, abs=1e-3), pytest.approx(2.944, abs=1e-3)],
+        "log_h1": pytest.approx(s.log_h1),
+        "log_h0": pytest.approx(s.log_h0),
+        "bounds": [pytest.approx(2.996, abs=1e-3), pytest.approx(2.996, abs=1e-3)],
     }

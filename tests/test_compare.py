@@ -431,3 +431,72 @@ def test_the_live_line_and_json_lines_say_pairs_mean_evidence_bounds_and_pairs_t
         "log_h0": pytest.approx(s.log_h0),
         "bounds": [pytest.approx(2.996, abs=1e-3), pytest.approx(2.996, abs=1e-3)],
     }
+
+
+# -- only real pairs count -------------------------------------------------------------------
+
+FLAKY = '''\
+"""Fails its first start (no handshake, exit status 3), then plays as the random bot."""
+import os
+import runpy
+import sys
+
+marker = os.environ["FLAKY_MARKER"]
+if not os.path.exists(marker):
+    open(marker, "w").close()
+    sys.exit(3)
+sys.path.insert(0, os.getcwd())
+runpy.run_path(os.path.join(os.getcwd(), "random_bot.py"), run_name="__main__")
+'''
+
+
+@pytest.mark.timeout(240)
+def test_a_void_match_is_played_again_and_every_count_agrees(tmp_path: Path) -> None:
+    # The baseline fails its handshake the first time it is started: that match is void,
+    # played again on the same deal, and never counted; the report, compare.json,
+    # pairs.csv, matches/ and a resumed run all say the same numbers.
+    (tmp_path / "flaky.py").write_text(FLAKY)
+    marker = tmp_path / "started-once"
+    (tmp_path / "flaky.toml").write_text(
+        f'name = "flaky"\ncommand = ["{sys.executable}", "{tmp_path / "flaky.py"}"]\n'
+        f'workdir = "{SAMPLES / "python"}"\nenv = {{ FLAKY_MARKER = "{marker}" }}\n'
+    )
+    (tmp_path / "c.toml").write_text('[sandbox]\nmode = "none"\n')
+    config = load_compare(
+        tmp_path / "c.toml",
+        flags(
+            tmp_path,
+            baseline=str(tmp_path / "flaky.toml"),
+            opponents=[MINIMAL, MINIMAL],
+            matches=6,
+            parallel=2,
+        ),
+    )
+    outcome = asyncio.run(run_compare(config))
+    assert marker.exists()
+    s = outcome.summary
+    assert s["matches_void"] == 1 and len(s["void"]) == 1
+    void = s["void"][0]
+    assert "handshake" in void["why"] and void["match_id"].endswith("-b")
+    assert Path(void["record_path"]).exists()
+    assert sorted(p.name for p in (config.out / "void").iterdir()) == [
+        Path(void["record_path"]).name
+    ]
+    records = sorted((config.out / "matches").glob("*.jsonl"))
+    assert s["matches"] == len(records) == 6 and s["pairs"] == s["pairs_finished"] == 3
+    for record in records:
+        lines = [json.loads(x) for x in record.read_text().splitlines()]
+        assert not any(x.get("type") == "fault" for x in lines), record
+        header = lines[0]
+        assert header["deal"] == int(record.stem.split("-")[-2])
+        assert header["deal_key_commitment"] == s["deal_key_commitment"] != ""
+    rows = list(csv.DictReader((config.out / "pairs.csv").open()))
+    assert len(rows) == s["pairs"] and all(r["counted"] == "true" for r in rows)
+    assert {r["baseline_match"] for r in rows} | {r["candidate_match"] for r in rows} == {
+        p.stem for p in records
+    }
+    assert "matches played: 6 (in matches/); void and played again: 1 (in void/)" in outcome.text
+    assert json.loads((config.out / "compare.json").read_text()) == s
+    # Resumed, the comparison recounts from its database and says the same.
+    again = asyncio.run(run_compare(config))
+    assert again.played_now == 0 and again.summary == s

@@ -21,15 +21,20 @@ from referee.compare.config import CompareConfigError, Overrides, load_compare, 
 from referee.compare.run import (
     CompareRefused,
     CompareStore,
+    Pair,
     SeatRow,
     exit_status,
     judge,
     pairs_from,
+    pilot,
+    pilot_text,
     plan_pair,
     progress_line,
     progress_record,
+    report_text,
     run_compare,
     share_beaten,
+    summary,
 )
 from referee.compare.sprt import H0, H1, first_verdict
 from referee.match.dealkey import DealKey
@@ -500,3 +505,54 @@ def test_a_void_match_is_played_again_and_every_count_agrees(tmp_path: Path) -> 
     # Resumed, the comparison recounts from its database and says the same.
     again = asyncio.run(run_compare(config))
     assert again.played_now == 0 and again.summary == s
+
+
+# -- telling the user what they asked for -------------------------------------------------------
+
+
+def _pairs(diffs: list[int]) -> list[Pair]:
+    return [Pair(deal, d, 0, 1 if d > 0 else 2, 2 if d > 0 else 1) for deal, d in enumerate(diffs)]
+
+
+def test_the_pilot_predicts_the_length_and_warns_when_the_cap_is_too_short(
+    tmp_path: Path,
+) -> None:
+    close = [(-1) ** k * 40 + 2 for k in range(20)]  # mean +2, sd about 41
+    config = load_compare(None, flags(tmp_path, matches=200, sprt=["upper=5"]))
+    assert config.sprt is not None
+    plan = pilot(config, _pairs(close))
+    assert plan is not None and plan["pairs"] == 20 and plan["mean"] == pytest.approx(2.0)
+    expected = config.sprt.expected_pairs(2.0, plan["sd"])
+    assert expected is not None and expected > config.max_pairs
+    assert plan["expected_pairs"]["at_pilot_mean"] == round(expected)
+    assert plan["likely_undecided"]
+    assert "warning: the cap is likely to end this test undecided" in pilot_text(config, plan)
+    # A clear difference and room enough: the number of pairs, and no warning.
+    clear = [40 + (-1) ** k * 10 for k in range(20)]
+    roomy = load_compare(None, flags(tmp_path, matches=4000, sprt=["upper=5"]))
+    plan = pilot(roomy, _pairs(clear))
+    assert plan is not None and not plan["likely_undecided"]
+    text = pilot_text(roomy, plan)
+    assert f"about {plan['expected_pairs']['at_pilot_mean']} at the pilot's mean" in text
+    assert "warning" not in text
+    assert pilot(roomy, _pairs(clear[:19])) is None  # not before the pilot is complete
+
+
+def test_the_report_says_which_bound_was_reached_and_the_mean_with_its_interval(
+    tmp_path: Path,
+) -> None:
+    config = load_compare(None, flags(tmp_path, sprt=["upper=5", "min_pairs=5"]))
+    pairs = _pairs([40 + (-1) ** k * 10 for k in range(40)])
+    verdict = judge(config, pairs)
+    assert verdict.decision == H1
+    s = summary(config, verdict, pairs, 2 * len(pairs))
+    assert s["test"]["bound_reached"] == "upper"
+    text = report_text(s)
+    assert f"H1 accepted after {verdict.pairs} pairs (the upper bound was reached)" in text
+    mean, ci = s["score_diff"]["mean"], s["score_diff"]["ci95"]
+    assert f"mean difference (candidate − baseline): {mean:+.1f} ± {ci:.1f}" in text
+    # Every pair equal: a zero-width interval is marked, not passed off as certainty.
+    same = _pairs([0] * 30)
+    flat = summary(config, judge(config, same), same, 60)
+    assert flat["score_diff"]["degenerate"] and flat["score_diff"]["ci95"] == 0.0
+    assert "every pair equal" in report_text(flat)

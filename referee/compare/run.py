@@ -694,19 +694,24 @@ def pilot(config: CompareConfig, pairs: list[Pair]) -> dict[str, Any] | None:
             "sd": sd,
             "expected_pairs": None,
             "likely_undecided": False,
+            "cap_short_near_bounds": False,
         }
     expected = {
         "at_lower": sprt.expected_pairs(sprt.lower, sd),
         "at_upper": sprt.expected_pairs(sprt.upper, sd),
         "at_pilot_mean": sprt.expected_pairs(mean, sd),
     }
-    worst = [v for v in expected.values() if v is not None]
+    near = [expected["at_lower"], expected["at_upper"]]
+    likely = expected["at_pilot_mean"]
     return {
         "pairs": sprt.min_pairs,
         "mean": mean,
         "sd": sd,
         "expected_pairs": {k: None if v is None else round(v) for k, v in expected.items()},
-        "likely_undecided": len(worst) < 3 or max(worst) > config.max_pairs,
+        # At the pilot's own mean (the likeliest truth) the cap comes first.
+        "likely_undecided": likely is None or likely > config.max_pairs,
+        # Were the truth at a bound, the cap would come first.
+        "cap_short_near_bounds": any(v is None or v > config.max_pairs for v in near),
     }
 
 
@@ -732,6 +737,11 @@ def pilot_text(config: CompareConfig, p: dict[str, Any]) -> str:
         text += (
             "\nwarning: the cap is likely to end this test undecided; raise --matches, or "
             "widen the bounds (upper further from lower)"
+        )
+    elif p["cap_short_near_bounds"]:
+        text += (
+            "\nnote: should the true difference lie near a bound, the cap would likely end "
+            "the test undecided"
         )
     return text
 

@@ -23,6 +23,7 @@ from referee.compare.run import (
     CompareStore,
     Pair,
     SeatRow,
+    bot_seeds,
     exit_status,
     judge,
     pairs_from,
@@ -556,3 +557,17 @@ def test_the_report_says_which_bound_was_reached_and_the_mean_with_its_interval(
     flat = summary(config, judge(config, same), same, 60)
     assert flat["score_diff"]["degenerate"] and flat["score_diff"]["ci95"] == 0.0
     assert "every pair equal" in report_text(flat)
+
+
+def test_independent_seeds_give_the_baselines_match_seeds_of_its_own(tmp_path: Path) -> None:
+    key = DealKey.new()
+    shared = load_compare(None, flags(tmp_path))
+    own = load_compare(None, flags(tmp_path, common_seeds=False))
+    assert shared.common_seeds and not own.common_seeds
+    assert shared.fingerprint_hash() != own.fingerprint_hash()  # a resume cannot mix them
+    for deal in range(5):
+        c = bot_seeds(shared, key, deal, "candidate")
+        assert c == key.bot_seeds(deal, 3) == bot_seeds(shared, key, deal, "baseline")
+        assert bot_seeds(own, key, deal, "candidate") == c
+        theirs = bot_seeds(own, key, deal, "baseline")
+        assert len(theirs) == 3 and not set(theirs) & set(c)

@@ -250,9 +250,9 @@ def real_bots(runs: int) -> None:
             f"run {run + 1}: {summary['verdict']} after {summary['pairs']} pairs, "
             f"{summary['matches']} matches; wall {wall:.1f} s, CPU {cpu:.1f} s, cores busy "
             f"with the comparison {100 * busy[-1]:.0f}%, wall / (CPU / cores) "
-            f"{ratios[-1]:.2f}; other programs {100 * others[-1]:.0f}% of the cores, so the "
-            f"comparison used {100 * busy[-1] / max(0.01, 1 - others[-1]):.0f}% of what they "
-            f"left; stolen {steals[-1]:.1f}%",
+            f"{ratios[-1]:.2f}; other programs {100 * others[-1]:.0f}% of the cores (the "
+            f"machine {100 * (busy[-1] + others[-1]):.0f}% busy in all); stolen "
+            f"{steals[-1]:.1f}%",
             flush=True,
         )
     print(

@@ -17,7 +17,9 @@ common random numbers save, and how busy a comparison keeps the machine.
    own (``independent``), from resampled tests at the lineup's own mean difference, and
    the normal likelihood ratio test without common random numbers (the old behaviour).
 3. Real bots (skipped with ``--no-bots``): ``referee compare`` of two instant sample bots
-   (random against minimal, opponents random and minimal) at default settings, run
+   (random against minimal, opponents random and minimal) at default settings (but
+   ``[sandbox] mode = "none"`` unless ``--sandbox bubblewrap``: a jailed bot's CPU time
+   does not reach this process's children's time, so it could not be counted), run
    ``--runs`` times (default 3) as a user would: wall time, the CPU time of the referee and
    every bot process it started, how busy that kept the cores, and wall time against
    (CPU time / cores). Medians, with the CPU share other programs and the hypervisor took.
@@ -210,19 +212,26 @@ def _machine_busy() -> tuple[int, int]:
     return sum(values) - idle, sum(values)
 
 
-def real_bots(runs: int) -> None:
+def real_bots(runs: int, sandbox: str = "none") -> None:
     samples = ROOT / "sample_bots"
     random_bot, minimal = str(samples / "random.toml"), str(samples / "minimal-python.toml")
     cores = _cores()
     print(
         f"\n3. referee compare of two instant bots (random vs minimal, opponents random and "
-        f"minimal), default settings, {cores} cores, {runs} runs"
+        f"minimal), default settings but [sandbox] mode = {sandbox!r}, {cores} cores, {runs} runs"
     )
+    if sandbox != "none":
+        print(
+            "(under bubblewrap the bots' CPU time is not reaped into this process's "
+            "children's time: CPU is undercounted, wall time is right)"
+        )
     walls, cpus, busy, ratios, others, steals = [], [], [], [], [], []
     for run in range(runs):
         with tempfile.TemporaryDirectory(prefix="compare-bench-") as tmp:
+            settings = Path(tmp) / "compare.toml"
+            settings.write_text(f'[sandbox]\nmode = "{sandbox}"\n')
             cmd = [
-                sys.executable, "-m", "referee.cli", "compare",
+                sys.executable, "-m", "referee.cli", "compare", str(settings),
                 "--candidate", random_bot, "--baseline", minimal,
                 "--opponent", random_bot, "--opponent", minimal,
                 "--out", f"{tmp}/out",
@@ -397,6 +406,12 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3, help="real comparisons to time")
     parser.add_argument("--no-bots", action="store_true", help="only the simulations")
     parser.add_argument("--record", type=int, metavar="PAIRS", help="record the lineups")
+    parser.add_argument(
+        "--sandbox",
+        default="none",
+        choices=("none", "bubblewrap"),
+        help="the real comparisons' [sandbox] mode (none: every bot's CPU time is counted)",
+    )
     args = parser.parse_args()
     if args.record:
         record(args.record)
@@ -404,7 +419,7 @@ def main() -> None:
     error_table(args.tests)
     crn_table(args.tests)
     if not args.no_bots:
-        real_bots(args.runs)
+        real_bots(args.runs, args.sandbox)
 
 
 if __name__ == "__main__":

@@ -24,6 +24,13 @@ common random numbers save, and how busy a comparison keeps the machine.
    every bot process it started, how busy that kept the cores, and wall time against
    (CPU time / cores). Medians, with the CPU share other programs and the hypervisor took.
 
+4. Common random numbers with real processes (skipped with ``--no-bots``): a close
+   lineup, the heuristic bot against a variant that plays a random card on a tenth of its
+   decisions (drawn from ``MatchStart.bot_seed``), opponents random, random and heuristic,
+   ``--crn-pairs`` pairs (default 60) with shared and with own bot seeds
+   (``--independent-seeds``): the spread of a pair's difference and the pairs the test then
+   expects.
+
 ``--record N`` plays N deal pairs of each lineup with the sample bots' own code in this
 process (the same requests the referee sends, through each bot's ``decide``) and writes
 tests/vectors/compare_differences.json (1000 pairs each is what is committed).
@@ -34,6 +41,7 @@ Run: ``.venv/bin/python benchmarks/compare.py`` (``--no-bots`` for the tables on
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import math
 import os
@@ -272,6 +280,85 @@ def real_bots(runs: int, sandbox: str = "none") -> None:
     )
 
 
+# -- 4. common random numbers with real processes ---------------------------------------------
+
+EPS_BOT = """\
+\"\"\"The heuristic sample bot playing a random card on a tenth of its decisions, its random
+numbers drawn from MatchStart.bot_seed (a close variant for measuring compare).\"\"\"
+import random
+import sys
+
+sys.path.insert(0, {folder!r})
+from heuristic_bot import HeuristicBot  # noqa: E402
+from sticheln_bot import run  # noqa: E402
+
+
+class EpsHeuristic(HeuristicBot):
+    name = "heuristic-eps"
+
+    def __init__(self):
+        super().__init__()
+        self.rng = random.Random()
+
+    def on_match_start(self, start):
+        self.rng.seed(start.bot_seed)
+
+    def choose_card(self, view):
+        if self.rng.random() < 0.1:
+            return self.rng.choice(view.hand)
+        return super().choose_card(view)
+
+
+run(EpsHeuristic())
+"""
+
+
+def real_crn(pairs: int, sandbox: str = "none") -> None:
+    """The close lineup with real bot processes, with and without shared bot seeds:
+    the spread of a pair's difference, and the pairs the test expects at bounds 0/5."""
+    from referee.compare.config import Overrides, load_compare
+    from referee.compare.run import run_compare
+
+    samples = ROOT / "sample_bots"
+    heuristic, random_bot = str(samples / "heuristic.toml"), str(samples / "random.toml")
+    print(
+        f"\n4. common random numbers with real processes: heuristic-eps vs heuristic, "
+        f"opponents random, random and heuristic, 4 seats, {pairs} pairs each (fixed size)"
+    )
+    with tempfile.TemporaryDirectory(prefix="compare-crn-") as tmp:
+        bot = Path(tmp) / "eps_bot.py"
+        bot.write_text(EPS_BOT.format(folder=str(samples / "python")))
+        eps = Path(tmp) / "eps.toml"
+        eps.write_text(f'name = "heuristic-eps"\ncommand = ["{sys.executable}", "{bot}"]\n')
+        settings = Path(tmp) / "compare.toml"
+        settings.write_text(f'[sandbox]\nmode = "{sandbox}"\n')
+        for shared in (True, False):
+            config = load_compare(
+                settings,
+                Overrides(
+                    candidate=str(eps),
+                    baseline=heuristic,
+                    opponents=[random_bot, random_bot, heuristic],
+                    table_size=4,
+                    matches=2 * pairs,
+                    common_seeds=shared,
+                    decision_ms=5000,
+                    out=f"{tmp}/{'shared' if shared else 'own'}",
+                ),
+            )
+            s = asyncio.run(run_compare(config)).summary
+            sd = math.sqrt(s["variance_paired"])
+            low, high = difference_range(preset("sticheln"), 4)
+            sprt = Sprt(0.0, 5.0, 0.05, 0.05, low=low, high=high)
+            expected = sprt.expected_pairs(sprt.lower, sd)
+            print(
+                f"{'shared' if shared else 'own':>6} seeds: sd of a pair's difference {sd:.1f}, "
+                f"mean {s['score_diff']['mean']:+.1f}; the test expects about "
+                f"{expected:.0f} pairs at bounds 0/5 when the truth is 0",
+                flush=True,
+            )
+
+
 # -- recording -------------------------------------------------------------------------------------
 
 LINEUPS = [
@@ -404,6 +491,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tests", type=int, default=2000, help="simulated tests per row")
     parser.add_argument("--runs", type=int, default=3, help="real comparisons to time")
+    parser.add_argument(
+        "--crn-pairs", type=int, default=60, help="pairs of the real common-seed lineup"
+    )
     parser.add_argument("--no-bots", action="store_true", help="only the simulations")
     parser.add_argument("--record", type=int, metavar="PAIRS", help="record the lineups")
     parser.add_argument(
@@ -420,6 +510,7 @@ def main() -> None:
     crn_table(args.tests)
     if not args.no_bots:
         real_bots(args.runs, args.sandbox)
+        real_crn(args.crn_pairs, args.sandbox)
 
 
 if __name__ == "__main__":

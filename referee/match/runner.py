@@ -14,10 +14,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
+import math
 import os
 import secrets
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -221,6 +222,7 @@ class MatchRunner:
         seed_withheld: str = "",
         deal: int | None = None,
         deal_key_commitment: str = "",
+        untimed: Collection[int] = (),
     ) -> None:
         rules.check_players(len(bots))
         if strike_limit < 1:
@@ -252,6 +254,9 @@ class MatchRunner:
         #: The tournament's deal number and its deal key's commitment, for the header.
         self.deal = deal
         self.deal_key_commitment = deal_key_commitment
+        #: Seats the clock does not apply to: they wait for their answers as long as it
+        #: takes (``check-bot``'s own house seats, which judge only the bot under test).
+        self.untimed = frozenset(untimed)
         self._lent: dict[int, LentSeat] = {}
         #: Some seat was granted the "events" capability.
         self._live = False
@@ -529,7 +534,7 @@ class MatchRunner:
             return fallback_action(rnd, seat.index), 0.0, True
         rid = msg.request.request_id
         allowed = msg.request.timeout_ms / 1000
-        limit = allowed + seat.bank_s
+        limit = math.inf if seat.index in self.untimed else allowed + seat.bank_s
         answer = stream.expect(rid, limit)
         try:
             await stream.write(msg)
@@ -537,7 +542,11 @@ class MatchRunner:
             stream.close(FaultReason.DISCONNECT, "the stream broke while sending a request")
         sent = time.perf_counter()
         # A timer on the answer itself: cheaper than a timeout scope around the await.
-        timer = asyncio.get_running_loop().call_later(limit, _expire, answer)
+        timer = (
+            None
+            if limit == math.inf
+            else asyncio.get_running_loop().call_later(limit, _expire, answer)
+        )
         try:
             message, arrived = await answer
             if arrived - sent > limit:
@@ -559,7 +568,8 @@ class MatchRunner:
                 await seat.watcher
             return fallback_action(rnd, seat.index), 0.0, True
         finally:
-            timer.cancel()
+            if timer is not None:
+                timer.cancel()
         stream.settle()
         think = max(0.0, arrived - sent)
         over = think - allowed

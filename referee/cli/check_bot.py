@@ -10,6 +10,8 @@ from pathlib import Path
 from referee.cli.common import (
     Subparsers,
     UsageError,
+    add_preflight_flag,
+    preflight,
     run_until_done,
     sandbox_for,
     u64,
@@ -65,7 +67,13 @@ def add_parsers(sub: Subparsers) -> None:
         action="store_true",
         help="start the bot without a sandbox, as this user and with the network",
     )
-    chk.add_argument("--log-level", default="error", choices=["debug", "info", "warning", "error"])
+    add_preflight_flag(chk)
+    chk.add_argument(
+        "--log-level",
+        default="error",
+        choices=["debug", "info", "warning", "error"],
+        help="how much the referee logs on stderr (default error)",
+    )
     chk.set_defaults(func=check_bot)
 
 
@@ -77,6 +85,7 @@ def check_bot(args: argparse.Namespace) -> int:
     from referee.config.bots import load_bot
     from referee.match.bots import BotConfigError, BotSpec
     from referee.match.checkbot import SEATS_SCENARIO, Outcome, check_bot, scenarios
+    from referee.match.runner import Clock
     from referee.runtime import logs
 
     logs.configure(args.log_level)
@@ -135,6 +144,14 @@ def check_bot(args: argparse.Namespace) -> int:
         print("\n".join(outcome.lines()), flush=True)
 
     async def run() -> int:
+        await preflight(
+            args,
+            [bot],
+            sandbox,
+            args.startup_ms or Clock().startup_ms,
+            out / "logs",
+            host=args.host,
+        )
         outcomes = await check_bot(
             bot,
             chosen,

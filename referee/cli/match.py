@@ -9,6 +9,8 @@ from pathlib import Path
 from referee.cli.common import (
     Subparsers,
     UsageError,
+    add_preflight_flag,
+    preflight,
     print_aborted,
     run_until_done,
     sandbox_for,
@@ -19,7 +21,14 @@ from referee.rules import PRESETS, RuleError, preset
 
 def add_parsers(sub: Subparsers) -> None:
     """Add this module's command to the ``referee`` parser."""
-    parser = sub.add_parser("match", help="play one match between bots and print the result")
+    parser = sub.add_parser(
+        "match",
+        help="play one match between bots and print the result",
+        description="Start the bots of the given bot files (one per seat, in seat order), "
+        "play one match between them, print each seat's place, total and faults, and write "
+        "the match record (replay it with `referee replay`). Exit status 1 when fewer than "
+        "two bots connected and the match was not played; 2 when a bot does not start.",
+    )
     parser.add_argument(
         "--bot",
         action="append",
@@ -58,10 +67,14 @@ def add_parsers(sub: Subparsers) -> None:
         help="start the bots without a sandbox, as this user and with the network (trusted "
         "bots only)",
     )
+    add_preflight_flag(parser)
     parser.add_argument("--tls-cert", help="serve TLS with this certificate (PEM)")
     parser.add_argument("--tls-key", help="the certificate's private key (PEM)")
     parser.add_argument(
-        "--log-level", default="warning", choices=["debug", "info", "warning", "error"]
+        "--log-level",
+        default="warning",
+        choices=["debug", "info", "warning", "error"],
+        help="how much the referee logs on stderr (default warning)",
     )
     parser.set_defaults(func=match)
 
@@ -97,6 +110,9 @@ def match(args: argparse.Namespace) -> int:
                     file=sys.stderr,
                 )
         try:
+            await preflight(
+                args, bots, sandbox, clock.startup_ms, Path(args.out) / "logs", server=server
+            )
             runner = MatchRunner(
                 server,
                 bots,

@@ -128,6 +128,9 @@ class TournamentOutcome:
     #: The ids of the matches this run aborted twice (fewer than two seats connected):
     #: not finished, so no standings until a later run plays them.
     aborted: list[str] = field(default_factory=list)
+    #: The bots that forfeited every finished match they played (a bot that never
+    #: worked), each with how many that is.
+    always_forfeited: dict[str, int] = field(default_factory=dict)
 
     @property
     def complete(self) -> bool:
@@ -269,6 +272,9 @@ class _TournamentRun:
         self.aborted: list[str] = []
         self.elo = LiveElo()
         self.bar: Progress | None = None
+        #: Per bot: finished matches played, and of those forfeited.
+        self.played: collections.Counter[str] = collections.Counter()
+        self.forfeits: collections.Counter[str] = collections.Counter()
 
     @classmethod
     def open(
@@ -309,6 +315,7 @@ class _TournamentRun:
         run = cls(config, store, full, todo, finished, key, metrics)
         for outcome in outcomes_from(store.results(config.name)):
             run.elo.update(outcome)
+            run.count(outcome)
         for bot, value in run.elo.ratings().items():
             metrics.elo.labels(bot).set(value)
         metrics.planned.set(len(schedule))
@@ -411,14 +418,14 @@ class _TournamentRun:
         self.queue.finished(m)
         metrics.matches.inc()
         metrics.match_duration.observe(result.duration_s)
-        self.elo.update(
-            MatchOutcome(
-                bots=m.seating,
-                places=tuple(result.places),
-                key=f"{m.index:08d}",
-                forfeited=tuple(s.forfeited for s in result.seats),
-            )
+        outcome = MatchOutcome(
+            bots=m.seating,
+            places=tuple(result.places),
+            key=f"{m.index:08d}",
+            forfeited=tuple(s.forfeited for s in result.seats),
         )
+        self.elo.update(outcome)
+        self.count(outcome)
         for bot, value in self.elo.ratings().items():
             metrics.elo.labels(bot).set(value)
         self.done += 1
@@ -427,6 +434,17 @@ class _TournamentRun:
         leader = max(ratings, key=lambda b: ratings[b])
         if self.bar is not None:
             self.bar.update(self.done, leader, ratings[leader], self.running)
+
+    def count(self, outcome: MatchOutcome) -> None:
+        """Count a finished match in each of its bots' matches and forfeits."""
+        flags = outcome.forfeited or (False,) * len(outcome.bots)
+        for bot, forfeited in zip(outcome.bots, flags, strict=True):
+            self.played[bot] += 1
+            self.forfeits[bot] += forfeited
+
+    def always_forfeited(self) -> dict[str, int]:
+        """The bots that forfeited every finished match they played, with that count."""
+        return {b: n for b, n in self.played.items() if n and self.forfeits[b] == n}
 
 
 def _finish(
@@ -458,6 +476,7 @@ def _finish(
             else "other shards' matches are not finished yet; no exports",
         )
     exported.aborted = sorted(run.aborted)
+    exported.always_forfeited = run.always_forfeited()
     exported.referee_cpu_s = referee_cpu_s
     exported.shard_planned = len(schedule)
     exported.shard_finished = len(finished & {m.index for m in schedule})

@@ -70,10 +70,19 @@ async def check_starts(
     """Start each distinct started bot of ``bots`` once on ``server`` and wait, all at
     once, for its handshake; the bots that did not complete it, in the order given."""
     folder = private_dir(log_dir / "preflight")
+    # Every check ends (and stops its bot) before this returns, even when cancelled:
+    # without return_exceptions, gather would return at the first cancelled check.
     results = await asyncio.gather(
-        *(_check_one(server, bot, startup_s, folder) for bot in distinct(bots))
+        *(_check_one(server, bot, startup_s, folder) for bot in distinct(bots)),
+        return_exceptions=True,
     )
-    return [r for r in results if r is not None]
+    failures = []
+    for result in results:
+        if isinstance(result, BaseException):
+            raise result
+        if result is not None:
+            failures.append(result)
+    return failures
 
 
 async def check_starts_on_own_server(

@@ -538,6 +538,9 @@ class MatchRunner:
         answer = stream.expect(rid, limit)
         try:
             await stream.write(msg)
+        except asyncio.CancelledError:
+            stream.settle()  # nothing awaits the answer now: no exception is to be set on it
+            raise
         except Exception:
             stream.close(FaultReason.DISCONNECT, "the stream broke while sending a request")
         sent = time.perf_counter()

@@ -139,7 +139,13 @@ class TournamentOutcome:
 
 
 class Progress:
-    """Matches done / planned, ETA and the current leader: a bar on a terminal, log lines elsewhere."""
+    """Matches done / planned, ETA and the current leader: a live line on a terminal, log
+    lines elsewhere.
+
+    On a terminal the line is drawn by rich, which also takes over ``sys.stderr`` while it
+    is shown: a warning or any other line written meanwhile appears on its own line above
+    it, instead of on the end of the bar. :meth:`close` leaves the last state on screen.
+    """
 
     def __init__(self, planned: int, done: int, tty: bool | None = None) -> None:
         self.planned = planned
@@ -147,32 +153,56 @@ class Progress:
         self.start_done = done
         self.started = time.monotonic()
         self.tty = sys.stderr.isatty() if tty is None else tty
+        self._bar: Any = None
+        if self.tty:
+            from rich.console import Console
+            from rich.progress import BarColumn, TextColumn, TimeRemainingColumn
+            from rich.progress import Progress as Bar
+
+            self._bar = Bar(
+                BarColumn(bar_width=30),
+                TextColumn("{task.completed}/{task.total} matches  ETA"),
+                TimeRemainingColumn(compact=True),
+                TextColumn("leader {task.fields[leader]}  running {task.fields[running]}"),
+                console=Console(file=sys.stderr),
+                # Redrawn at each finished match (and around every line written meanwhile),
+                # not by a thread of its own.
+                auto_refresh=False,
+                redirect_stdout=False,
+                redirect_stderr=True,
+            )
+            self._task = self._bar.add_task(
+                "", total=planned, completed=done, leader="-", running=0
+            )
+            self._bar.start()
 
     def update(self, done: int, leader: str, leader_elo: float, running: int) -> None:
         """Show the state after a match finished."""
         self.done = done
+        if self._bar is not None:
+            self._bar.update(
+                self._task, completed=done, leader=f"{leader} ({leader_elo:.0f})", running=running
+            )
+            self._bar.refresh()
+            return
         elapsed = time.monotonic() - self.started
         new = done - self.start_done
         eta = elapsed / new * (self.planned - done) if new else float("nan")
-        if self.tty:
-            width = 30
-            filled = int(width * done / max(1, self.planned))
-            eta_text = "?" if eta != eta else f"{int(eta // 60)}m{int(eta % 60):02d}s"
-            line = f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{self.planned} matches  ETA {eta_text}  leader {leader} ({leader_elo:.0f})  running {running}"
-            sys.stderr.write(line)
-            if done >= self.planned:
-                sys.stderr.write("\n")
-            sys.stderr.flush()
-        else:
-            log.info(
-                "progress",
-                done=done,
-                planned=self.planned,
-                eta_s=None if eta != eta else round(eta, 1),
-                leader=leader,
-                leader_elo=round(leader_elo, 1),
-                running=running,
-            )
+        log.info(
+            "progress",
+            done=done,
+            planned=self.planned,
+            eta_s=None if eta != eta else round(eta, 1),
+            leader=leader,
+            leader_elo=round(leader_elo, 1),
+            running=running,
+        )
+
+    def close(self) -> None:
+        """Leave the line as it is (on a terminal) and give ``sys.stderr`` back."""
+        if self._bar is not None:
+            self._bar.stop()
+            self._bar = None
 
 
 async def run_tournament(
@@ -201,14 +231,17 @@ async def run_tournament(
     metrics = metrics or RefereeMetrics()
     metrics.decision_limit.set(config.clock.decision_ms / 1000)
     store = open_store(config.database)
+    bar: Progress | None = None
     try:
         run = _TournamentRun.open(config, store, full, schedule, deal_key, shard, metrics)
-        run.bar = Progress(len(schedule), run.done, progress)
-        if run.bar.tty:  # the start's log line is below a terminal's log level: say it here
+        if sys.stderr.isatty() if progress is None else progress:
+            # The start's log line is below a terminal's log level: say it here, before
+            # the progress line (which would fold it at the terminal's width).
             sys.stderr.write(
                 f"tournament {config.name}: deal key commitment {run.key.commitment()} "
                 "(the key is published when the last match has ended)\n"
             )
+        run.bar = bar = Progress(len(schedule), run.done, progress)
         player = await start_player(
             _worker_count(config, workers, port, len(run.todo)),
             metrics,
@@ -228,6 +261,8 @@ async def run_tournament(
             await player.close()
         return _finish(config, store, full, schedule, run, player.cpu_seconds())
     finally:
+        if bar is not None:  # also when interrupted: what follows starts on a line of its own
+            bar.close()
         store.close()
 
 

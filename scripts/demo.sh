@@ -27,7 +27,7 @@ fi
 stamp=.venv/.sticheln-demo-install
 want=$(cat pyproject.toml setup.py referee/rules/*.py | sha256sum | cut -d' ' -f1)
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
-  echo "installing the referee into .venv (a minute or two the first time)" >&2
+  echo "installing the referee into .venv (a few minutes the first time: it compiles the rules engine)" >&2
   .venv/bin/python -m pip install -q --disable-pip-version-check --upgrade pip >/dev/null
   .venv/bin/python -m pip install -q --disable-pip-version-check -e .
   echo "$want" >"$stamp"

@@ -104,6 +104,21 @@ def test_a_bot_that_cannot_start_stops_a_match_before_the_deal(
         assert "loading the model" in log and "Traceback" in log
 
 
+def test_a_bot_killed_by_a_signal_as_it_starts_is_named_with_the_signal(
+    tmp_path: Path, marker: str
+) -> None:
+    path = tmp_path / "segv.toml"
+    code = "import os, signal; os.kill(os.getpid(), signal.SIGSEGV)"
+    table = {"name": "segv", "command": [sys.executable, "-c", code, marker], "workdir": "."}
+    path.write_text(toml_text(table))
+    bots = [good(tmp_path, "ann", marker), path, good(tmp_path, "cy", marker)]
+    ran = referee("match", *(x for b in bots for x in ("--bot", b)), "--out", tmp_path / "out")
+    assert ran.returncode == 2, ran.stderr
+    assert "referee match: bot 'segv' did not start: it was killed by SIGSEGV before its " in (
+        ran.stderr
+    )
+
+
 def tournament_file(folder: Path, bots: list[Path], matches_per_table: int = 1) -> Path:
     path = folder / "t.toml"
     path.write_text(

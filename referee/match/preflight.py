@@ -136,7 +136,8 @@ def _what(why: str, process: BotProcess, startup_s: float) -> str:
     if not why.startswith("no valid handshake"):
         return why  # its stream was refused: the reason (and its exit, if it exited)
     if process.returncode is not None:
-        return f"it {process.describe_exit()} before its handshake"
+        end = process.describe_exit()  # "exited with status N" or "killed by SIGNAME"
+        return f"it {'was ' if end.startswith('killed') else ''}{end} before its handshake"
     return f"no handshake within {startup_s:g} s (it was still running)"
 
 

@@ -257,3 +257,18 @@ def test_the_output_tail_is_the_last_lines_written_since_the_offset(tmp_path: Pa
         f.write("y" * 1000 + "\n")
     tail = output_tail(log, offset)
     assert len(tail) == 300 and tail.startswith("…") and tail.endswith("y")
+
+
+def test_the_output_tail_names_the_error_above_a_runtimes_last_words(tmp_path: Path) -> None:
+    log = tmp_path / "node.log"
+    log.write_text(
+        "node:internal/modules/cjs/loader:1210\n  throw err;\n\n"
+        "Error: Cannot find module '@grpc/grpc-js'\nRequire stack:\n- /bots/bot.js\n"
+        "    at Module._load (node:internal/modules/cjs/loader:1038:27) {\n"
+        "  code: 'MODULE_NOT_FOUND',\n  requireStack: [ '/bots/bot.js' ]\n}\n\n"
+        "Node.js v20.20.2\n"
+    )
+    assert output_tail(log) == (
+        "Error: Cannot find module '@grpc/grpc-js' … requireStack: [ '/bots/bot.js' ] / } / "
+        "Node.js v20.20.2"
+    )

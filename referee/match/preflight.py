@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -154,9 +155,15 @@ async def _end(server: RefereeServer, slot: SeatSlot, process: BotProcess | None
     await process.stop()
 
 
+#: A line that likely names the cause (an error message), in any language's words.
+_CAUSE = re.compile(r"error|exception|fatal|failed|cannot|can't|not found|no such", re.I)
+
+
 def output_tail(log_path: Path, offset: int = 0) -> str:
-    """The last :data:`TAIL_LINES` non-blank lines written to ``log_path`` after
-    ``offset``, stripped and joined with `` / `` (at most :data:`TAIL_CHARS`)."""
+    """How the output written to ``log_path`` after ``offset`` ends: its last
+    :data:`TAIL_LINES` non-blank lines, stripped and joined with `` / ``, after the last
+    line before them that reads like an error when they hold none (Node.js, say, ends a
+    crash with its version); at most :data:`TAIL_CHARS` characters."""
     try:
         with open(log_path, "rb") as f:
             f.seek(max(offset, f.seek(0, 2) - 64 * 1024))
@@ -164,5 +171,11 @@ def output_tail(log_path: Path, offset: int = 0) -> str:
     except OSError:
         return ""
     lines = [x.strip() for x in data.decode("utf-8", "replace").splitlines() if x.strip()]
-    text = " / ".join(lines[-TAIL_LINES:])
-    return text if len(text) <= TAIL_CHARS else "…" + text[-(TAIL_CHARS - 1) :]
+    tail = " / ".join(lines[-TAIL_LINES:])
+    cause = ""
+    if not any(_CAUSE.search(x) for x in lines[-TAIL_LINES:]):
+        cause = next((x for x in reversed(lines[:-TAIL_LINES]) if _CAUSE.search(x)), "")
+    if cause:
+        cause = cause[: TAIL_CHARS // 2] + " … "
+    room = TAIL_CHARS - len(cause)
+    return cause + (tail if len(tail) <= room else "…" + tail[-(room - 1) :])

@@ -6,10 +6,14 @@ PY=${PYTHON:-python3}
 # Debian packages the tests start for real: Prometheus (promtool and a server), PostgreSQL,
 # Chromium (the web pages' browser tests), docker-compose (its `config` checks
 # deploy/compose.yaml; no Docker daemon needed), bubblewrap (the sandbox every bot the
-# referee starts runs in), the C++ toolchain with gRPC's development files for the C++
-# sample bot, and protoc plugins.
+# referee starts runs in, with util-linux's setpriv), the C++ toolchain with gRPC's
+# development files for the C++ sample bot, protoc plugins, and Debian Python's venv module.
 need=()
 command -v bwrap >/dev/null || need+=(bubblewrap)
+command -v setpriv >/dev/null || need+=(util-linux)
+if [ ! -x .venv/bin/python ] && ! "$PY" -c 'import ensurepip, venv' 2>/dev/null; then
+  need+=(python3-venv)
+fi
 command -v docker-compose >/dev/null || need+=(docker-compose)
 { command -v cmake && command -v g++ && command -v protoc && command -v grpc_cpp_plugin; } >/dev/null \
   && [ -f /usr/include/grpcpp/grpcpp.h ] && [ -f /usr/include/openssl/sha.h ] \

@@ -14,6 +14,7 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -104,6 +105,46 @@ def test_the_python_sample_bots_pass_every_scenario(name: str, tmp_path: Path) -
     assert ("PASS seats (" in done.stdout) == (name != "montecarlo")
     assert "FAIL" not in done.stdout
     assert done.stdout.strip().endswith(f"all {want} scenarios passed")
+
+
+@pytest.fixture
+def busy_machine() -> Iterator[int]:
+    """Spinning processes at the referee's own priority: a load of 15 per core (30 on
+    two), for as long as the test runs."""
+    count = min(120, 15 * len(os.sched_getaffinity(0)))
+    hogs = [
+        subprocess.Popen([sys.executable, "-c", "while True: pass"], stdin=subprocess.DEVNULL)
+        for _ in range(count)
+    ]
+    try:
+        yield count
+    finally:
+        for hog in hogs:
+            hog.kill()
+        for hog in hogs:
+            hog.wait()
+
+
+@pytest.mark.timeout(280)
+def test_house_seats_never_fail_a_good_bot_on_a_busy_machine(
+    busy_machine: int, tmp_path: Path
+) -> None:
+    # The scenarios with the most house seats. The bot under test starts within a minute
+    # (a safety bound for its interpreter's start on this machine), and then has the
+    # scenarios' own clock: its answers take a millisecond.
+    picked = ["preset-amigo", "players-8", "secret-pain"]
+    bot = tmp_path / "random.toml"
+    bot.write_text(
+        (SAMPLE_BOTS / "random.toml").read_text() + f"\nworkdir = {json.dumps(str(SAMPLE_BOTS))}\n"
+    )
+    done = check_bot(
+        *(arg for name in picked for arg in ("--scenario", name)),
+        *("--startup-ms", "60000", "--bot", str(bot)),
+        timeout=260,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "house seat" not in done.stdout
+    assert done.stdout.strip().endswith("all 3 scenarios passed")
 
 
 @pytest.mark.timeout(150)

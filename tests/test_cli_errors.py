@@ -75,6 +75,7 @@ def _check_bot(
         "players-3",
         "--startup-ms",
         "30000",  # a refused bot exits at once: this is only the limit for a loaded machine
+        "--no-preflight",  # the refusal is to be reported by the scenario itself
         "--out",
         tmp_path / "check",
         "--",

@@ -150,8 +150,7 @@ def test_cli_refuses_bad_settings_with_status_3(tmp_path: Path) -> None:
     )
     assert proc.returncode == 3
     assert proc.stderr.strip() == (
-        "referee compare: referee compare: no baseline; give --baseline FILE or "
-        '[compare] baseline = "FILE"'
+        'referee compare: no baseline; give --baseline FILE or [compare] baseline = "FILE"'
     )
 
 

@@ -306,7 +306,7 @@ def test_one_cpp_process_serves_a_tournament_match_after_match(tmp_path: Path) -
         assert lines[-1]["type"] == "end" and lines[-1]["reason"] == "completed"
     # cpp.toml declares seats = 8: one process (one log) played all four matches, two at
     # once, on streams that carried one match after another.
-    (log,) = (out / "logs").glob("cpp-*.log")
+    (log,) = (out / "logs").glob("cpp+*.log")
     verified = [line for line in log.read_text().splitlines() if "dealt hands verified" in line]
     matches = {line.split()[2].rstrip(":") for line in verified}
     # Every MatchEnd was read, the last ones too: the tournament's end keeps the contract.

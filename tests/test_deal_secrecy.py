@@ -271,7 +271,9 @@ def test_bots_never_inherit_the_deal_key(played: Played) -> None:
         for i in range(3)
         for line in (played.tmp / f"dup-env{i}").read_text().splitlines()
     ]
-    assert len(environs) == 3 * 6  # duplicate mode: fresh processes for every match
+    # The start check (one process per bot), then duplicate mode's fresh processes for
+    # every match: none of them sees the key.
+    assert len(environs) == 3 + 3 * 6
     for env in environs:
         assert KEY_ENV not in env
         assert not any(played.key.hex() in v.lower() for v in env.values())

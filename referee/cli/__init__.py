@@ -60,7 +60,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         result: int = args.func(args)
         sys.stdout.flush()
     except UsageError as exc:
-        print(f"referee {args.command}: {exc}", file=sys.stderr)
+        for line in str(exc).splitlines() or [""]:
+            print(f"referee {args.command}: {line}", file=sys.stderr)
         return 2
     except BrokenPipeError:
         # The reader of stdout went away (``referee replay ... | head``): stop quietly, as

@@ -12,8 +12,10 @@ from referee.cli.common import (
     UsageError,
     add_bot_uids,
     add_grant_flags,
+    add_preflight_flag,
     check_reads,
     grants_from_flags,
+    preflight,
     run_until_done,
     sandbox_for,
     u64,
@@ -73,7 +75,13 @@ def add_parsers(sub: Subparsers) -> None:
     )
     add_bot_uids(chk)
     add_grant_flags(chk)
-    chk.add_argument("--log-level", default="error", choices=["debug", "info", "warning", "error"])
+    add_preflight_flag(chk)
+    chk.add_argument(
+        "--log-level",
+        default="error",
+        choices=["debug", "info", "warning", "error"],
+        help="how much the referee logs on stderr (default error)",
+    )
     chk.set_defaults(func=check_bot)
 
 
@@ -85,6 +93,7 @@ def check_bot(args: argparse.Namespace) -> int:
     from referee.config.bots import load_bot
     from referee.match.bots import BotConfigError, BotSpec
     from referee.match.checkbot import SEATS_SCENARIO, Outcome, check_bot, scenarios
+    from referee.match.runner import Clock
     from referee.match.sameseed import SAME_SEED, scenario_note
     from referee.runtime import logs
 
@@ -164,6 +173,14 @@ def check_bot(args: argparse.Namespace) -> int:
         print("\n".join(outcome.lines()), flush=True)
 
     async def run() -> int:
+        await preflight(
+            args,
+            [bot],
+            sandbox,
+            args.startup_ms or Clock().startup_ms,
+            out / "logs",
+            host=args.host,
+        )
         outcomes = await check_bot(
             bot,
             chosen,

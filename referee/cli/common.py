@@ -33,7 +33,8 @@ def take_deal_key_from_environment() -> None:
 
 
 class UsageError(Exception):
-    """A user mistake: printed as one line, exit status 2."""
+    """A user mistake: printed as one line (one per line of its text, each with the
+    command's name), exit status 2."""
 
 
 def u64(text: str) -> int:
@@ -162,6 +163,48 @@ def check_reads(
     from referee.config.policy import check_run, never_readable
 
     check_run(bots, granted, never_readable(out), "", UsageError, sandboxed)
+
+
+def add_preflight_flag(parser: argparse.ArgumentParser) -> None:
+    """The ``--no-preflight`` flag of the commands that check their bots start first."""
+    parser.add_argument(
+        "--no-preflight",
+        action="store_true",
+        help="skip the start check: by default each bot is started once before the first "
+        "match and must complete its handshake, or nothing is played",
+    )
+
+
+async def preflight(
+    args: argparse.Namespace,
+    bots: Sequence[Any],
+    sandbox: Any,
+    startup_ms: int,
+    log_dir: Path,
+    *,
+    server: Any = None,
+    host: str = "127.0.0.1",
+    tls: Any = None,
+) -> None:
+    """Unless ``--no-preflight``: start each bot once (:mod:`referee.match.preflight`) on
+    ``server`` (or a server of its own on ``host``); a bot that does not complete its
+    handshake stops the command with one line per such bot (:class:`UsageError`)."""
+    if getattr(args, "no_preflight", False):
+        return
+    from referee.match.preflight import check_starts, check_starts_on_own_server
+    from referee.match.sandbox import SandboxUnavailable
+
+    try:
+        if server is not None:
+            failures = await check_starts(server, bots, startup_ms / 1000, log_dir)
+        else:
+            failures = await check_starts_on_own_server(
+                bots, sandbox, startup_ms / 1000, log_dir, host, tls
+            )
+    except SandboxUnavailable as exc:
+        raise UsageError(str(exc)) from None
+    if failures:
+        raise UsageError("\n".join(f.line() for f in failures))
 
 
 def print_aborted(result: Any) -> int:

@@ -7,6 +7,9 @@ import sys
 
 from referee.cli.common import (
     Subparsers,
+    UsageError,
+    add_preflight_flag,
+    preflight,
     run_until_done,
     u64,
 )
@@ -71,8 +74,20 @@ def add_parsers(sub: Subparsers) -> None:
     cmp.add_argument("--time-bank-ms", type=int, help="match time bank per seat (default 0)")
     cmp.add_argument("--startup-ms", type=int, help="time a bot has to connect (default 10000)")
     cmp.add_argument(
-        "--log-level", default="warning", choices=["debug", "info", "warning", "error"]
+        "--log-level",
+        default="warning",
+        choices=["debug", "info", "warning", "error"],
+        help="how much the referee logs on stderr (default warning)",
     )
+    cmp.add_argument(
+        "--read",
+        action="append",
+        metavar="PATH",
+        help="let every started bot read PATH (read-only), and its bot file name paths in "
+        "it (repeatable; added to the file's [sandbox] read; never /proc, /sys, /dev, /run "
+        "or the output folder)",
+    )
+    add_preflight_flag(cmp)
     cmp.set_defaults(func=compare)
 
 
@@ -111,12 +126,12 @@ def compare(args: argparse.Namespace) -> int:
         decision_ms=args.decision_ms,
         time_bank_ms=args.time_bank_ms,
         startup_ms=args.startup_ms,
+        read=args.read,
     )
     try:
         config = load_compare(args.file, flags)
     except CompareConfigError as exc:
-        print(f"referee compare: {exc}", file=sys.stderr)
-        return 3
+        return _refused(str(exc))
     tty = sys.stderr.isatty()
 
     def show(verdict: Verdict, matches: int) -> None:
@@ -133,6 +148,15 @@ def compare(args: argparse.Namespace) -> int:
             sys.stderr.write(("\r\x1b[K" if tty else "") + text + "\n")
             sys.stderr.flush()
 
+        from referee.match.sandbox import Sandbox
+
+        bots = [config.candidate, config.baseline, *config.opponents]
+        try:
+            await preflight(
+                args, bots, Sandbox(config.sandbox), config.clock.startup_ms, config.out / "logs"
+            )
+        except UsageError as exc:  # refused before any match: as settings are (status 3)
+            return _refused(str(exc))
         outcome = await run_compare(
             config, on_progress=show, on_notice=notice, log_level=args.log_level
         )
@@ -145,5 +169,12 @@ def compare(args: argparse.Namespace) -> int:
             run(), "interrupted: finished matches are kept; run the same command again to resume"
         )
     except CompareRefused as exc:
-        print(f"referee compare: {exc}", file=sys.stderr)
-        return 3
+        return _refused(str(exc))
+
+
+def _refused(text: str) -> int:
+    """Print why the comparison was refused, each line with the command's name once (a
+    message about the flags alone names the command already); exit status 3."""
+    for line in text.splitlines():
+        print(f"referee compare: {line.removeprefix('referee compare: ')}", file=sys.stderr)
+    return 3

@@ -14,7 +14,11 @@ from referee.rules import PRESETS, Round, cards_str, preset
 def add_parsers(sub: Subparsers) -> None:
     """Add this module's command to the ``referee`` parser."""
     parser = sub.add_parser(
-        "demo", help="play one seeded round of each preset between random players"
+        "demo",
+        help="play one seeded round of each preset between random players",
+        description="Deal one round of each rules preset from a seed and play it with "
+        "random legal cards in this process (no bots, no server), printing the pain cards, "
+        "every trick and its winner, and the scores: a look at the rules at work.",
     )
     parser.add_argument("--seed", type=int, default=1, help="deal seed (default 1)")
     parser.add_argument("--players", type=int, default=4, help="players per table (default 4)")

@@ -20,6 +20,10 @@ def add_parsers(sub: Subparsers) -> None:
     srv = sub.add_parser(
         "serve",
         help="run a league: bots join over the network with their tokens and play continuously",
+        description="Run a league from its file until SIGTERM or Ctrl-C: registered bots "
+        "connect whenever they like with their tokens, the league seats the connected bots in "
+        "matches and rates them as it goes, and a League gRPC service on the same port "
+        "registers bots and serves standings, match records and live matches (docs/league.md).",
     )
     srv.add_argument(
         "--config",
@@ -31,7 +35,12 @@ def add_parsers(sub: Subparsers) -> None:
     srv.add_argument(
         "--port", type=int, default=None, help="port (overrides the file; 0: any free port)"
     )
-    srv.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    srv.add_argument(
+        "--log-level",
+        default="info",
+        choices=["debug", "info", "warning", "error"],
+        help="how much the league logs on stderr (default info)",
+    )
     srv.set_defaults(func=serve)
 
     lg = sub.add_parser(
@@ -43,7 +52,7 @@ def add_parsers(sub: Subparsers) -> None:
     lg_sub = lg.add_subparsers(dest="action", required=True)
 
     def league_action(name: str, help: str) -> argparse.ArgumentParser:
-        p = lg_sub.add_parser(name, help=help)
+        p = lg_sub.add_parser(name, help=help, description=help[0].upper() + help[1:] + ".")
         p.add_argument(
             "--address", default="127.0.0.1:50051", help="the league (default 127.0.0.1:50051)"
         )

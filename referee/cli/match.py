@@ -11,8 +11,10 @@ from referee.cli.common import (
     UsageError,
     add_bot_uids,
     add_grant_flags,
+    add_preflight_flag,
     check_reads,
     grants_from_flags,
+    preflight,
     print_aborted,
     run_until_done,
     sandbox_for,
@@ -23,7 +25,14 @@ from referee.rules import PRESETS, RuleError, preset
 
 def add_parsers(sub: Subparsers) -> None:
     """Add this module's command to the ``referee`` parser."""
-    parser = sub.add_parser("match", help="play one match between bots and print the result")
+    parser = sub.add_parser(
+        "match",
+        help="play one match between bots and print the result",
+        description="Start the bots of the given bot files (one per seat, in seat order), "
+        "play one match between them, print each seat's place, total and faults, and write "
+        "the match record (replay it with `referee replay`). Exit status 1 when fewer than "
+        "two bots connected and the match was not played; 2 when a bot does not start.",
+    )
     parser.add_argument(
         "--bot",
         action="append",
@@ -70,10 +79,14 @@ def add_parsers(sub: Subparsers) -> None:
     )
     add_bot_uids(parser)
     add_grant_flags(parser)
+    add_preflight_flag(parser)
     parser.add_argument("--tls-cert", help="serve TLS with this certificate (PEM)")
     parser.add_argument("--tls-key", help="the certificate's private key (PEM)")
     parser.add_argument(
-        "--log-level", default="warning", choices=["debug", "info", "warning", "error"]
+        "--log-level",
+        default="warning",
+        choices=["debug", "info", "warning", "error"],
+        help="how much the referee logs on stderr (default warning)",
     )
     parser.set_defaults(func=match)
 
@@ -112,6 +125,9 @@ def match(args: argparse.Namespace) -> int:
                     file=sys.stderr,
                 )
         try:
+            await preflight(
+                args, bots, sandbox, clock.startup_ms, Path(args.out) / "logs", server=server
+            )
             runner = MatchRunner(
                 server,
                 bots,

@@ -13,7 +13,13 @@ from referee.cli.common import (
 
 def add_parsers(sub: Subparsers) -> None:
     """Add this module's command to the ``referee`` parser."""
-    rp = sub.add_parser("replay", help="re-check a match record and print it trick by trick")
+    rp = sub.add_parser(
+        "replay",
+        help="re-check a match record and print it trick by trick",
+        description="Replay a match record with the rules engine: check every deal, card "
+        "and score it holds, and print the match trick by trick. Exit status 1 when the "
+        "record does not replay (it says where and why).",
+    )
     rp.add_argument("file", help="a match record (.jsonl)")
     rp.set_defaults(func=replay)
 

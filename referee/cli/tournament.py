@@ -10,9 +10,11 @@ from referee.cli.common import (
     Subparsers,
     UsageError,
     add_bot_uids,
+    add_preflight_flag,
     given_deal_key,
     linger,
     load_tournament,
+    preflight,
     run_until_done,
     sandbox_for,
 )
@@ -20,7 +22,15 @@ from referee.cli.common import (
 
 def add_parsers(sub: Subparsers) -> None:
     """Add this module's commands to the ``referee`` parser."""
-    tour = sub.add_parser("tournament", help="run or resume a tournament from its TOML file")
+    tour = sub.add_parser(
+        "tournament",
+        help="run or resume a tournament from its TOML file",
+        description="Play every match of the tournament file's schedule that is not "
+        "finished yet (a second run resumes), `parallel` at once, then print the standings "
+        "and export ratings.json, ratings.csv, results.csv and report.html to its `out` "
+        "folder. Exit status 1 when matches were aborted or a bot forfeited every match it "
+        "played; 2 when a bot does not start.",
+    )
     tour.add_argument("file", help="the tournament file, e.g. examples/league.toml")
     tour.add_argument(
         "--dry-run", action="store_true", help="print the schedule and its size; contact no bot"
@@ -95,6 +105,7 @@ def add_parsers(sub: Subparsers) -> None:
         help="the tournament's deal key (64 hex digits; default $STICHELN_DEAL_KEY): needed by "
         "shards with SQLite databases of their own, made by `referee deal-key`",
     )
+    add_preflight_flag(tour)
     tour.set_defaults(func=tournament)
 
     mrg = sub.add_parser(
@@ -114,7 +125,10 @@ def add_parsers(sub: Subparsers) -> None:
         "--db", metavar="URL", help="the merged database, instead of the file's (path or URL)"
     )
     mrg.add_argument(
-        "--log-level", default="warning", choices=["debug", "info", "warning", "error"]
+        "--log-level",
+        default="warning",
+        choices=["debug", "info", "warning", "error"],
+        help="how much the referee logs on stderr (default warning)",
     )
     mrg.set_defaults(func=merge)
 
@@ -176,7 +190,9 @@ def tournament(args: argparse.Namespace) -> int:
             print(f"{m.index:5d}  deal {m.deal:4d}  {' '.join(m.seating)}")
         return 0
     # In the tournament_start log line and the report; on a terminal, said here too.
-    sandbox_for(config.sandbox, config.bots, say=sys.stderr.isatty(), bot_uids=args.bot_uids)
+    sandbox = sandbox_for(
+        config.sandbox, config.bots, say=sys.stderr.isatty(), bot_uids=args.bot_uids
+    )
     metrics = RefereeMetrics()
     metrics.planned.set(len(schedule))  # known before the first scrape
     if args.metrics_port is not None:
@@ -184,6 +200,15 @@ def tournament(args: argparse.Namespace) -> int:
         print(f"metrics on http://{args.metrics_addr}:{port}/metrics", file=sys.stderr)
 
     async def run() -> int:
+        seated = {name for m in schedule for name in m.seating}
+        await preflight(
+            args,
+            [b for b in config.bots if b.name in seated],
+            sandbox,
+            config.clock.startup_ms,
+            config.out / "logs",
+            host=args.host,
+        )
         web = follow = source = None
         if args.web_port is not None:
             from referee.web import TournamentSource, WebOptions, WebServer
@@ -224,6 +249,16 @@ def tournament(args: argparse.Namespace) -> int:
                 f"shard {shard}: {outcome.shard_finished}/{outcome.shard_planned} of its matches finished",
                 flush=True,
             )
+        # A bot that never played a match through is named below the standings.
+        forfeits = [
+            f"bot {bot!r} forfeited every match it played ({n}): see its logs in "
+            f"{config.out / 'logs'} and the faults in its match records"
+            for bot, n in outcome.always_forfeited.items()
+        ]
+        if outcome.complete and not outcome.aborted:
+            print(outcome.table, flush=True)
+        for line in forfeits:
+            print(line, flush=True)
         if outcome.aborted:
             print(
                 f"{outcome.finished}/{outcome.planned} matches finished; {len(outcome.aborted)} "
@@ -233,7 +268,6 @@ def tournament(args: argparse.Namespace) -> int:
                 flush=True,
             )
         elif outcome.complete:
-            print(outcome.table, flush=True)
             if "deal-key.txt" in outcome.exports:
                 print(
                     f"the tournament is over: its deal key is in {outcome.exports['deal-key.txt']}; "
@@ -254,6 +288,8 @@ def tournament(args: argparse.Namespace) -> int:
             status = 0 if outcome.complete else 1
         else:
             status = 0 if outcome.shard_finished == outcome.shard_planned else 1
+        if outcome.always_forfeited:
+            status = 1
         if args.metrics_linger:
             await linger(args.metrics_linger, args.host, args.port)
         return status

@@ -179,6 +179,8 @@ class Overrides:
     decision_ms: int | None = None
     time_bank_ms: int | None = None
     startup_ms: int | None = None
+    #: ``--read`` paths: the organiser's grants, added to the file's ``[sandbox] read``.
+    read: list[str] | None = None
 
 
 def parse_sprt_words(words: list[str]) -> dict[str, float]:
@@ -300,6 +302,12 @@ def _apply(data: dict[str, Any], flags: Overrides) -> dict[tuple[str, ...], str]
             put(("compare", key), str(cwd / value), f"--{key}")
     if flags.opponents is not None:
         put(("compare", "opponents"), [str(cwd / p) for p in flags.opponents], "--opponent")
+    if flags.read:
+        sandbox = data.setdefault("sandbox", {})
+        if isinstance(sandbox, dict):
+            listed = sandbox.get("read", [])
+            listed = listed if isinstance(listed, list) else [listed]
+            put(("sandbox", "read"), [*listed, *(str(cwd / p) for p in flags.read)], "--read")
     if flags.rules is not None:
         data["rules"] = {}
         put(("rules", "preset"), flags.rules, "--rules")

@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import os
 import signal
 import sys
@@ -267,9 +268,31 @@ class BotProcess:
         watchdog.release(self.proc.pid)
 
 
+#: The characters of a bot name kept as they are in its log file names (besides letters
+#: and digits). Log names add their own parts after :data:`LOG_PART`, which is none of them.
+LOG_NAME_CHARS = "-_."
+#: What separates a bot's :func:`log_name` from what a log file name adds (a process number).
+LOG_PART = "+"
+_LOG_NAME_MAX = 40
+
+
 def log_name(name: str) -> str:
-    """A bot name made safe for a log file name."""
-    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)[:40]
+    """A bot name made safe for a log file name, one to one: a name of letters, digits and
+    :data:`LOG_NAME_CHARS` (as config files require) of at most 40 characters is kept as
+    it is; any other name becomes its safe prefix, ``~`` and 64 bits of a SHA-256 of the
+    whole name, so that no two names share a log name (short of a hash collision) and
+    none contains :data:`LOG_PART`."""
+    safe = "".join(c if c.isalnum() or c in LOG_NAME_CHARS else "_" for c in name)
+    if safe == name and 0 < len(name) <= _LOG_NAME_MAX:
+        return name
+    digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    return f"{safe[: _LOG_NAME_MAX - 17]}~{digest}"
+
+
+def process_log_name(name: str, process: str | int) -> str:
+    """The log file of one process of bot ``name``: ``<log name>+<process>.log``. The bot's
+    part never holds :data:`LOG_PART`, so no other bot's process log has this name."""
+    return f"{log_name(name)}{LOG_PART}{process}.log"
 
 
 def _sandboxed_processes(pid: int) -> list[int]:

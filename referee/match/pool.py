@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from referee.match.bots import BotProcess, BotSpec, log_name
+from referee.match.bots import BotProcess, BotSpec, process_log_name
 from referee.match.sandbox import SOCKET_ADDRESS, SandboxUnavailable, unreadable
 from referee.match.server import RefereeServer, SeatSlot, SeatStream
 
@@ -313,7 +313,7 @@ class BotPool:
         """Start the process and wait until every one of its streams is attached; on any
         failure stop it and close its seats, so that no late stream finds a seat."""
         spec, registry = launch.spec, self.server.registry
-        log_path = self.log_dir / f"{log_name(spec.name)}-{n}.log"
+        log_path = self.log_dir / process_log_name(spec.name, n)
         extra = {"STICHELN_SEATS": str(spec.seats)} if spec.seats > 1 else {}
         process: BotProcess | None = None
         try:

@@ -14,10 +14,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
+import math
 import os
 import secrets
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -222,6 +223,7 @@ class MatchRunner:
         deal: int | None = None,
         deal_key_commitment: str = "",
         bot_seeds: Sequence[int] = (),
+        untimed: Collection[int] = (),
     ) -> None:
         rules.check_players(len(bots))
         if bot_seeds and len(bot_seeds) != len(bots):
@@ -258,6 +260,9 @@ class MatchRunner:
         #: ``MatchStart.bot_seed`` per seat: the deal key's for the deal and seat, or fresh
         #: random numbers for a match that belongs to no deal key.
         self.bot_seeds = list(bot_seeds) or [secrets.randbits(64) for _ in bots]
+        #: Seats the clock does not apply to: they wait for their answers as long as it
+        #: takes (``check-bot``'s own house seats, which judge only the bot under test).
+        self.untimed = frozenset(untimed)
         self._lent: dict[int, LentSeat] = {}
         #: Some seat was granted the "events" capability.
         self._live = False
@@ -536,15 +541,22 @@ class MatchRunner:
             return fallback_action(rnd, seat.index), 0.0, True
         rid = msg.request.request_id
         allowed = msg.request.timeout_ms / 1000
-        limit = allowed + seat.bank_s
+        limit = math.inf if seat.index in self.untimed else allowed + seat.bank_s
         answer = stream.expect(rid, limit)
         try:
             await stream.write(msg)
+        except asyncio.CancelledError:
+            stream.settle()  # nothing awaits the answer now: no exception is to be set on it
+            raise
         except Exception:
             stream.close(FaultReason.DISCONNECT, "the stream broke while sending a request")
         sent = time.perf_counter()
         # A timer on the answer itself: cheaper than a timeout scope around the await.
-        timer = asyncio.get_running_loop().call_later(limit, _expire, answer)
+        timer = (
+            None
+            if limit == math.inf
+            else asyncio.get_running_loop().call_later(limit, _expire, answer)
+        )
         try:
             message, arrived = await answer
             if arrived - sent > limit:
@@ -566,7 +578,8 @@ class MatchRunner:
                 await seat.watcher
             return fallback_action(rnd, seat.index), 0.0, True
         finally:
-            timer.cancel()
+            if timer is not None:
+                timer.cancel()
         stream.settle()
         think = max(0.0, arrived - sent)
         over = think - allowed

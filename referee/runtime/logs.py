@@ -16,6 +16,17 @@ LEVEL = "info"
 """The level last configured (referee worker processes are started with it)."""
 
 
+class _Stderr:
+    """``sys.stderr`` as it is at each write: a live progress line on a terminal takes it
+    over while it is shown, to print log lines above itself."""
+
+    def write(self, text: str) -> int:
+        return sys.stderr.write(text)
+
+    def flush(self) -> None:
+        sys.stderr.flush()
+
+
 def configure(level: str = "info", json: bool | None = None, *, cache: bool = True) -> None:
     """Configure structlog for the ``referee`` command. ``cache=False`` for a provisional
     setting that a later call replaces (loggers used meanwhile do not keep it)."""
@@ -36,6 +47,6 @@ def configure(level: str = "info", json: bool | None = None, *, cache: bool = Tr
         wrapper_class=structlog.make_filtering_bound_logger(
             logging.getLevelNamesMapping()[level.upper()]
         ),
-        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        logger_factory=structlog.PrintLoggerFactory(file=_Stderr()),  # type: ignore[arg-type]
         cache_logger_on_first_use=cache,
     )

@@ -130,6 +130,9 @@ class TournamentOutcome:
     #: The ids of the matches this run aborted twice (fewer than two seats connected):
     #: not finished, so no standings until a later run plays them.
     aborted: list[str] = field(default_factory=list)
+    #: The bots that forfeited every finished match they played (a bot that never
+    #: worked), each with how many that is.
+    always_forfeited: dict[str, int] = field(default_factory=dict)
 
     @property
     def complete(self) -> bool:
@@ -138,7 +141,13 @@ class TournamentOutcome:
 
 
 class Progress:
-    """Matches done / planned, ETA and the current leader: a bar on a terminal, log lines elsewhere."""
+    """Matches done / planned, ETA and the current leader: a live line on a terminal, log
+    lines elsewhere.
+
+    On a terminal the line is drawn by rich, which also takes over ``sys.stderr`` while it
+    is shown: a warning or any other line written meanwhile appears on its own line above
+    it, instead of on the end of the bar. :meth:`close` leaves the last state on screen.
+    """
 
     def __init__(self, planned: int, done: int, tty: bool | None = None) -> None:
         self.planned = planned
@@ -146,32 +155,56 @@ class Progress:
         self.start_done = done
         self.started = time.monotonic()
         self.tty = sys.stderr.isatty() if tty is None else tty
+        self._bar: Any = None
+        if self.tty:
+            from rich.console import Console
+            from rich.progress import BarColumn, TextColumn, TimeRemainingColumn
+            from rich.progress import Progress as Bar
+
+            self._bar = Bar(
+                BarColumn(bar_width=30),
+                TextColumn("{task.completed}/{task.total} matches  ETA"),
+                TimeRemainingColumn(compact=True),
+                TextColumn("leader {task.fields[leader]}  running {task.fields[running]}"),
+                console=Console(file=sys.stderr),
+                # Redrawn at each finished match (and around every line written meanwhile),
+                # not by a thread of its own.
+                auto_refresh=False,
+                redirect_stdout=False,
+                redirect_stderr=True,
+            )
+            self._task = self._bar.add_task(
+                "", total=planned, completed=done, leader="-", running=0
+            )
+            self._bar.start()
 
     def update(self, done: int, leader: str, leader_elo: float, running: int) -> None:
         """Show the state after a match finished."""
         self.done = done
+        if self._bar is not None:
+            self._bar.update(
+                self._task, completed=done, leader=f"{leader} ({leader_elo:.0f})", running=running
+            )
+            self._bar.refresh()
+            return
         elapsed = time.monotonic() - self.started
         new = done - self.start_done
         eta = elapsed / new * (self.planned - done) if new else float("nan")
-        if self.tty:
-            width = 30
-            filled = int(width * done / max(1, self.planned))
-            eta_text = "?" if eta != eta else f"{int(eta // 60)}m{int(eta % 60):02d}s"
-            line = f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{self.planned} matches  ETA {eta_text}  leader {leader} ({leader_elo:.0f})  running {running}"
-            sys.stderr.write(line)
-            if done >= self.planned:
-                sys.stderr.write("\n")
-            sys.stderr.flush()
-        else:
-            log.info(
-                "progress",
-                done=done,
-                planned=self.planned,
-                eta_s=None if eta != eta else round(eta, 1),
-                leader=leader,
-                leader_elo=round(leader_elo, 1),
-                running=running,
-            )
+        log.info(
+            "progress",
+            done=done,
+            planned=self.planned,
+            eta_s=None if eta != eta else round(eta, 1),
+            leader=leader,
+            leader_elo=round(leader_elo, 1),
+            running=running,
+        )
+
+    def close(self) -> None:
+        """Leave the line as it is (on a terminal) and give ``sys.stderr`` back."""
+        if self._bar is not None:
+            self._bar.stop()
+            self._bar = None
 
 
 async def run_tournament(
@@ -200,14 +233,17 @@ async def run_tournament(
     metrics = metrics or RefereeMetrics()
     metrics.decision_limit.set(config.clock.decision_ms / 1000)
     store = open_store(config.database)
+    bar: Progress | None = None
     try:
         run = _TournamentRun.open(config, store, full, schedule, deal_key, shard, metrics)
-        run.bar = Progress(len(schedule), run.done, progress)
-        if run.bar.tty:  # the start's log line is below a terminal's log level: say it here
+        if sys.stderr.isatty() if progress is None else progress:
+            # The start's log line is below a terminal's log level: say it here, before
+            # the progress line (which would fold it at the terminal's width).
             sys.stderr.write(
                 f"tournament {config.name}: deal key commitment {run.key.commitment()} "
                 "(the key is published when the last match has ended)\n"
             )
+        run.bar = bar = Progress(len(schedule), run.done, progress)
         player = await start_player(
             _worker_count(config, workers, port, len(run.todo)),
             metrics,
@@ -227,6 +263,8 @@ async def run_tournament(
             await player.close()
         return _finish(config, store, full, schedule, run, player.cpu_seconds())
     finally:
+        if bar is not None:  # also when interrupted: what follows starts on a line of its own
+            bar.close()
         store.close()
 
 
@@ -276,6 +314,9 @@ class _TournamentRun:
         #: seating of its deal has finished; until then it waits here, by deal.
         self.deals = DealSeatings.of((m.index, m.deal) for m in full)
         self._held: dict[int, list[MatchOutcome]] = {}
+        #: Per bot: finished matches played, and of those forfeited.
+        self.played: collections.Counter[str] = collections.Counter()
+        self.forfeits: collections.Counter[str] = collections.Counter()
 
     @classmethod
     def open(
@@ -316,6 +357,7 @@ class _TournamentRun:
         run = cls(config, store, full, todo, finished, key, metrics)
         for outcome in outcomes_from(store.results(config.name)):
             run._rate(int(outcome.key), outcome)
+            run.count(outcome)
         for bot, value in run.elo.ratings().items():
             metrics.elo.labels(bot).set(value)
         metrics.planned.set(len(schedule))
@@ -419,15 +461,14 @@ class _TournamentRun:
         self.queue.finished(m)
         metrics.matches.inc()
         metrics.match_duration.observe(result.duration_s)
-        self._rate(
-            m.index,
-            MatchOutcome(
-                bots=m.seating,
-                places=tuple(result.places),
-                key=f"{m.index:08d}",
-                forfeited=tuple(s.forfeited for s in result.seats),
-            ),
+        outcome = MatchOutcome(
+            bots=m.seating,
+            places=tuple(result.places),
+            key=f"{m.index:08d}",
+            forfeited=tuple(s.forfeited for s in result.seats),
         )
+        self._rate(m.index, outcome)
+        self.count(outcome)
         for bot, value in self.elo.ratings().items():
             metrics.elo.labels(bot).set(value)
         self.done += 1
@@ -448,6 +489,17 @@ class _TournamentRun:
         if not self.deals.pending(index, self.finished_before | self.queue.played):
             for held in self._held.pop(deal):
                 self.elo.update(held)
+
+    def count(self, outcome: MatchOutcome) -> None:
+        """Count a finished match in each of its bots' matches and forfeits."""
+        flags = outcome.forfeited or (False,) * len(outcome.bots)
+        for bot, forfeited in zip(outcome.bots, flags, strict=True):
+            self.played[bot] += 1
+            self.forfeits[bot] += forfeited
+
+    def always_forfeited(self) -> dict[str, int]:
+        """The bots that forfeited every finished match they played, with that count."""
+        return {b: n for b, n in self.played.items() if n and self.forfeits[b] == n}
 
 
 def _finish(
@@ -479,6 +531,7 @@ def _finish(
             else "other shards' matches are not finished yet; no exports",
         )
     exported.aborted = sorted(run.aborted)
+    exported.always_forfeited = run.always_forfeited()
     exported.referee_cpu_s = referee_cpu_s
     exported.shard_planned = len(schedule)
     exported.shard_finished = len(finished & {m.index for m in schedule})

@@ -38,7 +38,8 @@ def main(argv: list[str] | None = None) -> int:
         libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
         if os.getppid() == 1:
             return 1
-    # Ctrl-C reaches the whole process group: the tournament process decides what happens.
+    # The tournament process decides what a Ctrl-C does (the worker runs in a session of
+    # its own, so none should reach it).
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     # The pipe to the tournament is a private copy of stdout; fd 1 itself becomes stderr.
     outbox = os.fdopen(os.dup(1), "wb", buffering=1 << 16)

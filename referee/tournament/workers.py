@@ -18,6 +18,7 @@ match loses only that match, which the tournament plays again on a fresh worker.
 from __future__ import annotations
 
 import asyncio
+import codecs
 import contextlib
 import os
 import pickle
@@ -195,6 +196,8 @@ class _Worker:
         default_factory=lambda: asyncio.get_running_loop().create_future()
     )
     dead: bool = False
+    #: Copies the worker's stderr (its log lines) to this process's.
+    echo: asyncio.Task[None] | None = None
 
 
 class WorkerProcesses:
@@ -247,9 +250,16 @@ class WorkerProcesses:
             *self.args,
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
+            # Its log lines reach the terminal through this process's sys.stderr, where a
+            # live progress line keeps them on lines of their own.
+            stderr=asyncio.subprocess.PIPE,
+            # Out of the terminal's process group: a Ctrl-C is this process's to act on,
+            # and cannot interrupt a worker that is still starting.
+            start_new_session=True,
         )
         worker = _Worker(proc)
         worker.reader = asyncio.ensure_future(self._read(worker))
+        worker.echo = asyncio.ensure_future(_echo(proc.stderr))
         self.workers.append(worker)
         address = await worker.ready
         log.debug("worker_ready", pid=proc.pid, address=address)
@@ -333,12 +343,27 @@ class WorkerProcesses:
                 await worker.proc.wait()
             if worker.reader is not None:
                 await worker.reader
+            if worker.echo is not None:
+                await worker.echo
             self._cpu_done += await worker.cpu_s
         self.workers.clear()
 
     def cpu_seconds(self) -> float:
         """This process's CPU time plus that of the workers that have stopped."""
         return time.process_time() + self._cpu_done
+
+
+async def _echo(stream: asyncio.StreamReader | None) -> None:
+    """Write every line of a worker's stderr to this process's, until it ends."""
+    if stream is None:
+        return
+    decoder = codecs.getincrementaldecoder("utf-8")("replace")
+    # Read in chunks, not lines: no line is too long to pass (the worker must never block
+    # on a full pipe); a line cut in two is joined again by whatever stderr is.
+    with contextlib.suppress(Exception):
+        while chunk := await stream.read(1 << 16):
+            sys.stderr.write(decoder.decode(chunk))
+            sys.stderr.flush()
 
 
 def _send(worker: _Worker, message: tuple[Any, ...]) -> None:

@@ -1,0 +1,61 @@
+"""Every ``referee`` command and flag says what it is for in ``--help``."""
+
+from __future__ import annotations
+
+import argparse
+
+from referee.cli import build_parser
+
+
+def _subparsers(
+    parser: argparse.ArgumentParser,
+) -> argparse._SubParsersAction[argparse.ArgumentParser] | None:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return action
+    return None
+
+
+def _walk(parser: argparse.ArgumentParser, path: str) -> list[tuple[str, argparse.ArgumentParser]]:
+    found = [(path, parser)]
+    sub = _subparsers(parser)
+    if sub is not None:
+        for name, child in sub.choices.items():
+            found += _walk(child, f"{path} {name}")
+    return found
+
+
+def undocumented(parser: argparse.ArgumentParser) -> list[str]:
+    """Each command without a help line or description, each flag or argument without help."""
+    missing = []
+    for path, command in _walk(parser, "referee"):
+        sub = _subparsers(command)
+        if sub is not None:
+            helps = {a.dest: a.help for a in sub._choices_actions}
+            for name, child in sub.choices.items():
+                if not helps.get(name) or not child.description:
+                    missing.append(f"{path} {name}: no help line and description")
+        for action in command._actions:
+            if isinstance(action, (argparse._HelpAction, argparse._SubParsersAction)):
+                continue
+            if not action.help or action.help == argparse.SUPPRESS:
+                what = "/".join(action.option_strings) or action.dest
+                missing.append(f"{path} {what}: no help")
+    return missing
+
+
+def test_every_command_and_flag_has_help() -> None:
+    assert undocumented(build_parser()) == []
+
+
+def test_the_walk_finds_a_flag_without_help() -> None:
+    parser = argparse.ArgumentParser(prog="referee")
+    sub = parser.add_subparsers(dest="command")
+    child = sub.add_parser("thing", help="do a thing", description="Do a thing.")
+    child.add_argument("--quiet", action="store_true")
+    bare = sub.add_parser("bare")
+    bare.add_argument("file", help="a file")
+    assert undocumented(parser) == [
+        "referee bare: no help line and description",
+        "referee thing --quiet: no help",
+    ]

@@ -272,8 +272,8 @@ class LeagueSource(Source):
         for e in self.league.registry.entries():
             out.append(
                 {
+                    # The owner (an e-mail address) stays private: not on public pages.
                     "name": e.name,
-                    "owner": e.owner,
                     "description": e.description,
                     "family": e.family,
                     "previous_version": e.previous,

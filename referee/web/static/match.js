@@ -1,159 +1,250 @@
-// The card table. A finished match is stepped through trick by trick from its record
-// (every hand, the pain cards, each trick's winner and reason, the scores per round); a
-// running match is followed live from its public feed (cards as they are played, pain
-// cards once revealed, never a hand).
-import { api, el, fmt, botLink, frame, showError, query, card } from "/static/common.js";
+// The card table. A finished match is stepped card by card from its record (every hand,
+// the pain cards, each trick's winner and reason, and the running scores the server
+// computed with the rules engine); a running match is followed live from its public feed
+// (cards as they are played, pain cards once revealed, never a hand) and becomes the
+// replay by itself when it ends.
+import { api, el, botLink, frame, showError, query, card, signed, SUITS, fill } from "/static/common.js";
+import { reasonLine, reasonText, seatPanel, suitLegend, suitName, table, trickArea } from "/static/table.js";
 
 const main = document.getElementById("main");
-
-const REASONS = {
-  off_suit_highest: "highest card of a suit other than the lead suit",
-  off_suit_last_suit: "highest card of the off-suit played last",
-  lead_suit_highest: "highest card of the lead suit",
-  all_zero: "only zeros: set aside, nobody wins",
-};
-
-function reasonText(trick, seating) {
-  const why = REASONS[trick.reason] || trick.reason;
-  if (trick.winner < 0) return `Nobody wins: ${why}`;
-  return `${seating[trick.winner]} wins: ${why}${trick.tie ? " (an equal card played later lost)" : ""}`;
-}
-
-// Seats around an oval, seat 0 at the bottom, clockwise.
-function place(node, seat, n) {
-  const angle = Math.PI / 2 + (2 * Math.PI * seat) / n;
-  const [rx, ry] = n > 5 ? [43, 41] : [40, 36];
-  node.style.left = `${50 + rx * Math.cos(angle)}%`;
-  node.style.top = `${50 + ry * Math.sin(angle)}%`;
-}
-
-function seatPanel(s, n, name, { dealer, leader, forfeited, meta, pain, hand, handNote }) {
-  const panel = el("div", { class: `seat${dealer ? " dealer" : ""}${leader ? " leader" : ""}${forfeited ? " forfeited" : ""}`, "data-seat": s },
-    el("div", { class: "name", text: name }),
-    el("div", { class: "meta", text: meta }),
-    el("div", { class: "painrow cards", title: "pain card(s)" }, el("span", { class: "meta", text: "pain " }), pain),
-    hand ? el("div", { class: "hand cards", "data-hand": s }, hand) : null,
-    handNote ? el("div", { class: "meta", text: handNote }) : null);
-  place(panel, s, n);
-  return panel;
-}
-
-function trickArea(plays, seating, outcome, attrs) {
-  return el("div", { class: "trick", id: "trick", ...attrs },
-    el("div", { class: "cards" }, plays.map((p) => el("span", { class: "played", "data-seat": p.seat },
-      card(p.card, `small${p.won ? " won" : ""}`), el("span", { class: "who", text: seating[p.seat] })))),
-    el("div", { class: "outcome", id: "trick-outcome", text: outcome || "" }));
-}
-
-function scoreTable(seating, rounds, upto, current) {
-  const head = el("tr", {}, el("th", { class: "text", text: "Round" }), seating.map((b) => el("th", { text: b })));
-  const rows = [];
-  let totals = null;
-  rounds.forEach((r, i) => {
-    if (i > upto || !r.scores) return;
-    totals = r.totals;
-    rows.push(el("tr", { class: i === current ? "cur" : null }, el("td", { class: "text", text: String(i + 1) }), r.scores.map((v) => el("td", { text: v > 0 ? `+${v}` : v }))));
-  });
-  if (totals) rows.push(el("tr", {}, el("th", { class: "text", text: "Total" }), totals.map((v) => el("th", { text: v }))));
-  return el("table", { class: "scoretable", id: "scores" }, el("thead", {}, head), el("tbody", {}, rows));
-}
+const SPEEDS = [["0.5", "½×"], ["1", "1×"], ["2", "2×"], ["4", "4×"]];
+const CARD_MS = 700;
 
 function header(doc, live) {
   const rules = doc.rules || {};
+  const secret = rules.pain_visibility === "secret" || rules.pain_visibility === "PAIN_VISIBILITY_SECRET";
   return [
     el("h1", {}, `Match ${doc.match_id} `, live ? el("span", { class: "pill live", id: "live-badge", text: "live" }) : null),
-    el("p", {}, doc.seating.flatMap((b, s) => [s ? " · " : "", `seat ${s}: `, botLink(b)])),
-    el("p", { class: "muted", text: `rules ${rules.preset || "?"}${rules.pain_visibility === "secret" || rules.pain_visibility === "PAIN_VISIBILITY_SECRET" ? ", secret pain cards" : ""} · commitment ${(doc.commitment || "").slice(0, 16)}…${doc.seed ? ` · seed ${doc.seed}` : ""}` }),
+    el("p", { class: "seating" }, doc.seating.flatMap((b, s) => [s ? " · " : "", `seat ${s}: `, botLink(b)])),
+    el("p", { class: "muted" }, `rules ${rules.preset || "?"}${secret ? ", secret pain cards" : ""} (`,
+      el("a", { href: "/rules", text: "how a trick is won and a round scored" }),
+      `) · commitment ${(doc.commitment || "").slice(0, 16)}…${doc.seed ? ` · seed ${doc.seed}` : ""}`),
   ];
+}
+
+function result(doc) {
+  if (!doc.end || !doc.end.places || !doc.end.places.length) return doc.end ? el("p", { id: "result", text: `Ended: ${doc.end.reason}` }) : null;
+  const order = doc.seating.map((_, s) => s).sort((a, b) => doc.end.places[a] - doc.end.places[b]);
+  return el("p", { id: "result" }, "Result: ", order.flatMap((s, i) => [i ? ", " : "", `${doc.end.places[s]}. `, botLink(doc.seating[s]), ` ${signed(doc.end.totals[s])}`]));
+}
+
+function scoreTable(seating, rows) {
+  const head = el("tr", {}, el("th", { class: "text", text: "Round" }), seating.map((b) => el("th", { class: "text", text: b })));
+  return el("div", { class: "table-wrap" }, el("table", { class: "scoretable", id: "scores" }, el("thead", {}, head),
+    el("tbody", {}, rows.map((r) => el("tr", { class: r.cls || null, "data-round": r.round ?? null },
+      el(r.head ? "th" : "td", { class: "text", text: r.label }), r.values.map((v) => el(r.head ? "th" : "td", { text: signed(v) })))))));
+}
+
+function suitsOf(cards) {
+  return Object.keys(SUITS).filter((s) => cards.some((c) => c[0] === s));
 }
 
 // -- a finished match ----------------------------------------------------------------------
 function viewer(doc, id) {
   const n = doc.seating.length;
+  const seating = doc.seating;
+  const kept = String((doc.rules || {}).pain_card || "") === "kept_in_hand";
+  // Every position: a round's deal (t = -1), then each card of each trick (c = 1..).
   const steps = [];
   doc.rounds.forEach((r, ri) => {
-    steps.push({ r: ri, t: -1 });
-    r.tricks.forEach((_, ti) => steps.push({ r: ri, t: ti }));
+    steps.push({ r: ri, t: -1, c: 0 });
+    r.tricks.forEach((tr, ti) => tr.cards.forEach((_, ci) => steps.push({ r: ri, t: ti, c: ci + 1 })));
   });
+  const indexOf = (r, t, c) => steps.findIndex((s) => s.r === r && s.t === t && s.c === c);
+  // A fault is shown from the card it caused (or the deal, for one in the pain choice).
+  const faults = [];
+  doc.rounds.forEach((r, ri) => r.faults.forEach((f) => {
+    let at = f.card === null || f.card === undefined ? indexOf(ri, -1, 0) : indexOf(ri, f.trick, f.card + 1);
+    if (at < 0) at = steps.findLastIndex((s) => s.r === ri);  // after the round's last card
+    faults.push({ ...f, round: ri, at });
+  }));
+  const forfeitAt = seating.map((_, s) => {
+    const f = faults.find((x) => x.seat === s && x.forfeited);
+    if (f) return f.at;
+    return doc.end && (doc.end.forfeited || []).includes(s) ? 0 : Infinity;
+  });
+  const legend = suitLegend(suitsOf(doc.rounds.flatMap((r) => r.hands.flat())));
   let at = 0, timer = null;
-  const table = el("div", { class: `table-felt seats-${n}` });
-  const label = el("span", { class: "step", id: "step-label" });
-  const roundSelect = el("select", { id: "round-select", "aria-label": "jump to round", onchange: () => go(steps.findIndex((s) => s.r === Number(roundSelect.value))) },
+  const tableBox = el("div", { class: "table-box" });
+  const label = el("span", { class: "step", id: "step-label", "aria-live": "polite" });
+  const scrubber = el("input", { type: "range", id: "scrubber", min: 0, max: steps.length - 1, value: 0, step: 1, "aria-label": "position in the match",
+    oninput: () => go(Number(scrubber.value)) });
+  const roundSelect = el("select", { id: "round-select", "aria-label": "jump to round", onchange: () => go(indexOf(Number(roundSelect.value), -1, 0)) },
     doc.rounds.map((r, i) => el("option", { value: i, text: `Round ${i + 1}` })));
-  const playButton = el("button", { id: "play", onclick: () => toggle(), text: "▶ play" });
+  const speed = el("select", { id: "speed", "aria-label": "play speed", onchange: () => { if (timer) { toggle(); toggle(); } } },
+    SPEEDS.map(([v, t]) => el("option", { value: v, text: t, selected: v === "1" ? "selected" : null })));
+  const playButton = el("button", { id: "play", title: "play / pause (space)", onclick: () => toggle(), text: "▶ play" });
   const scores = el("div");
-  const faults = el("div", { class: "events", id: "faults" });
+  const faultList = el("div", { class: "events", id: "faults" });
+  const button = (bid, text, title, fn) => el("button", { id: bid, title, "aria-label": title, onclick: fn, text });
   const controls = el("div", { class: "controls" },
-    el("button", { id: "prev-round", title: "previous round", onclick: () => jumpRound(-1), text: "« round" }),
-    el("button", { id: "prev", title: "previous trick (←)", onclick: () => go(at - 1), text: "◀ back" }),
-    playButton,
-    el("button", { id: "next", title: "next trick (→)", onclick: () => go(at + 1), text: "next ▶" }),
-    el("button", { id: "next-round", title: "next round", onclick: () => jumpRound(1), text: "round »" }),
-    roundSelect, label,
-    el("a", { href: `/api/matches/${encodeURIComponent(id)}/record.jsonl`, download: `${id}.jsonl`, id: "download", text: "download the record" }));
+    el("div", { class: "buttons" },
+      button("first", "⇤", "the first card (Home)", () => go(0)),
+      button("prev-round", "«", "previous round (Page Up)", () => jumpRound(-1)),
+      button("prev-trick", "‹‹", "previous trick (↑)", () => jumpTrick(-1)),
+      button("prev", "‹", "previous card (←)", () => go(at - 1)),
+      playButton,
+      button("next", "›", "next card (→)", () => go(at + 1)),
+      button("next-trick", "››", "next trick (↓)", () => jumpTrick(1)),
+      button("next-round", "»", "next round (Page Down)", () => jumpRound(1)),
+      button("last", "⇥", "the last card (End)", () => go(steps.length - 1)),
+      el("label", { class: "speed" }, "speed ", speed), roundSelect),
+    el("div", { class: "scrub" }, scrubber, label),
+    el("div", { class: "links" },
+      el("a", { href: `#${hashOf(0)}`, id: "permalink", text: "link to this moment" }), " · ",
+      el("a", { href: `/api/matches/${encodeURIComponent(id)}/record.jsonl`, download: `${id}.jsonl`, id: "download", text: "download the record" })));
 
+  function hashOf(i) {
+    const { r, t, c } = steps[i];
+    return t < 0 ? `r${r + 1}` : `r${r + 1}t${t + 1}c${c}`;
+  }
+  function parseHash(hash) {
+    if (hash === "#end") return steps.length - 1;
+    const m = /^#?r(\d+)(?:t(\d+)(?:c(\d+))?)?$/.exec(hash || "");
+    if (!m) return -1;
+    const r = Number(m[1]) - 1;
+    if (!doc.rounds[r]) return -1;
+    if (m[2] === undefined) return indexOf(r, -1, 0);
+    const t = Math.min(Number(m[2]), doc.rounds[r].tricks.length) - 1;
+    if (t < 0) return indexOf(r, -1, 0);
+    const size = doc.rounds[r].tricks[t].cards.length;
+    const c = m[3] === undefined ? size : Math.max(1, Math.min(Number(m[3]), size));
+    return indexOf(r, t, c);
+  }
   function jumpRound(delta) {
-    const r = Math.max(0, Math.min(doc.rounds.length - 1, steps[at].r + delta));
-    go(steps.findIndex((s) => s.r === r));
+    const { r, t } = steps[at];
+    // Back from inside a round goes to its deal first.
+    const target = delta < 0 && t >= 0 ? r : Math.max(0, Math.min(doc.rounds.length - 1, r + delta));
+    go(indexOf(target, -1, 0));
+  }
+  function jumpTrick(delta) {
+    // To the last card of the next trick (the trick complete), or of the previous one.
+    const { r, t } = steps[at];
+    let i = at;
+    if (delta > 0) {
+      i = steps.findIndex((s, k) => k > at && (s.r > r || s.t > t) && (s.t < 0 || s.c === doc.rounds[s.r].tricks[s.t].cards.length));
+      if (i < 0) i = steps.length - 1;
+    } else {
+      i = steps.findLastIndex((s, k) => k < at && (s.r < r || s.t < t) && (s.t < 0 || s.c === doc.rounds[s.r].tricks[s.t].cards.length));
+      if (i < 0) i = 0;
+    }
+    go(i);
   }
   function toggle() {
     if (timer) { clearInterval(timer); timer = null; playButton.textContent = "▶ play"; return; }
+    if (at >= steps.length - 1) go(0);
     playButton.textContent = "⏸ pause";
-    timer = setInterval(() => { if (at >= steps.length - 1) toggle(); else go(at + 1); }, 900);
+    timer = setInterval(() => { if (at >= steps.length - 1) toggle(); else go(at + 1); }, CARD_MS / Number(speed.value));
   }
-  function go(i) {
+  function go(i, { keepHash = false } = {}) {
     at = Math.max(0, Math.min(steps.length - 1, i));
     draw();
+    const hash = hashOf(at);
+    if (!keepHash && location.hash !== `#${hash}`) history.replaceState(null, "", `#${hash}`);
+  }
+  function taken(round, upto) {
+    const out = seating.map(() => []);
+    round.tricks.slice(0, upto).forEach((tr) => {
+      if (tr.winner >= 0) tr.cards.forEach((c, i) => out[tr.winner].push([c, tr.points[i]]));
+    });
+    return out;
   }
   function draw() {
-    const { r, t } = steps[at];
+    const { r, t, c } = steps[at];
     const round = doc.rounds[r];
     const trick = t >= 0 ? round.tricks[t] : null;
-    const last = t === round.tricks.length - 1;
-    const hands = trick ? trick.hands_after : round.hands;
-    const won = Array(n).fill(0);
-    round.tricks.slice(0, t + 1).forEach((x) => { if (x.winner >= 0) won[x.winner] += 1; });
-    const forfeited = new Set(doc.end ? doc.end.forfeited || [] : []);
+    const complete = trick ? c === trick.cards.length : false;
+    const lastTrick = trick && t === round.tricks.length - 1;
+    const done = t < 0 ? 0 : (complete ? t + 1 : t);  // tricks taken by now
+    const running = done ? round.tricks[done - 1].scores_after : round.scores_start;
     const painSet = round.pain.map((p) => new Set(p));
-    const panels = doc.seating.map((name, s) => seatPanel(s, n, name, {
-      dealer: round.dealer === s,
-      leader: trick ? trick.leader === s : false,
-      forfeited: forfeited.has(s),
-      meta: `${won[s]} trick(s) won${round.scores && last ? ` · round ${round.scores[s] > 0 ? "+" : ""}${round.scores[s]}` : ""}`,
-      pain: round.pain[s].map((c) => card(c, "small pain")),
-      hand: hands[s].map((c) => card(c, `small${t < 0 && painSet[s].has(c) ? " pain" : ""}`)),
-    }));
-    let plays = [], outcome = t < 0 ? `Round ${r + 1} dealt by ${doc.seating[round.dealer]}; pain cards chosen` : "";
-    if (trick) {
-      plays = trick.plays.length ? trick.plays : trick.cards.map((c, i) => ({ seat: (trick.leader + i) % n, card: c }));
-      plays = plays.map((p) => ({ ...p, won: p.seat === trick.winner }));
-      outcome = reasonText(trick, doc.seating);
+    // The hands: as dealt at the deal; later, after the pain pick and the cards played.
+    let hands;
+    if (t < 0) hands = round.hands;
+    else {
+      const before = t > 0 ? round.tricks[t - 1].hands_after : round.hands.map((h, s) => (kept ? h : h.filter((x) => !painSet[s].has(x))));
+      const played = new Set(trick.cards.slice(0, c).map((x, i) => `${(trick.leader + i) % n}:${x}`));
+      hands = before.map((h, s) => h.filter((x) => !played.has(`${s}:${x}`)));
     }
-    table.replaceChildren(...panels, trickArea(plays, doc.seating, outcome, { "data-round": r, "data-trick": t }));
-    label.textContent = t < 0 ? `Round ${r + 1} · the deal` : `Round ${r + 1} · trick ${t + 1} / ${round.tricks.length}`;
+    const visibleFaults = faults.filter((f) => f.at <= at);
+    const faultHere = faults.filter((f) => f.at === at);
+    let toPlay = -1, leads = -1;
+    if (t < 0) leads = round.tricks.length ? round.tricks[0].leader : -1;
+    else if (!complete) { toPlay = (trick.leader + c) % n; leads = trick.leader; }
+    else if (!lastTrick) leads = round.tricks[t + 1].leader;
+    const takenNow = taken(round, done);
+    const panels = seating.map((name, s) => seatPanel(s, name, {
+      dealer: round.dealer === s,
+      leads: leads === s,
+      toPlay: toPlay === s ? (trick.cards.length && c === 0 ? "to lead" : "to play") : false,
+      forfeited: forfeitAt[s] <= at ? "forfeited: the referee plays its cards" : null,
+      round: running[s],
+      total: round.totals_before[s] + running[s],
+      pain: round.pain[s],
+      painPoints: round.pain_points[s],
+      taken: takenNow[s],
+      hand: hands[s].map((x) => card(x, `small${t < 0 && painSet[s].has(x) ? " pain" : ""}`)),
+    }));
+    let plays = [], lines = [];
+    if (trick) {
+      const recorded = trick.plays.length ? trick.plays : trick.cards.map((x, i) => ({ seat: (trick.leader + i) % n, card: x }));
+      plays = recorded.slice(0, c).map((p, i) => {
+        const f = faults.find((x) => x.round === r && x.trick === t && x.card === i && x.seat === p.seat)
+          || faults.find((x) => x.round === r && x.trick === t && x.card === i);
+        return { ...p, won: complete && p.seat === trick.winner,
+          points: complete && trick.points ? trick.points[i] : null,
+          fault: f ? `${seating[f.seat]}: ${f.reason}${f.detail ? ` (${f.detail})` : ""}` : null };
+      });
+      const lead = trick.cards[0][0];
+      if (complete) {
+        lines = [el("div", {}, reasonLine(trick, seating)),
+          el("div", { class: "sub", text: trick.winner >= 0 ? `${seating[trick.winner]} takes ${signed(trick.points.reduce((a, b) => a + b, 0))} (its pain suit${round.pain_suits[trick.winner].length > 1 ? "s" : ""}: ${round.pain_suits[trick.winner].map(suitName).join(", ") || "–"})` : "The cards are set aside; the same seat leads again." })];
+        if (lastTrick && round.scores) lines.push(el("div", { class: "sub", text: `Round ${r + 1} scored: ${round.scores.map((v, s) => `${seating[s]} ${signed(v)}`).join(", ")}` }));
+      } else {
+        lines = [el("div", {}, "Lead suit ", el("span", { class: `suit-${lead} lead-suit`, text: `${SUITS[lead][0]} ${suitName(lead)}` }), ` · ${seating[toPlay]} to play`)];
+      }
+    } else {
+      lines = [el("div", { text: `Round ${r + 1} dealt by ${seating[round.dealer]}; pain cards ${kept ? "chosen (kept in the hand)" : "chosen and set aside"}` }),
+        leads >= 0 ? el("div", { class: "sub", text: `${seating[leads]} leads the first trick` }) : null];
+    }
+    lines.push(...faultHere.map((f) => el("div", { class: "fault-line", text: `⚠ ${seating[f.seat]}: ${f.reason}, strike ${f.strikes}${f.forfeited ? " — forfeited" : ""}` })));
+    tableBox.replaceChildren(table(panels, trickArea(plays, seating, lines, { "data-round": r, "data-trick": t, "data-card": c }), n));
+    label.textContent = t < 0 ? `Round ${r + 1} · the deal` : `Round ${r + 1} · trick ${t + 1} / ${round.tricks.length} · card ${c} / ${trick.cards.length}`;
     roundSelect.value = String(r);
-    scores.replaceChildren(el("h2", { text: "Scores per round" }), scoreTable(doc.seating, doc.rounds, last ? r : r - 1, r));
-    const fs = round.faults.filter((f) => f.trick <= t + 1);
-    faults.replaceChildren(...(fs.length ? fs.map((f) => el("div", { text: `${doc.seating[f.seat]}: ${f.reason}${f.detail ? ` (${f.detail})` : ""}, strike ${f.strikes}${f.forfeited ? ", forfeited" : ""}` }))
-      : [el("div", { class: "muted", text: "No fault in this round so far." })]));
+    scrubber.value = String(at);
+    controls.querySelector("#permalink").setAttribute("href", `#${hashOf(at)}`);
+    const rows = [];
+    doc.rounds.forEach((x, i) => {
+      if (i < r && x.scores) rows.push({ label: String(i + 1), values: x.scores, round: i });
+    });
+    const finished = lastTrick && complete && round.scores;
+    rows.push({ label: finished ? String(r + 1) : `${r + 1} so far`, values: running, cls: "cur", round: r });
+    rows.push({ label: "Match", values: round.totals_before.map((v, s) => v + running[s]), head: true });
+    scores.replaceChildren(el("h2", { text: "Scores" }), scoreTable(seating, rows));
+    faultList.replaceChildren(...(visibleFaults.length ? visibleFaults.map((f) => el("div", { text: `Round ${f.round + 1}${f.card === null || f.card === undefined ? ", pain choice" : `, trick ${f.trick + 1}`}: ${seating[f.seat]} ${f.reason}${f.detail ? ` (${f.detail})` : ""}, strike ${f.strikes}${f.forfeited ? ", forfeited" : ""}` }))
+      : [el("div", { class: "muted", text: "No fault so far." })]));
   }
   document.addEventListener("keydown", (e) => {
-    if (e.target instanceof HTMLSelectElement) return;
-    if (e.key === "ArrowRight") { go(at + 1); e.preventDefault(); }
-    else if (e.key === "ArrowLeft") { go(at - 1); e.preventDefault(); }
-    else if (e.key === " ") { toggle(); e.preventDefault(); }
+    if (e.target instanceof HTMLSelectElement || e.target instanceof HTMLInputElement || e.altKey || e.ctrlKey || e.metaKey) return;
+    const keys = {
+      ArrowRight: () => go(at + 1), ArrowLeft: () => go(at - 1),
+      ArrowDown: () => jumpTrick(1), ArrowUp: () => jumpTrick(-1),
+      PageDown: () => jumpRound(1), PageUp: () => jumpRound(-1),
+      Home: () => go(0), End: () => go(steps.length - 1), " ": () => toggle(),
+    };
+    if (keys[e.key]) { keys[e.key](); e.preventDefault(); }
   });
-  const result = doc.end ? el("p", { id: "result" }, "Result: ", doc.seating.map((b, s) => s).sort((a, b) => doc.end.places[a] - doc.end.places[b])
-    .flatMap((s, i) => [i ? ", " : "", `${doc.end.places[s]}. `, botLink(doc.seating[s]), ` ${doc.end.totals[s] > 0 ? "+" : ""}${doc.end.totals[s]}`])) : null;
-  main.replaceChildren(...header(doc, false), result, el("div", { class: "viewer" }, controls, table, scores, el("h2", { text: "Faults" }), faults));
-  go(0);
+  window.addEventListener("hashchange", () => { const i = parseHash(location.hash); if (i >= 0 && i !== at) go(i, { keepHash: true }); });
+  fill(main, ...header(doc, false), result(doc),
+    el("div", { class: "viewer" }, controls, legend, tableBox, scores, el("h2", { text: "Faults" }), faultList));
+  go(Math.max(0, parseHash(location.hash)));
 }
 
 // -- a running match, live -------------------------------------------------------------------
 function spectator(id, delayRounds) {
-  const state = { seating: [], rules: {}, round: -1, dealer: -1, pain: [], plays: [], lastTrick: null, rounds: [], faults: [], events: 0, end: null, played: [] };
-  const status = el("p", { id: "live-status", class: "muted", text: "Connecting…" });
-  const table = el("div", { class: "table-felt" });
+  const state = { seating: [], rules: {}, round: -1, dealer: -1, pain: [], plays: [], lastTrick: null, rounds: [], totals: null, events: 0, end: null, faults: [], forfeited: new Set(), playsSeen: 0 };
+  const status = el("p", { id: "live-status", class: "muted", text: delayRounds ? `Connecting… (this league shows its matches ${delayRounds} round(s) behind)` : "Connecting…" });
+  const tableBox = el("div", { class: "table-box" });
   const scores = el("div");
   const log = el("div", { class: "events", id: "events" });
   let top = [];
@@ -164,7 +255,7 @@ function spectator(id, delayRounds) {
     apply(ev);
     draw();
   };
-  source.addEventListener("close", () => { source.close(); status.textContent = state.end ? status.textContent : "The stream ended."; });
+  source.addEventListener("close", () => { source.close(); if (!state.end) status.textContent = "The stream ended."; toReplay(); });
   source.onerror = () => { if (state.end) source.close(); };
 
   function note(text) {
@@ -173,29 +264,33 @@ function spectator(id, delayRounds) {
   function apply(ev) {
     const who = (s) => state.seating[s] ?? `seat ${s}`;
     if (ev.type === "match") {
-      state.seating = ev.seating; state.rules = ev.rules; state.commitment = ev.commitment;
-      state.played = ev.seating.map(() => 0);
+      state.seating = ev.seating; state.rules = ev.rules;
       top = header({ match_id: ev.match_id, seating: ev.seating, rules: ev.rules, commitment: ev.commitment }, true);
     } else if (ev.type === "dealt") {
       state.round = ev.round; state.dealer = ev.dealer; state.pain = state.seating.map(() => null);
-      state.plays = []; state.lastTrick = null; state.played = state.seating.map(() => 0);
+      state.plays = []; state.lastTrick = null;
       note(`Round ${ev.round + 1} dealt by ${who(ev.dealer)}`);
     } else if (ev.type === "revealed") {
       state.pain = ev.pain.map((p) => (p.length ? p : null));
       note(ev.pain.some((p) => p.length) ? "Pain cards revealed" : "Pain cards chosen (secret until the round is scored)");
     } else if (ev.type === "play") {
       if (state.lastTrick) { state.lastTrick = null; state.plays = []; }
-      state.plays.push({ seat: ev.seat, card: ev.card });
-      state.played[ev.seat] += 1;
+      const fault = state.pendingFault && state.pendingFault.seat === ev.seat ? state.pendingFault : null;
+      state.pendingFault = null;
+      state.plays.push({ seat: ev.seat, card: ev.card, fault: fault ? `${who(fault.seat)}: ${fault.reason}` : null, fallback: Boolean(fault) || state.forfeited.has(ev.seat) });
     } else if (ev.type === "trick") {
       state.lastTrick = ev;
-      state.plays = ev.cards.map((c, i) => ({ seat: (ev.leader + i) % state.seating.length, card: c, won: (ev.leader + i) % state.seating.length === ev.winner }));
+      state.plays = state.plays.length === ev.cards.length ? state.plays : ev.cards.map((c, i) => ({ seat: (ev.leader + i) % state.seating.length, card: c }));
+      state.plays = state.plays.map((p) => ({ ...p, won: p.seat === ev.winner }));
       note(reasonText(ev, state.seating));
     } else if (ev.type === "scored") {
-      state.rounds[ev.round] = { scores: ev.scores, totals: ev.totals };
+      state.rounds[ev.round] = { scores: ev.scores };
+      state.totals = ev.totals;
       state.pain = ev.pain.map((p) => (p.length ? p : null));
-      note(`Round ${ev.round + 1} scored: ${ev.scores.map((v, s) => `${who(s)} ${v > 0 ? "+" : ""}${v}`).join(", ")}`);
+      note(`Round ${ev.round + 1} scored: ${ev.scores.map((v, s) => `${who(s)} ${signed(v)}`).join(", ")}`);
     } else if (ev.type === "fault") {
+      state.pendingFault = ev;
+      if (ev.forfeited) state.forfeited.add(ev.seat);
       note(`Fault: ${who(ev.seat)} ${ev.reason}, strike ${ev.strikes}${ev.forfeited ? ", forfeited" : ""}`);
     } else if (ev.type === "end") {
       state.end = ev;
@@ -205,30 +300,58 @@ function spectator(id, delayRounds) {
   function draw() {
     const n = state.seating.length;
     if (!n) return;
-    const panels = state.seating.map((name, s) => seatPanel(s, n, name, {
+    const complete = Boolean(state.lastTrick);
+    const toPlay = !complete && state.plays.length ? (state.plays[0].seat + state.plays.length) % n : -1;
+    const panels = state.seating.map((name, s) => seatPanel(s, name, {
       dealer: state.dealer === s,
-      leader: state.plays.length ? state.plays[0].seat === s : false,
-      meta: `${state.played[s] || 0} card(s) played this round`,
-      pain: state.pain[s] ? state.pain[s].map((c) => card(c, "small pain")) : [card(null, "small")],
-      handNote: "hand hidden",
+      leads: state.plays.length ? state.plays[0].seat === s : false,
+      toPlay: toPlay === s,
+      forfeited: state.forfeited.has(s) ? "forfeited" : null,
+      total: null,
+      round: null,
+      pain: state.pain[s] || [],
+      handNote: `hand hidden${state.totals ? ` · match ${signed(state.totals[s])}` : ""}`,
     }));
-    const outcome = state.lastTrick ? reasonText(state.lastTrick, state.seating) : (state.plays.length ? "…" : "");
-    table.replaceChildren(...panels, trickArea(state.plays, state.seating, outcome, { "data-round": state.round, "data-events": state.events }));
-    table.className = `table-felt seats-${n}`;
-    const rounds = state.rounds.map((r) => r || { scores: null });
-    scores.replaceChildren(el("h2", { text: "Scores per round" }), scoreTable(state.seating, rounds, rounds.length - 1, state.round));
+    let lines = "";
+    if (complete) lines = [el("div", {}, reasonLine(state.lastTrick, state.seating))];
+    else if (state.plays.length) {
+      const lead = state.plays[0].card[0];
+      lines = [el("div", {}, "Lead suit ", el("span", { class: `suit-${lead} lead-suit`, text: `${SUITS[lead][0]} ${suitName(lead)}` }), toPlay >= 0 ? ` · ${state.seating[toPlay]} to play` : "")];
+    }
+    tableBox.replaceChildren(table(panels, trickArea(state.plays, state.seating, lines, { "data-round": state.round, "data-events": state.events }), n));
+    const rows = [];
+    state.rounds.forEach((x, i) => { if (x) rows.push({ label: String(i + 1), values: x.scores }); });
+    if (state.totals) rows.push({ label: "Match", values: state.totals, head: true });
+    scores.replaceChildren(el("h2", { text: "Scores per round" }), rows.length ? scoreTable(state.seating, rows) : el("p", { class: "muted", text: "No round scored yet." }));
     if (state.end) {
       status.textContent = state.end.reason === "completed"
-        ? `Finished. Seed ${state.end.seed} (check it against the commitment). The full record, with every hand, is on this page once reloaded.`
+        ? `Finished. Seed ${state.end.seed} (check it against the commitment). Opening the replay with every hand…`
         : `The match ended: ${state.end.reason}.`;
       status.dataset.over = "1";
+    } else if (state.round < 0) {
+      status.textContent = delayRounds ? `Waiting: this league shows its matches ${delayRounds} round(s) behind; the first round appears once round ${delayRounds + 1} is dealt.` : "Waiting for the deal…";
     } else {
-      status.textContent = `Live · round ${state.round + 1}${delayRounds ? ` · shown ${delayRounds} round(s) behind` : ""} · ${state.events} events`;
+      status.textContent = `Live · round ${state.round + 1}${delayRounds ? ` · shown ${delayRounds} round(s) behind` : ""}`;
     }
     status.dataset.events = String(state.events);
-    main.replaceChildren(...top, status, el("div", { class: "viewer" }, table, scores, el("h2", { text: "What happened" }), log));
+    fill(main, ...top, status, el("div", { class: "viewer" }, tableBox, scores, el("h2", { text: "What happened" }), log));
   }
-  main.replaceChildren(status);
+  // At the end, the replay (with every hand) replaces the live table, at its last card.
+  async function toReplay() {
+    for (let i = 0; i < 40; i += 1) {
+      const s = await api(`/api/matches/${encodeURIComponent(id)}/state`).catch(() => null);
+      if (s && s.state === "finished") {
+        const doc = await api(`/api/matches/${encodeURIComponent(id)}`);
+        if (!location.hash) history.replaceState(null, "", "#end");
+        viewer(doc, id);
+        return;
+      }
+      if (s && s.state !== "running") break;
+      await new Promise((resolve) => { setTimeout(resolve, 250 + 50 * i); });
+    }
+    status.append(" ", el("a", { href: location.pathname + location.search, text: "open the replay" }));
+  }
+  fill(main, status);
 }
 
 const info = await frame("Match · Sticheln referee");
@@ -237,9 +360,11 @@ if (!id) showError(main, new Error("no match named: add ?id=MATCH to the address
 else {
   document.title = `${id} · Sticheln referee`;
   try {
-    viewer(await api(`/api/matches/${encodeURIComponent(id)}`), id);
+    // The server says in the page whether the match still runs: no refused request.
+    const state = main.dataset.state || (await api(`/api/matches/${encodeURIComponent(id)}/state`)).state;
+    if (state === "running") spectator(id, info ? info.delay_rounds || 0 : 0);
+    else viewer(await api(`/api/matches/${encodeURIComponent(id)}`), id);
   } catch (e) {
-    if (e.status === 409) spectator(id, info ? info.delay_rounds || 0 : 0);
-    else showError(main, e);
+    showError(main, e);
   }
 }

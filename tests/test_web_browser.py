@@ -132,6 +132,10 @@ def test_standings_show_every_bot_and_update_after_a_match(
     page.evaluate("window.sameDocument = true")
     shown = page.eval_on_selector_all("#standings tbody tr", "rows => rows.map(r => r.dataset.bot)")
     assert sorted(shown) == ["heur", "rand", "slow"]
+    # A bot that has not played yet is reachable from the standings.
+    assert page.eval_on_selector_all("#unrated a", "as => as.map(a => a.textContent)") == [
+        "described"
+    ]
     count = int(page.get_attribute("#standings-meta", "data-matches") or 0)
     before = len(league.finished())
     # No reload: the page follows the league's updates by itself.
@@ -329,6 +333,8 @@ def test_bot_and_head_to_head_pages(browser: Browser, league: League) -> None:
     page.goto(f"{league.url}/bot?name=described")
     page.wait_for_selector("#bot-description")
     assert page.text_content("#bot-description") == XSS
+    # The owner (an e-mail address in a real league) is not on the public page.
+    assert "Owner" not in page.inner_text("#main")
     assert page.locator("img").count() == 0
     browser.check_clean()
 

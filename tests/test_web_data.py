@@ -220,3 +220,50 @@ def test_a_snapshot_adds_the_new_matches_to_the_previous_one() -> None:
         kept.append((snap, copy.deepcopy(_comparable(snap))))
     for old, shown in kept:
         assert _comparable(old) == shown
+
+
+def test_the_running_scores_end_at_each_rounds_recorded_scores(
+    record: list[dict[str, Any]],
+) -> None:
+    doc = data.viewer_document(record)
+    assert doc["scores_explained"] is True
+    ends = [x for x in record if x["type"] == "round_end"]
+    for r, end in zip(doc["rounds"], ends, strict=True):
+        assert r["tricks"][-1]["scores_after"] == end["scores"]
+        # Every point accounted for: the pain cards' and each taken trick's.
+        won = [0] * len(end["scores"])
+        for t in r["tricks"]:
+            if t["winner"] >= 0:
+                assert len(t["points"]) == len(t["cards"])
+                won[t["winner"]] += sum(t["points"])
+            else:
+                assert t["points"] is None
+        assert [sum(p) + w for p, w in zip(r["pain_points"], won, strict=True)] == end["scores"]
+    totals = [0] * len(ends[0]["scores"])
+    for r, end in zip(doc["rounds"], ends, strict=True):
+        assert r["totals_before"] == totals
+        totals = end["totals"]
+
+
+def test_a_record_whose_scores_disagree_with_its_cards_is_flagged(
+    record: list[dict[str, Any]],
+) -> None:
+    tampered = copy.deepcopy(record)
+    end = next(x for x in tampered if x["type"] == "round_end")
+    end["scores"][0] += 1
+    assert data.viewer_document(tampered)["scores_explained"] is False
+
+
+def test_a_fault_belongs_to_the_card_recorded_after_it(record: list[dict[str, Any]]) -> None:
+    lines = copy.deepcopy(record)
+    # A fault before the 3rd play of the 2nd trick of round 1, and one in the pain choice.
+    plays = [i for i, x in enumerate(lines) if x["type"] == "play" and x["round"] == 0]
+    n = len(lines[0]["seating"])
+    at = plays[n + 2]
+    seat = lines[at]["seat"]
+    fault = {"type": "fault", "round": 0, "seat": seat, "reason": "timeout", "strikes": 1}
+    lines.insert(at, fault)
+    first_pain = next(i for i, x in enumerate(lines) if x["type"] == "pain")
+    lines.insert(first_pain, {**fault, "seat": 0})
+    faults = data.viewer_document(lines)["rounds"][0]["faults"]
+    assert [(f["trick"], f["card"]) for f in faults] == [(0, None), (1, 2)]

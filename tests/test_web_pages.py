@@ -10,6 +10,7 @@ test-artifacts/web/.
 
 from __future__ import annotations
 
+import itertools
 import json
 import subprocess
 import sys
@@ -356,3 +357,58 @@ def test_every_page_fits_a_phone_and_a_desk_with_legible_text(pages: Pages, fold
             )
             assert CHEAT in page.inner_text("#main") or name == "rules", name
     assert pages.errors == []
+
+
+def test_the_charts_have_even_ticks_open_ends_and_visible_bars(
+    pages: Pages, folder: Folder
+) -> None:
+    page = pages.size(400, 800)
+    page.goto(f"{folder.url}/")
+    page.wait_for_selector("#ratings-chart")
+    ticks = page.eval_on_selector_all(
+        "#ratings-chart text[text-anchor=middle]", "ts => ts.map(t => Number(t.textContent))"
+    )
+    steps = {b - a for a, b in itertools.pairwise(ticks)}
+    assert len(ticks) >= 3 and len(steps) == 1, ticks
+    standings = get_json(f"{folder.url}/api/standings")["standings"]
+    open_rows = sum(bool(r["ci_low_open"]) + bool(r["ci_high_open"]) for r in standings)
+    # An open end is an arrow, not a closed bar's cap.
+    assert page.locator("#ratings-chart .open-end").count() == open_rows
+    page.goto(f"{folder.url}/bot?name=random")
+    page.wait_for_selector("svg[aria-label='think times against the clock']")
+    widths = page.eval_on_selector_all(
+        "svg[aria-label='think times against the clock'] rect.hbar",
+        "rs => rs.map(r => r.getBoundingClientRect().width)",
+    )
+    assert len(widths) == 4 and min(widths) >= 3
+    assert pages.errors == []
+
+
+def test_an_empty_folder_shows_no_null(pages: Pages, tmp_path: Path) -> None:
+    (tmp_path / "matches").mkdir()
+    web = subprocess.Popen(
+        [*REFEREE, "web", str(tmp_path), "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+    )
+    try:
+        assert web.stdout is not None
+        url = web.stdout.readline().split(" ", 2)[2].strip().rstrip("/")
+        page = pages.size(400, 800)
+        for path in ("/", "/matches", "/head-to-head"):
+            page.goto(url + path)
+            # The script has drawn the page (the server's copy has no "published").
+            until(
+                page,
+                "() => document.querySelector('header .where').textContent.startsWith('folder')",
+            )
+            page.wait_for_timeout(200)
+            text = page.inner_text("#main")
+            assert "null" not in text and "undefined" not in text, (path, text)
+        assert "No finished match yet." in page.inner_text("#main")
+        assert pages.errors == []
+    finally:
+        web.terminate()
+        web.wait(10)

@@ -184,6 +184,7 @@ async def run_tournament(
     log_level: str | None = None,
     shard: Shard | None = None,
     deal_key: DealKey | None = None,
+    live_records: bool = False,
 ) -> TournamentOutcome:
     """Play every unfinished match of ``config`` (or of ``indices``, or of ``shard``) and,
     once the whole tournament is finished in the database, export the standings.
@@ -201,6 +202,7 @@ async def run_tournament(
     try:
         run = _TournamentRun.open(config, store, full, schedule, deal_key, shard, metrics)
         run.bar = Progress(len(schedule), run.done, progress)
+        run.live_records = live_records
         if run.bar.tty:  # the start's log line is below a terminal's log level: say it here
             sys.stderr.write(
                 f"tournament {config.name}: deal key commitment {run.key.commitment()} "
@@ -269,6 +271,8 @@ class _TournamentRun:
         self.aborted: list[str] = []
         self.elo = LiveElo()
         self.bar: Progress | None = None
+        #: Every record line reaches its file at once (a web page watches the matches).
+        self.live_records = False
 
     @classmethod
     def open(
@@ -356,6 +360,7 @@ class _TournamentRun:
             deal=m.deal,
             deal_key_commitment=self.key.commitment(),
             seed_withheld=self._withheld(m),
+            live=self.live_records,
         )
         aborts = 0
         for attempt in range(1, WORKER_RETRIES + 2):

@@ -62,6 +62,9 @@ class MatchJob:
     deal_key_commitment: str = ""
     #: Why MatchEnd withholds the seed ("" reveals it): see MatchRunner.
     seed_withheld: str = ""
+    #: Flush every record line as it is written: the tournament's web page shows the
+    #: running match card by card from the growing file (else it is flushed per round).
+    live: bool = False
 
 
 class WorkerDied(Exception):
@@ -152,7 +155,7 @@ class InProcess:
 def _runner(
     server: RefereeServer, job: MatchJob, observer: Any, pool: BotPool | None
 ) -> MatchRunner:
-    return MatchRunner(
+    runner = MatchRunner(
         server,
         list(job.bots),
         job.rules,
@@ -167,6 +170,19 @@ def _runner(
         deal=job.deal,
         deal_key_commitment=job.deal_key_commitment,
     )
+    if job.live:
+        runner.on_record = _flush_each_line(runner)
+    return runner
+
+
+def _flush_each_line(runner: MatchRunner) -> Callable[[dict[str, Any]], None]:
+    """A record hook that pushes each line to the file as soon as it is written."""
+
+    def flush(line: dict[str, Any]) -> None:
+        if runner._record is not None:
+            runner._record.flush()
+
+    return flush
 
 
 # -- the tournament's side of the pipes -------------------------------------------------------

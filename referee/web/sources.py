@@ -36,8 +36,9 @@ if TYPE_CHECKING:
     from referee.tournament.config import TournamentConfig
     from sticheln.v1 import league_pb2
 
-#: How often a running tournament's record files are read again for its spectators.
-TAIL_INTERVAL_S = 0.5
+#: How often a running tournament's record files are read again for its spectators (a
+#: watched tournament flushes every line: a card is on the live table within this).
+TAIL_INTERVAL_S = 0.25
 #: The window over which matches per second are measured.
 RATE_WINDOW_S = 600.0
 #: The documents of the finished matches are computed again at most this often (seconds):

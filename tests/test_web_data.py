@@ -91,7 +91,9 @@ def test_the_broadcast_sends_what_watch_match_sends_at_every_step(
 
     async def go() -> None:
         feed = MatchFeed(record[0]["match_id"])
-        broadcast = Broadcast(feed, delay)
+        # A clock that stands still: every line of a released round is due at once, as
+        # WatchMatch sends it (the pace is the next test's).
+        broadcast = Broadcast(feed, delay, clock=lambda: 0.0)
         sent: list[dict[str, Any]] = []
 
         async def watch() -> None:
@@ -118,6 +120,48 @@ def test_the_broadcast_sends_what_watch_match_sends_at_every_step(
         assert broadcast.done and sent[-1]["type"] == "end"
 
     asyncio.run(go())
+
+
+def test_a_delayed_round_plays_at_the_pace_it_was_played(record: list[dict[str, Any]]) -> None:
+    """With a delay of one round, round 0 starts to show when round 1 is dealt, and each
+    of its lines as long after that as it was written after round 0's deal (here one a
+    second), not all at once; once the match is over, the rest likewise."""
+    now = [0.0]
+    feed = MatchFeed(record[0]["match_id"])
+    broadcast = Broadcast(feed, 1, clock=lambda: now[0])
+    first_r1 = next(i for i, x in enumerate(record) if x.get("round") == 1)
+    round0 = sum(1 for x in record if x.get("round") == 0)
+    for line in record[: first_r1 + 6]:
+        feed.append(line)
+        broadcast.pump()  # a viewer looks after every line: each has its time
+        now[0] += 1.0
+
+    broadcast.pump()
+
+    # Round 1 was dealt 6 s ago: the header and round 0's first 7 lines (0 to 6 s after
+    # its deal), of which the public ones are events.
+    def shown() -> list[dict[str, Any]]:
+        return [json.loads(c.decode()[6:]) for c in broadcast.chunks]
+
+    def public(lines: list[dict[str, Any]]) -> int:
+        return sum(1 for x in lines if x["type"] not in ("header", "pain"))
+
+    assert len(shown()) == 1 + public(record[1:8])
+    now[0] += 5.0
+    broadcast.pump()
+    assert len(shown()) == 1 + public(record[1:13])
+    assert all(e.get("round", 0) == 0 for e in shown())
+    for line in record[first_r1 + 6 :]:
+        feed.append(line)
+        broadcast.pump()
+        now[0] += 1.0
+    feed.finish()
+    broadcast.pump()
+    assert not broadcast.done  # the last rounds still play out, from the end on
+    assert round0 < len(record)
+    now[0] += 1e6
+    broadcast.pump()
+    assert broadcast.done and shown()[-1]["type"] == "end"
 
 
 def _row(idx: int, seat: int, bot: str, total: int, place: int) -> StoredResult:

@@ -33,6 +33,7 @@ from referee.league.feed import MatchFeed, PublicFilter
 from referee.results import documents as data
 from referee.web import render
 from referee.web.live import event_text
+from referee.web.pace import Pacer
 from referee.web.sources import NotFound, Source, StillRunning
 from sticheln.v1 import league_pb2
 
@@ -613,9 +614,12 @@ class Broadcast:
     card.
     """
 
-    def __init__(self, feed: MatchFeed, delay_rounds: int) -> None:
+    def __init__(
+        self, feed: MatchFeed, delay_rounds: int, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self.feed = feed
         self.delay_rounds = delay_rounds
+        self.pacer = Pacer(delay_rounds, clock)
         self.public = PublicFilter()
         self.read = 0
         self.chunks: list[bytes] = []
@@ -626,12 +630,14 @@ class Broadcast:
         """Encode the messages the feed released since the last call.
 
         The same steps as :meth:`MatchFeed.watch`, taken in one go: the header first, then
-        each line the delay lets out (every line of a round once the round ``delay`` later
-        has been dealt, everything once the match is over) through the public filter.
+        each line the delay lets out (a round once the round ``delay`` later has been dealt,
+        or the match is over, at the pace it was played: :class:`~referee.web.pace.Pacer`)
+        through the public filter.
         """
         feed, lines = self.feed, self.feed.lines
         if self.done:
             return
+        now = self.pacer.observe(lines, feed.over)
         if self.read == 0 and lines:
             self._add(self.public.header(lines[0]))
             self.read = 1
@@ -639,6 +645,8 @@ class Broadcast:
             line = lines[self.read]
             if not feed.over and int(line.get("round", 0)) > feed.dealt - self.delay_rounds:
                 break
+            if not self.pacer.due(self.read, line, now):
+                break  # a delayed round plays at the pace it was played
             self.read += 1
             msg = self.public.event(line)
             if msg is not None:

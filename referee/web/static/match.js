@@ -3,8 +3,8 @@
 // computed with the rules engine); a running match is followed live from its public feed
 // (cards as they are played, pain cards once revealed, never a hand) and becomes the
 // replay by itself when it ends.
-import { api, el, botLink, frame, showError, query, card, signed, SUITS, fill } from "/static/common.js";
-import { reasonLine, reasonText, seatPanel, suitLegend, suitName, table, trickArea } from "/static/table.js";
+import { api, el, botLink, frame, showError, query, signed, SUITS, fill } from "/static/common.js";
+import { Replay, reasonLine, reasonText, seatPanel, suitLegend, suitName, table, trickArea } from "/static/table.js";
 
 const main = document.getElementById("main");
 const SPEEDS = [["0.5", "½×"], ["1", "1×"], ["2", "2×"], ["4", "4×"]];
@@ -41,41 +41,23 @@ function suitsOf(cards) {
 
 // -- a finished match ----------------------------------------------------------------------
 function viewer(doc, id) {
-  const n = doc.seating.length;
+  const replay = new Replay(doc);
   const seating = doc.seating;
-  const kept = String((doc.rules || {}).pain_card || "") === "kept_in_hand";
-  // Every position: a round's deal (t = -1), then each card of each trick (c = 1..).
-  const steps = [];
-  doc.rounds.forEach((r, ri) => {
-    steps.push({ r: ri, t: -1, c: 0 });
-    r.tricks.forEach((tr, ti) => tr.cards.forEach((_, ci) => steps.push({ r: ri, t: ti, c: ci + 1 })));
-  });
-  const indexOf = (r, t, c) => steps.findIndex((s) => s.r === r && s.t === t && s.c === c);
-  // A fault is shown from the card it caused (or the deal, for one in the pain choice).
-  const faults = [];
-  doc.rounds.forEach((r, ri) => r.faults.forEach((f) => {
-    let at = f.card === null || f.card === undefined ? indexOf(ri, -1, 0) : indexOf(ri, f.trick, f.card + 1);
-    if (at < 0) at = steps.findLastIndex((s) => s.r === ri);  // after the round's last card
-    faults.push({ ...f, round: ri, at });
-  }));
-  const forfeitAt = seating.map((_, s) => {
-    const f = faults.find((x) => x.seat === s && x.forfeited);
-    if (f) return f.at;
-    return doc.end && (doc.end.forfeited || []).includes(s) ? 0 : Infinity;
-  });
+  const steps = replay.steps;
   const legend = suitLegend(suitsOf(doc.rounds.flatMap((r) => r.hands.flat())));
   let at = 0, timer = null;
   const tableBox = el("div", { class: "table-box" });
   const label = el("span", { class: "step", id: "step-label", "aria-live": "polite" });
-  const scrubber = el("input", { type: "range", id: "scrubber", min: 0, max: steps.length - 1, value: 0, step: 1, "aria-label": "position in the match",
+  const scrubber = el("input", { type: "range", id: "scrubber", min: 0, max: replay.last, value: 0, step: 1, "aria-label": "position in the match",
     oninput: () => go(Number(scrubber.value)) });
-  const roundSelect = el("select", { id: "round-select", "aria-label": "jump to round", onchange: () => go(indexOf(Number(roundSelect.value), -1, 0)) },
+  const roundSelect = el("select", { id: "round-select", "aria-label": "jump to round", onchange: () => go(replay.indexOf(Number(roundSelect.value), -1, 0)) },
     doc.rounds.map((r, i) => el("option", { value: i, text: `Round ${i + 1}` })));
   const speed = el("select", { id: "speed", "aria-label": "play speed", onchange: () => { if (timer) { toggle(); toggle(); } } },
     SPEEDS.map(([v, t]) => el("option", { value: v, text: t, selected: v === "1" ? "selected" : null })));
   const playButton = el("button", { id: "play", title: "play / pause (space)", onclick: () => toggle(), text: "▶ play" });
   const scores = el("div");
   const faultList = el("div", { class: "events", id: "faults" });
+  const permalink = el("a", { href: "#r1", id: "permalink", text: "link to this moment" });
   const button = (bid, text, title, fn) => el("button", { id: bid, title, "aria-label": title, onclick: fn, text });
   const controls = el("div", { class: "controls" },
     el("div", { class: "buttons" },
@@ -87,141 +69,59 @@ function viewer(doc, id) {
       button("next", "›", "next card (→)", () => go(at + 1)),
       button("next-trick", "››", "next trick (↓)", () => jumpTrick(1)),
       button("next-round", "»", "next round (Page Down)", () => jumpRound(1)),
-      button("last", "⇥", "the last card (End)", () => go(steps.length - 1)),
+      button("last", "⇥", "the last card (End)", () => go(replay.last)),
       el("label", { class: "speed" }, "speed ", speed), roundSelect),
     el("div", { class: "scrub" }, scrubber, label),
-    el("div", { class: "links" },
-      el("a", { href: `#${hashOf(0)}`, id: "permalink", text: "link to this moment" }), " · ",
+    el("div", { class: "links" }, permalink, " · ",
       el("a", { href: `/api/matches/${encodeURIComponent(id)}/record.jsonl`, download: `${id}.jsonl`, id: "download", text: "download the record" })));
 
-  function hashOf(i) {
-    const { r, t, c } = steps[i];
-    return t < 0 ? `r${r + 1}` : `r${r + 1}t${t + 1}c${c}`;
-  }
-  function parseHash(hash) {
-    if (hash === "#end") return steps.length - 1;
-    const m = /^#?r(\d+)(?:t(\d+)(?:c(\d+))?)?$/.exec(hash || "");
-    if (!m) return -1;
-    const r = Number(m[1]) - 1;
-    if (!doc.rounds[r]) return -1;
-    if (m[2] === undefined) return indexOf(r, -1, 0);
-    const t = Math.min(Number(m[2]), doc.rounds[r].tricks.length) - 1;
-    if (t < 0) return indexOf(r, -1, 0);
-    const size = doc.rounds[r].tricks[t].cards.length;
-    const c = m[3] === undefined ? size : Math.max(1, Math.min(Number(m[3]), size));
-    return indexOf(r, t, c);
-  }
   function jumpRound(delta) {
     const { r, t } = steps[at];
     // Back from inside a round goes to its deal first.
     const target = delta < 0 && t >= 0 ? r : Math.max(0, Math.min(doc.rounds.length - 1, r + delta));
-    go(indexOf(target, -1, 0));
+    go(replay.indexOf(target, -1, 0));
   }
   function jumpTrick(delta) {
     // To the last card of the next trick (the trick complete), or of the previous one.
     const { r, t } = steps[at];
-    let i = at;
+    let i;
     if (delta > 0) {
-      i = steps.findIndex((s, k) => k > at && (s.r > r || s.t > t) && (s.t < 0 || s.c === doc.rounds[s.r].tricks[s.t].cards.length));
-      if (i < 0) i = steps.length - 1;
+      i = steps.findIndex((s, k) => k > at && (s.r > r || s.t > t) && replay.complete(s));
+      if (i < 0) i = replay.last;
     } else {
-      i = steps.findLastIndex((s, k) => k < at && (s.r < r || s.t < t) && (s.t < 0 || s.c === doc.rounds[s.r].tricks[s.t].cards.length));
+      i = steps.findLastIndex((s, k) => k < at && (s.r < r || s.t < t) && replay.complete(s));
       if (i < 0) i = 0;
     }
     go(i);
   }
   function toggle() {
     if (timer) { clearInterval(timer); timer = null; playButton.textContent = "▶ play"; return; }
-    if (at >= steps.length - 1) go(0);
+    if (at >= replay.last) go(0);
     playButton.textContent = "⏸ pause";
-    timer = setInterval(() => { if (at >= steps.length - 1) toggle(); else go(at + 1); }, CARD_MS / Number(speed.value));
+    timer = setInterval(() => { if (at >= replay.last) toggle(); else go(at + 1); }, CARD_MS / Number(speed.value));
   }
   function go(i, { keepHash = false } = {}) {
-    at = Math.max(0, Math.min(steps.length - 1, i));
+    at = Math.max(0, Math.min(replay.last, i));
     draw();
-    const hash = hashOf(at);
+    const hash = replay.hashOf(at);
     if (!keepHash && location.hash !== `#${hash}`) history.replaceState(null, "", `#${hash}`);
   }
-  function taken(round, upto) {
-    const out = seating.map(() => []);
-    round.tricks.slice(0, upto).forEach((tr) => {
-      if (tr.winner >= 0) tr.cards.forEach((c, i) => out[tr.winner].push([c, tr.points[i]]));
-    });
-    return out;
-  }
   function draw() {
-    const { r, t, c } = steps[at];
-    const round = doc.rounds[r];
-    const trick = t >= 0 ? round.tricks[t] : null;
-    const complete = trick ? c === trick.cards.length : false;
-    const lastTrick = trick && t === round.tricks.length - 1;
-    const done = t < 0 ? 0 : (complete ? t + 1 : t);  // tricks taken by now
-    const running = done ? round.tricks[done - 1].scores_after : round.scores_start;
-    const painSet = round.pain.map((p) => new Set(p));
-    // The hands: as dealt at the deal; later, after the pain pick and the cards played.
-    let hands;
-    if (t < 0) hands = round.hands;
-    else {
-      const before = t > 0 ? round.tricks[t - 1].hands_after : round.hands.map((h, s) => (kept ? h : h.filter((x) => !painSet[s].has(x))));
-      const played = new Set(trick.cards.slice(0, c).map((x, i) => `${(trick.leader + i) % n}:${x}`));
-      hands = before.map((h, s) => h.filter((x) => !played.has(`${s}:${x}`)));
-    }
-    const visibleFaults = faults.filter((f) => f.at <= at);
-    const faultHere = faults.filter((f) => f.at === at);
-    let toPlay = -1, leads = -1;
-    if (t < 0) leads = round.tricks.length ? round.tricks[0].leader : -1;
-    else if (!complete) { toPlay = (trick.leader + c) % n; leads = trick.leader; }
-    else if (!lastTrick) leads = round.tricks[t + 1].leader;
-    const takenNow = taken(round, done);
-    const panels = seating.map((name, s) => seatPanel(s, name, {
-      dealer: round.dealer === s,
-      leads: leads === s,
-      toPlay: toPlay === s ? (trick.cards.length && c === 0 ? "to lead" : "to play") : false,
-      forfeited: forfeitAt[s] <= at ? "forfeited: the referee plays its cards" : null,
-      round: running[s],
-      total: round.totals_before[s] + running[s],
-      pain: round.pain[s],
-      painPoints: round.pain_points[s],
-      taken: takenNow[s],
-      hand: hands[s].map((x) => card(x, `small${t < 0 && painSet[s].has(x) ? " pain" : ""}`)),
-    }));
-    let plays = [], lines = [];
-    if (trick) {
-      const recorded = trick.plays.length ? trick.plays : trick.cards.map((x, i) => ({ seat: (trick.leader + i) % n, card: x }));
-      plays = recorded.slice(0, c).map((p, i) => {
-        const f = faults.find((x) => x.round === r && x.trick === t && x.card === i && x.seat === p.seat)
-          || faults.find((x) => x.round === r && x.trick === t && x.card === i);
-        return { ...p, won: complete && p.seat === trick.winner,
-          points: complete && trick.points ? trick.points[i] : null,
-          fault: f ? `${seating[f.seat]}: ${f.reason}${f.detail ? ` (${f.detail})` : ""}` : null };
-      });
-      const lead = trick.cards[0][0];
-      if (complete) {
-        lines = [el("div", {}, reasonLine(trick, seating)),
-          el("div", { class: "sub", text: trick.winner >= 0 ? `${seating[trick.winner]} takes ${signed(trick.points.reduce((a, b) => a + b, 0))} (its pain suit${round.pain_suits[trick.winner].length > 1 ? "s" : ""}: ${round.pain_suits[trick.winner].map(suitName).join(", ") || "–"})` : "The cards are set aside; the same seat leads again." })];
-        if (lastTrick && round.scores) lines.push(el("div", { class: "sub", text: `Round ${r + 1} scored: ${round.scores.map((v, s) => `${seating[s]} ${signed(v)}`).join(", ")}` }));
-      } else {
-        lines = [el("div", {}, "Lead suit ", el("span", { class: `suit-${lead} lead-suit`, text: `${SUITS[lead][0]} ${suitName(lead)}` }), ` · ${seating[toPlay]} to play`)];
-      }
-    } else {
-      lines = [el("div", { text: `Round ${r + 1} dealt by ${seating[round.dealer]}; pain cards ${kept ? "chosen (kept in the hand)" : "chosen and set aside"}` }),
-        leads >= 0 ? el("div", { class: "sub", text: `${seating[leads]} leads the first trick` }) : null];
-    }
-    lines.push(...faultHere.map((f) => el("div", { class: "fault-line", text: `⚠ ${seating[f.seat]}: ${f.reason}, strike ${f.strikes}${f.forfeited ? " — forfeited" : ""}` })));
-    tableBox.replaceChildren(table(panels, trickArea(plays, seating, lines, { "data-round": r, "data-trick": t, "data-card": c }), n));
-    label.textContent = t < 0 ? `Round ${r + 1} · the deal` : `Round ${r + 1} · trick ${t + 1} / ${round.tricks.length} · card ${c} / ${trick.cards.length}`;
-    roundSelect.value = String(r);
+    const st = replay.state(at);
+    tableBox.replaceChildren(replay.table(at));
+    label.textContent = replay.label(at);
+    roundSelect.value = String(st.r);
     scrubber.value = String(at);
-    controls.querySelector("#permalink").setAttribute("href", `#${hashOf(at)}`);
+    permalink.setAttribute("href", `#${replay.hashOf(at)}`);
     const rows = [];
     doc.rounds.forEach((x, i) => {
-      if (i < r && x.scores) rows.push({ label: String(i + 1), values: x.scores, round: i });
+      if (i < st.r && x.scores) rows.push({ label: String(i + 1), values: x.scores, round: i });
     });
-    const finished = lastTrick && complete && round.scores;
-    rows.push({ label: finished ? String(r + 1) : `${r + 1} so far`, values: running, cls: "cur", round: r });
-    rows.push({ label: "Match", values: round.totals_before.map((v, s) => v + running[s]), head: true });
+    const finished = st.lastTrick && st.complete && st.round.scores;
+    rows.push({ label: finished ? String(st.r + 1) : `${st.r + 1} so far`, values: st.running, cls: "cur", round: st.r });
+    rows.push({ label: "Match", values: st.totals, head: true });
     scores.replaceChildren(el("h2", { text: "Scores" }), scoreTable(seating, rows));
-    faultList.replaceChildren(...(visibleFaults.length ? visibleFaults.map((f) => el("div", { text: `Round ${f.round + 1}${f.card === null || f.card === undefined ? ", pain choice" : `, trick ${f.trick + 1}`}: ${seating[f.seat]} ${f.reason}${f.detail ? ` (${f.detail})` : ""}, strike ${f.strikes}${f.forfeited ? ", forfeited" : ""}` }))
+    faultList.replaceChildren(...(st.faults.length ? st.faults.map((f) => el("div", { text: `Round ${f.round + 1}${f.card === null || f.card === undefined ? ", pain choice" : `, trick ${f.trick + 1}`}: ${seating[f.seat]} ${f.reason}${f.detail ? ` (${f.detail})` : ""}, strike ${f.strikes}${f.forfeited ? ", forfeited" : ""}` }))
       : [el("div", { class: "muted", text: "No fault so far." })]));
   }
   document.addEventListener("keydown", (e) => {
@@ -230,14 +130,14 @@ function viewer(doc, id) {
       ArrowRight: () => go(at + 1), ArrowLeft: () => go(at - 1),
       ArrowDown: () => jumpTrick(1), ArrowUp: () => jumpTrick(-1),
       PageDown: () => jumpRound(1), PageUp: () => jumpRound(-1),
-      Home: () => go(0), End: () => go(steps.length - 1), " ": () => toggle(),
+      Home: () => go(0), End: () => go(replay.last), " ": () => toggle(),
     };
     if (keys[e.key]) { keys[e.key](); e.preventDefault(); }
   });
-  window.addEventListener("hashchange", () => { const i = parseHash(location.hash); if (i >= 0 && i !== at) go(i, { keepHash: true }); });
+  window.addEventListener("hashchange", () => { const i = replay.parse(location.hash); if (i >= 0 && i !== at) go(i, { keepHash: true }); });
   fill(main, ...header(doc, false), result(doc),
     el("div", { class: "viewer" }, controls, legend, tableBox, scores, el("h2", { text: "Faults" }), faultList));
-  go(Math.max(0, parseHash(location.hash)));
+  go(Math.max(0, replay.parse(location.hash)));
 }
 
 // -- a running match, live -------------------------------------------------------------------
@@ -354,16 +254,21 @@ function spectator(id, delayRounds) {
   fill(main, status);
 }
 
-const info = await frame("Match · Sticheln referee");
 const id = query("id");
+// The match's state (written in the page by the server) and its document are asked for at
+// once, beside the header's: no request waits for another.
+const state = main.dataset.state;
+const docRequest = id && state === "finished" ? api(`/api/matches/${encodeURIComponent(id)}`) : null;
+if (docRequest) docRequest.catch(() => null);  // its error is shown below
+const info = await frame("Match · Sticheln referee");
 if (!id) showError(main, new Error("no match named: add ?id=MATCH to the address"));
 else {
   document.title = `${id} · Sticheln referee`;
   try {
-    // The server says in the page whether the match still runs: no refused request.
-    const state = main.dataset.state || (await api(`/api/matches/${encodeURIComponent(id)}/state`)).state;
-    if (state === "running") spectator(id, info ? info.delay_rounds || 0 : 0);
-    else viewer(await api(`/api/matches/${encodeURIComponent(id)}`), id);
+    // Without the server's word (a bare page), the state is asked for: no refused request.
+    const now = state || (await api(`/api/matches/${encodeURIComponent(id)}/state`)).state;
+    if (now === "running") spectator(id, info ? info.delay_rounds || 0 : 0);
+    else viewer(await (docRequest || api(`/api/matches/${encodeURIComponent(id)}`)), id);
   } catch (e) {
     showError(main, e);
   }

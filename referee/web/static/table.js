@@ -100,3 +100,150 @@ export function table(panels, middle, n) {
   return el("div", { class: `table-felt seats-${n}`, id: "table" }, el("div", { class: "felt" }, middle),
     el("div", { class: "seats" }, panels));
 }
+
+// -- a finished match, position by position ------------------------------------------------
+// A replay of a viewer document (GET /api/matches/ID): its positions (a round's deal, then
+// every card of every trick), their addresses (#r2, #r2t7c3), and the card table at any
+// of them. Two replays of the same deal step together by position (the same r, t, c).
+export class Replay {
+  constructor(doc) {
+    this.doc = doc;
+    this.n = doc.seating.length;
+    this.kept = String((doc.rules || {}).pain_card || "") === "kept_in_hand";
+    this.steps = [];
+    doc.rounds.forEach((r, ri) => {
+      this.steps.push({ r: ri, t: -1, c: 0 });
+      r.tricks.forEach((tr, ti) => tr.cards.forEach((_, ci) => this.steps.push({ r: ri, t: ti, c: ci + 1 })));
+    });
+    // A fault is shown from the card it caused (or the deal, for one in the pain choice).
+    this.faults = [];
+    doc.rounds.forEach((r, ri) => r.faults.forEach((f) => {
+      let at = f.card === null || f.card === undefined ? this.indexOf(ri, -1, 0) : this.indexOf(ri, f.trick, f.card + 1);
+      if (at < 0) at = this.steps.findLastIndex((s) => s.r === ri);  // after the round's last card
+      this.faults.push({ ...f, round: ri, at });
+    }));
+    this.forfeitAt = doc.seating.map((_, s) => {
+      const f = this.faults.find((x) => x.seat === s && x.forfeited);
+      if (f) return f.at;
+      return doc.end && (doc.end.forfeited || []).includes(s) ? 0 : Infinity;
+    });
+  }
+
+  get last() { return this.steps.length - 1; }
+
+  indexOf(r, t, c) {
+    return this.steps.findIndex((s) => s.r === r && s.t === t && s.c === c);
+  }
+
+  complete(s) {
+    return s.t < 0 || s.c === this.doc.rounds[s.r].tricks[s.t].cards.length;
+  }
+
+  hashOf(i) {
+    const { r, t, c } = this.steps[i];
+    return t < 0 ? `r${r + 1}` : `r${r + 1}t${t + 1}c${c}`;
+  }
+
+  // The position an address names (#end: the last card), or -1.
+  parse(hash) {
+    if (hash === "#end") return this.last;
+    const m = /^#?r(\d+)(?:t(\d+)(?:c(\d+))?)?$/.exec(hash || "");
+    if (!m) return -1;
+    const r = Number(m[1]) - 1;
+    const round = this.doc.rounds[r];
+    if (!round) return -1;
+    if (m[2] === undefined) return this.indexOf(r, -1, 0);
+    const t = Math.min(Number(m[2]), round.tricks.length) - 1;
+    if (t < 0) return this.indexOf(r, -1, 0);
+    const size = round.tricks[t].cards.length;
+    const c = m[3] === undefined ? size : Math.max(1, Math.min(Number(m[3]), size));
+    return this.indexOf(r, t, c);
+  }
+
+  // What is true at position `at`: the running scores (the server's), the totals, the
+  // cards taken, the hands, whose turn, the faults so far.
+  state(at) {
+    const { doc, n } = this;
+    const { r, t, c } = this.steps[at];
+    const round = doc.rounds[r];
+    const trick = t >= 0 ? round.tricks[t] : null;
+    const complete = trick ? c === trick.cards.length : false;
+    const lastTrick = Boolean(trick) && t === round.tricks.length - 1;
+    const done = t < 0 ? 0 : (complete ? t + 1 : t);  // tricks taken by now
+    const running = done ? round.tricks[done - 1].scores_after : round.scores_start;
+    const painSet = round.pain.map((p) => new Set(p));
+    let hands;
+    if (t < 0) hands = round.hands;
+    else {
+      const before = t > 0 ? round.tricks[t - 1].hands_after : round.hands.map((h, s) => (this.kept ? h : h.filter((x) => !painSet[s].has(x))));
+      const played = new Set(trick.cards.slice(0, c).map((x, i) => `${(trick.leader + i) % n}:${x}`));
+      hands = before.map((h, s) => h.filter((x) => !played.has(`${s}:${x}`)));
+    }
+    const taken = doc.seating.map(() => []);
+    round.tricks.slice(0, done).forEach((tr) => {
+      if (tr.winner >= 0) tr.cards.forEach((x, i) => taken[tr.winner].push([x, tr.points[i]]));
+    });
+    let toPlay = -1, leads = -1;
+    if (t < 0) leads = round.tricks.length ? round.tricks[0].leader : -1;
+    else if (!complete) { toPlay = (trick.leader + c) % n; leads = trick.leader; }
+    else if (!lastTrick) leads = round.tricks[t + 1].leader;
+    return {
+      r, t, c, round, trick, complete, lastTrick, running, hands, taken, toPlay, leads, painSet,
+      totals: round.totals_before.map((v, s) => v + running[s]),
+      faults: this.faults.filter((f) => f.at <= at),
+      faultsHere: this.faults.filter((f) => f.at === at),
+    };
+  }
+
+  // The card table at position `at`.
+  table(at) {
+    const { doc, n } = this;
+    const seating = doc.seating;
+    const st = this.state(at);
+    const { r, t, c, round, trick, complete } = st;
+    const panels = seating.map((name, s) => seatPanel(s, name, {
+      dealer: round.dealer === s,
+      leads: st.leads === s,
+      toPlay: st.toPlay === s ? "to play" : false,
+      forfeited: this.forfeitAt[s] <= at ? "forfeited: the referee plays its cards" : null,
+      round: st.running[s],
+      total: st.totals[s],
+      pain: round.pain[s],
+      painPoints: round.pain_points[s],
+      taken: st.taken[s],
+      hand: st.hands[s].map((x) => card(x, `small${t < 0 && st.painSet[s].has(x) ? " pain" : ""}`)),
+    }));
+    let plays = [], lines = [];
+    if (trick) {
+      const recorded = trick.plays.length ? trick.plays : trick.cards.map((x, i) => ({ seat: (trick.leader + i) % n, card: x }));
+      plays = recorded.slice(0, c).map((p, i) => {
+        const here = this.faults.filter((x) => x.round === r && x.trick === t && x.card === i);
+        const f = here.find((x) => x.seat === p.seat) || here[0];
+        return { ...p, won: complete && p.seat === trick.winner,
+          points: complete && trick.points ? trick.points[i] : null,
+          fault: f ? `${seating[f.seat]}: ${f.reason}${f.detail ? ` (${f.detail})` : ""}` : null };
+      });
+      const lead = trick.cards[0][0];
+      if (complete) {
+        const suits = trick.winner >= 0 ? round.pain_suits[trick.winner] : [];
+        lines = [el("div", {}, reasonLine(trick, seating)),
+          el("div", { class: "sub", text: trick.winner >= 0 ? `${seating[trick.winner]} takes ${signed(trick.points.reduce((a, b) => a + b, 0))} (its pain suit${suits.length > 1 ? "s" : ""}: ${suits.map(suitName).join(", ") || "–"})` : "The cards are set aside; the same seat leads again." })];
+        if (st.lastTrick && round.scores) lines.push(el("div", { class: "sub", text: `Round ${r + 1} scored: ${round.scores.map((v, s) => `${seating[s]} ${signed(v)}`).join(", ")}` }));
+      } else {
+        lines = [el("div", {}, "Lead suit ", el("span", { class: `suit-${lead} lead-suit`, text: `${SUITS[lead][0]} ${suitName(lead)}` }), ` · ${seating[st.toPlay]} to play`)];
+      }
+    } else {
+      lines = [el("div", { text: `Round ${r + 1} dealt by ${seating[round.dealer]}; pain cards ${this.kept ? "chosen (kept in the hand)" : "chosen and set aside"}` }),
+        st.leads >= 0 ? el("div", { class: "sub", text: `${seating[st.leads]} leads the first trick` }) : null];
+    }
+    lines.push(...st.faultsHere.map((f) => el("div", { class: "fault-line", text: `⚠ ${seating[f.seat]}: ${f.reason}, strike ${f.strikes}${f.forfeited ? " — forfeited" : ""}` })));
+    return table(panels, trickArea(plays, seating, lines, { "data-round": r, "data-trick": t, "data-card": c }), n);
+  }
+
+  // "Round 2 · trick 7 / 14 · card 3 / 4"
+  label(at) {
+    const { r, t, c } = this.steps[at];
+    const round = this.doc.rounds[r];
+    return t < 0 ? `Round ${r + 1} · the deal` : `Round ${r + 1} · trick ${t + 1} / ${round.tricks.length} · card ${c} / ${round.tricks[t].cards.length}`;
+  }
+}

@@ -14,6 +14,7 @@ import itertools
 import json
 import subprocess
 import sys
+import time
 import urllib.parse
 from collections.abc import Iterator
 from pathlib import Path
@@ -412,3 +413,81 @@ def test_an_empty_folder_shows_no_null(pages: Pages, tmp_path: Path) -> None:
     finally:
         web.terminate()
         web.wait(10)
+
+
+def test_a_live_tournament_table_advances_card_by_card(pages: Pages, tmp_path: Path) -> None:
+    """``referee tournament --web-port``: a running match's page follows it a few cards at
+    a time (the stream's quarter-second batches), not a round at a time, and turns into
+    the replay when it ends."""
+    slow = [PY, str(ROOT / "tests" / "bots" / "slow_random_bot.py")]
+    lines = [
+        "[tournament]",
+        'name = "livetour"',
+        "table_size = 3",
+        # More matches after the watched one: the server stays up for its replay.
+        "matches_per_table = 3",
+        "parallel = 1",
+        'out = "out"',
+        "[clock]",
+        "decision_ms = 2000",
+    ]
+    for name in ("a", "b", "c"):
+        lines += [
+            "[[bots]]",
+            f"name = {json.dumps(name)}",
+            f"command = {json.dumps(slow)}",
+            f"workdir = {json.dumps(str(Path(slow[-1]).parent))}",
+            'env = { THINK_MS = "40" }',
+            f"sandbox = {{ read = [{json.dumps(str(SAMPLES / 'python'))}] }}",
+        ]
+    (tmp_path / "t.toml").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    proc = subprocess.Popen(
+        [*REFEREE, "tournament", str(tmp_path / "t.toml"), "--web-port", "0"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+    )
+    try:
+        assert proc.stderr is not None
+        url = ""
+        for line in proc.stderr:
+            if "web on http://127.0.0.1:" in line:
+                url = line.split("web on ", 1)[1].strip().rstrip("/")
+                break
+        assert url
+        running = wait_for(
+            lambda: get_json(f"{url}/api/matches")["running"], 60, "a running match"
+        )[0]["match_id"]
+        page = pages.size(400, 800)
+        page.goto(f"{url}/match?id={running}")
+        page.wait_for_selector("#live-status")
+        seen: list[tuple[int, int]] = []  # (round, events) each time it changed
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            s = page.evaluate(
+                "() => { const t = document.querySelector('#live-status');"
+                " const k = document.querySelector('#trick');"
+                " return t && k ? [Number(k.dataset.round), Number(t.dataset.events)] : null; }"
+            )
+            if s is None:
+                break  # the replay has taken over
+            if not seen or tuple(s) != seen[-1]:
+                seen.append((s[0], s[1]))
+            page.wait_for_timeout(30)
+        by_round: dict[int, int] = {}
+        for rnd, _ in seen:
+            by_round[rnd] = by_round.get(rnd, 0) + 1
+        # 14 tricks of 3 cards a round, at 40 ms a card: many small steps in a round.
+        assert max(by_round.values()) >= 5, seen
+        until(page, "() => Boolean(document.querySelector('#step-label'))", "the replay")
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / "page-live-replay-400.png"), full_page=True)
+        assert pages.errors == []
+    finally:
+        try:
+            proc.wait(120)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(10)

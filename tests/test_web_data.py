@@ -109,7 +109,7 @@ def test_the_broadcast_sends_what_watch_match_sends_at_every_step(
             for _ in range(5):
                 await asyncio.sleep(0)
             broadcast.pump()
-            shown = [json.loads(c.decode()[6:]) for c in broadcast.chunks]
+            shown = [_unscored(json.loads(c.decode()[6:])) for c in broadcast.chunks]
             assert shown == sent
             # What a live stream writes: the events from a viewer's point on, in one block.
             for start in (0, len(broadcast.chunks) // 2):
@@ -120,6 +120,52 @@ def test_the_broadcast_sends_what_watch_match_sends_at_every_step(
         assert broadcast.done and sent[-1]["type"] == "end"
 
     asyncio.run(go())
+
+
+def _unscored(ev: dict[str, Any]) -> dict[str, Any]:
+    """A web event without the running scores the broadcast adds to WatchMatch's."""
+    if ev["type"] in ("revealed", "trick"):
+        ev.pop("scores", None)
+        ev.pop("points", None)
+    return ev
+
+
+def test_the_live_running_scores_end_at_each_rounds_scores(record: list[dict[str, Any]]) -> None:
+    feed = MatchFeed(record[0]["match_id"])
+    broadcast = Broadcast(feed, 0)
+    for line in record:
+        feed.append(line)
+    feed.finish()
+    broadcast.pump()
+    events = [json.loads(c.decode()[6:]) for c in broadcast.chunks]
+    last: list[int] | None = None
+    rounds = 0
+    for ev in events:
+        if ev["type"] == "trick":
+            assert (ev["winner"] < 0) == ("points" not in ev)
+            last = ev["scores"]
+        elif ev["type"] == "scored":
+            assert last == ev["scores"]
+            rounds += 1
+    assert rounds == 4
+
+
+def test_secret_pain_cards_give_no_running_scores_away(record: list[dict[str, Any]]) -> None:
+    """Under secret visibility the pain suits are hidden until the round is scored, and
+    running scores would tell them: none are sent."""
+    lines = copy.deepcopy(record)
+    lines[0]["rules"]["pain_visibility"] = "secret"
+    feed = MatchFeed(lines[0]["match_id"])
+    broadcast = Broadcast(feed, 0)
+    for line in lines:
+        feed.append(line)
+    feed.finish()
+    broadcast.pump()
+    events = [json.loads(c.decode()[6:]) for c in broadcast.chunks]
+    assert any(e["type"] == "trick" for e in events)
+    for ev in events:
+        if ev["type"] in ("revealed", "trick"):
+            assert "scores" not in ev and "points" not in ev, ev
 
 
 def test_a_delayed_round_plays_at_the_pace_it_was_played(record: list[dict[str, Any]]) -> None:

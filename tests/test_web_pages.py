@@ -460,6 +460,7 @@ def test_a_live_tournament_table_advances_card_by_card(pages: Pages, tmp_path: P
             lambda: get_json(f"{url}/api/matches")["running"], 60, "a running match"
         )[0]["match_id"]
         page = pages.size(400, 800)
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
         page.goto(f"{url}/match?id={running}")
         page.wait_for_selector("#live-status")
         seen: list[tuple[int, int]] = []  # (round, events) each time it changed
@@ -474,12 +475,17 @@ def test_a_live_tournament_table_advances_card_by_card(pages: Pages, tmp_path: P
                 break  # the replay has taken over
             if not seen or tuple(s) != seen[-1]:
                 seen.append((s[0], s[1]))
+                if len(seen) == 8:
+                    # Mid-match: every seat's running round score, from what is public.
+                    assert page.locator(".seat .round-score").count() == 3
+                    page.screenshot(path=str(ARTIFACTS / "page-live-400.png"), full_page=True)
             page.wait_for_timeout(30)
         by_round: dict[int, int] = {}
         for rnd, _ in seen:
             by_round[rnd] = by_round.get(rnd, 0) + 1
         # 14 tricks of 3 cards a round, at 40 ms a card: many small steps in a round.
         assert max(by_round.values()) >= 5, seen
+        assert len(seen) >= 8, "the running scores were not looked at"
         until(page, "() => Boolean(document.querySelector('#step-label'))", "the replay")
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(ARTIFACTS / "page-live-replay-400.png"), full_page=True)

@@ -32,7 +32,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge
 from referee.league.feed import MatchFeed, PublicFilter
 from referee.results import documents as data
 from referee.web import render
-from referee.web.live import event_text
+from referee.web.live import RunningScores, event_json, event_text
 from referee.web.pace import Pacer
 from referee.web.sources import NotFound, Source, StillRunning
 from sticheln.v1 import league_pb2
@@ -620,6 +620,7 @@ class Broadcast:
         self.feed = feed
         self.delay_rounds = delay_rounds
         self.pacer = Pacer(delay_rounds, clock)
+        self.running = RunningScores()
         self.public = PublicFilter()
         self.read = 0
         self.chunks: list[bytes] = []
@@ -667,4 +668,8 @@ class Broadcast:
         return block, end
 
     def _add(self, msg: league_pb2.WatchMatchResponse) -> None:
-        self.chunks.append(f"data: {event_text(msg)}\n\n".encode())
+        if msg.WhichOneof("kind") == "event" and msg.event.WhichOneof("kind") == "card_played":
+            text = event_text(msg)  # most events: written directly
+        else:
+            text = json.dumps(self.running.add(event_json(msg)), separators=(",", ":"))
+        self.chunks.append(f"data: {text}\n\n".encode())

@@ -168,10 +168,12 @@ function spectator(id, delayRounds) {
       top = header({ match_id: ev.match_id, seating: ev.seating, rules: ev.rules, commitment: ev.commitment }, true);
     } else if (ev.type === "dealt") {
       state.round = ev.round; state.dealer = ev.dealer; state.pain = state.seating.map(() => null);
-      state.plays = []; state.lastTrick = null;
+      state.plays = []; state.lastTrick = null; state.running = null; state.taken = state.seating.map(() => []);
       note(`Round ${ev.round + 1} dealt by ${who(ev.dealer)}`);
     } else if (ev.type === "revealed") {
       state.pain = ev.pain.map((p) => (p.length ? p : null));
+      // The server scores what is public: nothing while the pain cards are secret.
+      state.running = ev.scores || null;
       note(ev.pain.some((p) => p.length) ? "Pain cards revealed" : "Pain cards chosen (secret until the round is scored)");
     } else if (ev.type === "play") {
       if (state.lastTrick) { state.lastTrick = null; state.plays = []; }
@@ -181,11 +183,14 @@ function spectator(id, delayRounds) {
     } else if (ev.type === "trick") {
       state.lastTrick = ev;
       state.plays = state.plays.length === ev.cards.length ? state.plays : ev.cards.map((c, i) => ({ seat: (ev.leader + i) % state.seating.length, card: c }));
-      state.plays = state.plays.map((p) => ({ ...p, won: p.seat === ev.winner }));
+      state.plays = state.plays.map((p, i) => ({ ...p, won: p.seat === ev.winner, points: ev.points ? ev.points[i] : null }));
+      if (ev.scores) state.running = ev.scores;
+      if (ev.points && state.taken) ev.cards.forEach((c, i) => state.taken[ev.winner].push([c, ev.points[i]]));
       note(reasonText(ev, state.seating));
     } else if (ev.type === "scored") {
       state.rounds[ev.round] = { scores: ev.scores };
       state.totals = ev.totals;
+      state.running = null;
       state.pain = ev.pain.map((p) => (p.length ? p : null));
       note(`Round ${ev.round + 1} scored: ${ev.scores.map((v, s) => `${who(s)} ${signed(v)}`).join(", ")}`);
     } else if (ev.type === "fault") {
@@ -207,10 +212,11 @@ function spectator(id, delayRounds) {
       leads: state.plays.length ? state.plays[0].seat === s : false,
       toPlay: toPlay === s,
       forfeited: state.forfeited.has(s) ? "forfeited" : null,
-      total: null,
-      round: null,
+      round: state.running ? state.running[s] : null,
+      total: state.running ? (state.totals ? state.totals[s] : 0) + state.running[s] : null,
       pain: state.pain[s] || [],
-      handNote: `hand hidden${state.totals ? ` · match ${signed(state.totals[s])}` : ""}`,
+      taken: state.running && state.taken ? state.taken[s] : null,
+      handNote: `hand hidden${!state.running && state.totals ? ` · match ${signed(state.totals[s])}` : ""}`,
     }));
     let lines = "";
     if (complete) lines = [el("div", {}, reasonLine(state.lastTrick, state.seating))];

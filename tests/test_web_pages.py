@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from leaguekit import REFEREE, ROOT, SAMPLES, wait_for
-from webkit import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, get_json, have_chromium
+from leaguekit import REFEREE, ROOT, SAMPLES, bots, wait_for
+from webkit import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, get_json, have_chromium, web_league
 
 from referee.match.record import read_record
 
@@ -497,3 +497,38 @@ def test_a_live_tournament_table_advances_card_by_card(pages: Pages, tmp_path: P
             if proc.poll() is None:
                 proc.kill()
                 proc.wait(10)
+
+
+def test_a_delayed_league_table_waits_with_a_word_then_keeps_the_pace(
+    pages: Pages, tmp_path: Path
+) -> None:
+    """``web_delay_rounds = 1``: before round 2 is dealt the page says what it waits for
+    (not "round 0"), then round 1 plays card by card, not in one burst."""
+    table = {"name": "delayed", "table_size": 3, "parallel": 1, "web_delay_rounds": 1}
+    with web_league(tmp_path, table) as (serve, url), bots(serve.address, tmp_path) as b:
+        for name in ("s1", "s2", "s3"):
+            b.start("slow", name, serve.register(name), think_ms=40)
+        running = wait_for(
+            lambda: get_json(f"{url}/api/matches")["running"], 60, "a running match"
+        )[0]["match_id"]
+        page = pages.size(400, 800)
+        page.goto(f"{url}/match?id={running}")
+        page.wait_for_selector("#live-status")
+        status = page.text_content("#live-status") or ""
+        shown = "() => document.querySelector('#trick') ? Number(document.querySelector('#live-status').dataset.events) : -1"
+        if page.evaluate(shown) < 0:  # still waiting for round 2's deal
+            assert "Waiting" in status and "round 0" not in status, status
+        seen: list[int] = []
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline and len(seen) < 12:
+            if page.locator("#live-status").count() == 0:
+                break  # over: the replay has taken over
+            events = page.evaluate(shown)
+            if events >= 0 and (not seen or events != seen[-1]):
+                seen.append(events)
+            page.wait_for_timeout(30)
+        # Many small steps (a quarter-second batch each), not a round in one step.
+        assert len(seen) >= 12, seen
+        steps = [b - a for a, b in itertools.pairwise(seen)]
+        assert max(steps) < 40, seen
+        assert pages.errors == []

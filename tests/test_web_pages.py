@@ -382,6 +382,18 @@ def test_the_charts_have_even_ticks_open_ends_and_visible_bars(
         "rs => rs.map(r => r.getBoundingClientRect().width)",
     )
     assert len(widths) == 4 and min(widths) >= 3
+    # The Elo chart of a bot with one match: whole match numbers, evenly spaced Elo labels.
+    page.goto(f"{folder.url}/bot?name={urllib.parse.quote(CHEAT)}")
+    chart = "svg[aria-label='live Elo over matches']"
+    page.wait_for_selector(chart)
+    xs = page.eval_on_selector_all(
+        f"{chart} text[text-anchor=middle]", "ts => ts.map(t => t.textContent)"
+    )
+    assert [x for x in xs if x != "matches played"] == ["1", "2"]
+    ys = page.eval_on_selector_all(
+        f"{chart} text[text-anchor=end]", "ts => ts.map(t => Number(t.textContent))"
+    )
+    assert len(ys) >= 3 and len({b - a for a, b in itertools.pairwise(ys)}) == 1, ys
     assert pages.errors == []
 
 

@@ -226,8 +226,11 @@ export function lineChart(points, yLabel, width = 696) {
   const chart = svg("svg", { width, height, viewBox: `0 0 ${width} ${height}`, role: "img", "aria-label": yLabel });
   if (!points.length) return chart;
   const ys = points.map((p) => p.y), xs = points.map((p) => p.x);
-  const yt = niceTicks(Math.min(...ys), Math.max(...ys), 5);
-  const xt = niceTicks(Math.min(...xs), Math.max(...xs), Math.max(2, Math.floor(plotW / 90))).filter((t) => t >= Math.min(...xs) && t <= Math.max(...xs, Math.min(...xs) + 1));
+  // A flat series still gets a readable scale; matches are counted in whole numbers.
+  const ylo = Math.min(...ys), yhi = Math.max(...ys), pad = Math.max(0, 10 - (yhi - ylo)) / 2;
+  const yt = niceTicks(ylo - pad, yhi + pad, 5);
+  const xt = niceTicks(Math.min(...xs), Math.max(...xs, Math.min(...xs) + 1), Math.max(2, Math.floor(plotW / 90)))
+    .filter((t) => Number.isInteger(t) && t >= Math.min(...xs) && t <= Math.max(...xs, Math.min(...xs) + 1));
   const x0 = Math.min(...xs), x1 = Math.max(...xs, x0 + 1);
   const X = (v) => left + ((v - x0) / (x1 - x0)) * plotW;
   const Y = (v) => top + plotH - ((v - yt[0]) / (yt[yt.length - 1] - yt[0])) * plotH;

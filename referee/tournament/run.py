@@ -219,6 +219,7 @@ async def run_tournament(
     log_level: str | None = None,
     shard: Shard | None = None,
     deal_key: DealKey | None = None,
+    live_records: bool = False,
 ) -> TournamentOutcome:
     """Play every unfinished match of ``config`` (or of ``indices``, or of ``shard``) and,
     once the whole tournament is finished in the database, export the standings.
@@ -244,6 +245,7 @@ async def run_tournament(
                 "(the key is published when the last match has ended)\n"
             )
         run.bar = bar = Progress(len(schedule), run.done, progress)
+        run.live_records = live_records
         player = await start_player(
             _worker_count(config, workers, port, len(run.todo)),
             metrics,
@@ -317,6 +319,8 @@ class _TournamentRun:
         #: Per bot: finished matches played, and of those forfeited.
         self.played: collections.Counter[str] = collections.Counter()
         self.forfeits: collections.Counter[str] = collections.Counter()
+        #: Every record line reaches its file at once (a web page watches the matches).
+        self.live_records = False
 
     @classmethod
     def open(
@@ -406,6 +410,7 @@ class _TournamentRun:
             deal_key_commitment=self.key.commitment(),
             seed_withheld=self._withheld(m),
             bot_seeds=self.key.bot_seeds(m.deal, len(m.seating)),
+            live=self.live_records,
         )
         aborts = 0
         for attempt in range(1, WORKER_RETRIES + 2):

@@ -1,145 +1,410 @@
-"""``referee compare`` measured: the sequential test's error rates and sample sizes on
-simulated paired differences, and the paired design's variance on real sample bots.
+"""``referee compare`` measured: the sequential test's error rates and sample sizes, what
+common random numbers save, and how busy a comparison keeps the machine.
 
-1. Simulated tests (``--tests`` each, default 4000; numpy, a few seconds): for each
-   setting, the rate of accepting H1 when the true mean difference is ``lower`` (must be
-   at most ``alpha``) and when it is ``upper`` (must be at least 1 − ``beta``), the mean
-   number of deal pairs the test took, and beside it the pairs a fixed-size one-sided
-   z-test needs for the same error rates. ± is the binomial standard error of a rate.
-2. Real bots (skipped with ``--no-bots``): ``--pairs`` deal pairs (default 30) of the
-   heuristic sample bot against random (opponents: random and minimal) and against
-   minimal (opponents: two minimal bots, so that every bot at the table plays the same
-   cards on the same deal), at three seats, fixed-size comparisons as ``referee compare
-   --matches`` plays them. Each prints the variance of a pair's score difference in the
-   paired design (the same deal, seat and opponents) against the unpaired one (the
-   candidate's and the baseline's scores taken as independent: the sum of their
-   variances) on the same matches. Then ``referee compare``'s sequential test of
-   heuristic against random.
+1. Error rates (``--tests`` simulated tests per row, default 2000; numpy, under a minute):
+   for each shape of the pair differences and each pair of bounds, the rate of accepting
+   H1 when the true mean is ``lower`` (false H1; must be at most α + 0.01), the rate when
+   it is ``upper`` (power; at least 1 − β − 0.01), the mean and 95th percentile of the
+   pairs a test took at each, the pairs a fixed-size one-sided z-test needs for the same
+   error rates, and for reference the false-H1 rate and power of the normal likelihood
+   ratio test compare used before (Wald's SPRT with the variance estimated). Shapes:
+   normal, gamma-shaped with skewness −2 … +2 (clipped at ±10 standard deviations, as
+   Sticheln's scores are bounded), a coarse three-value lattice, and the pair differences
+   recorded from the sample bots (tests/vectors/compare_differences.json), resampled.
+   Bounds are given as (upper − lower) / σ.
+2. Common random numbers: on each recorded lineup, the mean pairs to a verdict with each
+   seat's bot seed the same in both matches of a pair (``crn``) and with seeds of their
+   own (``independent``), from resampled tests at the lineup's own mean difference, and
+   the normal likelihood ratio test without common random numbers (the old behaviour).
+3. Real bots (skipped with ``--no-bots``): ``referee compare`` of two instant sample bots
+   (random against minimal, opponents random and minimal) at default settings, run
+   ``--runs`` times (default 3) as a user would: wall time, the CPU time of the referee and
+   every bot process it started, how busy that kept the cores, and wall time against
+   (CPU time / cores). Medians, with the CPU share other programs and the hypervisor took.
 
-Run: ``.venv/bin/python benchmarks/compare.py`` (about a minute on two idle cores with
-the bots, most of it bot start-up: every match starts its bots afresh).
+``--record N`` plays N deal pairs of each lineup with the sample bots' own code in this
+process (the same requests the referee sends, through each bot's ``decide``) and writes
+tests/vectors/compare_differences.json (1000 pairs each is what is committed).
+
+Run: ``.venv/bin/python benchmarks/compare.py`` (``--no-bots`` for the tables only).
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
+import json
 import math
+import os
+import random
+import resource
+import statistics
+import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from referee.compare.config import Overrides, load_compare  # noqa: E402
-from referee.compare.run import run_compare  # noqa: E402
+from machine import Steal  # noqa: E402
+
+from referee.compare.config import difference_range  # noqa: E402
 from referee.compare.sprt import Sprt, fixed_size_pairs, simulate  # noqa: E402
-from referee.runtime import logs  # noqa: E402
+from referee.rules import preset  # noqa: E402
 
+RECORDED = ROOT / "tests" / "vectors" / "compare_differences.json"
 Draw = Callable[[np.random.Generator, tuple[int, int]], np.ndarray]
+SPAN = 10.0
 
 
-def normal(mean: float, sd: float) -> Draw:
-    return lambda rng, shape: rng.normal(mean, sd, shape)
+# -- shapes ------------------------------------------------------------------------------------
 
 
-def skewed(mean: float, sd: float) -> Draw:
-    return lambda rng, shape: mean + sd * (rng.exponential(1.0, shape) - 1.0)
+def gamma_shape(skew: float) -> Callable[[float, float], Draw]:
+    def make(mean: float, sd: float) -> Draw:
+        def draw(rng: np.random.Generator, shape: tuple[int, int]) -> np.ndarray:
+            if skew == 0:
+                x = rng.normal(0.0, 1.0, shape)
+            else:
+                k = 4.0 / skew**2
+                x = np.sign(skew) * (rng.gamma(k, 1.0, shape) - k) / math.sqrt(k)
+            return mean + sd * np.clip(x, -SPAN, SPAN)
+
+        return draw
+
+    return make
 
 
-SETTINGS: list[tuple[str, Sprt, float, Callable[[float, float], Draw], int]] = [
-    ("normal sd 40, bounds 0/5", Sprt(0.0, 5.0, 0.05, 0.05), 40.0, normal, 4000),
-    ("skewed sd 40, bounds 0/5", Sprt(0.0, 5.0, 0.05, 0.05), 40.0, skewed, 4000),
-    ("normal sd 40, bounds 0/10", Sprt(0.0, 10.0, 0.05, 0.05), 40.0, normal, 1500),
-    ("normal sd 40, bounds 0/40", Sprt(0.0, 40.0, 0.05, 0.05), 40.0, normal, 400),
+def lattice_shape(mean: float, sd: float) -> Draw:
+    step = sd * math.sqrt(1.5)
+    return lambda rng, shape: mean + step * rng.integers(-1, 2, shape).astype(np.float64)
+
+
+def resampled(sample: np.ndarray) -> Callable[[float, float], Draw]:
+    def make(mean: float, _sd: float) -> Draw:
+        centred = sample - sample.mean() + mean
+        return lambda rng, shape: rng.choice(centred, size=shape)
+
+    return make
+
+
+# -- the test compare used before, for reference -------------------------------------------------
+
+
+def normal_glr(
+    sprt: Sprt, draw: Draw, tests: int, max_pairs: int, seed: int
+) -> tuple[float, float]:
+    """(accept H1 rate, mean pairs) of Wald's SPRT on the normal likelihood with the
+    variance estimated under each hypothesis: LLR = (n/2) ln(S₀/S₁)."""
+    rng = np.random.default_rng(seed)
+    d = draw(rng, (tests, max_pairs))
+    n = np.arange(1, max_pairs + 1, dtype=np.float64)
+    total, squares = np.cumsum(d, axis=1), np.cumsum(d * d, axis=1)
+    mu0, mu1 = sprt.lower, sprt.upper
+    s0 = np.maximum(squares - 2 * mu0 * total + n * mu0 * mu0, 1e-9)
+    s1 = np.maximum(squares - 2 * mu1 * total + n * mu1 * mu1, 1e-9)
+    llr = 0.5 * n * (np.log(s0) - np.log(s1))
+    a, b = math.log((1 - sprt.beta) / sprt.alpha), math.log(sprt.beta / (1 - sprt.alpha))
+    eligible = n >= sprt.min_pairs
+    up, down = eligible & (llr >= a), eligible & (llr <= b)
+    crossed = up | down
+    decided = crossed.any(axis=1)
+    first = np.where(decided, crossed.argmax(axis=1), max_pairs - 1)
+    h1 = decided & up[np.arange(tests), first]
+    return float(h1.mean()), float((first + 1).mean())
+
+
+# -- 1. error rates ------------------------------------------------------------------------------
+
+
+def error_table(tests: int) -> None:
+    shapes: list[tuple[str, Callable[[float, float], Draw], float, tuple[float, float] | None]] = [
+        (f"skew {g:+.0f}" if g else "normal", gamma_shape(g), 40.0, None) for g in (-2, -1, 0, 1, 2)
+    ]
+    shapes.append(("lattice of 3 values", lattice_shape, 40.0, None))
+    for lineup in json.loads(RECORDED.read_text())["lineups"]:
+        for kind in ("independent", "crn"):
+            sample = np.asarray(lineup[kind], dtype=np.float64)
+            if sample.std() == 0:
+                continue
+            rng = difference_range(preset(lineup["rules"]), lineup["table_size"])
+            name = f"{lineup['name']} {kind}"
+            shapes.append((name, resampled(sample), float(sample.std(ddof=1)), rng))
+    print(f"1. error rates, {tests} simulated tests per row, alpha = beta = 0.05")
+    print(
+        f"{'shape':40} {'(up-lo)/sd':>10} {'false H1':>8} {'power':>6} "
+        f"{'pairs@lo':>8} {'p95@lo':>7} {'pairs@up':>8} {'p95@up':>7} {'fixed':>6} "
+        f"{'old: false H1':>13} {'power':>6} {'pairs':>6}"
+    )
+    for name, make, sd, span in shapes:
+        for ratio in (0.1, 0.25, 0.5):
+            delta = round(ratio * sd, 2)
+            low, high = span if span else (-SPAN * sd - delta, SPAN * sd + delta)
+            sprt = Sprt(0.0, delta, 0.05, 0.05, low=low, high=high)
+            cap = int(60 / ratio**2) + 100
+            lo = simulate(sprt, make(0.0, sd), tests=tests, max_pairs=cap, seed=1)
+            up = simulate(sprt, make(delta, sd), tests=tests, max_pairs=cap, seed=2)
+            old_lo, old_n = normal_glr(sprt, make(0.0, sd), min(tests, 1000), cap, 3)
+            old_up, _ = normal_glr(sprt, make(delta, sd), min(tests, 1000), cap, 4)
+            flag = "" if lo.accept_h1 <= 0.06 and up.accept_h1 >= 0.94 else "  <-- outside"
+            print(
+                f"{name:40} {ratio:>10} {lo.accept_h1:>8.3f} {up.accept_h1:>6.3f} "
+                f"{lo.mean_pairs:>8.0f} {lo.p95_pairs:>7.0f} {up.mean_pairs:>8.0f} "
+                f"{up.p95_pairs:>7.0f} {fixed_size_pairs(sprt, sd):>6} "
+                f"{old_lo:>13.3f} {old_up:>6.3f} {old_n:>6.0f}{flag}",
+                flush=True,
+            )
+
+
+# -- 2. common random numbers ------------------------------------------------------------------
+
+
+def crn_table(tests: int) -> None:
+    print(
+        "\n2. common random numbers: mean pairs to a verdict at the lineup's own mean "
+        "difference, bounds 0 / 5 points, alpha = beta = 0.05"
+    )
+    print(
+        f"{'lineup':34} {'sd crn':>7} {'sd ind':>7} {'mean':>6} {'pairs crn':>9} "
+        f"{'pairs ind':>9} {'old test, ind':>13} {'crn / old':>9}"
+    )
+    for lineup in json.loads(RECORDED.read_text())["lineups"]:
+        crn = np.asarray(lineup["crn"], dtype=np.float64)
+        ind = np.asarray(lineup["independent"], dtype=np.float64)
+        low, high = difference_range(preset(lineup["rules"]), lineup["table_size"])
+        sprt = Sprt(0.0, 5.0, 0.05, 0.05, low=low, high=high)
+        mean = float(ind.mean())
+
+        def at_mean(sample: np.ndarray, mean: float = mean) -> Draw:
+            return resampled(sample)(mean, 0.0)
+
+        cap = 3000
+        with_crn = simulate(sprt, at_mean(crn), tests=tests, max_pairs=cap, seed=5)
+        without = simulate(sprt, at_mean(ind), tests=tests, max_pairs=cap, seed=6)
+        _, old = normal_glr(sprt, at_mean(ind), min(tests, 1000), cap, 7)
+        print(
+            f"{lineup['name']:34} {crn.std(ddof=1):>7.1f} {ind.std(ddof=1):>7.1f} "
+            f"{mean:>+6.1f} {with_crn.mean_pairs:>9.0f} {without.mean_pairs:>9.0f} "
+            f"{old:>13.0f} {with_crn.mean_pairs / old:>9.2f}",
+            flush=True,
+        )
+
+
+# -- 3. real bots --------------------------------------------------------------------------------
+
+
+def _cores() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def _machine_busy() -> tuple[int, int]:
+    """(busy, total) jiffies of all CPUs since boot."""
+    values = [int(v) for v in Path("/proc/stat").read_text().splitlines()[0].split()[1:9]]
+    idle = values[3] + values[4]
+    return sum(values) - idle, sum(values)
+
+
+def real_bots(runs: int) -> None:
+    samples = ROOT / "sample_bots"
+    random_bot, minimal = str(samples / "random.toml"), str(samples / "minimal-python.toml")
+    cores = _cores()
+    print(
+        f"\n3. referee compare of two instant bots (random vs minimal, opponents random and "
+        f"minimal), default settings, {cores} cores, {runs} runs"
+    )
+    walls, cpus, busy, ratios, others, steals = [], [], [], [], [], []
+    for run in range(runs):
+        with tempfile.TemporaryDirectory(prefix="compare-bench-") as tmp:
+            cmd = [
+                sys.executable, "-m", "referee.cli", "compare",
+                "--candidate", random_bot, "--baseline", minimal,
+                "--opponent", random_bot, "--opponent", minimal,
+                "--out", f"{tmp}/out",
+            ]  # fmt: skip
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
+            steal = Steal()
+            m0 = _machine_busy()
+            start = time.perf_counter()
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
+            wall = time.perf_counter() - start
+            m1 = _machine_busy()
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            if proc.returncode not in (0, 1, 2):
+                sys.exit(f"referee compare failed ({proc.returncode}): {proc.stderr[-2000:]}")
+            summary = json.loads(Path(f"{tmp}/out/compare.json").read_text())
+        cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+        machine = (m1[0] - m0[0]) / max(1, m1[1] - m0[1])  # share of all cores busy
+        walls.append(wall)
+        cpus.append(cpu)
+        busy.append(cpu / (wall * cores))
+        ratios.append(wall / (cpu / cores))
+        others.append(max(0.0, machine - cpu / (wall * cores)))
+        steals.append(steal.percent())
+        print(
+            f"run {run + 1}: {summary['verdict']} after {summary['pairs']} pairs, "
+            f"{summary['matches']} matches; wall {wall:.1f} s, CPU {cpu:.1f} s, cores busy "
+            f"with the comparison {100 * busy[-1]:.0f}%, wall / (CPU / cores) "
+            f"{ratios[-1]:.2f}; other programs {100 * others[-1]:.0f}% of the cores (the "
+            f"machine {100 * (busy[-1] + others[-1]):.0f}% busy in all); stolen "
+            f"{steals[-1]:.1f}%",
+            flush=True,
+        )
+    print(
+        f"median: wall {statistics.median(walls):.1f} s, CPU {statistics.median(cpus):.1f} s, "
+        f"cores busy {100 * statistics.median(busy):.0f}%, wall / (CPU / cores) "
+        f"{statistics.median(ratios):.2f}, other programs {100 * statistics.median(others):.0f}%"
+        f", stolen {statistics.median(steals):.1f}%"
+    )
+
+
+# -- recording -------------------------------------------------------------------------------------
+
+LINEUPS = [
+    # (name, candidate, baseline, opponents, table size)
+    ("heuristic-vs-random-3", "heuristic", "random", ["random", "minimal"], 3),
+    ("heuristic-eps-vs-heuristic-mc-3", "heuristic-eps", "heuristic", ["random", "montecarlo"], 3),
+    ("random-vs-random-4", "random", "random", ["random", "random", "random"], 4),
     (
-        "normal sd 30, bounds -2/8, alpha 0.1 beta 0.2",
-        Sprt(-2.0, 8.0, 0.1, 0.2),
-        30.0,
-        normal,
-        2000,
+        "heuristic-vs-minimal-5",
+        "heuristic",
+        "minimal",
+        ["heuristic", "heuristic", "random", "minimal"],
+        5,
+    ),
+    (
+        "heuristic-eps-vs-heuristic-4",
+        "heuristic-eps",
+        "heuristic",
+        ["random", "random", "heuristic"],
+        4,
     ),
 ]
 
 
-def simulated(tests: int) -> None:
-    print(f"simulated sequential tests, {tests} per row (± one binomial standard error)")
-    print(
-        f"{'setting':48} {'P(H1 | lower)':>15} {'P(H1 | upper)':>15} "
-        f"{'pairs | lower':>13} {'pairs | upper':>13} {'fixed-size':>10}"
-    )
-    for name, sprt, sd, draw, cap in SETTINGS:
-        low = simulate(sprt, draw(sprt.lower, sd), tests=tests, max_pairs=cap, seed=1)
-        high = simulate(sprt, draw(sprt.upper, sd), tests=tests, max_pairs=cap, seed=2)
+def record(pairs: int) -> None:
+    """Play ``pairs`` deal pairs of every lineup with the sample bots' code in process."""
+    sys.path.insert(0, str(ROOT / "sample_bots" / "python"))
+    import heuristic_bot
+    import montecarlo_bot
+    import random_bot
+    import sticheln_bot
 
-        def rate(p: float) -> str:
-            return f"{p:.4f}±{math.sqrt(p * (1 - p) / tests):.4f}"
+    from referee.convert import view_to_proto
+    from referee.rules import Match, Phase, view
+    from sticheln.v1 import bot_pb2
 
-        print(
-            f"{name:48} {rate(low.accept_h1):>15} {rate(high.accept_h1):>15} "
-            f"{low.mean_pairs:>13.1f} {high.mean_pairs:>13.1f} {fixed_size_pairs(sprt, sd):>10}"
-        )
+    class Minimal(sticheln_bot.Bot):
+        def decide(self, request: Any) -> list[int]:
+            hand = sorted(request.view.hand)
+            cards = hand[:1]
+            if request.count == 2:
+                cards.append(next((c for c in hand if c >> 4 != hand[0] >> 4), hand[1]))
+            return cards
 
+    class EpsHeuristic(heuristic_bot.HeuristicBot):  # type: ignore[misc]
+        """The heuristic bot, playing a random card on a tenth of its decisions."""
 
-def real_bots(pairs: int) -> None:
-    samples = ROOT / "sample_bots"
-    heuristic, random, minimal = (
-        str(samples / f) for f in ("heuristic.toml", "random.toml", "minimal-python.toml")
-    )
-    lineups = [
-        # (what, candidate, baseline, opponents)
-        ("heuristic − random, opponents random and minimal", heuristic, random, [random, minimal]),
-        # Every bot here plays the same cards on the same deal: only the deal varies.
-        ("heuristic − minimal, opponents two minimal", heuristic, minimal, [minimal, minimal]),
-    ]
-    with tempfile.TemporaryDirectory(prefix="compare-bench-") as tmp:
-        for k, (what, candidate, baseline, opponents) in enumerate(lineups):
-            common = {
+        def __init__(self, seed: int) -> None:
+            super().__init__()
+            self.rng = random.Random(seed)
+
+        def choose_card(self, v: Any) -> int:
+            if self.rng.random() < 0.1:
+                return int(self.rng.choice(v.hand))
+            return int(super().choose_card(v))
+
+    makers: dict[str, Callable[[int], Any]] = {
+        "heuristic": lambda s: heuristic_bot.HeuristicBot(),
+        "heuristic-eps": EpsHeuristic,
+        "random": lambda s: random_bot.RandomBot(s),
+        "minimal": lambda s: Minimal(),
+        "montecarlo": lambda s: montecarlo_bot.MonteCarloBot(cap_ms=4.0, seed=s),
+    }
+
+    def play(names: list[str], rules: Any, seed: int, seeds: list[int]) -> list[int]:
+        bots = [makers[n](s) for n, s in zip(names, seeds, strict=True)]
+        match = Match(rules, len(bots), seed)
+        while not match.is_over:
+            for seat in match.to_act():
+                seen = view(match, seat)
+                req = bot_pb2.DecisionRequest(request_id=1, timeout_ms=1000)
+                pain = seen.phase is Phase.PAIN
+                req.kind = (
+                    bot_pb2.DECISION_KIND_PAIN_CHOICE if pain else bot_pb2.DECISION_KIND_CARD_PLAY
+                )
+                req.count = seen.rules.pain_cards_per_player if pain else 1
+                view_to_proto(seen, req.view)
+                bots[seat].received_at = time.perf_counter()
+                answer = bots[seat].decide(req)
+                match.apply(seat, tuple(answer) if pain else answer[0])
+        return list(match.totals)
+
+    rules = preset("sticheln")
+    out = []
+    for name, candidate, baseline, opponents, k in LINEUPS:
+        rng = random.Random(f"{candidate}/{baseline}/{k}")
+        crn, independent = [], []
+        started = time.perf_counter()
+        # The Monte Carlo bot thinks for its budget at every card: fewer pairs of it.
+        for deal in range(min(pairs, 400) if "montecarlo" in opponents else pairs):
+            seat = deal % k
+            others = rng.sample(opponents, k - 1)
+            seed = rng.getrandbits(63)
+            c_seats = [*others[:seat], candidate, *others[seat:]]
+            b_seats = [*others[:seat], baseline, *others[seat:]]
+            shared = [rng.getrandbits(32) for _ in range(k)]
+            own = [rng.getrandbits(32) for _ in range(k)]
+            c = play(c_seats, rules, seed, shared)[seat]
+            crn.append(c - play(b_seats, rules, seed, shared)[seat])
+            independent.append(c - play(b_seats, rules, seed, own)[seat])
+        print(f"{name}: {len(crn)} pairs in {time.perf_counter() - started:.0f} s", flush=True)
+        out.append(
+            {
+                "name": name,
                 "candidate": candidate,
                 "baseline": baseline,
                 "opponents": opponents,
-                "parallel": 2,
-                # A generous clock: the bots answer in about a millisecond, but a busy
-                # machine should not turn into timeouts.
-                "decision_ms": 5000,
+                "table_size": k,
+                "rules": "sticheln",
+                "crn": crn,
+                "independent": independent,
             }
-            fixed = load_compare(
-                None,
-                Overrides(**common, matches=2 * pairs, out=f"{tmp}/fixed{k}"),  # type: ignore[arg-type]
-            )
-            s = asyncio.run(run_compare(fixed)).summary
-            ratio = s["variance_unpaired"] / s["variance_paired"]
-            print(
-                f"\n{what}, {s['pairs']} deal pairs at 3 seats (fixed size): "
-                f"{s['score_diff']['mean']:+.1f} ± {s['score_diff']['ci95']:.1f} points per "
-                f"match, {s['deals_won']} of {s['pairs']} deals won\n"
-                f"variance of a pair's difference: paired {s['variance_paired']:.0f}, unpaired "
-                f"{s['variance_unpaired']:.0f}: the paired design needs {ratio:.2f} times "
-                "fewer pairs"
-            )
-            if k == 0:
-                seq = load_compare(None, Overrides(**common, out=f"{tmp}/sprt"))  # type: ignore[arg-type]
-                s = asyncio.run(run_compare(seq)).summary
-                print(
-                    f"sequential test (lower 0, upper 5, alpha = beta = 0.05): {s['verdict']} "
-                    f"after {s['pairs']} deal pairs, LLR {s['test']['llr']:.2f}"
-                )
+        )
+    doc = {
+        "description": (
+            "Paired score differences (the candidate's match score minus the baseline's on "
+            "the same deal, seat and opponents) of the sample bots' own code, recorded by "
+            "benchmarks/compare.py --record: 'crn' with each seat's bot seed the same in "
+            "both matches of a pair, 'independent' with seeds of their own. heuristic-eps "
+            "is the heuristic bot playing a random card on a tenth of its decisions; "
+            "montecarlo runs with a 4 ms budget per decision."
+        ),
+        "lineups": out,
+    }
+    RECORDED.write_text(json.dumps(doc, separators=(",", ":")) + "\n")
+    print(f"written: {RECORDED}")
 
 
 def main() -> None:
-    logs.configure("warning")
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--tests", type=int, default=4000, help="simulated tests per row")
-    parser.add_argument("--pairs", type=int, default=30, help="deal pairs with real bots")
+    parser.add_argument("--tests", type=int, default=2000, help="simulated tests per row")
+    parser.add_argument("--runs", type=int, default=3, help="real comparisons to time")
     parser.add_argument("--no-bots", action="store_true", help="only the simulations")
+    parser.add_argument("--record", type=int, metavar="PAIRS", help="record the lineups")
     args = parser.parse_args()
-    simulated(args.tests)
+    if args.record:
+        record(args.record)
+        return
+    error_table(args.tests)
+    crn_table(args.tests)
     if not args.no_bots:
-        real_bots(args.pairs)
+        real_bots(args.runs)
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ store, resume after kill -9, and the exports."""
 from __future__ import annotations
 
 import asyncio
+import csv
 import json
 import math
 import os
@@ -20,15 +21,21 @@ from referee.compare.config import CompareConfigError, Overrides, load_compare, 
 from referee.compare.run import (
     CompareRefused,
     CompareStore,
+    Pair,
     SeatRow,
+    bot_seeds,
     exit_status,
     judge,
     pairs_from,
+    pilot,
+    pilot_text,
     plan_pair,
     progress_line,
     progress_record,
+    report_text,
     run_compare,
     share_beaten,
+    summary,
 )
 from referee.compare.sprt import H0, H1, first_verdict
 from referee.match.dealkey import DealKey
@@ -390,15 +397,15 @@ def test_a_deterministic_bot_against_a_copy_of_itself_gets_identical_pairs(
         ),
     )
     outcome = asyncio.run(run_compare(config))
-    lines = (config.out / "pairs.csv").read_text().splitlines()[1:]
-    assert len(lines) == 3
-    for line in lines:
-        _, cand, base, diff, cplace, bplace, _ = line.split(",")
-        assert (cand, cplace, diff) == (base, bplace, "0")
+    rows = list(csv.DictReader((config.out / "pairs.csv").open()))
+    assert len(rows) == 3
+    for row in rows:
+        assert row["candidate_total"] == row["baseline_total"] and row["score_diff"] == "0"
+        assert row["candidate_place"] == row["baseline_place"]
     assert outcome.verdict.decision == "no difference" and outcome.exit_status == 2
 
 
-def test_the_live_line_and_json_lines_say_pairs_mean_llr_bounds_and_pairs_to_go(
+def test_the_live_line_and_json_lines_say_pairs_mean_evidence_bounds_and_pairs_to_go(
     tmp_path: Path,
 ) -> None:
     config = load_compare(None, flags(tmp_path, sprt=["min_pairs=5"]))
@@ -413,8 +420,10 @@ def test_the_live_line_and_json_lines_say_pairs_mean_llr_bounds_and_pairs_to_go(
     verdict = judge(config, pairs_from(config, finished))
     s = verdict.score
     line = progress_line(config, verdict, 12)
-    assert line.startswith(f"pairs 6  matches 12  diff {s.mean:+.1f} ± {s.ci95:.1f}  LLR ")
-    assert "[-2.94, 2.94]" in line
+    assert line.startswith(
+        f"pairs 6  matches 12  diff {s.mean:+.1f} ± {s.ci95:.1f}  "
+        f"H1 {s.log_h1:.2f}/3.00  H0 {s.log_h0:.2f}/3.00  "
+    )
     assert line.endswith(f"~{s.pairs_to_go} pairs to go") and s.pairs_to_go
     record = progress_record(config, verdict, 12)
     assert json.loads(json.dumps(record)) == {
@@ -424,6 +433,141 @@ def test_the_live_line_and_json_lines_say_pairs_mean_llr_bounds_and_pairs_to_go(
         "mean_diff": pytest.approx(10.0),  # (12 - 3 + 20 + 7 + 15 + 9) / 6
         "ci95": pytest.approx(s.ci95),
         "pairs_to_go": s.pairs_to_go,
-        "llr": pytest.approx(s.llr),
-        "bounds": [pytest.approx(-2.944, abs=1e-3), pytest.approx(2.944, abs=1e-3)],
+        "log_h1": pytest.approx(s.log_h1),
+        "log_h0": pytest.approx(s.log_h0),
+        "bounds": [pytest.approx(2.996, abs=1e-3), pytest.approx(2.996, abs=1e-3)],
     }
+
+
+# -- only real pairs count -------------------------------------------------------------------
+
+FLAKY = '''\
+"""Fails its first start (no handshake, exit status 3), then plays as the random bot."""
+import os
+import runpy
+import sys
+
+marker = os.environ["FLAKY_MARKER"]
+if not os.path.exists(marker):
+    open(marker, "w").close()
+    sys.exit(3)
+sys.path.insert(0, os.getcwd())
+runpy.run_path(os.path.join(os.getcwd(), "random_bot.py"), run_name="__main__")
+'''
+
+
+@pytest.mark.timeout(240)
+def test_a_void_match_is_played_again_and_every_count_agrees(tmp_path: Path) -> None:
+    # The baseline fails its handshake the first time it is started: that match is void,
+    # played again on the same deal, and never counted; the report, compare.json,
+    # pairs.csv, matches/ and a resumed run all say the same numbers.
+    (tmp_path / "flaky.py").write_text(FLAKY)
+    marker = tmp_path / "started-once"
+    (tmp_path / "flaky.toml").write_text(
+        f'name = "flaky"\ncommand = ["{sys.executable}", "{tmp_path / "flaky.py"}"]\n'
+        f'workdir = "{SAMPLES / "python"}"\nenv = {{ FLAKY_MARKER = "{marker}" }}\n'
+    )
+    (tmp_path / "c.toml").write_text('[sandbox]\nmode = "none"\n')
+    config = load_compare(
+        tmp_path / "c.toml",
+        flags(
+            tmp_path,
+            baseline=str(tmp_path / "flaky.toml"),
+            opponents=[MINIMAL, MINIMAL],
+            matches=6,
+            parallel=2,
+        ),
+    )
+    outcome = asyncio.run(run_compare(config))
+    assert marker.exists()
+    s = outcome.summary
+    assert s["matches_void"] == 1 and len(s["void"]) == 1
+    void = s["void"][0]
+    assert "handshake" in void["why"] and void["match_id"].endswith("-b")
+    assert Path(void["record_path"]).exists()
+    assert sorted(p.name for p in (config.out / "void").iterdir()) == [
+        Path(void["record_path"]).name
+    ]
+    records = sorted((config.out / "matches").glob("*.jsonl"))
+    assert s["matches"] == len(records) == 6 and s["pairs"] == s["pairs_finished"] == 3
+    for record in records:
+        lines = [json.loads(x) for x in record.read_text().splitlines()]
+        assert not any(x.get("type") == "fault" for x in lines), record
+        header = lines[0]
+        assert header["deal"] == int(record.stem.split("-")[-2])
+        assert header["deal_key_commitment"] == s["deal_key_commitment"] != ""
+    rows = list(csv.DictReader((config.out / "pairs.csv").open()))
+    assert len(rows) == s["pairs"] and all(r["counted"] == "true" for r in rows)
+    assert {r["baseline_match"] for r in rows} | {r["candidate_match"] for r in rows} == {
+        p.stem for p in records
+    }
+    assert "matches played: 6 (in matches/); void and played again: 1 (in void/)" in outcome.text
+    assert json.loads((config.out / "compare.json").read_text()) == s
+    # Resumed, the comparison recounts from its database and says the same.
+    again = asyncio.run(run_compare(config))
+    assert again.played_now == 0 and again.summary == s
+
+
+# -- telling the user what they asked for -------------------------------------------------------
+
+
+def _pairs(diffs: list[int]) -> list[Pair]:
+    return [Pair(deal, d, 0, 1 if d > 0 else 2, 2 if d > 0 else 1) for deal, d in enumerate(diffs)]
+
+
+def test_the_pilot_predicts_the_length_and_warns_when_the_cap_is_too_short(
+    tmp_path: Path,
+) -> None:
+    close = [(-1) ** k * 40 + 2 for k in range(20)]  # mean +2, sd about 41
+    config = load_compare(None, flags(tmp_path, matches=200, sprt=["upper=5"]))
+    assert config.sprt is not None
+    plan = pilot(config, _pairs(close))
+    assert plan is not None and plan["pairs"] == 20 and plan["mean"] == pytest.approx(2.0)
+    expected = config.sprt.expected_pairs(2.0, plan["sd"])
+    assert expected is not None and expected > config.max_pairs
+    assert plan["expected_pairs"]["at_pilot_mean"] == round(expected)
+    assert plan["likely_undecided"]
+    assert "warning: the cap is likely to end this test undecided" in pilot_text(config, plan)
+    # A clear difference and room enough: the number of pairs, and no warning.
+    clear = [40 + (-1) ** k * 10 for k in range(20)]
+    roomy = load_compare(None, flags(tmp_path, matches=4000, sprt=["upper=5"]))
+    plan = pilot(roomy, _pairs(clear))
+    assert plan is not None and not plan["likely_undecided"]
+    text = pilot_text(roomy, plan)
+    assert f"about {plan['expected_pairs']['at_pilot_mean']} at the pilot's mean" in text
+    assert "warning" not in text
+    assert pilot(roomy, _pairs(clear[:19])) is None  # not before the pilot is complete
+
+
+def test_the_report_says_which_bound_was_reached_and_the_mean_with_its_interval(
+    tmp_path: Path,
+) -> None:
+    config = load_compare(None, flags(tmp_path, sprt=["upper=5", "min_pairs=5"]))
+    pairs = _pairs([40 + (-1) ** k * 10 for k in range(40)])
+    verdict = judge(config, pairs)
+    assert verdict.decision == H1
+    s = summary(config, verdict, pairs, 2 * len(pairs))
+    assert s["test"]["bound_reached"] == "upper"
+    text = report_text(s)
+    assert f"H1 accepted after {verdict.pairs} pairs (the upper bound was reached)" in text
+    mean, ci = s["score_diff"]["mean"], s["score_diff"]["ci95"]
+    assert f"mean difference (candidate − baseline): {mean:+.1f} ± {ci:.1f}" in text
+    # Every pair equal: a zero-width interval is marked, not passed off as certainty.
+    same = _pairs([0] * 30)
+    flat = summary(config, judge(config, same), same, 60)
+    assert flat["score_diff"]["degenerate"] and flat["score_diff"]["ci95"] == 0.0
+    assert "every pair equal" in report_text(flat)
+
+
+def test_independent_seeds_give_the_baselines_match_seeds_of_its_own(tmp_path: Path) -> None:
+    key = DealKey.new()
+    shared = load_compare(None, flags(tmp_path))
+    own = load_compare(None, flags(tmp_path, common_seeds=False))
+    assert shared.common_seeds and not own.common_seeds
+    assert shared.fingerprint_hash() != own.fingerprint_hash()  # a resume cannot mix them
+    for deal in range(5):
+        c = bot_seeds(shared, key, deal, "candidate")
+        assert c == key.bot_seeds(deal, 3) == bot_seeds(shared, key, deal, "baseline")
+        assert bot_seeds(own, key, deal, "candidate") == c
+        theirs = bot_seeds(own, key, deal, "baseline")
+        assert len(theirs) == 3 and not set(theirs) & set(c)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -19,7 +20,7 @@ from typing import Any
 import pytest
 from conftest import reference_score, reference_trick_winner
 
-from referee.rules import PRESETS, preset
+from referee.rules import PRESETS, deal, deck_for, from_table, preset
 
 ROOT = Path(__file__).resolve().parent.parent
 CONFORMANCE = ROOT / "conformance"
@@ -135,6 +136,106 @@ def test_the_vectors_cover_every_preset_player_count_and_scoring_option() -> Non
     assert any(int(c["seed"]) >= 2**63 for c in cases("deals.json"))
 
 
+def _deck(case: dict[str, Any]) -> list[int]:
+    return sorted(deck_for(from_table(case["rules"]), case["players"])[0])
+
+
+def test_deck_overrides_set_cards_aside_at_the_deal() -> None:
+    overridden = [
+        c for c in cases("decks.json") if c["rules"]["deck"] != preset(c["preset"]).deck.value
+    ]
+    assert {(c["preset"], c["rules"]["deck"]) for c in overridden} >= {
+        ("sticheln", "french_2_14"),
+        ("amigo", "suits_per_player"),
+    }
+    aside = [c for c in cases("decks.json") if c["set_aside_count"]]
+    assert aside and all(c in overridden for c in aside)
+    for c in aside:
+        assert c["set_aside_count"] == c["deck_size"] - c["hand_size"] * c["players"] > 0
+    deals = [c for c in cases("deals.json") if c["set_aside"]]
+    assert {len(c["set_aside"]) for c in deals} >= {1, 2, 3, 4}
+    for c in deals:  # the set-aside cards are the deck's cards no hand holds
+        held = [x for hand in c["hands"] for x in hand]
+        assert sorted(held + c["set_aside"]) == _deck(c)
+
+
+def test_the_round_vectors_are_dealt_from_their_seed_with_the_cards_set_aside() -> None:
+    rounds = cases("rounds.json")
+    assert any(c["set_aside"] for c in rounds)
+    for c in rounds:
+        rules = from_table(c["rules"])
+        assert c["dealer"] == c["round_index"] % c["players"]
+        hands, set_aside = deal(rules, c["players"], int(c["seed"]), c["round_index"], c["dealer"])
+        assert (hands, set_aside) == (c["hands"], c["set_aside"]), c["name"]
+        held = [x for hand in c["hands"] for x in hand]
+        assert sorted(held + c["set_aside"]) == _deck(c)
+
+
+def test_every_preset_and_player_count_has_a_whole_round_vector() -> None:
+    wanted = set()
+    for name in PRESETS:
+        lo, hi = preset(name).player_range()
+        wanted |= {(name, n, False) for n in range(lo, hi + 1)}
+    wanted.add(("sore-spot", 3, True))
+    have = {
+        (c["preset"], c["players"], c["rules"]["long_hands_3p"])
+        for c in cases("rounds.json")
+        if c["rules"]["deck"] == preset(c["preset"]).deck.value
+    }
+    assert have >= wanted
+
+
+def test_an_all_zero_trick_is_set_aside_in_whole_round_vectors() -> None:
+    found = 0
+    for c in cases("rounds.json"):
+        if c["rules"]["all_zero_trick"] != "set_aside":
+            continue
+        for t in c["tricks"]:
+            if t["reason"] == "all_zero":
+                found += 1
+                assert not any(x & 15 for x in t["cards"]) and t["winner"] == -1
+                assert set(t["cards"]) <= set(c["discarded"])
+                assert not set(t["cards"]) & {x for pile in c["captured"] for x in pile}
+    assert found >= 3
+
+
+def reference_places(totals: list[int], positive: list[int], ties: str) -> list[int]:
+    """RULES.md rule 10 as written: rank by total, then (positive_rounds) by rounds with a
+    positive score; what is still equal shares the place, competition style."""
+
+    def better(o: int, s: int) -> bool:
+        if totals[o] != totals[s]:
+            return totals[o] > totals[s]
+        return ties == "positive_rounds" and positive[o] > positive[s]
+
+    return [1 + sum(better(o, s) for o in range(len(totals))) for s in range(len(totals))]
+
+
+def test_the_match_vectors_rotate_the_dealer_add_up_and_rank_by_rule_10() -> None:
+    matches = cases("matches.json")
+    fixed = {c["rules"]["rounds"] for c in matches}
+    assert "players" in fixed and {2, 5} <= fixed  # fewer and more rounds than players
+    assert {c["rules"]["match_ties"] for c in matches} == {"positive_rounds", "shared"}
+    assert any(len(set(c["places"])) < c["players"] for c in matches)  # a shared place
+    for c in matches:
+        players, rules = c["players"], from_table(c["rules"])
+        assert c["rounds_total"] == len(c["rounds"]) == rules.rounds_for(players)
+        totals, positive = [0] * players, [0] * players
+        for r, rnd in enumerate(c["rounds"]):
+            assert rnd["round_index"] == r and rnd["dealer"] == r % players
+            hands, set_aside = deal(rules, players, int(c["seed"]), r, r % players)
+            assert (hands, set_aside) == (rnd["hands"], rnd["set_aside"])
+            set_aside_pain = c["rules"]["pain_card"] == "set_aside"
+            for seat, score in enumerate(rnd["scores"]):
+                pile = rnd["captured"][seat] + (rnd["pain"][seat] if set_aside_pain else [])
+                assert score == reference_score(pile, {x >> 4 for x in rnd["pain"][seat]})
+                totals[seat] += score
+                positive[seat] += score > 0
+            assert rnd["totals"] == totals
+        assert c["totals"] == totals and c["positive_rounds"] == positive
+        assert c["places"] == reference_places(totals, positive, c["rules"]["match_ties"])
+
+
 @pytest.mark.timeout(120)
 def test_the_node_sample_bot_passes_the_vectors_in_its_own_test_runner() -> None:
     if shutil.which("node") is None:
@@ -147,4 +248,9 @@ def test_the_node_sample_bot_passes_the_vectors_in_its_own_test_runner() -> None
         timeout=100,
     )
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "# pass 3" in done.stdout and "# fail 0" in done.stdout
+    assert "# fail 0" in done.stdout
+    # One test per file of the vectors, none skipped.
+    files = sorted(p.name for p in CONFORMANCE.glob("*.json"))
+    assert f"# pass {len(files)}" in done.stdout
+    for name in files:
+        assert re.search(rf"^ok \d+ - {re.escape(name)}:", done.stdout, re.M), name

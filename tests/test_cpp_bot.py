@@ -11,6 +11,7 @@ when the C++ toolchain or the gRPC development packages are not installed.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import os
 import random
@@ -24,8 +25,10 @@ from typing import Any
 import grpc
 import pytest
 from google.protobuf import json_format
+from test_bot_seed import assert_same_seed_same_cards
 from test_server import _self_signed
 
+from referee.config.bots import load_bot
 from referee.convert import view_to_proto
 from referee.match.record import replay
 from referee.match.runner import seed_commitment
@@ -86,9 +89,11 @@ def test_the_cpp_rules_agree_with_every_conformance_vector() -> None:
         timeout=60,
     )
     assert done.returncode == 0, done.stdout + done.stderr
-    for name in ("decks", "deals", "tricks", "rounds"):
-        cases = json.loads((ROOT / "conformance" / f"{name}.json").read_text())["cases"]
-        assert f"{name}.json: {len(cases)} of {len(cases)} cases agree" in done.stdout
+    files = sorted((ROOT / "conformance").glob("*.json"))
+    assert len(files) == 6
+    for path in files:  # every file of the vectors, none skipped
+        cases = json.loads(path.read_text())["cases"]
+        assert f"{path.name}: {len(cases)} of {len(cases)} cases agree" in done.stdout
 
 
 def test_the_cpp_conformance_test_names_a_case_it_disagrees_with(tmp_path: Path) -> None:
@@ -196,6 +201,19 @@ def test_the_cpp_random_strategy_answers_legally() -> None:
 
 
 # -- playing -----------------------------------------------------------------------------------
+
+
+@pytest.mark.timeout(120)
+def test_the_random_cpp_bot_given_the_same_seed_twice_plays_the_same_cards(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PATH", _env()["PATH"])  # the minimal bot's "python3"
+    bot = dataclasses.replace(
+        load_bot(SAMPLE_BOTS / "cpp.toml"),
+        name="cpp-random",
+        command=("cpp/build/sticheln-bot", "--strategy", "random"),
+    )
+    assert_same_seed_same_cards(bot, load_bot(SAMPLE_BOTS / "minimal-python.toml"), tmp_path)
 
 
 @pytest.mark.timeout(240)

@@ -216,6 +216,29 @@ def test_every_record_is_sealed_until_its_end(played: Played) -> None:
     assert withheld == 4
 
 
+def test_every_seating_of_a_deal_hands_a_seat_the_same_bot_seed(played: Played) -> None:
+    key = played.key
+    deal_of = {lines[0]["match_id"]: lines[0]["deal"] for lines in records(played.out)}
+    sent: dict[tuple[int, int], set[int]] = {}
+    bots_per_seat: dict[tuple[int, int], set[int]] = {}
+    for i in range(3):
+        for m in captured(played.tmp / f"dup-cap{i}"):
+            if m.HasField("match_start"):
+                start = m.match_start
+                where = (deal_of[start.match_id], start.seat)
+                sent.setdefault(where, set()).add(start.bot_seed)
+                bots_per_seat.setdefault(where, set()).add(i)
+    assert sorted(sent) == [(d, s) for d in (0, 1) for s in range(3)]
+    for (deal, seat), seeds in sent.items():
+        # Three seatings rotate three bots through the seat: each got the seat's one seed.
+        assert len(bots_per_seat[deal, seat]) == 3
+        assert seeds == {key.bot_seed(deal, seat)}
+    assert len({seed for seeds in sent.values() for seed in seeds}) == 6
+    for lines in records(played.out):
+        deal = lines[0]["deal"]
+        assert lines[-1]["bot_seeds"] == [str(key.bot_seed(deal, s)) for s in range(3)]
+
+
 def test_no_log_line_or_metric_holds_a_seed_or_the_key(played: Played) -> None:
     key = played.key
     forms = [seed_forms(key.match_seed(d)) for d in (0, 1)] + [key_forms(key)]

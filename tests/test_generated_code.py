@@ -1,7 +1,8 @@
 """The checked-in generated code is current, and the protos follow the style guide.
 
 The generated code under ``sticheln/v1/`` must be exactly what ``tools/gen_proto.py``
-produces from ``proto/`` with the pinned grpcio-tools. The style checks (a comment on every
+produces from ``proto/`` with the pinned grpcio-tools, and the C++ and Node.js starters'
+copies of the bot protocol (``sample_bots/*/proto/``) must be proto/'s files. The style checks (a comment on every
 element, ``*_UNSPECIFIED = 0``, enum value prefixes) read the protos' source info, so they
 run without buf.
 """
@@ -38,7 +39,7 @@ def test_generated_code_is_current() -> None:
 
 def test_check_lists_stale_missing_and_left_over_files(tmp_path: Path) -> None:
     # A copy of the parts gen_proto.py reads, so the real checkout is never touched.
-    for name in ("tools", "proto", "sticheln"):
+    for name in ("tools", "proto", "sticheln", "sample_bots/cpp/proto", "sample_bots/node/proto"):
         shutil.copytree(ROOT / name, tmp_path / name)
     shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
     generated = tmp_path / "sticheln" / "v1"
@@ -46,6 +47,10 @@ def test_check_lists_stale_missing_and_left_over_files(tmp_path: Path) -> None:
         f.write("# edited by hand\n")
     (generated / "bot_pb2.pyi").unlink()
     (generated / "old_pb2.py").write_text("# from a removed proto\n")
+    # The starters' copies of the protocol: one behind proto/, one missing.
+    cpp_copy = tmp_path / "sample_bots/cpp/proto/sticheln/v1/bot.proto"
+    cpp_copy.write_text(cpp_copy.read_text().replace("uint64 bot_seed = 9;", ""))
+    (tmp_path / "sample_bots/node/proto/sticheln/v1/game.proto").unlink()
     check = [sys.executable, str(tmp_path / "tools" / "gen_proto.py"), "--check"]
 
     result = subprocess.run(check, capture_output=True, text=True, cwd=tmp_path)
@@ -57,11 +62,14 @@ def test_check_lists_stale_missing_and_left_over_files(tmp_path: Path) -> None:
         "sticheln/v1/game_pb2.py",
         "sticheln/v1/bot_pb2.pyi",
         "sticheln/v1/old_pb2.py",
+        "sample_bots/cpp/proto/sticheln/v1/bot.proto",
+        "sample_bots/node/proto/sticheln/v1/game.proto",
     }
 
     regenerate = subprocess.run(check[:-1], capture_output=True, text=True, cwd=tmp_path)
     assert regenerate.returncode == 0, regenerate.stderr
     assert not (generated / "old_pb2.py").exists()
+    assert cpp_copy.read_bytes() == (ROOT / "proto/sticheln/v1/bot.proto").read_bytes()
     assert subprocess.run(check, capture_output=True, cwd=tmp_path).returncode == 0
 
 

@@ -6,6 +6,7 @@ a refused stream is one line and exit status 1.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import os
 import random
@@ -17,8 +18,10 @@ from typing import Any
 
 import pytest
 from conftest import reference_score
+from test_bot_seed import assert_same_seed_same_cards
 from test_server import _self_signed
 
+from referee.config.bots import load_bot
 from referee.match.record import replay
 from referee.match.runner import seed_commitment
 from referee.match.server import RefereeServer
@@ -200,6 +203,33 @@ def test_the_node_bot_plays_a_real_match_among_python_bots(tmp_path: Path) -> No
     replay(record)  # the engine agrees with every move
     for log in (tmp_path / "logs").glob("*seat[03]-node.log"):
         assert "does not match" not in log.read_text()  # the seed commitment checked out
+
+
+@pytest.mark.timeout(120)
+def test_the_random_node_bot_given_the_same_seed_twice_plays_the_same_cards(
+    tmp_path: Path,
+) -> None:
+    bot = load_bot(SAMPLE_BOTS / "node.toml")
+    bot = dataclasses.replace(bot, command=(*bot.command, "--strategy", "random"))
+    assert_same_seed_same_cards(bot, load_bot(SAMPLE_BOTS / "minimal-node.toml"), tmp_path)
+
+
+def test_the_random_strategy_answers_legally_and_follows_its_seed() -> None:
+    hands = [c("C1 C5 S2 H7 H9"), c("C0 C3 C4")]
+    picks = node_eval(
+        "const out = [];"
+        "for (const seed of ['1', '1', '18446744073709551615']) {"
+        "  const random = bot.seededRandom(seed);"
+        "  out.push(data.map((hand) => bot.chooseRandom({ hand }, 2, random)));"
+        "}"
+        "console.log(JSON.stringify(out));",
+        hands,
+    )
+    assert picks[0] == picks[1] != picks[2]
+    for pick in picks:
+        two_suits, one_suit = pick
+        assert set(two_suits) <= set(hands[0]) and two_suits[0] >> 4 != two_suits[1] >> 4
+        assert set(one_suit) <= set(hands[1]) and len(set(one_suit)) == 2
 
 
 def test_a_refused_node_bot_exits_with_one_line() -> None:

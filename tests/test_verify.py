@@ -131,6 +131,21 @@ def test_one_altered_card_is_caught(finished: Path, tmp_path: Path) -> None:
     assert "1 problem(s) in 6 records" in done.stderr
 
 
+def test_altered_bot_seeds_are_caught(finished: Path, tmp_path: Path) -> None:
+    out = copy(finished, tmp_path)
+    target = records(out)[1]
+    lines = lines_of(target)
+    seeds = lines[-1]["bot_seeds"]
+    assert isinstance(seeds, list)
+    seeds[0], seeds[1] = seeds[1], seeds[0]  # two seats' seeds swapped
+    write_lines(target, lines)
+    done = verify(out)
+    assert done.returncode == 1
+    (problem,) = done.stdout.splitlines()
+    assert problem.startswith(f"{out}/matches/{target.name}: line {len(lines)}: bot_seeds [")
+    assert problem.endswith(f"are not the deal key's bot seeds of deal {lines[0]['deal']}")
+
+
 def test_an_altered_score_is_caught_in_a_record_and_in_results_csv(
     finished: Path, tmp_path: Path
 ) -> None:

@@ -4,8 +4,8 @@
     python tools/gen_conformance.py --check   # exit 1 and name the files that would change
 
 The vectors are the engine's own answers (``referee.rules``) for decks, seeded deals,
-trick winners under every rule option, round scores and match places, as data that an
-implementation of the rules in any language can check itself against.
+trick winners under every rule option, whole rounds, whole matches and match places, as
+data that an implementation of the rules in any language can check itself against.
 docs/protocol-reference.md describes the format of each file. Every input is fixed here
 (seeded), so regenerating gives the same files until the engine's behaviour changes.
 """
@@ -28,6 +28,7 @@ from referee.rules import (  # noqa: E402
     PRESETS,
     Action,
     AllZeroTrick,
+    Match,
     MatchTies,
     Round,
     RuleSet,
@@ -59,10 +60,38 @@ def _rule_variants() -> Iterator[tuple[RuleSet, int]]:
                 yield preset(name, long_hands_3p=True), players
 
 
+#: Presets played with another preset's deck (rule option ``deck`` overridden). Decks
+#: that do not divide by the table size set cards aside at the deal (52 cards at 3, 5, 6,
+#: 7 and 8 players).
+DECK_OVERRIDES: tuple[tuple[str, str], ...] = (
+    ("sticheln", "french_2_14"),
+    ("sticheln", "amigo"),
+    ("amigo", "suits_per_player"),
+    ("sore-spot", "french_2_14"),
+    ("stick-em-secret", "french_zero_ace"),
+)
+
+
+def _override_variants() -> Iterator[tuple[RuleSet, int]]:
+    """Every deck override with every player count it allows."""
+    for name, deck in DECK_OVERRIDES:
+        rules = preset(name, deck=deck)
+        lo, hi = rules.player_range()
+        for players in range(lo, hi + 1):
+            yield rules, players
+
+
+def _all_variants() -> Iterator[tuple[RuleSet, int]]:
+    """The presets' variants, then the deck overrides (so older cases keep their place)."""
+    yield from _rule_variants()
+    yield from _override_variants()
+
+
 def decks() -> dict[str, Any]:
-    """The canonical deck and hand size for every preset and player count."""
+    """The canonical deck and hand size for every preset and player count, and for every
+    deck override."""
     cases = []
-    for rules, players in _rule_variants():
+    for rules, players in _all_variants():
         cards, hand_size = deck_for(rules, players)
         cases.append(
             {
@@ -76,7 +105,11 @@ def decks() -> dict[str, Any]:
             }
         )
     return {
-        **_head("the deck (ascending card codes) and hand size of every preset and player count"),
+        **_head(
+            "the deck (ascending card codes) and hand size of every preset and player count, "
+            "and of presets with another deck (rule option deck overridden); the cards "
+            "beyond hand_size * players are set aside at the deal"
+        ),
         "cases": cases,
     }
 
@@ -86,9 +119,10 @@ _DEAL_SEEDS = (0, 7, 2**64 - 1, 0x5EED_CAFE_F00D_BEEF)
 
 
 def deals() -> dict[str, Any]:
-    """Seeded deals (docs/deal.md) for every preset and player count, several rounds."""
+    """Seeded deals (docs/deal.md) for every preset and player count, several rounds, and
+    for every deck override (some setting cards aside)."""
     cases = []
-    for i, (rules, players) in enumerate(_rule_variants()):
+    for i, (rules, players) in enumerate(_all_variants()):
         for j in range(2):
             seed = _DEAL_SEEDS[(i + j) % len(_DEAL_SEEDS)]
             round_index = (i + 3 * j) % players
@@ -253,51 +287,169 @@ def _policy(rng: random.Random) -> Callable[[Round, int, Sequence[Action]], Acti
     return choose
 
 
+def _trick_table(t: Any) -> dict[str, Any]:
+    return {
+        "leader": t.leader,
+        "cards": list(t.cards),
+        "winner": t.winner,
+        "reason": t.reason.value,
+        "tie": t.tie,
+    }
+
+
+def _played_round(rnd: Round, seed: int) -> dict[str, Any]:
+    """Play the dealt ``rnd`` out with the seeded policy; the round's vector fields."""
+    hands = [list(h) for h in rnd.hands]
+    set_aside = list(rnd.set_aside)
+    rnd.play_out(_policy(random.Random(seed)))
+    assert rnd.scores is not None
+    return {
+        "round_index": rnd.round_index,
+        "dealer": rnd.dealer,
+        "hands": hands,
+        "set_aside": set_aside,
+        "pain": [list(p or ()) for p in rnd.pain],
+        "tricks": [_trick_table(t) for t in rnd.tricks],
+        "captured": [sorted(c) for c in rnd.captured],
+        "discarded": sorted(rnd.discarded),
+        "scores": rnd.scores,
+    }
+
+
+def _describe(rules: RuleSet, players: int) -> str:
+    """A rule set in words: its preset, the options that differ from it, the table size."""
+    base = preset(rules.preset).to_table()
+    changed = [f"{k} {v}" for k, v in rules.to_table().items() if base.get(k) != v]
+    return f"{rules.preset}{' with ' + ', '.join(changed) if changed else ''}, {players} players"
+
+
+def _round_case(
+    name: str, rules: RuleSet, players: int, seed: int, round_index: int
+) -> dict[str, Any]:
+    rnd = Round.deal(rules, players, seed, round_index, round_index % players)
+    return {
+        "name": name,
+        "preset": rules.preset,
+        "rules": rules.to_table(),
+        "players": players,
+        "seed": str(seed),
+        **_played_round(rnd, seed),
+    }
+
+
+def _has_all_zero_trick(case: dict[str, Any]) -> bool:
+    return any(t["reason"] == "all_zero" for t in case["tricks"])
+
+
 def rounds() -> dict[str, Any]:
-    """Whole rounds played by the engine: the deal, the pain picks, every trick, the scores."""
+    """Whole rounds played by the engine: the deal, the pain picks, every trick, the scores.
+
+    Every scoring option; every preset with every player count; every deck override that
+    sets cards aside at the deal; and all-zero tricks set aside (the rule's default).
+    """
     cases = []
     for i, (name, overrides, players) in enumerate(ROUND_RULES):
         rules = preset(name, **overrides)
         for j in range(2):
-            seed = 1000 * i + j
-            round_index = j
-            dealer = round_index % players
-            rnd = Round.deal(rules, players, seed, round_index, dealer)
-            hands = [list(h) for h in rnd.hands]
-            set_aside = list(rnd.set_aside)
-            rnd.play_out(_policy(random.Random(seed)))
-            assert rnd.scores is not None
-            cases.append(
-                {
-                    "preset": name,
-                    "rules": rules.to_table(),
-                    "players": players,
-                    "seed": str(seed),
-                    "round_index": round_index,
-                    "dealer": dealer,
-                    "hands": hands,
-                    "set_aside": set_aside,
-                    "pain": [list(p or ()) for p in rnd.pain],
-                    "tricks": [
-                        {
-                            "leader": t.leader,
-                            "cards": list(t.cards),
-                            "winner": t.winner,
-                            "reason": t.reason.value,
-                            "tie": t.tie,
-                        }
-                        for t in rnd.tricks
-                    ],
-                    "captured": [sorted(c) for c in rnd.captured],
-                    "discarded": sorted(rnd.discarded),
-                    "scores": rnd.scores,
-                }
+            cases.append(_round_case(_describe(rules, players), rules, players, 1000 * i + j, j))
+    for k, (rules, players) in enumerate(_rule_variants()):
+        cases.append(
+            _round_case(_describe(rules, players), rules, players, 50_000 + k, k % players)
+        )
+    for k, (rules, players) in enumerate(_override_variants()):
+        cards, hand_size = deck_for(rules, players)
+        if len(cards) > hand_size * players:
+            extra = len(cards) - hand_size * players
+            name = f"{_describe(rules, players)}: {extra} card{'s' if extra > 1 else ''} set aside at the deal"
+            cases.append(_round_case(name, rules, players, 60_000 + k, k % players))
+    # A trick of zeros only is rare: the first seeds whose round has one, under set_aside.
+    for name, overrides, players in (
+        ("sticheln", {}, 3),
+        ("stick-em-secret", {}, 4),
+        ("sticheln", {"pain_card": "kept_in_hand"}, 5),
+    ):
+        rules = preset(name, **overrides)
+        for seed in range(70_000, 80_000):
+            case = _round_case(
+                f"{_describe(rules, players)}: an all-zero trick set aside",
+                rules,
+                players,
+                seed,
+                seed % players,
             )
+            if _has_all_zero_trick(case):
+                cases.append(case)
+                break
+        else:
+            raise AssertionError(f"no all-zero trick under {name} {overrides}")
     return {
         **_head(
-            "whole rounds: the hands dealt, every seat's pain pick, every trick in order "
-            "(cards from its leader), the cards each seat captured in tricks, the cards of "
-            "all-zero tricks set aside (discarded), and the round scores (RULES.md rule 8)"
+            "whole rounds: name says what the case shows; the hands dealt (round round_index, "
+            "dealt by dealer), the cards set aside at the deal, every seat's pain pick, every "
+            "trick in order (cards from its leader), the cards each seat captured in tricks, "
+            "the cards of all-zero tricks set aside (discarded), and the round scores "
+            "(RULES.md rule 8)"
+        ),
+        "cases": cases,
+    }
+
+
+#: The rule sets of the match vectors: fixed numbers of rounds (fewer and more rounds than
+#: players), the default (one round per player), both match_ties options.
+MATCH_RULES: tuple[tuple[str, dict[str, Any], int], ...] = (
+    ("sticheln", {"rounds": 2}, 4),
+    ("sticheln", {"rounds": 5, "match_ties": "shared"}, 3),
+    ("amigo", {}, 4),
+    ("sore-spot", {"rounds": 7}, 5),
+    ("stick-em-secret", {"rounds": 3, "pain_cards_per_player": 2}, 6),
+    ("french-2-14", {"match_ties": "shared"}, 4),
+    ("sticheln", {"deck": "french_2_14", "rounds": 4}, 5),
+)
+
+
+def matches() -> dict[str, Any]:
+    """Whole matches played by the engine: every round (dealt by the rotating dealer from
+    the match seed), its scores, the running totals, the final places."""
+    cases = []
+    for i, (name, overrides, players) in enumerate(MATCH_RULES):
+        rules = preset(name, **overrides)
+        seed = 0x0DEA_1000_0000_0000 + i
+        match = Match(rules, players, seed)
+        played = []
+        rng = random.Random(seed)
+        while not match.is_over:
+            rnd = match.round
+            entry = _played_round(rnd.clone(), rng.randrange(1 << 32))
+            # Replay the same moves on the match itself, which scores and deals the next.
+            for pick_seat, pick in enumerate(entry["pain"]):
+                match.apply(pick_seat, tuple(pick))
+            for trick in entry["tricks"]:
+                for k, card in enumerate(trick["cards"]):
+                    match.apply((trick["leader"] + k) % players, card)
+            assert list(match.results[-1].scores) == entry["scores"]
+            entry["totals"] = list(match.totals)
+            played.append(entry)
+        cases.append(
+            {
+                "name": _describe(rules, players),
+                "preset": name,
+                "rules": rules.to_table(),
+                "players": players,
+                "seed": str(seed),
+                "rounds_total": match.rounds_total,
+                "rounds": played,
+                "totals": list(match.totals),
+                "positive_rounds": match.positive_rounds(),
+                "places": match.places(),
+            }
+        )
+    return {
+        **_head(
+            "whole matches: rounds_total rounds (the rule set's rounds, or one per player); "
+            "round r is dealt by seat r mod players from the match seed (docs/deal.md) and "
+            "holds the fields of a rounds.json case plus totals, every seat's match total "
+            "after it; at the end totals, positive_rounds (rounds with a score above 0) and "
+            "places (RULES.md rule 10, as places.json)"
         ),
         "cases": cases,
     }
@@ -347,6 +499,7 @@ FILES: dict[str, Callable[[], dict[str, Any]]] = {
     "deals.json": deals,
     "tricks.json": tricks,
     "rounds.json": rounds,
+    "matches.json": matches,
     "places.json": places,
 }
 

@@ -3,6 +3,10 @@
     python tools/gen_proto.py           # regenerate the checked-in code
     python tools/gen_proto.py --check   # exit 1 and list the stale files if it would change
 
+It also copies the bot protocol's proto files into the C++ and Node.js starters
+(sample_bots/cpp/proto/, sample_bots/node/proto/), which build from their own copy so that
+a starter copied out of the repository still builds; ``--check`` lists a copy that differs.
+
 The generated code must be reproducible, so generation refuses to run with a grpcio-tools
 other than the version pinned in pyproject.toml.
 """
@@ -25,6 +29,10 @@ PROTO_ROOT = ROOT / "proto"
 OUT_ROOT = ROOT
 #: The generated files, relative to OUT_ROOT.
 GENERATED_GLOB = "sticheln/v1/*_pb2*.py*"
+#: The starters that carry their own copy of the bot protocol, relative to ROOT.
+STARTER_PROTO_DIRS = ("sample_bots/cpp/proto", "sample_bots/node/proto")
+#: The proto files a bot needs (the league's administration protocol is not one of them).
+BOT_PROTOS = ("sticheln/v1/bot.proto", "sticheln/v1/game.proto")
 
 
 def pinned_tools_version() -> str:
@@ -101,6 +109,45 @@ def stale_files() -> list[str]:
     return stale
 
 
+def starter_copies() -> dict[str, Path]:
+    """Every starter's copy of a bot proto file (relative to ROOT) and its source."""
+    return {
+        f"{folder}/{name}": PROTO_ROOT / name
+        for folder in STARTER_PROTO_DIRS
+        for name in BOT_PROTOS
+    }
+
+
+def stale_copies() -> list[str]:
+    """The starters' proto copies that are missing or differ from proto/, and left-over
+    proto files in their proto folders."""
+    copies = starter_copies()
+    present = {
+        p.relative_to(ROOT).as_posix()
+        for folder in STARTER_PROTO_DIRS
+        for p in (ROOT / folder).rglob("*.proto")
+    }
+    return [
+        name
+        for name in sorted(set(copies) | present)
+        if name not in copies
+        or not (ROOT / name).is_file()
+        or not filecmp.cmp(copies[name], ROOT / name, shallow=False)
+    ]
+
+
+def copy_to_starters() -> list[str]:
+    """Copy the bot protos into every starter (removing left-over proto files there)."""
+    for name in stale_copies():
+        if name not in starter_copies():
+            (ROOT / name).unlink()
+    for name, source in starter_copies().items():
+        target = ROOT / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source, target)
+    return sorted(starter_copies())
+
+
 def regenerate() -> list[str]:
     """Regenerate in place (removing left-over generated files); the files written."""
     with tempfile.TemporaryDirectory(prefix="gen_proto.") as tmp:
@@ -129,7 +176,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     check_tools_version()
     if args.check:
-        stale = stale_files()
+        stale = stale_files() + stale_copies()
         if stale:
             print("gen_proto: generated code is stale; run: python tools/gen_proto.py")
             for name in stale:
@@ -137,7 +184,7 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         print("gen_proto: generated code is up to date")
         return 0
-    for name in regenerate():
+    for name in regenerate() + copy_to_starters():
         print(f"wrote {name}")
     return 0
 

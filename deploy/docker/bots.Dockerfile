@@ -40,6 +40,7 @@ WORKDIR /bots/sample_bots
 COPY proto /bots/proto
 COPY sample_bots/python ./python
 COPY sample_bots/node/bot.js sample_bots/node/minimal_bot.js sample_bots/node/package.json ./node/
+COPY sample_bots/node/proto ./node/proto
 COPY --from=node /bots/sample_bots/node/node_modules ./node/node_modules
 USER 10002:10002
 # Healthy while the referee this bot plays on answers its gRPC health check.

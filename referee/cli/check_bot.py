@@ -25,7 +25,9 @@ def add_parsers(sub: Subparsers) -> None:
         description="Play a bot through scripted scenarios (every preset, 3 and 8 players, "
         "secret pain suits, two pain cards, a pain card kept in the hand, a short clock) "
         "against the referee's house bots; report each non-conforming answer with what the "
-        "bot sent and what was expected. Exit status 1 when any scenario fails.",
+        "bot sent and what was expected. Exit status 1 when any scenario fails. Then play "
+        "one match twice with the same deal and MatchStart.bot_seed and say whether the bot "
+        "played the same cards (information only).",
     )
     chk.add_argument(
         "bot_command",
@@ -79,6 +81,7 @@ def check_bot(args: argparse.Namespace) -> int:
     from referee.config.bots import load_bot
     from referee.match.bots import BotConfigError, BotSpec
     from referee.match.checkbot import SEATS_SCENARIO, Outcome, check_bot, scenarios
+    from referee.match.sameseed import SAME_SEED, scenario_note
     from referee.runtime import logs
 
     logs.configure(args.log_level)
@@ -92,6 +95,7 @@ def check_bot(args: argparse.Namespace) -> int:
         for s in scenarios(rounds=args.rounds, seats=2):
             note = " (for a bot file that declares seats)" if s.name == SEATS_SCENARIO else ""
             print(f"{s.name:<28} {s.about}{note}")
+        print(scenario_note())
         return 0
     command = args.bot_command[1:] if args.bot_command[:1] == ["--"] else args.bot_command
     ways = sum((bool(command), bool(args.bot), args.connect))
@@ -112,14 +116,17 @@ def check_bot(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from None
     all_scenarios = scenarios(rounds=args.rounds, seats=bot.seats)
     names = [s.name for s in all_scenarios]
-    unknown = [n for n in args.scenario or () if n not in names]
+    unknown = [n for n in args.scenario or () if n not in (*names, SAME_SEED)]
     if unknown == [SEATS_SCENARIO]:
         raise UsageError(
             f"scenario {SEATS_SCENARIO!r} is for a bot file that declares seats (more than 1)"
         )
     if unknown:
-        raise UsageError(f"unknown scenario {unknown[0]!r}; allowed: {', '.join(names)}")
+        raise UsageError(
+            f"unknown scenario {unknown[0]!r}; allowed: {', '.join((*names, SAME_SEED))}"
+        )
     chosen = [s for s in all_scenarios if not args.scenario or s.name in args.scenario]
+    probe = not args.scenario or SAME_SEED in args.scenario
     sandbox = sandbox_for(
         "none" if args.no_sandbox else "bubblewrap", [bot], bot_uids=args.bot_uids
     )
@@ -130,7 +137,8 @@ def check_bot(args: argparse.Namespace) -> int:
         if args.connect:
             print(
                 f"connect the bot to {address} with token {token}: one Referee.Play stream "
-                f"per scenario ({len(chosen)}), a new one after each stream ends with OK",
+                f"per match ({len(chosen) + 2 * probe}), a new one after each stream ends "
+                "with OK",
                 file=sys.stderr,
                 flush=True,
             )
@@ -151,13 +159,15 @@ def check_bot(args: argparse.Namespace) -> int:
             on_ready=ready,
             on_outcome=show,
             sandbox=sandbox,
+            same_seed=(lambda line: print(line, flush=True)) if probe else None,
         )
         failed = [o.scenario.name for o in outcomes if not o.passed]
         if failed:
             print(f"{len(failed)} of {len(outcomes)} scenarios FAILED: {', '.join(failed)}")
             print(f"match records and bot logs: {out}")
             return 1
-        print(f"all {len(outcomes)} scenarios passed")
+        if outcomes:
+            print(f"all {len(outcomes)} scenarios passed")
         if not keep:
             shutil.rmtree(out, ignore_errors=True)
         return 0

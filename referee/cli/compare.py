@@ -52,7 +52,15 @@ def add_parsers(sub: Subparsers) -> None:
         help="the most matches, two per deal pair (default 2000); alone, without --sprt, "
         "exactly this many (a fixed-size comparison)",
     )
-    cmp.add_argument("--parallel", type=int, help="matches at once (default 1)")
+    cmp.add_argument("--parallel", type=int, help="matches at once (default: the machine's cores)")
+    cmp.add_argument(
+        "--independent-seeds",
+        dest="common_seeds",
+        action="store_const",
+        const=False,
+        help="hand the baseline's match bot seeds of its own instead of the candidate's "
+        "(without common random numbers: to measure what they save)",
+    )
     cmp.add_argument("--seed", type=u64, help="draws the opponents of each deal (default 1)")
     cmp.add_argument("--name", help="the comparison's name (default compare)")
     cmp.add_argument(
@@ -97,6 +105,7 @@ def compare(args: argparse.Namespace) -> int:
         seed=args.seed,
         matches=args.matches,
         parallel=args.parallel,
+        common_seeds=args.common_seeds,
         out=args.out,
         sprt=args.sprt,
         decision_ms=args.decision_ms,
@@ -119,7 +128,14 @@ def compare(args: argparse.Namespace) -> int:
         sys.stderr.flush()
 
     async def run() -> int:
-        outcome = await run_compare(config, on_progress=show, log_level=args.log_level)
+        def notice(text: str) -> None:
+            # On its own lines, above the live line.
+            sys.stderr.write(("\r\x1b[K" if tty else "") + text + "\n")
+            sys.stderr.flush()
+
+        outcome = await run_compare(
+            config, on_progress=show, on_notice=notice, log_level=args.log_level
+        )
         print(outcome.text, flush=True)
         print(f"report, pairs and match records in {config.out}", flush=True)
         return outcome.exit_status

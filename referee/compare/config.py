@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -34,7 +35,24 @@ from referee.config.tables import (
 from referee.match.bots import BotConfigError, BotSpec
 from referee.match.runner import Clock
 from referee.match.sandbox import DEFAULT_MODE
-from referee.rules import RuleError, RuleSet
+from referee.rules import RuleError, RuleSet, deck_for
+
+
+def difference_range(rules: RuleSet, players: int, metric: str = "score") -> tuple[float, float]:
+    """The least and the most a deal pair's difference can be: candidate's match score minus
+    the baseline's (``score``; a round scores at least minus the rank sums of the pain
+    suits and at most one point per dealt card), or in the share of opponents beaten
+    (``share``: −1 to 1). The test's stakes are capped by it (:mod:`referee.compare.sprt`)."""
+    if metric == "share":
+        return -1.0, 1.0
+    deck, hand = deck_for(rules, players)
+    suits: dict[int, int] = {}
+    for c in deck:
+        suits[c >> 4] = suits.get(c >> 4, 0) + (c & 15)
+    worst = sum(sorted(suits.values(), reverse=True)[: rules.pain_cards_per_player])
+    rounds = rules.rounds_for(players)
+    lowest, highest = -worst * rounds, hand * players * rounds
+    return float(lowest - highest), float(highest - lowest)
 
 
 class CompareConfigError(ConfigFileError):
@@ -89,6 +107,9 @@ class CompareConfig:
     elo: tuple[float, float] | None = None
     #: How started bots are confined: "bubblewrap" (the default) or "none" ([sandbox] mode).
     sandbox: str = DEFAULT_MODE
+    #: Both matches of a deal pair hand each seat the same bot seed (common random
+    #: numbers); off, the baseline's match gets seeds of its own.
+    common_seeds: bool = True
 
     @property
     def max_pairs(self) -> int:
@@ -125,6 +146,7 @@ class CompareConfig:
             "sprt": None if self.sprt is None else {k: getattr(self.sprt, k) for k in _SPRT_KEYS},
             "metric": self.metric,
             "elo": None if self.elo is None else list(self.elo),
+            "common_seeds": self.common_seeds,
         }
 
     def fingerprint_hash(self) -> str:
@@ -148,6 +170,7 @@ class Overrides:
     seed: int | None = None
     matches: int | None = None
     parallel: int | None = None
+    common_seeds: bool | None = None
     out: str | None = None
     sprt: list[str] | None = None
     decision_ms: int | None = None
@@ -224,11 +247,14 @@ class CompareTable(Table):
     table_size: TableSize | None = None
     """Players per match (default: one more than the opponents, as the rules allow)."""
     seed: Seed = 1
-    """Decides the deals."""
+    """Draws each deal's opponents; the deals come from the comparison's secret deal key."""
     matches: Annotated[int, Field(ge=2, le=10_000_000)] | None = None
     """The most matches, two per deal pair (given without [compare.sprt]: exactly this many)."""
-    parallel: Annotated[int, Field(ge=1, le=64)] = 1
-    """Matches played at once."""
+    parallel: Annotated[int, Field(ge=1, le=64)] | None = None
+    """Matches played at once (default: the machine's cores)."""
+    common_seeds: bool = True
+    """Hand each seat the same bot seed in both matches of a deal pair (common random
+    numbers: bots that use it face the same luck with the candidate and the baseline)."""
     strike_limit: Annotated[int, Field(ge=1, le=1000)] = 3
     """A bot's faults before it forfeits the rest of the comparison."""
     out: FilePath | None = None
@@ -261,7 +287,7 @@ def _apply(data: dict[str, Any], flags: Overrides) -> dict[tuple[str, ...], str]
         table[keys[-1]] = value
         given[keys] = flag
 
-    for key in ("name", "table_size", "seed", "matches", "parallel"):
+    for key in ("name", "table_size", "seed", "matches", "parallel", "common_seeds"):
         value = getattr(flags, key)
         if value is not None:
             put(("compare", key), value, f"--{key.replace('_', '-')}")
@@ -366,8 +392,9 @@ def _build(
         if table.elo0 is not None and table.elo1 is not None:
             metric, elo = "share", (table.elo0, table.elo1)
             options["lower"], options["upper"] = share_for_elo(elo[0]), share_for_elo(elo[1])
+        low, high = difference_range(rules, table_size, metric)
         try:
-            sprt = Sprt(**options)
+            sprt = Sprt(**options, low=low, high=high)
         except ValueError as exc:
             raise CompareConfigError(f"{where}: [compare.sprt] {exc}") from None
         if sprt.min_pairs > matches // 2:
@@ -381,7 +408,8 @@ def _build(
         seed=c.seed,
         table_size=table_size,
         matches=matches,
-        parallel=c.parallel,
+        parallel=c.parallel if c.parallel is not None else default_parallel(),
+        common_seeds=c.common_seeds,
         strike_limit=c.strike_limit,
         rules=rules,
         clock=model.clock.clock(),
@@ -395,6 +423,13 @@ def _build(
         metric=metric,
         elo=elo,
     )
+
+
+def default_parallel() -> int:
+    """Matches at once unless told: one per core this process may run on."""
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, min(64, len(os.sched_getaffinity(0))))
+    return max(1, min(64, os.cpu_count() or 1))
 
 
 def _load_bot(path: Path, where: str) -> BotSpec:

@@ -111,7 +111,9 @@ def write_compare_html(path: Path, s: dict[str, Any], pairs: Sequence[Pair]) -> 
         ("Opponents", ", ".join(s["opponents"])),
         ("Seats per match", s["table_size"]),
         ("Rules", s["rules"]),
-        ("Deal pairs counted", f"{s['pairs']} ({2 * s['pairs']} matches)"),
+        ("Deal pairs counted", s["pairs"]),
+        ("Matches played (matches/)", s["matches"]),
+        ("Void matches, played again (void/)", s["matches_void"]),
         ("Played after the verdict, not counted", s["pairs_after_verdict"]),
         ("Score difference per match, 95% CI", _pm(s["score_diff"])),
         ("Place difference per match, 95% CI", _pm(s["place_diff"], 2)),
@@ -124,7 +126,6 @@ def write_compare_html(path: Path, s: dict[str, Any], pairs: Sequence[Pair]) -> 
         ),
     ]
     if test:
-        llr = "–" if test["llr"] is None else f"{test['llr']:.2f}"
         rows.append(
             (
                 "Sequential test",
@@ -134,8 +135,9 @@ def write_compare_html(path: Path, s: dict[str, Any], pairs: Sequence[Pair]) -> 
                     if test["elo1"] is not None
                     else f"H0 {test['lower']:g}, H1 {test['upper']:g} points per match, alpha "
                 )
-                + f"{test['alpha']:g}, beta {test['beta']:g}; LLR {llr} "
-                f"(bounds {test['accept_h0_at']:.2f}, {test['accept_h1_at']:.2f})",
+                + f"{test['alpha']:g}, beta {test['beta']:g}; ln W1 {test['log_h1']:.2f} of "
+                f"{test['accept_h1_at']:.2f} for H1, ln W0 {test['log_h0']:.2f} of "
+                f"{test['accept_h0_at']:.2f} for H0",
             )
         )
     if s["variance_paired"]:

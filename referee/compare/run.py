@@ -8,8 +8,18 @@ database; the public ``seed`` draws the opponents of each deal and nothing else,
 candidate's seat rotates over the deals (deal ``d``: seat ``d mod k``). So a comparison is
 a function of its seed and key, apart from the bots themselves.
 
-Every match starts its bots afresh: an opponent process that played the candidate's match
-of a deal could otherwise remember the deal in the baseline's.
+Every seat of every match gets a bot process of its own that serves that match only: an
+opponent process that played the candidate's match of a deal could otherwise remember the
+deal in the baseline's. The processes are started ahead (a fresh one replaces each one
+taken), so a match does not wait for its bots to boot. Every seat gets the deal key's bot
+seed for its deal and seat (``MatchStart.bot_seed``), the same in both matches of a pair:
+bots that draw their random choices from it face the same luck with the candidate and with
+the baseline (common random numbers), unless ``common_seeds`` is off.
+
+Only real pairs count: a match that was aborted, or in which a seat failed its handshake
+(the bot never got to play the deal), is void. Its record moves to ``void/``, it is played
+again on the same deal with fresh processes, and it never enters the test; after
+:data:`VOID_LIMIT` void attempts of one match the comparison stops (exit status 3).
 
 The test reads the pairs in deal order and stops at the first deal pair where the
 evidence crosses a bound. With matches in parallel, pairs finish out of order; a pair
@@ -24,6 +34,7 @@ started again with the same settings replays only the unfinished matches.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import math
 import os
@@ -42,6 +53,7 @@ import structlog
 from referee.compare.config import CompareConfig, finite
 from referee.compare.sprt import H0, H1, Z95, State, first_verdict, state
 from referee.match.dealkey import DealKey
+from referee.match.faults import FaultReason
 from referee.match.metrics import RefereeMetrics
 from referee.match.runner import MatchResult
 from referee.results.store import describe_changes
@@ -62,11 +74,18 @@ BASELINE = "baseline"
 EXIT_H1, EXIT_H0, EXIT_UNDECIDED = 0, 1, 2
 #: Times a match is replayed after its referee worker died.
 WORKER_RETRIES = 2
+#: Void attempts of one match (aborted, or a seat never completed its handshake) before
+#: the comparison gives up: a bot that cannot start is not a matter of luck.
+VOID_LIMIT = 3
+#: Deal numbers of the baseline's bot seeds when common random numbers are off: far from
+#: any deal a comparison plays, so they are independent of the candidate's.
+INDEPENDENT_SEEDS = 1 << 62
 
 
 class CompareRefused(ValueError):
     """The comparison cannot use its store (it cannot be opened, or it holds this
-    comparison with other settings); the message is one line."""
+    comparison with other settings), or cannot be played (a match stayed void); the message
+    is one line."""
 
 
 # -- the schedule ------------------------------------------------------------------------------
@@ -124,6 +143,15 @@ CREATE TABLE IF NOT EXISTS compare_matches (
     duration_s REAL,
     finished_at REAL,
     PRIMARY KEY (name, idx)
+);
+CREATE TABLE IF NOT EXISTS compare_void (
+    name TEXT NOT NULL,
+    idx INTEGER NOT NULL,
+    attempt INTEGER NOT NULL,
+    match_id TEXT NOT NULL,
+    why TEXT NOT NULL,
+    record_path TEXT NOT NULL,
+    PRIMARY KEY (name, idx, attempt)
 );
 CREATE TABLE IF NOT EXISTS compare_results (
     name TEXT NOT NULL,
@@ -249,6 +277,32 @@ class CompareStore:
                 "finished_at = ? WHERE name = ? AND idx = ?",
                 (str(result.record_path), result.duration_s, time.time(), name, idx),
             )
+
+    def void_attempts(self, name: str, idx: int) -> int:
+        """How many attempts of match ``idx`` were void."""
+        (count,) = self.db.execute(
+            "SELECT COUNT(*) FROM compare_void WHERE name = ? AND idx = ?", (name, idx)
+        ).fetchone()
+        return int(count)
+
+    def void(self, name: str, idx: int, attempt: int, mid: str, why: str, record: Path) -> None:
+        """Attempt ``attempt`` of match ``idx`` was void: it is forgotten (and played again)."""
+        with self._transaction():
+            self.db.execute(
+                "INSERT INTO compare_void VALUES (?, ?, ?, ?, ?, ?)",
+                (name, idx, attempt, mid, why, str(record)),
+            )
+            self.db.execute("DELETE FROM compare_matches WHERE name = ? AND idx = ?", (name, idx))
+
+    def voided(self, name: str) -> list[dict[str, Any]]:
+        """Every void attempt: match index, attempt, match id, why, where its record is."""
+        cur = self.db.execute(
+            "SELECT idx, attempt, match_id, why, record_path FROM compare_void WHERE name = ? "
+            "ORDER BY idx, attempt",
+            (name,),
+        )
+        cols = [d[0] for d in cur.description]
+        return [dict(zip(cols, row, strict=True)) for row in cur.fetchall()]
 
     def finished(self, name: str) -> dict[int, list[SeatRow]]:
         """Every finished match's seats, by match index."""
@@ -379,12 +433,32 @@ def judge(config: CompareConfig, pairs: list[Pair]) -> Verdict:
     mean = float(data.mean()) if counted else math.nan
     sd = float(data.std(ddof=1)) if counted >= 2 else math.nan
     ci = Z95 * sd / math.sqrt(counted) if counted >= 2 else math.nan
-    score = State(counted, mean, sd, ci, math.nan, None, config.max_pairs - counted)
+    score = State(counted, mean, sd, ci, math.nan, math.nan, None, config.max_pairs - counted)
     done = counted >= config.max_pairs
     decision = None
     if done:
         decision = "better" if mean - ci > 0 else "worse" if mean + ci < 0 else "no difference"
     return Verdict(counted, score, decision, done)
+
+
+def void_reason(result: MatchResult) -> str:
+    """Why a finished match is void, or "" when it is a real match: aborted, or a seat
+    never completed its handshake (its bot did not play the deal at all)."""
+    if result.aborted:
+        return result.reason
+    for seat in result.seats:
+        for fault in seat.faults:
+            if fault.reason is FaultReason.HANDSHAKE_FAILED:
+                return f"seat {seat.seat} ({seat.bot}) failed its handshake: {fault.detail}"
+    return ""
+
+
+def bot_seeds(config: CompareConfig, key: DealKey, deal: int, role: str) -> tuple[int, ...]:
+    """``MatchStart.bot_seed`` per seat: the deal's in both matches of a pair (common
+    random numbers), or for the baseline's match a deal number of its own when
+    ``common_seeds`` is off."""
+    number = deal if config.common_seeds or role == CANDIDATE else INDEPENDENT_SEEDS + deal
+    return key.bot_seeds(number, config.table_size)
 
 
 def exit_status(verdict: Verdict) -> int:
@@ -418,12 +492,15 @@ class CompareOutcome:
 
 
 Progress = Callable[[Verdict, int], None]
+#: Told once, when the pilot's pairs are in: the expected length and any warning.
+Notice = Callable[[str], None]
 
 
 async def run_compare(
     config: CompareConfig,
     *,
     on_progress: Progress | None = None,
+    on_notice: Notice | None = None,
     host: str = "127.0.0.1",
     workers: int | None = None,
     log_level: str | None = None,
@@ -452,10 +529,19 @@ async def run_compare(
         played = 0
         if not verdict.finished:
             played = await _play(
-                config, key, store, finished, on_progress, host, workers, log_level, metrics
+                config,
+                key,
+                store,
+                finished,
+                on_progress,
+                on_notice,
+                host,
+                workers,
+                log_level,
+                metrics,
             )
             verdict = judge(config, pairs_from(config, finished))
-        return _export(config, store, verdict, played)
+        return _export(config, store, verdict, played, key.commitment())
     finally:
         store.close()
 
@@ -466,6 +552,7 @@ async def _play(
     store: CompareStore,
     finished: dict[int, list[SeatRow]],
     on_progress: Progress | None,
+    on_notice: Notice | None,
     host: str,
     workers: int | None,
     log_level: str | None,
@@ -474,6 +561,7 @@ async def _play(
     bots = {b.name: b for b in (config.candidate, config.baseline, *config.opponents)}
     decided = False
     counted = judge(config, pairs_from(config, finished)).pairs
+    told = config.sprt is None or counted >= config.sprt.min_pairs
 
     def jobs() -> Iterator[tuple[int, PairPlan, str]]:
         for deal in range(config.max_pairs):
@@ -493,6 +581,7 @@ async def _play(
         log_dir=private_dir(config.out / "logs"),
         startup_s=config.clock.startup_ms / 1000,
         pooled=False,
+        single_use=True,
         sandbox=config.sandbox,
         host=host,
         log_level=log_level or logs.LEVEL,
@@ -500,6 +589,26 @@ async def _play(
     played = 0
 
     async def play(idx: int, plan: PairPlan, role: str) -> MatchResult:
+        while True:
+            result = await play_once(idx, plan, role)
+            why = void_reason(result)
+            if not why:
+                return result
+            mid = result.match_id
+            attempt = store.void_attempts(config.name, idx) + 1
+            moved = config.out / "void" / f"{mid}.void{attempt}.jsonl"
+            moved.parent.mkdir(parents=True, exist_ok=True)
+            with contextlib.suppress(FileNotFoundError):
+                os.replace(result.record_path, moved)
+            store.void(config.name, idx, attempt, mid, why, moved)
+            log.warning("match_void", match_id=mid, attempt=attempt, why=why)
+            if attempt >= VOID_LIMIT:
+                raise CompareRefused(
+                    f"match {mid} was void {attempt} times (the last: {why}); "
+                    f"see the bots' logs in {config.out / 'logs'}"
+                )
+
+    async def play_once(idx: int, plan: PairPlan, role: str) -> MatchResult:
         bot = config.candidate if role == CANDIDATE else config.baseline
         seating = plan.seating(bot.name)
         mid = match_id(config, plan.deal, role)
@@ -512,6 +621,10 @@ async def _play(
             clock=config.clock,
             strike_limit=config.strike_limit,
             out_dir=config.out,
+            deal=plan.deal,
+            deal_key_commitment=key.commitment(),
+            seed_withheld="a comparison plays every deal twice, and its deal key stays secret",
+            bot_seeds=bot_seeds(config, key, plan.deal, role),
         )
         for attempt in range(1, WORKER_RETRIES + 2):
             try:
@@ -528,7 +641,7 @@ async def _play(
         raise AssertionError("unreachable")
 
     async def worker() -> None:
-        nonlocal decided, counted, played
+        nonlocal decided, counted, played, told
         while not decided:
             job = next(queue, None)
             if job is None:
@@ -540,7 +653,15 @@ async def _play(
                 for s in result.seats
             ]
             played += 1
-            verdict = judge(config, pairs_from(config, finished))
+            pairs = pairs_from(config, finished)
+            verdict = judge(config, pairs)
+            if not told and not verdict.finished:
+                plan = pilot(config, pairs)
+                if plan is not None:
+                    told = True
+                    log.info("compare_pilot", **plan)
+                    if on_notice is not None:
+                        on_notice(pilot_text(config, plan))
             if verdict.pairs != counted or (verdict.finished and not decided):
                 counted = verdict.pairs
                 decided = verdict.finished
@@ -557,10 +678,106 @@ async def _play(
 # -- the exports ---------------------------------------------------------------------------------
 
 
+def pilot(config: CompareConfig, pairs: list[Pair]) -> dict[str, Any] | None:
+    """What the first ``min_pairs`` pairs (the pilot) say about the test's length: their
+    spread, and about how many pairs the test takes if the truth is ``lower``, ``upper``
+    or the pilot's own mean; ``likely_undecided`` when one of those exceeds the cap."""
+    sprt = config.sprt
+    if sprt is None or len(pairs) < sprt.min_pairs:
+        return None
+    sample = np.array([p.sample(config.metric) for p in pairs[: sprt.min_pairs]])
+    mean, sd = float(sample.mean()), float(sample.std(ddof=1))
+    if not sd > 0:
+        return {
+            "pairs": sprt.min_pairs,
+            "mean": mean,
+            "sd": sd,
+            "expected_pairs": None,
+            "likely_undecided": False,
+            "cap_short_near_bounds": False,
+        }
+    expected = {
+        "at_lower": sprt.expected_pairs(sprt.lower, sd),
+        "at_upper": sprt.expected_pairs(sprt.upper, sd),
+        "at_pilot_mean": sprt.expected_pairs(mean, sd),
+    }
+    near = [expected["at_lower"], expected["at_upper"]]
+    likely = expected["at_pilot_mean"]
+    return {
+        "pairs": sprt.min_pairs,
+        "mean": mean,
+        "sd": sd,
+        "expected_pairs": {k: None if v is None else round(v) for k, v in expected.items()},
+        # At the pilot's own mean (the likeliest truth) the cap comes first.
+        "likely_undecided": likely is None or likely > config.max_pairs,
+        # Were the truth at a bound, the cap would come first.
+        "cap_short_near_bounds": any(v is None or v > config.max_pairs for v in near),
+    }
+
+
+def pilot_text(config: CompareConfig, p: dict[str, Any]) -> str:
+    """The pilot's lines for the terminal: expected pairs, and a warning when the cap is
+    likely to end the test undecided."""
+    e = p["expected_pairs"]
+    digits = 1 if config.metric == "score" else 3
+    if e is None:
+        return f"pilot: the first {p['pairs']} pairs are all equal: no spread to plan with"
+
+    def n(v: int | None) -> str:
+        return "more than the cap allows" if v is None else f"about {v}"
+
+    assert config.sprt is not None
+    text = (
+        f"pilot of {p['pairs']} pairs: mean {p['mean']:+.{digits}f}, sd {p['sd']:.{digits}f}; "
+        f"the test needs {n(e['at_lower'])} pairs if the truth is lower "
+        f"({config.sprt.lower:g}), {n(e['at_upper'])} if it is upper ({config.sprt.upper:g}), "
+        f"{n(e['at_pilot_mean'])} at the pilot's mean; the cap is {config.max_pairs} pairs"
+    )
+    if p["likely_undecided"]:
+        text += (
+            "\nwarning: the cap is likely to end this test undecided; raise --matches, or "
+            "widen the bounds (upper further from lower)"
+        )
+    elif p["cap_short_near_bounds"]:
+        text += (
+            "\nnote: should the true difference lie near a bound, the cap would likely end "
+            "the test undecided"
+        )
+    return text
+
+
+def _interval(x: Any) -> dict[str, Any]:
+    """Mean and 95% half-width; ``degenerate`` when every value is equal (the zero width
+    then says nothing about the uncertainty), ``ci95`` None below two values."""
+    if x.size < 2:
+        mean = finite(float(x.mean())) if x.size else None
+        return {"mean": mean, "ci95": None, "degenerate": False}
+    sd = float(x.std(ddof=1))
+    return {
+        "mean": float(x.mean()),
+        "ci95": Z95 * sd / math.sqrt(x.size),
+        "degenerate": not sd > 0,
+    }
+
+
+def pair_statistics(config: CompareConfig, pairs: list[Pair]) -> list[tuple[float, float]]:
+    """(ln W₁, ln W₀) after each pair in deal order; NaN without a sequential test."""
+    if config.sprt is None or not pairs:
+        return [(math.nan, math.nan)] * len(pairs)
+    w1, w0 = config.sprt.wealth(np.array([p.sample(config.metric) for p in pairs]))
+    return list(zip(w1.tolist(), w0.tolist(), strict=True))
+
+
 def summary(
-    config: CompareConfig, verdict: Verdict, pairs: list[Pair], matches: int
+    config: CompareConfig,
+    verdict: Verdict,
+    pairs: list[Pair],
+    matches: int,
+    void: list[dict[str, Any]] | None = None,
+    commitment: str = "",
 ) -> dict[str, Any]:
-    """Everything compare.json says (format version 1): settings, verdict, differences."""
+    """Everything compare.json says (format version 2, docs/compare.md): settings,
+    verdict, differences, counts."""
     counted = pairs[: verdict.pairs]
     n = len(counted)
     score = np.array([p.score_diff for p in counted], dtype=np.float64)
@@ -568,13 +785,6 @@ def summary(
     share = np.array([p.share_diff for p in counted], dtype=np.float64)
     cand = np.array([p.candidate_total for p in counted], dtype=np.float64)
     base = np.array([p.baseline_total for p in counted], dtype=np.float64)
-
-    def interval(x: Any) -> dict[str, float | None]:
-        if x.size < 2:
-            return {"mean": finite(float(x.mean())) if x.size else None, "ci95": None}
-        half = Z95 * float(x.std(ddof=1)) / math.sqrt(x.size)
-        return {"mean": float(x.mean()), "ci95": half}
-
     won = int((score > 0).sum())
     drew = int((score == 0).sum())
     sprt = config.sprt
@@ -585,8 +795,9 @@ def summary(
         bs = np.array([p.baseline_share for p in counted], dtype=np.float64)
         paired_var = float(share.var(ddof=1)) if n >= 2 else None
         unpaired_var = float(cs.var(ddof=1) + bs.var(ddof=1)) if n >= 2 else None
+    void = void or []
     return {
-        "version": 1,
+        "version": 2,
         "comparison": config.name,
         "candidate": config.candidate.name,
         "baseline": config.baseline.name,
@@ -594,32 +805,44 @@ def summary(
         "table_size": config.table_size,
         "rules": config.rules.preset,
         "seed": config.seed,
+        "deal_key_commitment": commitment,
+        "common_seeds": config.common_seeds,
         "metric": config.metric,
         "test": None
         if sprt is None
         else {
+            "statistic": "betting",
             "lower": sprt.lower,
             "upper": sprt.upper,
             "alpha": sprt.alpha,
             "beta": sprt.beta,
             "min_pairs": sprt.min_pairs,
+            "low": sprt.low,
+            "high": sprt.high,
             "elo0": None if config.elo is None else config.elo[0],
             "elo1": None if config.elo is None else config.elo[1],
+            "log_h1": verdict.score.log_h1,
+            "log_h0": verdict.score.log_h0,
             "llr": finite(verdict.score.llr),
-            "accept_h0_at": sprt.accept_h0_at,
             "accept_h1_at": sprt.accept_h1_at,
+            "accept_h0_at": sprt.accept_h0_at,
+            "bound_reached": {H1: "upper", H0: "lower"}.get(verdict.decision or ""),
+            "pilot": pilot(config, pairs),
         },
         "verdict": verdict.decision or "undecided",
         "exit_status": exit_status(verdict),
         "pairs": n,
+        "pairs_finished": len(pairs),
         "pairs_after_verdict": len(pairs) - n,
         "max_pairs": config.max_pairs,
         "matches": matches,
-        "score_diff": interval(score),
-        "place_diff": interval(place),
-        "share_diff": interval(share),
-        "candidate_score": interval(cand),
-        "baseline_score": interval(base),
+        "matches_void": len(void),
+        "void": void,
+        "score_diff": _interval(score),
+        "place_diff": _interval(place),
+        "share_diff": _interval(share),
+        "candidate_score": _interval(cand),
+        "baseline_score": _interval(base),
         "deals_won": won,
         "deals_drawn": drew,
         "deals_lost": n - won - drew,
@@ -632,10 +855,12 @@ def summary(
 def report_text(s: dict[str, Any]) -> str:
     """The terminal report of a summary (no trailing newline)."""
 
-    def pm(x: dict[str, float | None], digits: int = 1) -> str:
+    def pm(x: dict[str, Any], digits: int = 1) -> str:
         if x["mean"] is None:
             return "–"
         ci = "" if x["ci95"] is None else f" ± {x['ci95']:.{digits}f}"
+        if x.get("degenerate"):
+            ci += " (every pair equal: no spread to measure, the interval is not known)"
         return f"{x['mean']:+.{digits}f}{ci}"
 
     t = s["test"]
@@ -646,24 +871,33 @@ def report_text(s: dict[str, Any]) -> str:
         gain, low = f"{t['elo1']:g} Elo", f"{t['elo0']:g} Elo"
     else:
         gain, low = f"{t['upper']:g} points per match", f"{t['lower']:g}"
+    n = s["pairs"]
     verdicts = {
-        H1: f"H1 accepted: {s['candidate']} is better by at least {gain}",
-        H0: f"H0 accepted: {s['candidate']} is not better by {gain} (at most {low})",
-        "undecided": "undecided: the match cap was reached before either bound",
+        H1: f"H1 accepted after {n} pairs (the upper bound was reached): {s['candidate']} is "
+        f"better by at least {gain}",
+        H0: f"H0 accepted after {n} pairs (the lower bound was reached): {s['candidate']} is "
+        f"not better by {gain} (at most {low})",
+        "undecided": f"undecided: the cap of {s['max_pairs']} pairs came before either bound",
         "better": f"{s['candidate']} scores more (the 95% interval lies above 0)",
         "worse": f"{s['candidate']} scores less (the 95% interval lies below 0)",
         "no difference": "no significant difference (the 95% interval contains 0)",
     }
+    unit = "points per match" if s["metric"] == "score" else "share of opponents beaten"
+    main = s["score_diff"] if s["metric"] == "score" else s["share_diff"]
     lines = [
         f"comparison {s['comparison']}: {s['candidate']} (candidate) vs {s['baseline']} "
         f"(baseline), {s['table_size']} seats, opponents {', '.join(s['opponents'])}",
         f"verdict: {verdicts[s['verdict']]}",
-        f"deal pairs: {s['pairs']} ({2 * s['pairs']} matches)"
+        f"mean difference (candidate − baseline): {pm(main, 1 if s['metric'] == 'score' else 3)}"
+        f" {unit} (95% CI)",
+        f"deal pairs counted: {n}"
         + (
-            f"; {s['pairs_after_verdict']} more played after the verdict, not counted"
+            f"; {s['pairs_after_verdict']} more finished after the verdict, not counted"
             if s["pairs_after_verdict"]
             else ""
-        ),
+        )
+        + f"; matches played: {s['matches']} (in matches/)"
+        + (f"; void and played again: {s['matches_void']} (in void/)" if s["matches_void"] else ""),
         f"score difference per match (candidate − baseline): {pm(s['score_diff'])}  (95% CI)",
         f"place difference per match (candidate − baseline): {pm(s['place_diff'], 2)}",
         f"share of opponents beaten (candidate − baseline): {pm(s['share_diff'], 3)}",
@@ -672,7 +906,6 @@ def report_text(s: dict[str, Any]) -> str:
         + ("" if s["share_won"] is None else f"  ({100 * s['share_won']:.0f}% won)"),
     ]
     if t:
-        llr = "–" if t["llr"] is None else f"{t['llr']:.2f}"
         bounds = (
             f"H0 {t['elo0']:g} Elo = {t['lower']:+.4f}, H1 {t['elo1']:g} Elo = "
             f"{t['upper']:+.4f} in share of opponents beaten"
@@ -680,28 +913,29 @@ def report_text(s: dict[str, Any]) -> str:
             else f"H0 {t['lower']:g}, H1 {t['upper']:g} points"
         )
         lines.append(
-            f"LLR {llr} (bounds {t['accept_h0_at']:.2f}, {t['accept_h1_at']:.2f}; "
-            f"{bounds}, alpha {t['alpha']:g}, beta {t['beta']:g})"
+            f"evidence: ln W1 {t['log_h1']:.2f} of {t['accept_h1_at']:.2f} for H1, ln W0 "
+            f"{t['log_h0']:.2f} of {t['accept_h0_at']:.2f} for H0 ({bounds}, alpha "
+            f"{t['alpha']:g}, beta {t['beta']:g})"
         )
     if s["variance_paired"] is not None and s["variance_paired"] > 0:
         ratio = s["variance_unpaired"] / s["variance_paired"]
-        unit = "share" if s["metric"] == "share" else "score"
+        what = "share" if s["metric"] == "share" else "score"
         lines.append(
-            f"variance of a pair's {unit} difference: paired {s['variance_paired']:.4g}, "
+            f"variance of a pair's {what} difference: paired {s['variance_paired']:.4g}, "
             f"unpaired {s['variance_unpaired']:.4g} ({ratio:.1f} times smaller paired)"
         )
     return "\n".join(lines)
 
 
 def _export(
-    config: CompareConfig, store: CompareStore, verdict: Verdict, played: int
+    config: CompareConfig, store: CompareStore, verdict: Verdict, played: int, commitment: str
 ) -> CompareOutcome:
     from referee.compare.report import write_compare_html
     from referee.results.report import write_results_csv
 
     finished = store.finished(config.name)
     pairs = pairs_from(config, finished)
-    s = summary(config, verdict, pairs, len(finished))
+    s = summary(config, verdict, pairs, len(finished), store.voided(config.name), commitment)
     out = config.out
     out.mkdir(parents=True, exist_ok=True)
     exports = {
@@ -714,12 +948,19 @@ def _export(
     text = json.dumps(s, ensure_ascii=False, indent=2, allow_nan=False)
     tmp["compare.json"].write_text(text + "\n", encoding="utf-8")
     lines = [
-        "deal,candidate_total,baseline_total,score_diff,candidate_place,baseline_place,counted"
+        "deal,seat,candidate_match,baseline_match,candidate_total,baseline_total,score_diff,"
+        "candidate_place,baseline_place,share_diff,log_h1,log_h0,counted"
     ]
+
+    def num(x: float) -> str:
+        return "" if math.isnan(x) else f"{x:.6g}"
+
     lines += [
-        f"{p.deal},{p.candidate_total},{p.baseline_total},{p.score_diff},"
-        f"{p.candidate_place},{p.baseline_place},{'true' if p.deal < verdict.pairs else 'false'}"
-        for p in pairs
+        f"{p.deal},{p.deal % config.table_size},{match_id(config, p.deal, CANDIDATE)},"
+        f"{match_id(config, p.deal, BASELINE)},{p.candidate_total},{p.baseline_total},"
+        f"{p.score_diff},{p.candidate_place},{p.baseline_place},{p.share_diff:.6g},"
+        f"{num(w1)},{num(w0)},{'true' if p.deal < verdict.pairs else 'false'}"
+        for p, (w1, w0) in zip(pairs, pair_statistics(config, pairs), strict=True)
     ]
     tmp["pairs.csv"].write_text("\n".join(lines) + "\n", encoding="utf-8")
     info = store.matches(config.name)
@@ -757,7 +998,8 @@ def progress_line(config: CompareConfig, verdict: Verdict, matches: int) -> str:
     parts = [f"pairs {verdict.pairs}", f"matches {matches}", f"diff {diff}"]
     if config.sprt is not None:
         parts.append(
-            f"LLR {s.llr:.2f} [{config.sprt.accept_h0_at:.2f}, {config.sprt.accept_h1_at:.2f}]"
+            f"H1 {s.log_h1:.2f}/{config.sprt.accept_h1_at:.2f}  "
+            f"H0 {s.log_h0:.2f}/{config.sprt.accept_h0_at:.2f}"
         )
     togo = s.pairs_to_go
     parts.append("to go ?" if togo is None else f"~{togo} pairs to go")
@@ -776,8 +1018,9 @@ def progress_record(config: CompareConfig, verdict: Verdict, matches: int) -> di
         "pairs_to_go": s.pairs_to_go,
     }
     if config.sprt is not None:
-        record["llr"] = finite(s.llr)
-        record["bounds"] = [config.sprt.accept_h0_at, config.sprt.accept_h1_at]
+        record["log_h1"] = finite(s.log_h1)
+        record["log_h0"] = finite(s.log_h0)
+        record["bounds"] = [config.sprt.accept_h1_at, config.sprt.accept_h0_at]
     if verdict.finished:
         record["verdict"] = verdict.decision or "undecided"
     return record

@@ -144,7 +144,8 @@ class RulesTable(Table):
     match_ties: MatchTiesOption = None
     """How equal match totals are ranked."""
     long_hands_3p: bool | None = None
-    """Three players with the French zero-ace deck deal 15 cards each (sore-spot only)."""
+    """Three players with the French zero-ace deck use A..Q of four suits, 16 cards each
+    (instead of A..9, 12 each)."""
 
     @model_validator(mode="after")
     def _fits_together(self) -> RulesTable:

@@ -92,7 +92,7 @@ class LeagueTable(Table):
     name: Name | None = None
     """The league's name (default: the file's name without .toml)."""
     seed: Seed = 1
-    """Decides the deals."""
+    """Breaks the scheduler's ties; the deals come from the league's secret deal key."""
     table_size: TableSize | None = None
     """Players per match (default: 4, or what the rules allow)."""
     parallel: Annotated[int, Field(ge=1, le=1024)] = 4

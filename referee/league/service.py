@@ -571,6 +571,7 @@ class League:
             seed=self.key.match_seed(m.deal),
             deal=m.deal,
             deal_key_commitment=self.key.commitment(),
+            bot_seeds=self.key.bot_seeds(m.deal, len(m.seating)),
             match_id=running.match_id,
             clock=c.clock,
             strike_limit=c.strike_limit,

@@ -165,6 +165,8 @@ class Outcome:
     decisions: int = 0
     slowest_ms: float = 0.0
     error: str = ""
+    #: The match's record (None when no match was played).
+    record_path: Path | None = None
 
     @property
     def passed(self) -> bool:
@@ -421,11 +423,13 @@ async def run_scenario(
     pool: _OneProcess | None = None,
     tap: _Tap | None = None,
     seat: int | None = None,
+    bot_seeds: Sequence[int] = (),
 ) -> Outcome:
     """Play one match of a scenario; the bot's faults become findings.
 
     With ``pool`` the bot's seat is a stream of an already started process (``tap`` is
     attached to it) and ``seat`` may move the bot to another seat than the scenario's.
+    ``bot_seeds`` are the seats' ``MatchStart.bot_seed`` (default: fresh random ones).
     """
     clock = _clock(scenario, startup_ms)
     seat = scenario.seat if seat is None else seat
@@ -449,6 +453,7 @@ async def run_scenario(
         strike_limit=strike_limit,
         out_dir=out_dir,
         pool=pool,
+        bot_seeds=bot_seeds,
     )
     tasks = [
         asyncio.ensure_future(house_bot(server.address, house[i].token))
@@ -485,6 +490,7 @@ async def run_scenario(
         decisions=len(own.think_s),
         slowest_ms=max(own.think_s, default=0.0) * 1000,
         error="; ".join(errors),
+        record_path=result.record_path,
     )
 
 
@@ -585,9 +591,12 @@ async def check_bot(
     on_ready: Callable[[str], None] | None = None,
     on_outcome: Callable[[Outcome], None] | None = None,
     sandbox: Sandbox | None = None,
+    same_seed: Callable[[str], None] | None = None,
 ) -> list[Outcome]:
     """Play ``bot`` through ``chosen`` on one server; ``on_ready`` gets its address. A
-    started bot runs in ``sandbox`` (default: bubblewrap)."""
+    started bot runs in ``sandbox`` (default: bubblewrap). With ``same_seed``, then play
+    the same match twice with the same bot seeds and tell it whether the bot played the
+    same cards (:mod:`referee.match.sameseed`; information, not a finding)."""
     registry = _TappingRegistry()
     server = RefereeServer(registry, sandbox=sandbox)
     await server.start(host, port)
@@ -610,6 +619,20 @@ async def check_bot(
             outcomes.append(outcome)
             if on_outcome is not None:
                 on_outcome(outcome)
+        if same_seed is not None:
+            from referee.match.sameseed import check_same_seed
+
+            same_seed(
+                await check_same_seed(
+                    server,
+                    registry,
+                    bot,
+                    seed=seed + len(chosen),
+                    out_dir=out_dir,
+                    strike_limit=strike_limit,
+                    startup_ms=startup_ms,
+                )
+            )
     finally:
         await registry.disarm()
         await server.stop(0.5)

@@ -12,6 +12,17 @@ nothing about the seed of another, however many seeds were revealed (docs/deal.m
 argument). At creation the tournament publishes :meth:`DealKey.commitment`, a hash of the
 key; when its last match has ended it publishes the key itself, and anyone can re-derive
 every deal and check it against the commitment (``referee verify``).
+
+The same key gives every seat of a deal a seed for the bot's own random choices
+(``MatchStart.bot_seed``), under a domain of its own:
+
+    bot seed = first 8 bytes, big-endian, of HMAC-SHA256(key, "sticheln/bot-seed/v1" || d as u64 big-endian || seat as u32 big-endian)
+
+It depends on the deal and the seat, never on the bot seated there, so every match that
+plays deal ``d`` (a duplicate deal's seatings, a comparison's pair) hands seat ``s`` the
+same seed: common random numbers for the bots that use it. With a different domain tag the
+two derivations are independent pseudo-random functions of the key, so bot seeds, however
+many are known, say nothing about any match seed.
 """
 
 from __future__ import annotations
@@ -25,6 +36,8 @@ from dataclasses import dataclass
 KEY_BYTES = 32
 #: Domain tag of the match-seed derivation.
 DEAL_DOMAIN = b"sticheln/deal/v2"
+#: Domain tag of the bots' seed derivation (``MatchStart.bot_seed``).
+BOT_SEED_DOMAIN = b"sticheln/bot-seed/v1"
 #: Domain tag of the published commitment to the key.
 COMMITMENT_DOMAIN = b"sticheln/deal-key/v1"
 #: The environment variable a shard reads its deal key from (hex), when no key file is given.
@@ -81,6 +94,19 @@ class DealKey:
             raise ValueError(f"deal number {deal} is out of range")
         digest = hmac.digest(self.secret, DEAL_DOMAIN + deal.to_bytes(8, "big"), "sha256")
         return int.from_bytes(digest[:8], "big")
+
+    def bot_seed(self, deal: int, seat: int) -> int:
+        """The bot seed of ``seat`` in every match of deal number ``deal`` (0 .. 2^64 − 1)."""
+        if not 0 <= deal < 1 << 64:
+            raise ValueError(f"deal number {deal} is out of range")
+        if not 0 <= seat < 1 << 32:
+            raise ValueError(f"seat {seat} is out of range")
+        message = BOT_SEED_DOMAIN + deal.to_bytes(8, "big") + seat.to_bytes(4, "big")
+        return int.from_bytes(hmac.digest(self.secret, message, "sha256")[:8], "big")
+
+    def bot_seeds(self, deal: int, players: int) -> tuple[int, ...]:
+        """The bot seed of every seat of deal number ``deal``, indexed by seat."""
+        return tuple(self.bot_seed(deal, seat) for seat in range(players))
 
 
 def check_commitment(key_hex: str, commitment: str) -> bool:

@@ -13,12 +13,18 @@ all with the one token it was given, and each stream is lent on its own. Two str
 one process are never lent to the same match, so a process never sees two hands of one
 deal. With ``parallel`` matches at once this starts far fewer processes than one per
 seat (and their start-up is most of a short tournament's CPU).
+
+A ``single_use`` pool (``referee compare``) lends each process to one match only (with one
+stream, whatever ``seats`` says) and ends it after that match, but starts a replacement
+whenever it lends one: the next match finds its bots started and greeted, through the same
+start path and jail.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -180,6 +186,8 @@ class BotPool:
     _claims: dict[str, set[_Launch]] = field(default_factory=dict)
     _started: int = 0
     _discarding: set[asyncio.Task[None]] = field(default_factory=set)
+    #: Each process serves one match; a replacement starts whenever one is lent.
+    single_use: bool = False
 
     def serves(self, spec: BotSpec) -> bool:
         """The pool starts command bots; an external bot dials in for each seat itself."""
@@ -189,6 +197,14 @@ class BotPool:
         """An idle, healthy stream of ``spec`` for one match, from a process that serves no
         other seat of match ``match_id``; starts a process when none is idle or starting
         with a seat to spare. Raises :class:`StartFailed` saying why not."""
+        if self.single_use:
+            spec = dataclasses.replace(spec, seats=1)
+            bot = await self._acquire(spec, match_id)
+            self._launch(spec)  # ready for a later match by the time it starts
+            return bot
+        return await self._acquire(spec, match_id)
+
+    async def _acquire(self, spec: BotSpec, match_id: str) -> PooledBot:
         claimed = self._claims.setdefault(match_id, set()) if match_id else set()
         # No await until the stream or seat is claimed: concurrent acquires see the claim.
         idle = self._idle.setdefault(spec.name, [])
@@ -241,7 +257,10 @@ class BotPool:
             if not claims:
                 del self._claims[bot.match_id]
         bot.match_id = ""
-        self._return(bot)
+        if self.single_use:
+            self._discard_later(bot)
+        else:
+            self._return(bot)
 
     def _return(self, bot: PooledBot) -> None:
         if bot.alive:

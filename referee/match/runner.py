@@ -221,8 +221,11 @@ class MatchRunner:
         seed_withheld: str = "",
         deal: int | None = None,
         deal_key_commitment: str = "",
+        bot_seeds: Sequence[int] = (),
     ) -> None:
         rules.check_players(len(bots))
+        if bot_seeds and len(bot_seeds) != len(bots):
+            raise ValueError(f"bot_seeds: {len(bot_seeds)} seeds for {len(bots)} seats")
         if strike_limit < 1:
             raise ValueError(f"strike_limit: {strike_limit} is not allowed; allowed: 1 or more")
         self.server = server
@@ -252,6 +255,9 @@ class MatchRunner:
         #: The tournament's deal number and its deal key's commitment, for the header.
         self.deal = deal
         self.deal_key_commitment = deal_key_commitment
+        #: ``MatchStart.bot_seed`` per seat: the deal key's for the deal and seat, or fresh
+        #: random numbers for a match that belongs to no deal key.
+        self.bot_seeds = list(bot_seeds) or [secrets.randbits(64) for _ in bots]
         self._lent: dict[int, LentSeat] = {}
         #: Some seat was granted the "events" capability.
         self._live = False
@@ -377,6 +383,7 @@ class MatchRunner:
                     seed_commitment=commitment,
                     rounds_total=self.match.rounds_total,
                     strike_limit=self.strike_limit,
+                    bot_seed=self.bot_seeds[seat.index],
                 )
             )
             await self._send(seat, msg)
@@ -804,6 +811,7 @@ class MatchRunner:
             "finished_at": datetime.now(UTC).isoformat(timespec="seconds"),
             "seed": str(self.seed),
             "nonce": self.nonce.hex(),
+            "bot_seeds": [str(s) for s in self.bot_seeds],
         }
         if self.seed_withheld:
             end_line["seed_withheld"] = self.seed_withheld

@@ -101,6 +101,13 @@ def verify_tournament(
                 f"{name}: line {end.get('_line', '?')}: seed {result.seed} is not the deal key's "
                 f"seed of deal {deal} ({key.match_seed(deal)})"
             )
+        elif "bot_seeds" in end:  # records before bot seeds have none to check
+            players = len(header.get("seating", []))
+            if end["bot_seeds"] != [str(s) for s in key.bot_seeds(deal, players)]:
+                problem(
+                    f"{name}: line {end.get('_line', '?')}: bot_seeds {end['bot_seeds']} are not "
+                    f"the deal key's bot seeds of deal {deal}"
+                )
     _check_results(out, records, broken, audit)
     if schedule is not None:
         for match_id in sorted(set(schedule) - set(records) - broken):

@@ -134,7 +134,7 @@ class TournamentTable(Table):
     name: Name | None = None
     """The tournament's name (default: the file's name without .toml)."""
     seed: Seed = 1
-    """Decides the schedule and every deal."""
+    """Decides the schedule and the seating; the deals come from the tournament's secret deal key."""
     table_size: TableSize | None = None
     """Players per match (default: as many bots as the rules allow, up to all of them)."""
     matches_per_table: Positive | None = None

@@ -363,6 +363,7 @@ class _TournamentRun:
             deal=m.deal,
             deal_key_commitment=self.key.commitment(),
             seed_withheld=self._withheld(m),
+            bot_seeds=self.key.bot_seeds(m.deal, len(m.seating)),
         )
         aborts = 0
         for attempt in range(1, WORKER_RETRIES + 2):

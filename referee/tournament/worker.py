@@ -29,6 +29,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--log-level", default="info")
     parser.add_argument("--pooled", action="store_true")
+    parser.add_argument("--single-use", action="store_true")
     parser.add_argument("--sandbox", default="bubblewrap", choices=("bubblewrap", "none"))
     args = parser.parse_args(argv)
     if sys.platform.startswith("linux"):
@@ -50,7 +51,14 @@ def main(argv: list[str] | None = None) -> int:
         assert task is not None
         asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
         await serve_worker(
-            args.host, args.log_dir, args.startup_s, args.pooled, inbox, outbox, args.sandbox
+            args.host,
+            args.log_dir,
+            args.startup_s,
+            args.pooled,
+            inbox,
+            outbox,
+            args.sandbox,
+            args.single_use,
         )
 
     try:

@@ -62,6 +62,8 @@ class MatchJob:
     deal_key_commitment: str = ""
     #: Why MatchEnd withholds the seed ("" reveals it): see MatchRunner.
     seed_withheld: str = ""
+    #: ``MatchStart.bot_seed`` per seat (empty: fresh random seeds): see MatchRunner.
+    bot_seeds: tuple[int, ...] = ()
 
 
 class WorkerDied(Exception):
@@ -87,6 +89,7 @@ async def start_player(
     host: str = "127.0.0.1",
     port: int = 0,
     log_level: str = "warning",
+    single_use: bool = False,
 ) -> MatchPlayer:
     """What plays the matches, started: ``count`` referee worker processes, or (``count``
     1) this process, serving bots on ``host``:``port``. Bot logs go to ``log_dir``."""
@@ -100,10 +103,11 @@ async def start_player(
             host=host,
             log_level=log_level,
             sandbox=sandbox,
+            single_use=single_use,
         )
         await processes.start()
         return processes
-    here = InProcess(metrics, log_dir, startup_s, pooled, sandbox)
+    here = InProcess(metrics, log_dir, startup_s, pooled, sandbox, single_use)
     await here.start(host, port)
     return here
 
@@ -118,8 +122,10 @@ class InProcess:
         startup_s: float,
         pooled: bool,
         sandbox: str = DEFAULT_MODE,
+        single_use: bool = False,
     ) -> None:
         self.metrics = metrics
+        self.single_use = single_use
         self.server = RefereeServer(observer=metrics, sandbox=Sandbox(sandbox))
         self.log_dir = log_dir
         self.startup_s = startup_s
@@ -129,8 +135,10 @@ class InProcess:
     async def start(self, host: str, port: int) -> None:
         """Start the gRPC server (and the bot pool)."""
         await self.server.start(host, port)
-        if self.pooled:
-            self.pool = BotPool(self.server, self.log_dir, self.startup_s)
+        if self.pooled or self.single_use:
+            self.pool = BotPool(
+                self.server, self.log_dir, self.startup_s, single_use=self.single_use
+            )
 
     async def play(self, job: MatchJob, started: Callable[[Path], None]) -> MatchResult:
         """Play ``job`` here."""
@@ -166,6 +174,7 @@ def _runner(
         seed_withheld=job.seed_withheld,
         deal=job.deal,
         deal_key_commitment=job.deal_key_commitment,
+        bot_seeds=job.bot_seeds,
     )
 
 
@@ -202,21 +211,26 @@ class WorkerProcesses:
         host: str = "127.0.0.1",
         log_level: str = "info",
         sandbox: str = DEFAULT_MODE,
+        single_use: bool = False,
     ) -> None:
         self.count = count
         self.metrics = metrics
-        self.args = [
-            "--sandbox",
-            sandbox,
-            "--log-dir",
-            str(log_dir),
-            "--startup-s",
-            repr(startup_s),
-            "--host",
-            host,
-            "--log-level",
-            log_level,
-        ] + (["--pooled"] if pooled else [])
+        self.args = (
+            [
+                "--sandbox",
+                sandbox,
+                "--log-dir",
+                str(log_dir),
+                "--startup-s",
+                repr(startup_s),
+                "--host",
+                host,
+                "--log-level",
+                log_level,
+            ]
+            + (["--pooled"] if pooled else [])
+            + (["--single-use"] if single_use else [])
+        )
         self.workers: list[_Worker] = []
         self._cpu_done = 0.0
         self._lock = asyncio.Lock()
@@ -404,6 +418,7 @@ async def serve_worker(
     inbox: Any,
     outbox: Any,
     sandbox: str = DEFAULT_MODE,
+    single_use: bool = False,
 ) -> None:
     """A worker's life: serve gRPC, play the matches the tournament sends, stop on "stop"
     or when the tournament's end of the pipe closes."""
@@ -421,7 +436,9 @@ async def serve_worker(
     batch = _Batch(out)
     server = RefereeServer(observer=batch, sandbox=Sandbox(sandbox))
     await server.start(host, 0)
-    pool = BotPool(server, log_dir, startup_s) if pooled else None
+    pool = (
+        BotPool(server, log_dir, startup_s, single_use=single_use) if pooled or single_use else None
+    )
     matches: set[asyncio.Task[None]] = set()
 
     async def play(job: MatchJob) -> None:

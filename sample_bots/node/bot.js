@@ -1,10 +1,11 @@
 #!/usr/bin/env node
 // A Sticheln bot in Node.js: the rule-of-thumb strategy of the Python heuristic bot, on
-// the referee's gRPC bot protocol (proto/sticheln/v1/bot.proto), loaded at run time from
-// the project's proto files with @grpc/proto-loader.
+// the referee's gRPC bot protocol (proto/sticheln/v1/bot.proto), loaded at run time with
+// @grpc/proto-loader from the copy of the project's proto files in ./proto (kept in step
+// by tools/gen_proto.py), so a copy of this folder runs anywhere.
 //
 //   node bot.js [--referee HOST:PORT] [--token TOKEN] [--tls-ca PEM] [--name NAME]
-//               [--seats N] [--proto DIR]
+//               [--seats N] [--proto DIR] [--strategy heuristic|random]
 //
 // The referee's address and the seat's token come from STICHELN_REFEREE and
 // STICHELN_TOKEN when the referee starts the bot (or from --referee and --token). The
@@ -26,6 +27,11 @@
 //   is winning the trick.
 // - Take a trick only when it is worth it: never one holding our own pain cards.
 // - Zeros never win a trick: they are safe leads and dumps, worth keeping.
+//
+// --strategy random plays a uniformly random legal choice instead, drawn from a generator
+// seeded at every match with MatchStart.bot_seed: with the same cards and the same seed
+// it plays the same cards, and in a comparison it plays with the same luck against the
+// candidate and the baseline (docs/bot-protocol.md, 6.1).
 "use strict";
 
 const fs = require("node:fs");
@@ -97,6 +103,53 @@ function deckCards(rules, players) {
     default: // DECK_SUITS_PER_PLAYER
       return cards(range(1, players + 1), range(0, 15));
   }
+}
+
+// The seeded deal of docs/deal.md: the deck (canonical order) shuffled by Fisher-Yates
+// with draws from SHA-256("sticheln/deal/v1" || seed u64 || round u32 || counter u64),
+// dealt one card at a time from the dealer's left; the rest is set aside. `seed` is the
+// decimal string of MatchEnd.seed (or a BigInt).
+function deal(rules, players, seed, roundIndex, dealer) {
+  const TWO64 = 1n << 64n;
+  const prefix = Buffer.alloc(28);
+  prefix.write("sticheln/deal/v1", 0, "ascii");
+  prefix.writeBigUInt64BE(BigInt(seed), 16);
+  prefix.writeUInt32BE(roundIndex, 24);
+  let counter = 0n;
+  let words = [];
+  const next = () => {
+    if (!words.length) {
+      const c = Buffer.alloc(8);
+      c.writeBigUInt64BE(counter++);
+      const block = crypto.createHash("sha256").update(prefix).update(c).digest();
+      words = [0, 8, 16, 24].map((i) => block.readBigUInt64BE(i));
+    }
+    return words.shift();
+  };
+  const order = deckCards(rules, players).sort((a, b) => a - b);
+  for (let i = order.length - 1; i >= 1; i--) {
+    const n = BigInt(i + 1);
+    const limit = TWO64 - (TWO64 % n); // rejection sampling: no modulo bias
+    let x = next();
+    while (x >= limit) x = next();
+    const j = Number(x % n);
+    [order[i], order[j]] = [order[j], order[i]];
+  }
+  const handSize = Math.floor(order.length / players);
+  const hands = Array.from({ length: players }, () => []);
+  for (let k = 0; k < handSize * players; k++) hands[(dealer + 1 + k) % players].push(order[k]);
+  hands.forEach((h) => h.sort((a, b) => a - b));
+  return { hands, setAside: order.slice(handSize * players) };
+}
+
+// RULES.md rule 10: every seat's place (1 = best, shared places competition style): the
+// higher total first, then (under "positive_rounds") more rounds with a positive score;
+// forfeited seats rank below all others.
+function places(totals, positiveRounds, matchTies, forfeited = []) {
+  const usePositive = matchTies !== "MATCH_TIES_SHARED" && matchTies !== "shared";
+  const key = (s) => [forfeited.includes(s) ? 1 : 0, -totals[s], usePositive ? -positiveRounds[s] : 0];
+  const before = (a, b) => a[0] < b[0] || (a[0] === b[0] && (a[1] < b[1] || (a[1] === b[1] && a[2] < b[2])));
+  return totals.map((_, s) => 1 + totals.filter((__, o) => before(key(o), key(s))).length);
 }
 
 // The cards this seat has not seen: in other hands, or set aside at the deal. Under
@@ -217,10 +270,43 @@ function leadKey(card, own) {
   return (own.has(suit(card)) ? 1000 : 0) + rank(card) * 200 + card;
 }
 
+// -- the random strategy ---------------------------------------------------------------------
+
+// SplitMix64 (Steele, Lea, Flood 2014): a small 64-bit generator, seeded with the bot seed.
+// uint64 fields arrive as decimal strings (proto-loader's longs: String), so BigInt.
+function seededRandom(seed) {
+  const MASK = (1n << 64n) - 1n;
+  let state = BigInt(seed) & MASK;
+  return () => {
+    state = (state + 0x9e3779b97f4a7c15n) & MASK;
+    let z = state;
+    z = ((z ^ (z >> 30n)) * 0xbf58476d1ce4e5b9n) & MASK;
+    z = ((z ^ (z >> 27n)) * 0x94d049bb133111ebn) & MASK;
+    z ^= z >> 31n;
+    return Number(z >> 11n) / 2 ** 53; // uniform in [0, 1)
+  };
+}
+
+// A uniformly random legal answer: `count` cards, two of two suits when the hand has two.
+function chooseRandom(view, count, random) {
+  const hand = view.hand;
+  const pick = () => hand[Math.floor(random() * hand.length)];
+  if (count === 1 || hand.length < 2) return [pick()];
+  const oneSuit = new Set(hand.map(suit)).size === 1;
+  for (;;) {
+    // Rejection sampling keeps every legal pair equally likely.
+    const a = pick();
+    const b = pick();
+    if (a !== b && (oneSuit || suit(a) !== suit(b))) return [a, b];
+  }
+}
+
 // The answer to one request; a strategy bug answers the lowest card(s) instead of timing out.
-function decide(request) {
+// `random` is the stream's generator for this match (the random strategy's only).
+function decide(request, strategy = "heuristic", random = Math.random) {
   const view = request.view;
   try {
+    if (strategy === "random") return chooseRandom(view, request.kind === "DECISION_KIND_PAIN_CHOICE" ? request.count : 1, random);
     if (request.kind === "DECISION_KIND_PAIN_CHOICE") return choosePain(view, request.count);
     return [chooseCard(view)];
   } catch (err) {
@@ -249,12 +335,13 @@ function parseArgs(argv) {
     "tls-ca": process.env.STICHELN_TLS_CA || "",
     name: process.env.STICHELN_BOT_NAME || "node-heuristic",
     seats: process.env.STICHELN_SEATS || "1",
-    proto: process.env.STICHELN_PROTO_DIR || path.join(__dirname, "..", "..", "proto"),
+    proto: process.env.STICHELN_PROTO_DIR || path.join(__dirname, "proto"),
+    strategy: "heuristic",
   };
   for (let i = 0; i < argv.length; i += 2) {
     const key = argv[i].replace(/^--/, "");
     if (!(key in args) || i + 1 >= argv.length) {
-      console.error(`node bot: unknown or incomplete option ${argv[i]}; allowed: --referee, --token, --tls-ca, --name, --seats, --proto`);
+      console.error(`node bot: unknown or incomplete option ${argv[i]}; allowed: --referee, --token, --tls-ca, --name, --seats, --proto, --strategy`);
       process.exit(2);
     }
     args[key] = argv[i + 1];
@@ -269,6 +356,10 @@ function parseArgs(argv) {
     process.exit(2);
   }
   args.seats = seats;
+  if (args.strategy !== "heuristic" && args.strategy !== "random") {
+    console.error(`node bot: --strategy ${args.strategy} is not allowed; allowed: heuristic, random`);
+    process.exit(2);
+  }
   return args;
 }
 
@@ -304,6 +395,7 @@ function main() {
 function playStream(client, args, done) {
   const call = client.Play();
   let start = null;
+  let random = Math.random; // replaced at every MatchStart by one seeded with its bot_seed
 
   call.write({
     hello: {
@@ -317,9 +409,10 @@ function playStream(client, args, done) {
   call.on("data", (message) => {
     if (message.kind === "request") {
       const request = message.request;
-      call.write({ decision: { request_id: request.request_id, cards: decide(request) } });
+      call.write({ decision: { request_id: request.request_id, cards: decide(request, args.strategy, random) } });
     } else if (message.kind === "match_start") {
       start = message.match_start;
+      random = seededRandom(start.bot_seed);
     } else if (message.kind === "match_end") {
       const end = message.match_end;
       if (end.seed_withheld) {
@@ -351,4 +444,4 @@ function playStream(client, args, done) {
 
 if (require.main === module) main();
 
-module.exports = { trickWinner, scoreOf, deckCards, choosePain, chooseCard, seedMatches, cardText };
+module.exports = { trickWinner, scoreOf, deckCards, deal, places, choosePain, chooseCard, chooseRandom, seededRandom, seedMatches, cardText };

@@ -6,7 +6,7 @@ const grpc = require("@grpc/grpc-js");
 const protoLoader = require("@grpc/proto-loader");
 
 const definition = protoLoader.loadSync("sticheln/v1/bot.proto", {
-  includeDirs: [path.join(__dirname, "..", "..", "proto")], // the repository's proto/
+  includeDirs: [path.join(__dirname, "proto")], // the folder's copy of the repository's proto/
   keepCase: true, // field names as in the .proto
   longs: String, // uint64 request ids and seeds as decimal strings
   enums: String, // enum values by name

@@ -18,6 +18,11 @@ heuristic bot's cost estimate.
 Time: at most ``budget_share`` of the request's ``timeout_ms`` and never more than
 ``cap_ms`` (default 150 ms, ``--cap-ms`` or ``MONTECARLO_CAP_MS``), clock checked between
 simulations.
+
+Randomness: the sampled deals and the rollouts draw from one generator seeded at every
+match with ``MatchStart.bot_seed``, so two matches of a comparison pair sample alike as
+far as their positions agree. How many simulations fit the time budget still depends on
+the machine, so the bot does not replay a match card for card.
 """
 
 from __future__ import annotations
@@ -32,48 +37,60 @@ from sticheln_bot import Bot, arg_parser, run
 
 from referee.convert import view_from_proto
 from referee.rules import Card, PainCard, Phase, Round, View, deck_for
-from sticheln.v1 import game_pb2
+from sticheln.v1 import bot_pb2, game_pb2
 
 #: A rollout policy for Round.play_out: (round, seat, legal cards) -> the card to play.
 Policy = Callable[[Round, int, Sequence[Card]], Card]
-_random = random.random
+#: A rollout policy drawing its random numbers from the given source (``Random.random``).
+PolicyMaker = Callable[[Callable[[], float]], Policy]
 
 
-def random_policy(rnd: Round, seat: int, legal: Sequence[Card]) -> Card:
+def random_policy(rand: Callable[[], float]) -> Policy:
     """Any legal card, uniformly."""
-    return legal[int(_random() * len(legal))]
+
+    def policy(rnd: Round, seat: int, legal: Sequence[Card]) -> Card:
+        return legal[int(rand() * len(legal))]
+
+    return policy
 
 
-def shedding_policy(rnd: Round, seat: int, legal: Sequence[Card]) -> Card:
+def shedding_policy(rand: Callable[[], float]) -> Policy:
     """A rollout policy a little smarter than random, and nearly as cheap.
 
     When a card of its own pain suit cannot take the trick, a seat sheds the highest such
     card; otherwise it plays a random card. Shedding is what makes pain suits hurt, so a
     rollout without it misjudges them badly.
     """
-    trick = rnd.trick
-    mask = rnd.pain_suits[seat]
-    if not trick or not mask:
-        return legal[int(_random() * len(legal))]
-    lead = trick[0] >> 4
-    lead_top = 0
-    off_top = 0
-    for c in trick:
-        if c >> 4 == lead:
-            if c & 15 > lead_top:
-                lead_top = c & 15
-        elif c & 15 > off_top:
-            off_top = c & 15
-    # Cards that cannot take (exact under "highest"; under "last_suit" an off-suit card
-    # of another suit may, which this ignores): with an off-suit card in the trick, lead
-    # cards and off-suit cards up to its rank; without, lead cards up to the lead's top.
-    best = 0
-    for c in legal:
-        if mask >> (c >> 4) & 1 and c & 15 > best & 15:
-            r = c & 15
-            if (c >> 4 == lead and (off_top or r <= lead_top)) or (c >> 4 != lead and r <= off_top):
-                best = c
-    return best or legal[int(_random() * len(legal))]
+
+    def policy(rnd: Round, seat: int, legal: Sequence[Card]) -> Card:
+        trick = rnd.trick
+        mask = rnd.pain_suits[seat]
+        if not trick or not mask:
+            return legal[int(rand() * len(legal))]
+        lead = trick[0] >> 4
+        lead_top = 0
+        off_top = 0
+        for c in trick:
+            if c >> 4 == lead:
+                if c & 15 > lead_top:
+                    lead_top = c & 15
+            elif c & 15 > off_top:
+                off_top = c & 15
+        # Cards that cannot take (exact under "highest"; under "last_suit" an off-suit
+        # card of another suit may, which this ignores): with an off-suit card in the
+        # trick, lead cards and off-suit cards up to its rank; without, lead cards up to
+        # the lead's top.
+        best = 0
+        for c in legal:
+            if mask >> (c >> 4) & 1 and c & 15 > best & 15:
+                r = c & 15
+                if (c >> 4 == lead and (off_top or r <= lead_top)) or (
+                    c >> 4 != lead and r <= off_top
+                ):
+                    best = c
+        return best or legal[int(rand() * len(legal))]
+
+    return policy
 
 
 class MonteCarloBot(Bot):
@@ -87,15 +104,23 @@ class MonteCarloBot(Bot):
         cap_ms: float = 150.0,
         budget_share: float = 0.35,
         seed: int | None = None,
-        policy: Policy = shedding_policy,
+        policy: PolicyMaker = shedding_policy,
     ) -> None:
         super().__init__()
         self.cap_ms = cap_ms
         self.budget_share = budget_share
+        #: A seed given here holds for the process; otherwise each match's bot seed.
+        self.fixed_seed = seed
         self.rng = random.Random(seed)
-        self.policy = policy
+        # The deals sampled and the rollouts draw from the one generator.
+        self.policy = policy(self.rng.random)
         #: Simulations run for the last card play (one per candidate card per deal).
         self.last_simulations = 0
+
+    def on_match_start(self, start: bot_pb2.MatchStart) -> None:
+        """Seed the sampling from the match's bot seed (common random numbers)."""
+        if self.fixed_seed is None:
+            self.rng.seed(start.bot_seed)
 
     def convert_view(self, msg: game_pb2.View) -> View:
         """The engine's view: the simulator wants engine types."""

@@ -2,6 +2,11 @@
 
 Run it against a referee with ``STICHELN_REFEREE`` and ``STICHELN_TOKEN`` set (the
 referee sets both when it starts the bot from ``sample_bots/random.toml``).
+
+Its random numbers come from ``MatchStart.bot_seed``, drawn anew at every match: given the
+same cards and the same seed it plays the same cards, and in a comparison it plays with
+the same luck against the candidate and the baseline (docs/bot-protocol.md, 6.1).
+``RANDOM_BOT_SEED`` fixes the seed for the whole process instead.
 """
 
 from __future__ import annotations
@@ -10,6 +15,8 @@ import os
 import random
 
 from sticheln_bot import Bot, PlainView, run
+
+from sticheln.v1 import bot_pb2
 
 
 class RandomBot(Bot):
@@ -20,7 +27,14 @@ class RandomBot(Bot):
 
     def __init__(self, seed: int | None = None) -> None:
         super().__init__()
+        #: A seed given here holds for the process; otherwise each match's bot seed.
+        self.fixed_seed = seed
         self.rng = random.Random(seed)
+
+    def on_match_start(self, start: bot_pb2.MatchStart) -> None:
+        """Seed the random choices from the match's bot seed."""
+        if self.fixed_seed is None:
+            self.rng.seed(start.bot_seed)
 
     def choose_pain(self, view: PlainView, count: int) -> list[int]:
         """``count`` random cards, uniformly among the legal choices.

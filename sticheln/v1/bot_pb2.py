@@ -25,19 +25,19 @@ _sym_db = _symbol_database.Default()
 from sticheln.v1 import game_pb2 as sticheln_dot_v1_dot_game__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x15sticheln/v1/bot.proto\x12\x0bsticheln.v1\x1a\x16sticheln/v1/game.proto\"d\n\nBotMessage\x12#\n\x05hello\x18\x01 \x01(\x0b\x32\x12.sticheln.v1.HelloH\x00\x12)\n\x08\x64\x65\x63ision\x18\x02 \x01(\x0b\x32\x15.sticheln.v1.DecisionH\x00\x42\x06\n\x04kind\"\x8d\x01\n\x05Hello\x12\x10\n\x08\x62ot_name\x18\x01 \x01(\t\x12\x13\n\x0b\x62ot_version\x18\x02 \x01(\t\x12\x18\n\x10protocol_version\x18\x03 \x01(\r\x12\r\n\x05token\x18\x04 \x01(\t\x12\x14\n\x0c\x63\x61pabilities\x18\x05 \x03(\t\x12\x1e\n\x16max_concurrent_matches\x18\x06 \x01(\r\"-\n\x08\x44\x65\x63ision\x12\x12\n\nrequest_id\x18\x01 \x01(\x04\x12\r\n\x05\x63\x61rds\x18\x02 \x03(\r\"\xf2\x01\n\x0eRefereeMessage\x12\"\n\x06\x65vents\x18\x01 \x03(\x0b\x32\x12.sticheln.v1.Event\x12\'\n\x07welcome\x18\x02 \x01(\x0b\x32\x14.sticheln.v1.WelcomeH\x00\x12.\n\x0bmatch_start\x18\x03 \x01(\x0b\x32\x17.sticheln.v1.MatchStartH\x00\x12/\n\x07request\x18\x04 \x01(\x0b\x32\x1c.sticheln.v1.DecisionRequestH\x00\x12*\n\tmatch_end\x18\x05 \x01(\x0b\x32\x15.sticheln.v1.MatchEndH\x00\x42\x06\n\x04kind\"c\n\x07Welcome\x12\x18\n\x10protocol_version\x18\x01 \x01(\r\x12\x17\n\x0freferee_version\x18\x02 \x01(\t\x12\x0f\n\x07message\x18\x03 \x01(\t\x12\x14\n\x0c\x63\x61pabilities\x18\x04 \x03(\t\"F\n\x05\x43lock\x12\x13\n\x0b\x64\x65\x63ision_ms\x18\x01 \x01(\r\x12\x14\n\x0ctime_bank_ms\x18\x02 \x01(\r\x12\x12\n\nstartup_ms\x18\x03 \x01(\r\"\xca\x01\n\nMatchStart\x12\x10\n\x08match_id\x18\x01 \x01(\t\x12\x0c\n\x04seat\x18\x02 \x01(\r\x12\x0f\n\x07seating\x18\x03 \x03(\t\x12#\n\x05rules\x18\x04 \x01(\x0b\x32\x14.sticheln.v1.RuleSet\x12!\n\x05\x63lock\x18\x05 \x01(\x0b\x32\x12.sticheln.v1.Clock\x12\x17\n\x0fseed_commitment\x18\x06 \x01(\x0c\x12\x14\n\x0crounds_total\x18\x07 \x01(\r\x12\x14\n\x0cstrike_limit\x18\x08 \x01(\r\"\xa8\x01\n\x0f\x44\x65\x63isionRequest\x12\x12\n\nrequest_id\x18\x01 \x01(\x04\x12\'\n\x04kind\x18\x02 \x01(\x0e\x32\x19.sticheln.v1.DecisionKind\x12\r\n\x05\x63ount\x18\x03 \x01(\r\x12\x12\n\ntimeout_ms\x18\x04 \x01(\r\x12\x14\n\x0ctime_bank_ms\x18\x05 \x01(\r\x12\x1f\n\x04view\x18\x06 \x01(\x0b\x32\x11.sticheln.v1.View\"\xae\x02\n\x05\x45vent\x12.\n\x0bround_start\x18\x01 \x01(\x0b\x32\x17.sticheln.v1.RoundStartH\x00\x12.\n\x0bpain_reveal\x18\x02 \x01(\x0b\x32\x17.sticheln.v1.PainRevealH\x00\x12.\n\x0b\x63\x61rd_played\x18\x03 \x01(\x0b\x32\x17.sticheln.v1.CardPlayedH\x00\x12\x30\n\x0ctrick_result\x18\x04 \x01(\x0b\x32\x18.sticheln.v1.TrickResultH\x00\x12\x30\n\x0cround_scores\x18\x05 \x01(\x0b\x32\x18.sticheln.v1.RoundScoresH\x00\x12)\n\x05\x66\x61ult\x18\x06 \x01(\x0b\x32\x18.sticheln.v1.FaultNoticeH\x00\x42\x06\n\x04kind\"?\n\nRoundStart\x12\x13\n\x0bround_index\x18\x01 \x01(\r\x12\x0e\n\x06\x64\x65\x61ler\x18\x02 \x01(\r\x12\x0c\n\x04hand\x18\x03 \x03(\r\"1\n\nPainReveal\x12#\n\x04pain\x18\x01 \x03(\x0b\x32\x15.sticheln.v1.PainPick\"(\n\nCardPlayed\x12\x0c\n\x04seat\x18\x01 \x01(\r\x12\x0c\n\x04\x63\x61rd\x18\x02 \x01(\r\"0\n\x0bTrickResult\x12!\n\x05trick\x18\x01 \x01(\x0b\x32\x12.sticheln.v1.Trick\"G\n\x0bRoundScores\x12(\n\x06result\x18\x01 \x01(\x0b\x32\x18.sticheln.v1.RoundResult\x12\x0e\n\x06totals\x18\x02 \x03(\x11\"\x8d\x01\n\x0b\x46\x61ultNotice\x12\x12\n\nrequest_id\x18\x01 \x01(\x04\x12(\n\x06reason\x18\x02 \x01(\x0e\x32\x18.sticheln.v1.FaultReason\x12\x0e\n\x06\x64\x65tail\x18\x03 \x01(\t\x12\x0f\n\x07strikes\x18\x04 \x01(\r\x12\x11\n\tforfeited\x18\x05 \x01(\x08\x12\x0c\n\x04seat\x18\x06 \x01(\r\"\xb6\x01\n\x08MatchEnd\x12\x0e\n\x06totals\x18\x01 \x03(\x11\x12\x0e\n\x06places\x18\x02 \x03(\r\x12(\n\x06rounds\x18\x03 \x03(\x0b\x32\x18.sticheln.v1.RoundResult\x12\x0c\n\x04seed\x18\x04 \x01(\x04\x12\x12\n\nseed_nonce\x18\x05 \x01(\x0c\x12\x17\n\x0f\x66orfeited_seats\x18\x06 \x03(\r\x12\x0e\n\x06reason\x18\x07 \x01(\t\x12\x15\n\rseed_withheld\x18\x08 \x01(\t*K\n\x0fProtocolVersion\x12 \n\x1cPROTOCOL_VERSION_UNSPECIFIED\x10\x00\x12\x16\n\x12PROTOCOL_VERSION_1\x10\x01*i\n\x0c\x44\x65\x63isionKind\x12\x1d\n\x19\x44\x45\x43ISION_KIND_UNSPECIFIED\x10\x00\x12\x1d\n\x19\x44\x45\x43ISION_KIND_PAIN_CHOICE\x10\x01\x12\x1b\n\x17\x44\x45\x43ISION_KIND_CARD_PLAY\x10\x02*\x80\x03\n\x0b\x46\x61ultReason\x12\x1c\n\x18\x46\x41ULT_REASON_UNSPECIFIED\x10\x00\x12\x18\n\x14\x46\x41ULT_REASON_TIMEOUT\x10\x01\x12)\n%FAULT_REASON_ILLEGAL_CARD_NOT_IN_HAND\x10\x02\x12$\n FAULT_REASON_ILLEGAL_WRONG_PHASE\x10\x03\x12$\n FAULT_REASON_ILLEGAL_WRONG_COUNT\x10\x04\x12\"\n\x1e\x46\x41ULT_REASON_MALFORMED_MESSAGE\x10\x05\x12!\n\x1d\x46\x41ULT_REASON_STALE_REQUEST_ID\x10\x06\x12#\n\x1f\x46\x41ULT_REASON_UNKNOWN_REQUEST_ID\x10\x07\x12\x1b\n\x17\x46\x41ULT_REASON_DISCONNECT\x10\x08\x12\x16\n\x12\x46\x41ULT_REASON_CRASH\x10\t\x12!\n\x1d\x46\x41ULT_REASON_HANDSHAKE_FAILED\x10\n2K\n\x07Referee\x12@\n\x04Play\x12\x17.sticheln.v1.BotMessage\x1a\x1b.sticheln.v1.RefereeMessage(\x01\x30\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x15sticheln/v1/bot.proto\x12\x0bsticheln.v1\x1a\x16sticheln/v1/game.proto\"d\n\nBotMessage\x12#\n\x05hello\x18\x01 \x01(\x0b\x32\x12.sticheln.v1.HelloH\x00\x12)\n\x08\x64\x65\x63ision\x18\x02 \x01(\x0b\x32\x15.sticheln.v1.DecisionH\x00\x42\x06\n\x04kind\"\x8d\x01\n\x05Hello\x12\x10\n\x08\x62ot_name\x18\x01 \x01(\t\x12\x13\n\x0b\x62ot_version\x18\x02 \x01(\t\x12\x18\n\x10protocol_version\x18\x03 \x01(\r\x12\r\n\x05token\x18\x04 \x01(\t\x12\x14\n\x0c\x63\x61pabilities\x18\x05 \x03(\t\x12\x1e\n\x16max_concurrent_matches\x18\x06 \x01(\r\"-\n\x08\x44\x65\x63ision\x12\x12\n\nrequest_id\x18\x01 \x01(\x04\x12\r\n\x05\x63\x61rds\x18\x02 \x03(\r\"\xf2\x01\n\x0eRefereeMessage\x12\"\n\x06\x65vents\x18\x01 \x03(\x0b\x32\x12.sticheln.v1.Event\x12\'\n\x07welcome\x18\x02 \x01(\x0b\x32\x14.sticheln.v1.WelcomeH\x00\x12.\n\x0bmatch_start\x18\x03 \x01(\x0b\x32\x17.sticheln.v1.MatchStartH\x00\x12/\n\x07request\x18\x04 \x01(\x0b\x32\x1c.sticheln.v1.DecisionRequestH\x00\x12*\n\tmatch_end\x18\x05 \x01(\x0b\x32\x15.sticheln.v1.MatchEndH\x00\x42\x06\n\x04kind\"c\n\x07Welcome\x12\x18\n\x10protocol_version\x18\x01 \x01(\r\x12\x17\n\x0freferee_version\x18\x02 \x01(\t\x12\x0f\n\x07message\x18\x03 \x01(\t\x12\x14\n\x0c\x63\x61pabilities\x18\x04 \x03(\t\"F\n\x05\x43lock\x12\x13\n\x0b\x64\x65\x63ision_ms\x18\x01 \x01(\r\x12\x14\n\x0ctime_bank_ms\x18\x02 \x01(\r\x12\x12\n\nstartup_ms\x18\x03 \x01(\r\"\xdc\x01\n\nMatchStart\x12\x10\n\x08match_id\x18\x01 \x01(\t\x12\x0c\n\x04seat\x18\x02 \x01(\r\x12\x0f\n\x07seating\x18\x03 \x03(\t\x12#\n\x05rules\x18\x04 \x01(\x0b\x32\x14.sticheln.v1.RuleSet\x12!\n\x05\x63lock\x18\x05 \x01(\x0b\x32\x12.sticheln.v1.Clock\x12\x17\n\x0fseed_commitment\x18\x06 \x01(\x0c\x12\x14\n\x0crounds_total\x18\x07 \x01(\r\x12\x14\n\x0cstrike_limit\x18\x08 \x01(\r\x12\x10\n\x08\x62ot_seed\x18\t \x01(\x04\"\xa8\x01\n\x0f\x44\x65\x63isionRequest\x12\x12\n\nrequest_id\x18\x01 \x01(\x04\x12\'\n\x04kind\x18\x02 \x01(\x0e\x32\x19.sticheln.v1.DecisionKind\x12\r\n\x05\x63ount\x18\x03 \x01(\r\x12\x12\n\ntimeout_ms\x18\x04 \x01(\r\x12\x14\n\x0ctime_bank_ms\x18\x05 \x01(\r\x12\x1f\n\x04view\x18\x06 \x01(\x0b\x32\x11.sticheln.v1.View\"\xae\x02\n\x05\x45vent\x12.\n\x0bround_start\x18\x01 \x01(\x0b\x32\x17.sticheln.v1.RoundStartH\x00\x12.\n\x0bpain_reveal\x18\x02 \x01(\x0b\x32\x17.sticheln.v1.PainRevealH\x00\x12.\n\x0b\x63\x61rd_played\x18\x03 \x01(\x0b\x32\x17.sticheln.v1.CardPlayedH\x00\x12\x30\n\x0ctrick_result\x18\x04 \x01(\x0b\x32\x18.sticheln.v1.TrickResultH\x00\x12\x30\n\x0cround_scores\x18\x05 \x01(\x0b\x32\x18.sticheln.v1.RoundScoresH\x00\x12)\n\x05\x66\x61ult\x18\x06 \x01(\x0b\x32\x18.sticheln.v1.FaultNoticeH\x00\x42\x06\n\x04kind\"?\n\nRoundStart\x12\x13\n\x0bround_index\x18\x01 \x01(\r\x12\x0e\n\x06\x64\x65\x61ler\x18\x02 \x01(\r\x12\x0c\n\x04hand\x18\x03 \x03(\r\"1\n\nPainReveal\x12#\n\x04pain\x18\x01 \x03(\x0b\x32\x15.sticheln.v1.PainPick\"(\n\nCardPlayed\x12\x0c\n\x04seat\x18\x01 \x01(\r\x12\x0c\n\x04\x63\x61rd\x18\x02 \x01(\r\"0\n\x0bTrickResult\x12!\n\x05trick\x18\x01 \x01(\x0b\x32\x12.sticheln.v1.Trick\"G\n\x0bRoundScores\x12(\n\x06result\x18\x01 \x01(\x0b\x32\x18.sticheln.v1.RoundResult\x12\x0e\n\x06totals\x18\x02 \x03(\x11\"\x8d\x01\n\x0b\x46\x61ultNotice\x12\x12\n\nrequest_id\x18\x01 \x01(\x04\x12(\n\x06reason\x18\x02 \x01(\x0e\x32\x18.sticheln.v1.FaultReason\x12\x0e\n\x06\x64\x65tail\x18\x03 \x01(\t\x12\x0f\n\x07strikes\x18\x04 \x01(\r\x12\x11\n\tforfeited\x18\x05 \x01(\x08\x12\x0c\n\x04seat\x18\x06 \x01(\r\"\xb6\x01\n\x08MatchEnd\x12\x0e\n\x06totals\x18\x01 \x03(\x11\x12\x0e\n\x06places\x18\x02 \x03(\r\x12(\n\x06rounds\x18\x03 \x03(\x0b\x32\x18.sticheln.v1.RoundResult\x12\x0c\n\x04seed\x18\x04 \x01(\x04\x12\x12\n\nseed_nonce\x18\x05 \x01(\x0c\x12\x17\n\x0f\x66orfeited_seats\x18\x06 \x03(\r\x12\x0e\n\x06reason\x18\x07 \x01(\t\x12\x15\n\rseed_withheld\x18\x08 \x01(\t*K\n\x0fProtocolVersion\x12 \n\x1cPROTOCOL_VERSION_UNSPECIFIED\x10\x00\x12\x16\n\x12PROTOCOL_VERSION_1\x10\x01*i\n\x0c\x44\x65\x63isionKind\x12\x1d\n\x19\x44\x45\x43ISION_KIND_UNSPECIFIED\x10\x00\x12\x1d\n\x19\x44\x45\x43ISION_KIND_PAIN_CHOICE\x10\x01\x12\x1b\n\x17\x44\x45\x43ISION_KIND_CARD_PLAY\x10\x02*\x80\x03\n\x0b\x46\x61ultReason\x12\x1c\n\x18\x46\x41ULT_REASON_UNSPECIFIED\x10\x00\x12\x18\n\x14\x46\x41ULT_REASON_TIMEOUT\x10\x01\x12)\n%FAULT_REASON_ILLEGAL_CARD_NOT_IN_HAND\x10\x02\x12$\n FAULT_REASON_ILLEGAL_WRONG_PHASE\x10\x03\x12$\n FAULT_REASON_ILLEGAL_WRONG_COUNT\x10\x04\x12\"\n\x1e\x46\x41ULT_REASON_MALFORMED_MESSAGE\x10\x05\x12!\n\x1d\x46\x41ULT_REASON_STALE_REQUEST_ID\x10\x06\x12#\n\x1f\x46\x41ULT_REASON_UNKNOWN_REQUEST_ID\x10\x07\x12\x1b\n\x17\x46\x41ULT_REASON_DISCONNECT\x10\x08\x12\x16\n\x12\x46\x41ULT_REASON_CRASH\x10\t\x12!\n\x1d\x46\x41ULT_REASON_HANDSHAKE_FAILED\x10\n2K\n\x07Referee\x12@\n\x04Play\x12\x17.sticheln.v1.BotMessage\x1a\x1b.sticheln.v1.RefereeMessage(\x01\x30\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'sticheln.v1.bot_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_PROTOCOLVERSION']._serialized_start=2064
-  _globals['_PROTOCOLVERSION']._serialized_end=2139
-  _globals['_DECISIONKIND']._serialized_start=2141
-  _globals['_DECISIONKIND']._serialized_end=2246
-  _globals['_FAULTREASON']._serialized_start=2249
-  _globals['_FAULTREASON']._serialized_end=2633
+  _globals['_PROTOCOLVERSION']._serialized_start=2082
+  _globals['_PROTOCOLVERSION']._serialized_end=2157
+  _globals['_DECISIONKIND']._serialized_start=2159
+  _globals['_DECISIONKIND']._serialized_end=2264
+  _globals['_FAULTREASON']._serialized_start=2267
+  _globals['_FAULTREASON']._serialized_end=2651
   _globals['_BOTMESSAGE']._serialized_start=62
   _globals['_BOTMESSAGE']._serialized_end=162
   _globals['_HELLO']._serialized_start=165
@@ -51,25 +51,25 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_CLOCK']._serialized_start=701
   _globals['_CLOCK']._serialized_end=771
   _globals['_MATCHSTART']._serialized_start=774
-  _globals['_MATCHSTART']._serialized_end=976
-  _globals['_DECISIONREQUEST']._serialized_start=979
-  _globals['_DECISIONREQUEST']._serialized_end=1147
-  _globals['_EVENT']._serialized_start=1150
-  _globals['_EVENT']._serialized_end=1452
-  _globals['_ROUNDSTART']._serialized_start=1454
-  _globals['_ROUNDSTART']._serialized_end=1517
-  _globals['_PAINREVEAL']._serialized_start=1519
-  _globals['_PAINREVEAL']._serialized_end=1568
-  _globals['_CARDPLAYED']._serialized_start=1570
-  _globals['_CARDPLAYED']._serialized_end=1610
-  _globals['_TRICKRESULT']._serialized_start=1612
-  _globals['_TRICKRESULT']._serialized_end=1660
-  _globals['_ROUNDSCORES']._serialized_start=1662
-  _globals['_ROUNDSCORES']._serialized_end=1733
-  _globals['_FAULTNOTICE']._serialized_start=1736
-  _globals['_FAULTNOTICE']._serialized_end=1877
-  _globals['_MATCHEND']._serialized_start=1880
-  _globals['_MATCHEND']._serialized_end=2062
-  _globals['_REFEREE']._serialized_start=2635
-  _globals['_REFEREE']._serialized_end=2710
+  _globals['_MATCHSTART']._serialized_end=994
+  _globals['_DECISIONREQUEST']._serialized_start=997
+  _globals['_DECISIONREQUEST']._serialized_end=1165
+  _globals['_EVENT']._serialized_start=1168
+  _globals['_EVENT']._serialized_end=1470
+  _globals['_ROUNDSTART']._serialized_start=1472
+  _globals['_ROUNDSTART']._serialized_end=1535
+  _globals['_PAINREVEAL']._serialized_start=1537
+  _globals['_PAINREVEAL']._serialized_end=1586
+  _globals['_CARDPLAYED']._serialized_start=1588
+  _globals['_CARDPLAYED']._serialized_end=1628
+  _globals['_TRICKRESULT']._serialized_start=1630
+  _globals['_TRICKRESULT']._serialized_end=1678
+  _globals['_ROUNDSCORES']._serialized_start=1680
+  _globals['_ROUNDSCORES']._serialized_end=1751
+  _globals['_FAULTNOTICE']._serialized_start=1754
+  _globals['_FAULTNOTICE']._serialized_end=1895
+  _globals['_MATCHEND']._serialized_start=1898
+  _globals['_MATCHEND']._serialized_end=2080
+  _globals['_REFEREE']._serialized_start=2653
+  _globals['_REFEREE']._serialized_end=2728
 # @@protoc_insertion_point(module_scope)

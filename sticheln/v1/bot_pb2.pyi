@@ -118,7 +118,7 @@ class Clock(_message.Message):
     def __init__(self, decision_ms: _Optional[int] = ..., time_bank_ms: _Optional[int] = ..., startup_ms: _Optional[int] = ...) -> None: ...
 
 class MatchStart(_message.Message):
-    __slots__ = ("match_id", "seat", "seating", "rules", "clock", "seed_commitment", "rounds_total", "strike_limit")
+    __slots__ = ("match_id", "seat", "seating", "rules", "clock", "seed_commitment", "rounds_total", "strike_limit", "bot_seed")
     MATCH_ID_FIELD_NUMBER: _ClassVar[int]
     SEAT_FIELD_NUMBER: _ClassVar[int]
     SEATING_FIELD_NUMBER: _ClassVar[int]
@@ -127,6 +127,7 @@ class MatchStart(_message.Message):
     SEED_COMMITMENT_FIELD_NUMBER: _ClassVar[int]
     ROUNDS_TOTAL_FIELD_NUMBER: _ClassVar[int]
     STRIKE_LIMIT_FIELD_NUMBER: _ClassVar[int]
+    BOT_SEED_FIELD_NUMBER: _ClassVar[int]
     match_id: str
     seat: int
     seating: _containers.RepeatedScalarFieldContainer[str]
@@ -135,7 +136,8 @@ class MatchStart(_message.Message):
     seed_commitment: bytes
     rounds_total: int
     strike_limit: int
-    def __init__(self, match_id: _Optional[str] = ..., seat: _Optional[int] = ..., seating: _Optional[_Iterable[str]] = ..., rules: _Optional[_Union[_game_pb2.RuleSet, _Mapping]] = ..., clock: _Optional[_Union[Clock, _Mapping]] = ..., seed_commitment: _Optional[bytes] = ..., rounds_total: _Optional[int] = ..., strike_limit: _Optional[int] = ...) -> None: ...
+    bot_seed: int
+    def __init__(self, match_id: _Optional[str] = ..., seat: _Optional[int] = ..., seating: _Optional[_Iterable[str]] = ..., rules: _Optional[_Union[_game_pb2.RuleSet, _Mapping]] = ..., clock: _Optional[_Union[Clock, _Mapping]] = ..., seed_commitment: _Optional[bytes] = ..., rounds_total: _Optional[int] = ..., strike_limit: _Optional[int] = ..., bot_seed: _Optional[int] = ...) -> None: ...
 
 class DecisionRequest(_message.Message):
     __slots__ = ("request_id", "kind", "count", "timeout_ms", "time_bank_ms", "view")

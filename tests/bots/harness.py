@@ -126,8 +126,10 @@ async def play_match(
     clock: Clock = FAST,
     strike_limit: int = 3,
     server: RefereeServer | None = None,
+    bot_seeds: Sequence[int] = (),
 ) -> MatchResult:
-    """One match on a fresh loopback server (or ``server``)."""
+    """One match on a fresh loopback server (or ``server``); ``bot_seeds`` are the seats'
+    ``MatchStart.bot_seed`` (default: fresh random ones)."""
     own = server is None
     if server is None:
         server = RefereeServer()
@@ -141,6 +143,7 @@ async def play_match(
             clock=clock,
             strike_limit=strike_limit,
             out_dir=out_dir,
+            bot_seeds=bot_seeds,
         )
         async with asyncio.timeout(90):
             return await runner.run()

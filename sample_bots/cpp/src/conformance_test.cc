@@ -1,7 +1,7 @@
-// Runs the rules conformance vectors (conformance/*.json, generated from the referee's
-// engine) against this bot's rules (rules.h): decks, seeded deals, trick winners with
-// their reason, and round scores. places.json (match ranking) is not a rule this bot
-// needs, so it is not run.
+// Runs every file of the rules conformance vectors (conformance/*.json, generated from the
+// referee's engine) against this bot's rules (rules.h): decks, seeded deals (the cards set
+// aside included), trick winners with their reason, whole rounds, whole matches (the
+// dealer's rotation, running totals, places) and match places.
 //
 //   conformance_test ../../conformance      # exit 0 when every case agrees
 //
@@ -123,13 +123,14 @@ std::string check_trick(const Struct& c) {
   return out.str();
 }
 
-std::string check_round(const Struct& c) {
-  const Struct& rules = field(c, "rules").struct_value();
-  const int players = num(c, "players");
-  const uint64_t seed = std::stoull(str(c, "seed"));
-  const auto d = sticheln::deal(deck_for(c), players, seed,
-                                static_cast<uint32_t>(num(c, "round_index")), num(c, "dealer"));
+// One dealt and played round `c` (a rounds.json case, or a round of a matches.json case)
+// under `rules` (the case's or its match's) from the match seed.
+std::string check_played_round(const Struct& c, const Struct& rules, const sticheln::DeckInfo& deck,
+                               int players, uint64_t seed) {
+  const auto d = sticheln::deal(deck, players, seed, static_cast<uint32_t>(num(c, "round_index")),
+                                num(c, "dealer"));
   if (d.hands != card_lists(c, "hands")) return "the deal differs";
+  if (d.set_aside != cards(c, "set_aside")) return "the cards set aside differ: " + text(d.set_aside);
   const bool last_suit = str(rules, "trump_rule") == "last_suit";
   int t = 0;
   for (const auto& tv : field(c, "tricks").list_value().values()) {
@@ -162,6 +163,63 @@ std::string check_round(const Struct& c) {
   return "";
 }
 
+std::string check_round(const Struct& c) {
+  return check_played_round(c, field(c, "rules").struct_value(), deck_for(c), num(c, "players"),
+                            std::stoull(str(c, "seed")));
+}
+
+std::vector<int> ints(const Struct& s, const std::string& name) {
+  std::vector<int> out;
+  for (const auto& v : field(s, name).list_value().values())
+    out.push_back(static_cast<int>(v.number_value()));
+  return out;
+}
+
+std::string check_match(const Struct& c) {
+  const Struct& rules = field(c, "rules").struct_value();
+  const int players = num(c, "players");
+  const uint64_t seed = std::stoull(str(c, "seed"));
+  const auto deck = deck_for(c);
+  const Value& fixed = field(rules, "rounds");
+  const int rounds = fixed.has_number_value() ? static_cast<int>(fixed.number_value()) : players;
+  const auto& played = field(c, "rounds").list_value().values();
+  if (num(c, "rounds_total") != rounds || played.size() != rounds)
+    return "rounds: " + std::to_string(played.size()) + ", expected " + std::to_string(rounds);
+  std::vector<int> totals(players, 0), positive(players, 0);
+  for (int r = 0; r < rounds; ++r) {
+    const Struct& round = played.Get(r).struct_value();
+    const std::string where = "round " + std::to_string(r + 1) + ": ";
+    if (num(round, "round_index") != r) return where + "round_index";
+    if (num(round, "dealer") != r % players)  // the deal passes to the left
+      return where + "dealt by seat " + std::to_string(num(round, "dealer"));
+    const std::string why = check_played_round(round, rules, deck, players, seed);
+    if (!why.empty()) return where + why;
+    const auto scores = ints(round, "scores");
+    for (int s = 0; s < players; ++s) {
+      totals[s] += scores.at(s);
+      positive[s] += scores.at(s) > 0;
+    }
+    if (totals != ints(round, "totals")) return where + "the running totals differ";
+  }
+  if (totals != ints(c, "totals") || positive != ints(c, "positive_rounds"))
+    return "the match totals differ";
+  if (sticheln::places(totals, positive, str(rules, "match_ties") == "positive_rounds", {}) !=
+      ints(c, "places"))
+    return "the places differ";
+  return "";
+}
+
+std::string check_places(const Struct& c) {
+  const auto got = sticheln::places(ints(c, "totals"), ints(c, "positive_rounds"),
+                                    str(c, "match_ties") == "positive_rounds", ints(c, "forfeited"));
+  if (got != ints(c, "places")) {
+    std::string out = "places";
+    for (int p : got) out += " " + std::to_string(p);
+    return out;
+  }
+  return "";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -171,7 +229,8 @@ int main(int argc, char** argv) {
   failed += run_file(dir, "deals.json", check_deal);
   failed += run_file(dir, "tricks.json", check_trick);
   failed += run_file(dir, "rounds.json", check_round);
-  std::cout << (failed ? "FAILED" : "all vectors agree")
-            << " (places.json: not run; this bot ranks no matches)\n";
+  failed += run_file(dir, "matches.json", check_match);
+  failed += run_file(dir, "places.json", check_places);
+  std::cout << (failed ? "FAILED" : "all vectors agree") << "\n";
   return failed ? 1 : 0;
 }

@@ -144,6 +144,7 @@ class Seat {
           if (!stream->Write(answer(message.request()))) break;
         } else if (message.has_match_start()) {
           start_ = message.match_start();
+          strategy_->start_match(start_.bot_seed());
           dealt_.clear();
         } else if (message.has_match_end()) {
           on_match_end(message.match_end());

@@ -3,6 +3,7 @@
 #include <openssl/sha.h>
 
 #include <algorithm>
+#include <tuple>
 
 namespace sticheln {
 
@@ -191,6 +192,21 @@ Deal deal(const DeckInfo& deck, int players, uint64_t seed, uint32_t round_index
   }
   for (auto& hand : out.hands) std::sort(hand.begin(), hand.end());
   return out;
+}
+
+std::vector<int> places(const std::vector<int>& totals, const std::vector<int>& positive_rounds,
+                        bool positive_rounds_break_ties, const std::vector<int>& forfeited) {
+  const size_t n = totals.size();
+  auto key = [&](size_t s) {
+    const bool out = std::find(forfeited.begin(), forfeited.end(), static_cast<int>(s)) !=
+                     forfeited.end();
+    return std::make_tuple(out, -totals[s], positive_rounds_break_ties ? -positive_rounds[s] : 0);
+  };
+  std::vector<int> result(n, 1);
+  for (size_t s = 0; s < n; ++s)
+    for (size_t o = 0; o < n; ++o)
+      if (key(o) < key(s)) ++result[s];
+  return result;
 }
 
 bool seed_matches(const std::string& commitment, uint64_t seed, const std::string& nonce) {

@@ -57,6 +57,12 @@ struct Deal {
 };
 Deal deal(const DeckInfo& deck, int players, uint64_t seed, uint32_t round_index, int dealer);
 
+// RULES.md rule 10: every seat's place (1 = best; equal keys share a place, competition
+// style 1, 2, 2, 4): the higher total first, then, with `positive_rounds_break_ties`, more
+// rounds with a positive score; the seats in `forfeited` rank below all others.
+std::vector<int> places(const std::vector<int>& totals, const std::vector<int>& positive_rounds,
+                        bool positive_rounds_break_ties, const std::vector<int>& forfeited);
+
 // True when sha256("sticheln/seed/v1" || seed as u64 big-endian || nonce) == commitment.
 bool seed_matches(const std::string& commitment, uint64_t seed, const std::string& nonce);
 

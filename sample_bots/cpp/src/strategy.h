@@ -3,6 +3,7 @@
 // "heuristic" (sample_bots/python/heuristic_bot.py) and "random" (random_bot.py).
 #pragma once
 
+#include <cstdint>
 #include <random>
 #include <vector>
 
@@ -38,14 +39,19 @@ class Strategy {
   virtual Cards choose_pain(const PlainView& view, int count) = 0;
   // One card of the hand; any card is legal (there is no duty to follow suit).
   virtual Card choose_card(const PlainView& view) = 0;
+  // A new match begins: `bot_seed` is MatchStart.bot_seed, the seed for the bot's own
+  // random choices (the same for the seat in every match of the deal).
+  virtual void start_match(uint64_t bot_seed) { (void)bot_seed; }
 };
 
-// A uniformly random legal choice.
+// A uniformly random legal choice, from a generator seeded at every match with its bot
+// seed: the same cards and the same seed give the same choices.
 class RandomStrategy : public Strategy {
  public:
-  explicit RandomStrategy(unsigned seed) : rng_(seed) {}
+  explicit RandomStrategy(uint64_t seed) : rng_(seed) {}
   Cards choose_pain(const PlainView& view, int count) override;
   Card choose_card(const PlainView& view) override;
+  void start_match(uint64_t bot_seed) override { rng_.seed(bot_seed); }
 
  private:
   std::mt19937_64 rng_;

@@ -145,7 +145,12 @@ def test_standings_matches_and_bots_agree_with_the_database(league: League) -> N
     wait_for(lambda: league.get("/api/standings")["matches"] > 0, 30, "published standings")
     standings = league.get("/api/standings")["standings"]
     assert {s["bot"] for s in standings} == {"heur", "rand", "slow"}
-    assert [s["rank"] for s in standings] == sorted(s["rank"] for s in standings)
+    # Ranked bots first, in rank order; provisional ones after them, unranked.
+    ranks = [s["rank"] for s in standings if not s["provisional"]]
+    assert ranks == sorted(ranks) and None not in ranks
+    assert all(s["rank"] is None for s in standings if s["provisional"])
+    provisional = [s["provisional"] for s in standings]
+    assert provisional == sorted(provisional)
     for s in standings:
         # An end the data cannot bound is open: no number, and the flag says so.
         assert (s["ci_low"] is None) == s["ci_low_open"]
@@ -156,6 +161,8 @@ def test_standings_matches_and_bots_agree_with_the_database(league: League) -> N
     names = {b["name"]: b for b in league.get("/api/bots")["bots"]}
     assert set(names) == {"heur", "rand", "slow"}
     assert names["slow"]["description"] == "slow bot" and names["slow"]["connected_streams"] == 1
+    # The owner's address is the administrator's to know, not the public's.
+    assert all("owner" not in b for b in names.values())
     detail = league.get("/api/bot?name=heur")
     assert detail["matches"] == len(detail["rating_history"]) >= 2
     assert detail["think"]["decision_ms"] == 2000

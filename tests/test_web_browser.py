@@ -10,6 +10,7 @@ markup renders as text. Every page leaves a screenshot in test-artifacts/web/.
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import urllib.parse
@@ -46,6 +47,8 @@ class Browser:
         self.page = self.context.new_page()
         self.page.on("dialog", self._dialog)
         self.page.on("pageerror", lambda e: self.errors.append(str(e)))
+        # A refused request (a 409, say) is logged as a console error too.
+        self.page.on("console", lambda m: self.errors.append(m.text) if m.type == "error" else None)
         self.page.set_default_timeout(30_000)
 
     def _route(self, route: Any) -> None:
@@ -129,6 +132,10 @@ def test_standings_show_every_bot_and_update_after_a_match(
     page.evaluate("window.sameDocument = true")
     shown = page.eval_on_selector_all("#standings tbody tr", "rows => rows.map(r => r.dataset.bot)")
     assert sorted(shown) == ["heur", "rand", "slow"]
+    # A bot that has not played yet is reachable from the standings.
+    assert page.eval_on_selector_all("#unrated a", "as => as.map(a => a.textContent)") == [
+        "described"
+    ]
     count = int(page.get_attribute("#standings-meta", "data-matches") or 0)
     before = len(league.finished())
     # No reload: the page follows the league's updates by itself.
@@ -169,7 +176,8 @@ def test_the_viewer_steps_through_a_finished_match_as_recorded(
         return {round: Number(t.dataset.round), trick: Number(t.dataset.trick),
                 cards: [...t.querySelectorAll('.played')].map(p => [Number(p.dataset.seat), p.querySelector('[data-card]').dataset.card]),
                 won: [...t.querySelectorAll('.played')].filter(p => p.querySelector('.won')).map(p => Number(p.dataset.seat)),
-                outcome: document.querySelector('#trick-outcome').textContent};
+                outcome: document.querySelector('#trick-outcome').textContent,
+                hash: location.hash};
     }"""
     trick_number: dict[int, int] = {}
     for line in lines:
@@ -180,11 +188,15 @@ def test_the_viewer_steps_through_a_finished_match_as_recorded(
             continue
         r = line["round"]
         t = trick_number[r] = trick_number.get(r, -1) + 1
-        page.keyboard.press("ArrowRight")
-        shown = page.evaluate(state)
-        assert (shown["round"], shown["trick"]) == (r, t)
         expected = [((line["leader"] + i) % n, c) for i, c in enumerate(line["cards"])]
-        assert [tuple(x) for x in shown["cards"]] == expected
+        for c in range(1, n + 1):  # card by card
+            page.keyboard.press("ArrowRight")
+            shown = page.evaluate(state)
+            assert (shown["round"], shown["trick"]) == (r, t)
+            assert [tuple(x) for x in shown["cards"]] == expected[:c]
+            assert shown["hash"] == f"#r{r + 1}t{t + 1}c{c}"
+            if c < n:
+                assert shown["won"] == [] and shown["outcome"].startswith("Lead suit")
         if line["winner"] >= 0:
             assert shown["won"] == [line["winner"]]
             assert shown["outcome"].startswith(f"{seating[line['winner']]} wins")
@@ -195,20 +207,29 @@ def test_the_viewer_steps_through_a_finished_match_as_recorded(
     # The scores of every round, as recorded.
     ends = [x["scores"] for x in lines if x["type"] == "round_end"]
     rows = page.eval_on_selector_all(
-        "#scores tbody tr",
+        "#scores tbody tr[data-round]",
         "rs => rs.map(r => [...r.querySelectorAll('td')].map(c => c.textContent))",
     )
-    assert [[int(v) for v in row[1:]] for row in rows if row] == ends
-    # Back with the key, a round with the buttons, then play and pause.
+    assert [[int(v) for v in row[1:]] for row in rows] == ends
+    # Back a card with the key, a trick with ↑, a round with the select, Home and End.
     page.keyboard.press("ArrowLeft")
+    assert len(page.evaluate(state)["cards"]) == n - 1
+    page.keyboard.press("ArrowUp")
     assert page.evaluate(state)["trick"] == trick_number[len(ends) - 1] - 1
     page.select_option("#round-select", "0")
     assert page.text_content("#step-label") == "Round 1 · the deal"
     page.click("#next")
-    assert page.text_content("#step-label") == f"Round 1 · trick 1 / {trick_number[0] + 1}"
+    assert (
+        page.text_content("#step-label")
+        == f"Round 1 · trick 1 / {trick_number[0] + 1} · card 1 / {n}"
+    )
+    page.keyboard.press("End")
+    assert page.evaluate(state)["hash"] == f"#r{len(ends)}t{trick_number[len(ends) - 1] + 1}c{n}"
+    page.keyboard.press("Home")
+    assert page.text_content("#step-label") == "Round 1 · the deal"
     page.click("#play")
     browser.wait_until(
-        "() => document.querySelector('#step-label').textContent.includes('trick 3 ')"
+        "() => document.querySelector('#step-label').textContent.includes('trick 2 ')"
     )
     page.click("#play")
     paused = page.text_content("#step-label")
@@ -245,13 +266,20 @@ def test_a_running_match_appears_on_the_spectator_table_and_advances(
         # It finished between the list and the click: the viewer opened; take the next one.
     else:
         raise AssertionError("no running match stayed running long enough to be opened")
-    snapshot = """() => ({
-        events: Number(document.querySelector('#live-status').dataset.events || 0),
-        over: document.querySelector('#live-status').dataset.over === '1',
-        round: Number(document.querySelector('#trick')?.dataset.round ?? -1),
-        cards: [...document.querySelectorAll('#main [data-card]')].map(c => c.dataset.card),
-        hands: document.querySelectorAll('[data-hand]').length,
-    })"""
+    # Once the match is over the page turns into the replay by itself: the spectator's
+    # status line is gone then, and what is shown is the finished record's.
+    snapshot = """() => {
+        const st = document.querySelector('#live-status');
+        return {
+            live: Boolean(st),
+            events: st ? Number(st.dataset.events || 0) : -1,
+            over: !st || st.dataset.over === '1',
+            round: Number(document.querySelector('#trick')?.dataset.round ?? -1),
+            cards: st ? [...document.querySelectorAll('#main [data-card]')].map(c => c.dataset.card) : [],
+            hands: st ? document.querySelectorAll('[data-hand]').length : 0,
+        };
+    }"""
+    page.wait_for_selector("#live-status, #step-label")
     seen: list[dict[str, Any]] = []
     first = page.evaluate(snapshot)
     # It advances: more events arrive while the page stays open.
@@ -265,6 +293,14 @@ def test_a_running_match_appears_on_the_spectator_table_and_advances(
     assert seen[-1]["events"] > first["events"] or first["over"]
     browser.screenshot("spectator")
     wait_for(lambda: running in [m["match_id"] for m in league.finished()], 60, "the match's end")
+    browser.wait_until(
+        "() => Boolean(document.querySelector('#step-label'))", 60, "the replay after the end"
+    )
+    # At its last card, with that position in the address.
+    assert page.evaluate("document.querySelector('#scrubber').value") == page.evaluate(
+        "document.querySelector('#scrubber').max"
+    )
+    assert re.fullmatch(r"#r\d+t\d+c\d+", page.evaluate("location.hash"))
     lines = league.record(running)
     played: dict[int, set[str]] = {}
     picks: dict[int, set[str]] = {}
@@ -274,6 +310,8 @@ def test_a_running_match_appears_on_the_spectator_table_and_advances(
         elif x["type"] == "reveal":
             picks[x["round"]] = {c for p in x["pain"] for c in p}
     for s in seen:
+        if not s["live"]:
+            continue
         assert s["hands"] == 0, "a hand was shown on the spectator table"
         allowed = played.get(s["round"], set()) | picks.get(s["round"], set())
         assert set(s["cards"]) <= allowed, f"cards not public yet: {set(s['cards']) - allowed}"
@@ -295,6 +333,8 @@ def test_bot_and_head_to_head_pages(browser: Browser, league: League) -> None:
     page.goto(f"{league.url}/bot?name=described")
     page.wait_for_selector("#bot-description")
     assert page.text_content("#bot-description") == XSS
+    # The owner (an e-mail address in a real league) is not on the public page.
+    assert "Owner" not in page.inner_text("#main")
     assert page.locator("img").count() == 0
     browser.check_clean()
 

@@ -91,7 +91,9 @@ def test_the_broadcast_sends_what_watch_match_sends_at_every_step(
 
     async def go() -> None:
         feed = MatchFeed(record[0]["match_id"])
-        broadcast = Broadcast(feed, delay)
+        # A clock that stands still: every line of a released round is due at once, as
+        # WatchMatch sends it (the pace is the next test's).
+        broadcast = Broadcast(feed, delay, clock=lambda: 0.0)
         sent: list[dict[str, Any]] = []
 
         async def watch() -> None:
@@ -107,7 +109,7 @@ def test_the_broadcast_sends_what_watch_match_sends_at_every_step(
             for _ in range(5):
                 await asyncio.sleep(0)
             broadcast.pump()
-            shown = [json.loads(c.decode()[6:]) for c in broadcast.chunks]
+            shown = [_unscored(json.loads(c.decode()[6:])) for c in broadcast.chunks]
             assert shown == sent
             # What a live stream writes: the events from a viewer's point on, in one block.
             for start in (0, len(broadcast.chunks) // 2):
@@ -118,6 +120,94 @@ def test_the_broadcast_sends_what_watch_match_sends_at_every_step(
         assert broadcast.done and sent[-1]["type"] == "end"
 
     asyncio.run(go())
+
+
+def _unscored(ev: dict[str, Any]) -> dict[str, Any]:
+    """A web event without the running scores the broadcast adds to WatchMatch's."""
+    if ev["type"] in ("revealed", "trick"):
+        ev.pop("scores", None)
+        ev.pop("points", None)
+    return ev
+
+
+def test_the_live_running_scores_end_at_each_rounds_scores(record: list[dict[str, Any]]) -> None:
+    feed = MatchFeed(record[0]["match_id"])
+    broadcast = Broadcast(feed, 0)
+    for line in record:
+        feed.append(line)
+    feed.finish()
+    broadcast.pump()
+    events = [json.loads(c.decode()[6:]) for c in broadcast.chunks]
+    last: list[int] | None = None
+    rounds = 0
+    for ev in events:
+        if ev["type"] == "trick":
+            assert (ev["winner"] < 0) == ("points" not in ev)
+            last = ev["scores"]
+        elif ev["type"] == "scored":
+            assert last == ev["scores"]
+            rounds += 1
+    assert rounds == 4
+
+
+def test_secret_pain_cards_give_no_running_scores_away(record: list[dict[str, Any]]) -> None:
+    """Under secret visibility the pain suits are hidden until the round is scored, and
+    running scores would tell them: none are sent."""
+    lines = copy.deepcopy(record)
+    lines[0]["rules"]["pain_visibility"] = "secret"
+    feed = MatchFeed(lines[0]["match_id"])
+    broadcast = Broadcast(feed, 0)
+    for line in lines:
+        feed.append(line)
+    feed.finish()
+    broadcast.pump()
+    events = [json.loads(c.decode()[6:]) for c in broadcast.chunks]
+    assert any(e["type"] == "trick" for e in events)
+    for ev in events:
+        if ev["type"] in ("revealed", "trick"):
+            assert "scores" not in ev and "points" not in ev, ev
+
+
+def test_a_delayed_round_plays_at_the_pace_it_was_played(record: list[dict[str, Any]]) -> None:
+    """With a delay of one round, round 0 starts to show when round 1 is dealt, and each
+    of its lines as long after that as it was written after round 0's deal (here one a
+    second), not all at once; once the match is over, the rest likewise."""
+    now = [0.0]
+    feed = MatchFeed(record[0]["match_id"])
+    broadcast = Broadcast(feed, 1, clock=lambda: now[0])
+    first_r1 = next(i for i, x in enumerate(record) if x.get("round") == 1)
+    round0 = sum(1 for x in record if x.get("round") == 0)
+    for line in record[: first_r1 + 6]:
+        feed.append(line)
+        broadcast.pump()  # a viewer looks after every line: each has its time
+        now[0] += 1.0
+
+    broadcast.pump()
+
+    # Round 1 was dealt 6 s ago: the header and round 0's first 7 lines (0 to 6 s after
+    # its deal), of which the public ones are events.
+    def shown() -> list[dict[str, Any]]:
+        return [json.loads(c.decode()[6:]) for c in broadcast.chunks]
+
+    def public(lines: list[dict[str, Any]]) -> int:
+        return sum(1 for x in lines if x["type"] not in ("header", "pain"))
+
+    assert len(shown()) == 1 + public(record[1:8])
+    now[0] += 5.0
+    broadcast.pump()
+    assert len(shown()) == 1 + public(record[1:13])
+    assert all(e.get("round", 0) == 0 for e in shown())
+    for line in record[first_r1 + 6 :]:
+        feed.append(line)
+        broadcast.pump()
+        now[0] += 1.0
+    feed.finish()
+    broadcast.pump()
+    assert not broadcast.done  # the last rounds still play out, from the end on
+    assert round0 < len(record)
+    now[0] += 1e6
+    broadcast.pump()
+    assert broadcast.done and shown()[-1]["type"] == "end"
 
 
 def _row(idx: int, seat: int, bot: str, total: int, place: int) -> StoredResult:
@@ -220,3 +310,50 @@ def test_a_snapshot_adds_the_new_matches_to_the_previous_one() -> None:
         kept.append((snap, copy.deepcopy(_comparable(snap))))
     for old, shown in kept:
         assert _comparable(old) == shown
+
+
+def test_the_running_scores_end_at_each_rounds_recorded_scores(
+    record: list[dict[str, Any]],
+) -> None:
+    doc = data.viewer_document(record)
+    assert doc["scores_explained"] is True
+    ends = [x for x in record if x["type"] == "round_end"]
+    for r, end in zip(doc["rounds"], ends, strict=True):
+        assert r["tricks"][-1]["scores_after"] == end["scores"]
+        # Every point accounted for: the pain cards' and each taken trick's.
+        won = [0] * len(end["scores"])
+        for t in r["tricks"]:
+            if t["winner"] >= 0:
+                assert len(t["points"]) == len(t["cards"])
+                won[t["winner"]] += sum(t["points"])
+            else:
+                assert t["points"] is None
+        assert [sum(p) + w for p, w in zip(r["pain_points"], won, strict=True)] == end["scores"]
+    totals = [0] * len(ends[0]["scores"])
+    for r, end in zip(doc["rounds"], ends, strict=True):
+        assert r["totals_before"] == totals
+        totals = end["totals"]
+
+
+def test_a_record_whose_scores_disagree_with_its_cards_is_flagged(
+    record: list[dict[str, Any]],
+) -> None:
+    tampered = copy.deepcopy(record)
+    end = next(x for x in tampered if x["type"] == "round_end")
+    end["scores"][0] += 1
+    assert data.viewer_document(tampered)["scores_explained"] is False
+
+
+def test_a_fault_belongs_to_the_card_recorded_after_it(record: list[dict[str, Any]]) -> None:
+    lines = copy.deepcopy(record)
+    # A fault before the 3rd play of the 2nd trick of round 1, and one in the pain choice.
+    plays = [i for i, x in enumerate(lines) if x["type"] == "play" and x["round"] == 0]
+    n = len(lines[0]["seating"])
+    at = plays[n + 2]
+    seat = lines[at]["seat"]
+    fault = {"type": "fault", "round": 0, "seat": seat, "reason": "timeout", "strikes": 1}
+    lines.insert(at, fault)
+    first_pain = next(i for i, x in enumerate(lines) if x["type"] == "pain")
+    lines.insert(first_pain, {**fault, "seat": 0})
+    faults = data.viewer_document(lines)["rounds"][0]["faults"]
+    assert [(f["trick"], f["card"]) for f in faults] == [(0, None), (1, 2)]

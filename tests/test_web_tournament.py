@@ -6,6 +6,7 @@ linked to its record, the latest embedded trick by trick).
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import subprocess
@@ -97,7 +98,8 @@ def played(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, dic
             lambda: get_json(f"{url}/api/matches")["running"], 60, "a running match"
         )[0]["match_id"]
         seen["record_refused"] = request(f"{url}/api/matches/{running}").status
-        seen["live"] = sse_events(f"{url}/api/matches/{running}/live", 10_000, 60)
+        seen["times"] = []
+        seen["live"] = sse_events(f"{url}/api/matches/{running}/live", 10_000, 60, seen["times"])
         seen["running"] = running
         seen["infos"].append(get_json(f"{url}/api/info"))
         assert proc.wait(120) == 0
@@ -127,6 +129,27 @@ def test_a_running_tournament_shows_its_progress_and_a_live_table(
     assert live[-1]["type"] == "end" and live[-1]["seed"] == seed
     # Public only: no event carries a hand.
     assert not any("hands" in e for e in live)
+
+
+def test_a_running_tournament_match_reaches_its_viewers_card_by_card(
+    played: tuple[Path, dict[str, Any]],
+) -> None:
+    """The record of a watched tournament is flushed line by line: the cards of a round
+    arrive spread over the round (in the stream's quarter-second batches), not in one
+    burst when the round ends."""
+    _, seen = played
+    arrivals: dict[int, list[float]] = {}
+    for event, at in zip(seen["live"], seen["times"], strict=True):
+        if event["type"] == "play":
+            arrivals.setdefault(event["round"], []).append(at)
+    # The last round was surely watched as it was played (earlier ones may have been
+    # caught up with at once when the stream opened).
+    last = arrivals[max(arrivals)]
+    batches = 1 + sum(b - a > 0.1 for a, b in itertools.pairwise(last))
+    assert batches >= 2 and last[-1] - last[0] >= 0.2, (
+        f"the last round's {len(last)} cards came in {batches} batch(es) "
+        f"over {last[-1] - last[0]:.2f} s"
+    )
 
 
 def test_the_standings_follow_every_finished_match(

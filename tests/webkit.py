@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import queue
 import shutil
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -70,8 +71,11 @@ def get_json(url: str) -> Any:
     return reply.json()
 
 
-def sse_events(url: str, count: int, timeout: float = 30) -> list[dict[str, Any]]:
-    """The first ``count`` data events of a Server-Sent Events stream (fewer if it ends)."""
+def sse_events(
+    url: str, count: int, timeout: float = 30, times: list[float] | None = None
+) -> list[dict[str, Any]]:
+    """The first ``count`` data events of a Server-Sent Events stream (fewer if it ends);
+    with ``times``, the monotonic time each one arrived is appended to it."""
     out: list[dict[str, Any]] = []
     with urllib.request.urlopen(url, timeout=timeout) as r:
         assert r.headers["Content-Type"].startswith("text/event-stream")
@@ -81,6 +85,8 @@ def sse_events(url: str, count: int, timeout: float = 30) -> list[dict[str, Any]
                 break
             if line.startswith("data: "):
                 out.append(json.loads(line[6:]))
+                if times is not None:
+                    times.append(time.monotonic())
                 if len(out) >= count:
                     break
     return out

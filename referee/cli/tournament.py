@@ -218,6 +218,7 @@ def tournament(args: argparse.Namespace) -> int:
             log_level=level,
             shard=shard,
             deal_key=deal_key,
+            live_records=args.web_port is not None,
         )
         if shard is not None:
             print(

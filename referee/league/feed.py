@@ -23,7 +23,7 @@ league's ``web_delay_rounds`` is the least delay of every door.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable
 from typing import Any
 
 from referee.convert import rules_to_proto
@@ -178,9 +178,17 @@ class Spectator:
     once the round ``delay_rounds`` after its own has been dealt, or the match is over.
     """
 
-    def __init__(self, feed: MatchFeed, delay_rounds: int) -> None:
+    def __init__(
+        self,
+        feed: MatchFeed,
+        delay_rounds: int,
+        due: Callable[[int, dict[str, Any]], bool] | None = None,
+    ) -> None:
         self.feed = feed
         self.delay_rounds = max(0, delay_rounds)
+        #: A further gate a released line must pass, by its index (the web's pacing of a
+        #: delayed round); None lets every released line out at once.
+        self.due = due
         self.public = PublicFilter()
         #: Record lines taken so far.
         self.read = 0
@@ -199,6 +207,8 @@ class Spectator:
         while self.read < len(lines):
             line = lines[self.read]
             if not feed.over and int(line.get("round", 0)) > feed.dealt - self.delay_rounds:
+                break
+            if self.due is not None and not self.due(self.read, line):
                 break
             self.read += 1
             msg = self.public.event(line)

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from referee.results.explain import explain
 from referee.results.ratings import LiveElo, MatchOutcome
 from referee.results.store import StoredResult
 
@@ -50,12 +51,21 @@ def by_match(results: Iterable[StoredResult]) -> dict[int, list[StoredResult]]:
 
 
 def ranked(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Standings rows sorted by rating, best first, with a competition ``rank``."""
-    ordered = sorted(rows, key=lambda r: -(r.get("rating") or -math.inf))
+    """Standings rows sorted by rating, best first, with a competition ``rank``; a
+    provisional bot (fewer matches than the minimum) is not ranked (``rank`` null) and is
+    listed after the ranked ones."""
+    ordered = sorted(
+        rows, key=lambda r: (bool(r.get("provisional")), -(r.get("rating") or -math.inf))
+    )
     out: list[dict[str, Any]] = []
-    for i, row in enumerate(ordered):
-        same = i > 0 and row.get("rating") == ordered[i - 1].get("rating")
-        out.append({**row, "rank": out[-1]["rank"] if same else i + 1})
+    count = 0
+    for row in ordered:
+        if row.get("provisional"):
+            out.append({**row, "rank": None})
+            continue
+        count += 1
+        same = count > 1 and row.get("rating") == out[-1].get("rating")
+        out.append({**row, "rank": out[-1]["rank"] if same else count})
     return out
 
 
@@ -478,6 +488,7 @@ def viewer_document(lines: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     hands: list[list[str]] = [[] for _ in range(n)]
     plays: list[dict[str, Any]] = []
     end: dict[str, Any] | None = None
+    revealed = False
     for number, line in enumerate(lines[1:], 2):
         kind = line.get("type")
         try:
@@ -496,6 +507,7 @@ def viewer_document(lines: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
                 }
                 rounds.append(current)
                 plays = []
+                revealed = False
             elif current is None:
                 if kind == "end":
                     end = dict(line)
@@ -509,6 +521,7 @@ def viewer_document(lines: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
                             hands[seat].remove(c)
             elif kind == "reveal":
                 current["pain"] = [[str(c) for c in p] for p in line["pain"]]
+                revealed = True
             elif kind == "play":
                 seat, card = int(line["seat"]), str(line["card"])
                 plays.append(
@@ -543,6 +556,9 @@ def viewer_document(lines: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
                         "strikes": line.get("strikes"),
                         "forfeited": bool(line.get("forfeited", False)),
                         "trick": len(current["tricks"]),
+                        # The card it belongs to: a fault is recorded just before the
+                        # (fallback) card it caused; one before the reveal, at the deal.
+                        "card": len(plays) if revealed else None,
                     }
                 )
             elif kind == "round_end":
@@ -558,7 +574,7 @@ def viewer_document(lines: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         end.pop("_line", None)
         end.pop("seed", None)
         end.pop("nonce", None)
-    return {
+    doc = {
         "match_id": str(header.get("match_id", "")),
         "version": header.get("version"),
         "rules": rules,
@@ -570,6 +586,11 @@ def viewer_document(lines: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         "rounds": rounds,
         "end": end,
     }
+    try:
+        doc["scores_explained"] = explain(doc)
+    except (KeyError, TypeError, ValueError, IndexError) as exc:
+        raise RecordShapeError(f"the record's cards cannot be scored: {exc}") from None
+    return doc
 
 
 def results_from_record(lines: Sequence[Mapping[str, Any]], idx: int) -> list[StoredResult]:

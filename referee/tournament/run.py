@@ -186,6 +186,7 @@ async def run_tournament(
     log_level: str | None = None,
     shard: Shard | None = None,
     deal_key: DealKey | None = None,
+    live_records: bool = False,
 ) -> TournamentOutcome:
     """Play every unfinished match of ``config`` (or of ``indices``, or of ``shard``) and,
     once the whole tournament is finished in the database, export the standings.
@@ -203,6 +204,7 @@ async def run_tournament(
     try:
         run = _TournamentRun.open(config, store, full, schedule, deal_key, shard, metrics)
         run.bar = Progress(len(schedule), run.done, progress)
+        run.live_records = live_records
         if run.bar.tty:  # the start's log line is below a terminal's log level: say it here
             sys.stderr.write(
                 f"tournament {config.name}: deal key commitment {run.key.commitment()} "
@@ -276,6 +278,8 @@ class _TournamentRun:
         #: seating of its deal has finished; until then it waits here, by deal.
         self.deals = DealSeatings.of((m.index, m.deal) for m in full)
         self._held: dict[int, list[MatchOutcome]] = {}
+        #: Every record line reaches its file at once (a web page watches the matches).
+        self.live_records = False
 
     @classmethod
     def open(
@@ -364,6 +368,7 @@ class _TournamentRun:
             deal_key_commitment=self.key.commitment(),
             seed_withheld=self._withheld(m),
             bot_seeds=self.key.bot_seeds(m.deal, len(m.seating)),
+            live=self.live_records,
         )
         aborts = 0
         for attempt in range(1, WORKER_RETRIES + 2):

@@ -64,6 +64,9 @@ class MatchJob:
     seed_withheld: str = ""
     #: ``MatchStart.bot_seed`` per seat (empty: fresh random seeds): see MatchRunner.
     bot_seeds: tuple[int, ...] = ()
+    #: Flush every record line as it is written: the tournament's web page shows the
+    #: running match card by card from the growing file (else it is flushed per round).
+    live: bool = False
 
 
 class WorkerDied(Exception):
@@ -160,7 +163,7 @@ class InProcess:
 def _runner(
     server: RefereeServer, job: MatchJob, observer: Any, pool: BotPool | None
 ) -> MatchRunner:
-    return MatchRunner(
+    runner = MatchRunner(
         server,
         list(job.bots),
         job.rules,
@@ -176,6 +179,19 @@ def _runner(
         deal_key_commitment=job.deal_key_commitment,
         bot_seeds=job.bot_seeds,
     )
+    if job.live:
+        runner.on_record = _flush_each_line(runner)
+    return runner
+
+
+def _flush_each_line(runner: MatchRunner) -> Callable[[dict[str, Any]], None]:
+    """A record hook that pushes each line to the file as soon as it is written."""
+
+    def flush(line: dict[str, Any]) -> None:
+        if runner._record is not None:
+            runner._record.flush()
+
+    return flush
 
 
 # -- the tournament's side of the pipes -------------------------------------------------------

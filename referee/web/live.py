@@ -13,7 +13,7 @@ from typing import Any
 
 from google.protobuf.json_format import MessageToDict
 
-from referee.rules import card_str
+from referee.rules import card_str, parse_card, score_cards, suit_of
 from sticheln.v1 import game_pb2, league_pb2
 
 
@@ -110,3 +110,44 @@ def event_json(msg: league_pb2.WatchMatchResponse) -> dict[str, Any]:
             "forfeited": f.forfeited,
         }
     return {"type": "unknown", "round": rnd}
+
+
+class RunningScores:
+    """The running round score of every seat, from the public events alone.
+
+    Once the pain cards are revealed (under secret visibility only when the round is
+    scored, so never before), each trick's cards are scored for their taker with the
+    rules engine's formula (:func:`referee.rules.score_cards`, RULES.md rule 8): the live
+    table can then say what each trick brought, as the replay does. :meth:`add` puts
+    ``points`` (per card, for the taker) and ``scores`` (per seat, the round so far) into
+    the ``revealed`` and ``trick`` events it can score, and leaves the others as they are.
+    """
+
+    def __init__(self) -> None:
+        self.kept = False
+        self.suits: list[set[int]] | None = None
+        self.scores: list[int] | None = None
+
+    def add(self, ev: dict[str, Any]) -> dict[str, Any]:
+        """The event, with the running scores where they are known."""
+        kind = ev["type"]
+        if kind == "match":
+            rule = str((ev.get("rules") or {}).get("pain_card", ""))
+            self.kept = rule.endswith("KEPT_IN_HAND") or rule == "kept_in_hand"
+        elif kind == "dealt":
+            self.suits = self.scores = None
+        elif kind == "revealed" and ev["pain"] and all(ev["pain"]):
+            self.suits = [{suit_of(parse_card(c)) for c in p} for p in ev["pain"]]
+            self.scores = [
+                0 if self.kept else score_cards([parse_card(c) for c in p], self.suits[s])
+                for s, p in enumerate(ev["pain"])
+            ]
+            ev["scores"] = list(self.scores)
+        elif kind == "trick" and self.suits is not None and self.scores is not None:
+            winner = int(ev["winner"])
+            if winner >= 0:
+                points = [score_cards([parse_card(c)], self.suits[winner]) for c in ev["cards"]]
+                self.scores[winner] += sum(points)
+                ev["points"] = points
+            ev["scores"] = list(self.scores)
+        return ev

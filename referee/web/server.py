@@ -31,7 +31,9 @@ from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from referee.league.feed import MatchFeed, Spectator
 from referee.results import documents as data
-from referee.web.live import event_text
+from referee.web import render
+from referee.web.live import RunningScores, event_json, event_text
+from referee.web.pace import Pacer
 from referee.web.sources import Embargoed, NotFound, Source, StillRunning
 from sticheln.v1 import league_pb2
 
@@ -48,6 +50,7 @@ PAGES = {
     "/head-to-head": "h2h.html",
     "/matches": "matches.html",
     "/match": "match.html",
+    "/rules": "rules.html",
 }
 #: A live stream sends a comment this often when nothing happens (proxies and browsers
 #: then keep it open, and a closed one is noticed).
@@ -174,6 +177,7 @@ class WebServer:
             "/api/matches/{match_id}": self.match,
             "/api/matches/{match_id}/record.jsonl": self.record,
             "/api/matches/{match_id}/live": self.live,
+            "/api/matches/{match_id}/state": self.match_state,
             "/api/updates": self.updates,
         }
         for path, handler in api.items():
@@ -280,6 +284,7 @@ class WebServer:
     def _page(self, name: str) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
         async def page(request: web.Request) -> web.StreamResponse:
             body, kind = self.static[name]
+            body = self._rendered(name, request, body)
             return web.Response(body=body, headers={"Content-Type": kind})
 
         return page
@@ -310,6 +315,10 @@ class WebServer:
         name = request.query.get("name", "")
         if not name:
             raise BadRequest("the query parameter 'name' (a bot's name) is missing")
+        return _json(self._bot_document(name))
+
+    def _bot_document(self, name: str) -> dict[str, Any]:
+        """A bot's page document (NotFound for an unknown bot)."""
         snap = self.source.snap
         entries = {b["name"]: b for b in self.source.bots()}
         if name not in entries and name not in snap.bots:
@@ -325,7 +334,7 @@ class WebServer:
         standing = next(
             (s for s in self.source.standings()["standings"] if s.get("bot") == name), None
         )
-        return _json({**detail, "entry": entry, "versions": versions, "standing": standing})
+        return {**detail, "entry": entry, "versions": versions, "standing": standing}
 
     def _snapshot_body(self, key: str, make: Callable[[data.Snapshot], Any]) -> web.Response:
         """A document of the current snapshot, serialized once per snapshot."""
@@ -371,7 +380,11 @@ class WebServer:
         )
 
     async def match(self, request: web.Request) -> web.StreamResponse:
-        match_id = request.match_info["match_id"]
+        body = self._viewer_body(request.match_info["match_id"])
+        return web.Response(body=body, content_type="application/json", charset="utf-8")
+
+    def _viewer_body(self, match_id: str) -> bytes:
+        """A finished match's viewer document, serialized (kept for the next asks)."""
         path = self.source.record_path(match_id)  # refuses a running match
         cached = self._documents.get(match_id)
         if cached is None or cached[0] != path:
@@ -382,7 +395,87 @@ class WebServer:
             cached = self._documents[match_id] = (path, _dumps(doc))
             while len(self._documents) > KEPT_BROADCASTS:
                 del self._documents[next(iter(self._documents))]
-        return web.Response(body=cached[1], content_type="application/json", charset="utf-8")
+        return cached[1]
+
+    def _match_state(self, match_id: str) -> str:
+        """``finished`` (its record can be shown), ``running`` (only its live feed),
+        ``unfinished`` (ended without a record to show) or ``missing``."""
+        try:
+            self.source.record_path(match_id)
+        except StillRunning:
+            running = any(m["match_id"] == match_id for m in self.source.running())
+            return "running" if running else "unfinished"
+        except NotFound:
+            return "missing"
+        return "finished"
+
+    async def match_state(self, request: web.Request) -> web.StreamResponse:
+        """Whether a match runs or has finished: asked by a page before it opens the
+        replay or the live table, so that it never asks for a refused record."""
+        match_id = request.match_info["match_id"]
+        state = self._match_state(match_id)
+        if state == "missing":
+            raise NotFound(f"no match {match_id!r}")
+        return _json({"match_id": match_id, "state": state})
+
+    # -- pages written by the server -----------------------------------------------------------
+
+    def _rendered(self, name: str, request: web.Request, shell: bytes) -> bytes:
+        """The page with its main content written in (:mod:`referee.web.render`); the bare
+        shell when the content cannot be had (the script then shows why)."""
+        if render.PLACEHOLDER not in shell:
+            return shell
+        info = self.source.info()
+        where = f"{info.get('kind', '')} {info.get('name', '')}"
+        path = request.path
+        try:
+            if name == "index.html":
+                bots = [b["name"] for b in self.source.bots()]
+                main = render.standings(self.source.standings(), self.source.progress(), bots)
+                return render.page(shell, path, where, main)
+            if name == "matches.html":
+                before = request.query.get("before")
+                limit = 100
+                before_n = int(before) if before and before.isdigit() and int(before) > 0 else None
+                finished = self.source.snap.page(before_n, limit)
+                if finished is None and before_n is not None:
+                    finished = self.source.older_matches(before_n, limit)
+                doc = {
+                    "progress": self.source.progress(),
+                    "running": self.source.running(),
+                    "finished": finished or [],
+                    "next_before": finished[-1]["finish_order"]
+                    if finished and len(finished) == limit
+                    else None,
+                }
+                return render.page(shell, path, where, render.matches(doc, before))
+            if name == "h2h.html":
+                main = render.head_to_head(self.source.snap.head_to_head)
+                return render.page(shell, path, where, main)
+            if name == "bot.html":
+                bot = request.query.get("name", "")
+                if bot:
+                    detail = self._bot_document(bot)
+                    return render.page(shell, path, where, render.bot(detail))
+            if name == "match.html":
+                match_id = request.query.get("id", "")
+                if match_id:
+                    state = self._match_state(match_id)
+                    if state == "finished":
+                        doc = json.loads(self._viewer_body(match_id))
+                        main = render.match_head(match_id, doc["seating"], False, doc["end"])
+                        return render.page(shell, path, where, main, {"state": state})
+                    if state == "running":
+                        seating = next(
+                            m["seating"] for m in self.source.running() if m["match_id"] == match_id
+                        )
+                        main = render.match_head(match_id, seating, True, None)
+                        return render.page(shell, path, where, main, {"state": state})
+        except (NotFound, StillRunning, StopIteration):
+            pass
+        except Exception:  # the page still loads; its script asks the API and shows the error
+            log.exception("web_render_failed", page=name)
+        return render.page(shell, path, where, '<p class="muted">Loading…</p>')
 
     async def record(self, request: web.Request) -> web.StreamResponse:
         match_id = request.match_info["match_id"]
@@ -525,15 +618,26 @@ class Broadcast:
     task switch per card.
     """
 
-    def __init__(self, feed: MatchFeed, delay_rounds: int) -> None:
+    def __init__(
+        self, feed: MatchFeed, delay_rounds: int, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self.feed = feed
-        self.spectator = Spectator(feed, delay_rounds)
+        self.pacer = Pacer(delay_rounds, clock)
+        self.running = RunningScores()
+        self._now = 0.0
+        self.spectator = Spectator(
+            feed, delay_rounds, lambda i, line: self.pacer.due(i, line, self._now)
+        )
         self.chunks: list[bytes] = []
         self.done = False
         self._joined: tuple[int, int, bytes] = (0, 0, b"")
 
     def pump(self) -> None:
-        """Encode the messages the feed released since the last call."""
+        """Encode the messages the feed released since the last call: the feed's
+        :class:`~referee.league.feed.Spectator` lets each line out once its delay is over,
+        and the :class:`~referee.web.pace.Pacer` at the pace it was played, so that a
+        delayed round does not arrive in one burst."""
+        self._now = self.pacer.observe(self.feed.lines, self.feed.over)
         for msg in self.spectator.take():
             self._add(msg)
         self.done = self.spectator.done
@@ -549,4 +653,8 @@ class Broadcast:
         return block, end
 
     def _add(self, msg: league_pb2.WatchMatchResponse) -> None:
-        self.chunks.append(f"data: {event_text(msg)}\n\n".encode())
+        if msg.WhichOneof("kind") == "event" and msg.event.WhichOneof("kind") == "card_played":
+            text = event_text(msg)  # most events: written directly
+        else:
+            text = json.dumps(self.running.add(event_json(msg)), separators=(",", ":"))
+        self.chunks.append(f"data: {text}\n\n".encode())

@@ -43,8 +43,9 @@ if TYPE_CHECKING:
     from referee.tournament.config import TournamentConfig
     from sticheln.v1 import league_pb2
 
-#: How often a running tournament's record files are read again for its spectators.
-TAIL_INTERVAL_S = 0.5
+#: How often a running tournament's record files are read again for its spectators (a
+#: watched tournament flushes every line: a card is on the live table within this).
+TAIL_INTERVAL_S = 0.25
 #: The window over which matches per second are measured.
 RATE_WINDOW_S = 600.0
 #: The documents of the finished matches are computed again at most this often (seconds):
@@ -291,8 +292,8 @@ class LeagueSource(Source):
         for e in self.league.registry.entries():
             out.append(
                 {
+                    # The owner (an e-mail address) stays private: not on public pages.
                     "name": e.name,
-                    "owner": e.owner,
                     "description": e.description,
                     "family": e.family,
                     "previous_version": e.previous,

@@ -1,6 +1,6 @@
 // A bot: its entry and versions, rating over matches, think times against the clock,
 // faults by reason and its latest matches.
-import { api, el, fmt, interval, botLink, matchLink, frame, showError, query, lineChart, barsWithLimit } from "/static/common.js";
+import { api, el, fmt, interval, signed, botLink, matchLink, frame, showError, query, lineChart, barsWithLimit, scrollable, chartWidth, fill } from "/static/common.js";
 
 const main = document.getElementById("main");
 
@@ -16,33 +16,32 @@ async function render(name) {
   const parts = [el("h1", { id: "bot-name", text: doc.bot })];
   parts.push(definitionList([
     ["Description", e.description ? el("span", { id: "bot-description", text: e.description }) : null],
-    ["Owner", e.owner],
     ["Registered", e.registered_at ? new Date(e.registered_at * 1000).toLocaleString() : null],
     ["Status", e.active === undefined ? null : `${e.active ? "active" : "revoked"}, ${e.connected_streams || 0} stream(s) connected`],
-    ["Rating", s ? `${fmt(s.rating)} (95% interval ${interval(s)}), rank ${s.rank}` : "not rated yet"],
+    ["Rating", s ? `${fmt(s.rating)} (95% interval ${interval(s)}), ${s.rank === null || s.rank === undefined ? "provisional, not ranked" : `rank ${s.rank}`}` : "not rated yet"],
     ["Live Elo", s ? fmt(s.live_elo) : null],
     ["Matches", String(doc.matches)],
-    ["Mean score", fmt(doc.mean_score, 1)],
+    ["Mean score", signed(doc.mean_score, 1)],
     ["Mean place", fmt(doc.mean_place, 2)],
   ]));
   if (doc.versions && doc.versions.length > 1) {
-    parts.push(el("h2", { text: "Versions" }), el("table", { id: "versions" },
+    parts.push(el("h2", { text: "Versions" }), scrollable(el("table", { id: "versions" },
       el("thead", {}, el("tr", {}, ["Version", "Entry", "Succeeds", "Description", "Active"].map((h) => el("th", { class: "text", text: h })))),
       el("tbody", {}, doc.versions.map((v) => el("tr", {},
         el("td", { class: "text", text: `v${v.version}` }), el("td", { class: "text" }, botLink(v.name)),
         el("td", { class: "text" }, v.previous_version ? botLink(v.previous_version) : "–"),
-        el("td", { class: "text", text: v.description || "" }), el("td", { class: "text", text: v.active ? "yes" : "no" }))))));
+        el("td", { class: "text", text: v.description || "" }), el("td", { class: "text", text: v.active ? "yes" : "no" })))))));
   }
   parts.push(el("h2", { text: "Live Elo over its matches" }));
   parts.push(doc.rating_history.length
-    ? lineChart(doc.rating_history.map((h) => ({ x: h.nth, y: h.elo, title: `${h.match_id}: place ${h.place}, Elo ${fmt(h.elo)}` })), "live Elo over matches")
+    ? lineChart(doc.rating_history.map((h) => ({ x: h.nth, y: h.elo, title: `${h.match_id}: place ${h.place}, Elo ${fmt(h.elo)}` })), "live Elo over matches", chartWidth(main, 696))
     : el("p", { class: "muted", text: "No finished match yet." }));
   if (doc.rating_history.length > 1 && doc.rating_history[doc.rating_history.length - 1].nth > doc.rating_history.length) {
     parts.push(el("p", { class: "muted", id: "history-note", text: "Long histories are thinned: the Elo after every k-th match (at most 200 points, evenly spaced) and after the latest." }));
   }
   const think = doc.think;
   parts.push(el("h2", { text: `Think time per decision (${think.decisions} decisions)` }));
-  parts.push(barsWithLimit(think.percentiles.map((p) => ({ label: p.q === 1 ? "max" : `p${Math.round(p.q * 100)}`, value: p.ms })), think.decision_ms, "ms"));
+  parts.push(barsWithLimit(think.percentiles.map((p) => ({ label: p.q === 1 ? "max" : `p${Math.round(p.q * 100)}`, value: p.ms })), think.decision_ms, "ms", chartWidth(main, 650)));
   parts.push(el("p", { class: "muted", id: "think-note", text: `Percentiles from a log-scale histogram of every decision: within ${fmt(100 * think.relative_error, 1)}% of the exact value; the max is exact.` }));
   parts.push(el("h2", { text: "Faults by reason" }));
   const reasons = Object.entries(doc.faults);
@@ -51,15 +50,15 @@ async function render(name) {
     : el("p", { class: "muted", text: "No fault." }));
   parts.push(el("h2", { text: "Latest matches" }));
   parts.push(doc.recent_matches.length
-    ? el("table", { id: "recent" }, el("thead", {}, el("tr", {}, ["Match", "Seating", "Place", "Score"].map((h, i) => el("th", { class: i < 2 ? "text" : null, text: h })))),
+    ? scrollable(el("table", { id: "recent" }, el("thead", {}, el("tr", {}, ["Match", "Seating", "Place", "Score"].map((h, i) => el("th", { class: i < 2 ? "text" : null, text: h })))),
       el("tbody", {}, doc.recent_matches.map((m) => {
         const seat = m.seating.indexOf(doc.bot);
         return el("tr", {}, el("td", { class: "text" }, matchLink(m.match_id)),
           el("td", { class: "text" }, m.seating.flatMap((b, i) => [i ? ", " : "", botLink(b)])),
-          el("td", { text: m.places[seat] }), el("td", { text: m.totals[seat] }));
-      })))
+          el("td", { text: m.places[seat] }), el("td", { text: signed(m.totals[seat]) }));
+      }))))
     : el("p", { class: "muted", text: "None yet." }));
-  main.replaceChildren(...parts);
+  fill(main, ...parts);
 }
 
 await frame("Bot · Sticheln referee");

@@ -77,12 +77,16 @@ const PAGES = [
   ["/head-to-head", "Head to head"],
 ];
 
-// The header: links to every page, and what is being served.
+// The header: links to every page, and what is being served. The server writes it into
+// the page; it is built here only when missing.
 export async function frame(title) {
-  const nav = el("nav", {}, PAGES.map(([href, text]) =>
-    el("a", { href, text, "aria-current": location.pathname === href ? "page" : null })));
-  const where = el("span", { class: "where" });
-  document.body.prepend(el("header", {}, el("span", { class: "brand", text: "Sticheln referee" }), nav, where));
+  let where = document.querySelector("body > header .where");
+  if (!where) {
+    const nav = el("nav", {}, PAGES.map(([href, text]) =>
+      el("a", { href, text, "aria-current": location.pathname === href ? "page" : null })));
+    where = el("span", { class: "where" });
+    document.body.prepend(el("header", {}, el("span", { class: "brand", text: "Sticheln referee" }), nav, where));
+  }
   document.title = title;
   try {
     const info = await api("/api/info");
@@ -94,13 +98,39 @@ export async function frame(title) {
   }
 }
 
+// Finished and planned matches; running, rate and ETA only while something is left.
 export function progressLine(p) {
   const parts = [el("span", { id: "progress-done", text: p.planned === null ? `${p.finished} matches finished` : `${p.finished} / ${p.planned} matches` })];
   if (p.planned) parts.push(el("progress", { max: p.planned, value: p.finished }));
-  parts.push(el("span", { text: `running ${p.running}` }));
-  parts.push(el("span", { text: `${p.matches_per_s === null ? "–" : fmt(p.matches_per_s * 60, 1)} matches/min` }));
-  if (p.planned !== null) parts.push(el("span", { text: `ETA ${p.eta_s === null ? "–" : duration(p.eta_s)}` }));
+  if (p.planned !== null && p.finished >= p.planned && !p.running) {
+    parts.push(el("span", { id: "progress-over", text: "all finished" }));
+  } else {
+    parts.push(el("span", { text: `running ${p.running}` }));
+    parts.push(el("span", { text: `${p.matches_per_s === null ? "–" : fmt(p.matches_per_s * 60, 1)} matches/min` }));
+    if (p.planned !== null) parts.push(el("span", { text: `ETA ${p.eta_s === null ? "–" : duration(p.eta_s)}` }));
+  }
   return el("div", { class: "progress" }, parts);
+}
+
+// A wide table scrolls inside its box; the page itself never scrolls sideways.
+export function scrollable(table) {
+  return el("div", { class: "table-wrap" }, table);
+}
+
+// The width a chart is drawn at: its container's, within bounds (text stays 12 px).
+export function chartWidth(container, wanted) {
+  let w = document.documentElement.clientWidth - 24;
+  if (container && container.clientWidth) {
+    const style = getComputedStyle(container);
+    w = container.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+  }
+  return Math.max(280, Math.min(wanted, Math.floor(w)));
+}
+
+// Put parts into a container; a missing part (null, undefined, false) is left out, never
+// written as text.
+export function fill(container, ...parts) {
+  container.replaceChildren(...parts.flat(3).filter((x) => x !== null && x !== undefined && x !== false));
 }
 
 export function showError(container, error) {
@@ -127,6 +157,7 @@ const NS = "http://www.w3.org/2000/svg";
 export function svg(tag, attrs = {}, ...children) {
   const node = document.createElementNS(NS, tag);
   for (const [key, value] of Object.entries(attrs)) {
+    if (value === null || value === undefined) continue;
     if (key === "text") node.textContent = String(value);
     else node.setAttribute(key, String(value));
   }
@@ -134,43 +165,56 @@ export function svg(tag, attrs = {}, ...children) {
   return node;
 }
 
+// Evenly spaced round ticks (steps of 1, 2 or 5 times a power of ten), so that the
+// labels are evenly spaced numbers too.
 export function niceTicks(lo, hi, count = 6) {
   const raw = Math.max(hi - lo, 1) / count;
   const mag = 10 ** Math.floor(Math.log10(raw));
-  const step = [1, 2, 2.5, 5, 10].map((m) => m * mag).find((s) => s >= raw);
+  const step = [1, 2, 5, 10].map((m) => m * mag).find((s) => s >= raw);
   const ticks = [];
-  for (let t = Math.floor(lo / step) * step; t <= Math.ceil(hi / step) * step + 1e-9; t += step) ticks.push(t);
+  const first = Math.floor(lo / step), last = Math.ceil(hi / step);
+  for (let k = first; k <= last; k += 1) ticks.push(k * step);
   return ticks.length > 1 ? ticks : [lo, lo + step];
 }
 
-// Ratings as dots with their 95% intervals as error bars, one row per bot.
-export function errorBarChart(rows) {
-  const labelW = 190, plotW = 560, rowH = 24, top = 10, bottom = 34;
+function tickText(t) {
+  return String(Math.round(t * 1000) / 1000);
+}
+
+// Ratings as dots with their 95% intervals as error bars, one row per bot. An open end
+// (the data cannot bound it) is an arrow running off the plot, not a closed bar; a
+// provisional bot's name is marked.
+export function errorBarChart(rows, width = 770) {
+  const labelW = Math.min(190, Math.round(width * 0.34)), plotW = width - labelW - 20, rowH = 24, top = 10, bottom = 34;
   const values = rows.flatMap((r) => [r.rating, r.ci_low, r.ci_high]).filter((v) => v !== null && v !== undefined);
-  const ticks = niceTicks(Math.min(...values, 1500), Math.max(...values, 1500));
+  const ticks = niceTicks(Math.min(...values, 1500), Math.max(...values, 1500), Math.max(3, Math.floor(plotW / 70)));
   const lo = ticks[0], hi = ticks[ticks.length - 1];
   const x = (v) => labelW + ((v - lo) / (hi - lo)) * plotW;
-  const axisY = top + rowH * rows.length, width = labelW + plotW + 20, height = axisY + bottom;
+  const axisY = top + rowH * rows.length, height = axisY + bottom;
   const chart = svg("svg", { width, height, viewBox: `0 0 ${width} ${height}`, role: "img", "aria-label": "ratings with 95% intervals", id: "ratings-chart" });
   for (const t of ticks) {
     chart.append(svg("line", { class: "grid", x1: x(t), x2: x(t), y1: top, y2: axisY }),
-      svg("text", { x: x(t), y: axisY + 16, "text-anchor": "middle", text: String(Math.round(t)) }));
+      svg("text", { x: x(t), y: axisY + 16, "text-anchor": "middle", text: tickText(t) }));
   }
   chart.append(svg("line", { class: "axis", x1: labelW, x2: labelW + plotW, y1: axisY, y2: axisY }));
+  const chars = Math.max(8, Math.floor(labelW / 7.5));
   rows.forEach((r, i) => {
     const y = top + rowH * i + rowH / 2;
-    const name = r.bot.length > 26 ? `${r.bot.slice(0, 25)}…` : r.bot;
-    chart.append(svg("text", { x: labelW - 8, y: y + 4, "text-anchor": "end", text: name }));
+    const full = r.provisional ? `${r.bot} (prov.)` : r.bot;
+    const name = full.length > chars ? `${full.slice(0, chars - 1)}…` : full;
+    chart.append(svg("text", { x: labelW - 8, y: y + 4, "text-anchor": "end", class: r.provisional ? "provisional" : null, text: name }));
     let tip = `${r.bot}: ${fmt(r.rating)}`;
-    // An open end runs to the edge of the plot.
     const low = r.ci_low ?? (r.ci_low_open ? lo : null), high = r.ci_high ?? (r.ci_high_open ? hi : null);
     if (low !== null && high !== null && !r.anchor) {
       tip += ` (95% interval ${interval(r)})`;
       const x1 = x(low), x2 = x(high);
-      chart.append(svg("g", { class: r.unidentified ? "errorbar unidentified" : "errorbar" }, svg("title", { text: tip }),
-        svg("line", { class: "bar", x1, x2, y1: y, y2: y }),
-        svg("line", { class: "bar", x1, x2: x1, y1: y - 5, y2: y + 5 }),
-        svg("line", { class: "bar", x1: x2, x2, y1: y - 5, y2: y + 5 })));
+      const openLow = r.ci_low === null || r.ci_low === undefined, openHigh = r.ci_high === null || r.ci_high === undefined;
+      const end = (xe, open, dir) => (open
+        ? svg("path", { class: "open-end", d: `M${xe} ${y}l${-6 * dir} -5v10z` })
+        : svg("line", { class: "bar", x1: xe, x2: xe, y1: y - 5, y2: y + 5 }));
+      chart.append(svg("g", { class: `errorbar${openLow || openHigh ? " open" : ""}${r.unidentified ? " unidentified" : ""}` }, svg("title", { text: tip }),
+        svg("line", { class: `bar${openLow || openHigh ? " dashed" : ""}`, x1, x2, y1: y, y2: y }),
+        end(x1, openLow, -1), end(x2, openHigh, 1)));
     }
     chart.append(svg("circle", { class: "dot", cx: x(r.rating), cy: y, r: 4 }, svg("title", { text: tip })));
   });
@@ -178,20 +222,25 @@ export function errorBarChart(rows) {
 }
 
 // A line chart of points {x, y}; the x axis counts, the y axis is labelled.
-export function lineChart(points, yLabel) {
-  const left = 56, plotW = 620, plotH = 200, top = 10, bottom = 34;
-  const width = left + plotW + 20, height = top + plotH + bottom;
+export function lineChart(points, yLabel, width = 696) {
+  const left = 56, plotW = width - left - 20, plotH = 200, top = 10, bottom = 34;
+  const height = top + plotH + bottom;
   const chart = svg("svg", { width, height, viewBox: `0 0 ${width} ${height}`, role: "img", "aria-label": yLabel });
   if (!points.length) return chart;
   const ys = points.map((p) => p.y), xs = points.map((p) => p.x);
-  const yt = niceTicks(Math.min(...ys), Math.max(...ys), 5);
+  // A flat series still gets a readable scale; matches are counted in whole numbers.
+  const ylo = Math.min(...ys), yhi = Math.max(...ys), pad = Math.max(0, 10 - (yhi - ylo)) / 2;
+  const yt = niceTicks(ylo - pad, yhi + pad, 5);
+  const xt = niceTicks(Math.min(...xs), Math.max(...xs, Math.min(...xs) + 1), Math.max(2, Math.floor(plotW / 90)))
+    .filter((t) => Number.isInteger(t) && t >= Math.min(...xs) && t <= Math.max(...xs, Math.min(...xs) + 1));
   const x0 = Math.min(...xs), x1 = Math.max(...xs, x0 + 1);
   const X = (v) => left + ((v - x0) / (x1 - x0)) * plotW;
   const Y = (v) => top + plotH - ((v - yt[0]) / (yt[yt.length - 1] - yt[0])) * plotH;
   for (const t of yt) {
     chart.append(svg("line", { class: "grid", x1: left, x2: left + plotW, y1: Y(t), y2: Y(t) }),
-      svg("text", { x: left - 6, y: Y(t) + 4, "text-anchor": "end", text: String(Math.round(t)) }));
+      svg("text", { x: left - 6, y: Y(t) + 4, "text-anchor": "end", text: tickText(t) }));
   }
+  for (const t of xt) chart.append(svg("text", { x: X(t), y: top + plotH + 15, "text-anchor": "middle", text: tickText(t) }));
   chart.append(svg("line", { class: "axis", x1: left, x2: left + plotW, y1: top + plotH, y2: top + plotH }),
     svg("text", { x: left + plotW / 2, y: height - 6, "text-anchor": "middle", text: "matches played" }));
   chart.append(svg("polyline", { class: "line", points: points.map((p) => `${X(p.x)},${Y(p.y)}`).join(" ") }));
@@ -200,23 +249,24 @@ export function lineChart(points, yLabel) {
 }
 
 // Horizontal bars (label, value) against a dashed limit line.
-export function barsWithLimit(bars, limit, unit) {
-  const labelW = 70, plotW = 520, rowH = 22, top = 8, bottom = 34;
-  const width = labelW + plotW + 60, height = top + rowH * bars.length + bottom;
+// A bar too short to see is drawn 3 px wide, its value written beside it.
+export function barsWithLimit(bars, limit, unit, width = 650) {
+  const labelW = 50, plotW = width - labelW - 90, rowH = 22, top = 8, bottom = 34;
+  const height = top + rowH * bars.length + bottom;
   const max = Math.max(limit || 0, ...bars.map((b) => b.value || 0), 1e-9) * 1.05;
   const X = (v) => labelW + (v / max) * plotW;
   const chart = svg("svg", { width, height, viewBox: `0 0 ${width} ${height}`, role: "img", "aria-label": "think times against the clock" });
   bars.forEach((b, i) => {
     const y = top + rowH * i;
     chart.append(svg("text", { x: labelW - 6, y: y + 15, "text-anchor": "end", text: b.label }),
-      svg("rect", { class: "hbar", x: labelW, y: y + 3, width: Math.max(0, X(b.value || 0) - labelW), height: rowH - 6 }),
-      svg("text", { x: X(b.value || 0) + 4, y: y + 15, text: `${fmt(b.value, 1)} ${unit}` }));
+      svg("rect", { class: "hbar", x: labelW, y: y + 3, width: b.value ? Math.max(3, X(b.value) - labelW) : 0, height: rowH - 6 }),
+      svg("text", { x: Math.max(X(b.value || 0), labelW + 3) + 4, y: y + 15, text: `${fmt(b.value, b.value !== null && b.value < 1 ? 2 : 1)} ${unit}` }));
   });
   const axisY = top + rowH * bars.length;
   chart.append(svg("line", { class: "axis", x1: labelW, x2: labelW + plotW, y1: axisY, y2: axisY }));
   if (limit) {
     chart.append(svg("line", { class: "limit", x1: X(limit), x2: X(limit), y1: top, y2: axisY }),
-      svg("text", { x: X(limit), y: axisY + 16, "text-anchor": "middle", text: `clock ${fmt(limit)} ${unit}` }));
+      svg("text", { x: X(limit), y: axisY + 16, "text-anchor": X(limit) > width - 60 ? "end" : "middle", text: `clock ${fmt(limit)} ${unit}` }));
   }
   return chart;
 }

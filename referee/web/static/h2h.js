@@ -1,13 +1,13 @@
 // Head to head: for every two bots that met, the row bot's share of better places
 // against the column bot and its mean score difference.
-import { api, el, fmt, botLink, frame, showError, signed } from "/static/common.js";
+import { api, el, fmt, botLink, frame, showError, signed, scrollable, fill } from "/static/common.js";
 
 const main = document.getElementById("main");
 
 async function render() {
   const doc = await api("/api/head-to-head");
   if (!doc.bots.length) {
-    main.replaceChildren(el("h1", { text: "Head to head" }), el("p", { class: "muted", text: "No finished match yet." }));
+    fill(main, el("h1", { text: "Head to head" }), el("p", { class: "muted", text: "No finished match yet." }));
     return;
   }
   const head = el("tr", {}, el("th", { class: "text", text: "row against column" }), doc.bots.map((b) => el("th", {}, botLink(b))));
@@ -23,9 +23,9 @@ async function render() {
     cell.style.background = t >= 0 ? `rgba(30,132,73,${0.08 + 0.45 * t})` : `rgba(192,57,43,${0.08 - 0.45 * t})`;
     return cell;
   })));
-  main.replaceChildren(el("h1", { text: "Head to head" }),
+  fill(main, el("h1", { text: "Head to head" }),
     el("p", { class: "muted", text: "Each cell: how often the row bot placed better than the column bot when they sat at the same table (a shared place counts half), its mean score difference, and the matches they shared." }),
-    el("table", { class: "matrix", id: "matrix" }, el("thead", {}, head), el("tbody", {}, rows)));
+    scrollable(el("table", { class: "matrix", id: "matrix" }, el("thead", {}, head), el("tbody", {}, rows))));
 }
 
 await frame("Head to head · Sticheln referee");

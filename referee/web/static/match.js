@@ -1,159 +1,150 @@
-// The card table. A finished match is stepped through trick by trick from its record
-// (every hand, the pain cards, each trick's winner and reason, the scores per round); a
-// running match is followed live from its public feed (cards as they are played, pain
-// cards once revealed, never a hand).
-import { api, el, fmt, botLink, frame, showError, query, card } from "/static/common.js";
+// The card table. A finished match is stepped card by card from its record (every hand,
+// the pain cards, each trick's winner and reason, and the running scores the server
+// computed with the rules engine); a running match is followed live from its public feed
+// (cards as they are played, pain cards once revealed, never a hand) and becomes the
+// replay by itself when it ends.
+import { api, el, botLink, frame, showError, query, signed, SUITS, fill } from "/static/common.js";
+import { Replay, reasonLine, reasonText, seatPanel, suitLegend, suitName, table, trickArea } from "/static/table.js";
 
 const main = document.getElementById("main");
-
-const REASONS = {
-  off_suit_highest: "highest card of a suit other than the lead suit",
-  off_suit_last_suit: "highest card of the off-suit played last",
-  lead_suit_highest: "highest card of the lead suit",
-  all_zero: "only zeros: set aside, nobody wins",
-};
-
-function reasonText(trick, seating) {
-  const why = REASONS[trick.reason] || trick.reason;
-  if (trick.winner < 0) return `Nobody wins: ${why}`;
-  return `${seating[trick.winner]} wins: ${why}${trick.tie ? " (an equal card played later lost)" : ""}`;
-}
-
-// Seats around an oval, seat 0 at the bottom, clockwise.
-function place(node, seat, n) {
-  const angle = Math.PI / 2 + (2 * Math.PI * seat) / n;
-  const [rx, ry] = n > 5 ? [43, 41] : [40, 36];
-  node.style.left = `${50 + rx * Math.cos(angle)}%`;
-  node.style.top = `${50 + ry * Math.sin(angle)}%`;
-}
-
-function seatPanel(s, n, name, { dealer, leader, forfeited, meta, pain, hand, handNote }) {
-  const panel = el("div", { class: `seat${dealer ? " dealer" : ""}${leader ? " leader" : ""}${forfeited ? " forfeited" : ""}`, "data-seat": s },
-    el("div", { class: "name", text: name }),
-    el("div", { class: "meta", text: meta }),
-    el("div", { class: "painrow cards", title: "pain card(s)" }, el("span", { class: "meta", text: "pain " }), pain),
-    hand ? el("div", { class: "hand cards", "data-hand": s }, hand) : null,
-    handNote ? el("div", { class: "meta", text: handNote }) : null);
-  place(panel, s, n);
-  return panel;
-}
-
-function trickArea(plays, seating, outcome, attrs) {
-  return el("div", { class: "trick", id: "trick", ...attrs },
-    el("div", { class: "cards" }, plays.map((p) => el("span", { class: "played", "data-seat": p.seat },
-      card(p.card, `small${p.won ? " won" : ""}`), el("span", { class: "who", text: seating[p.seat] })))),
-    el("div", { class: "outcome", id: "trick-outcome", text: outcome || "" }));
-}
-
-function scoreTable(seating, rounds, upto, current) {
-  const head = el("tr", {}, el("th", { class: "text", text: "Round" }), seating.map((b) => el("th", { text: b })));
-  const rows = [];
-  let totals = null;
-  rounds.forEach((r, i) => {
-    if (i > upto || !r.scores) return;
-    totals = r.totals;
-    rows.push(el("tr", { class: i === current ? "cur" : null }, el("td", { class: "text", text: String(i + 1) }), r.scores.map((v) => el("td", { text: v > 0 ? `+${v}` : v }))));
-  });
-  if (totals) rows.push(el("tr", {}, el("th", { class: "text", text: "Total" }), totals.map((v) => el("th", { text: v }))));
-  return el("table", { class: "scoretable", id: "scores" }, el("thead", {}, head), el("tbody", {}, rows));
-}
+const SPEEDS = [["0.5", "½×"], ["1", "1×"], ["2", "2×"], ["4", "4×"]];
+const CARD_MS = 700;
 
 function header(doc, live) {
   const rules = doc.rules || {};
+  const secret = rules.pain_visibility === "secret" || rules.pain_visibility === "PAIN_VISIBILITY_SECRET";
   return [
     el("h1", {}, `Match ${doc.match_id} `, live ? el("span", { class: "pill live", id: "live-badge", text: "live" }) : null),
-    el("p", {}, doc.seating.flatMap((b, s) => [s ? " · " : "", `seat ${s}: `, botLink(b)])),
-    el("p", { class: "muted", text: `rules ${rules.preset || "?"}${rules.pain_visibility === "secret" || rules.pain_visibility === "PAIN_VISIBILITY_SECRET" ? ", secret pain cards" : ""} · commitment ${(doc.commitment || "").slice(0, 16)}…${doc.seed ? ` · seed ${doc.seed}` : ""}` }),
+    el("p", { class: "seating" }, doc.seating.flatMap((b, s) => [s ? " · " : "", `seat ${s}: `, botLink(b)])),
+    el("p", { class: "muted" }, `rules ${rules.preset || "?"}${secret ? ", secret pain cards" : ""} (`,
+      el("a", { href: "/rules", text: "how a trick is won and a round scored" }),
+      `) · commitment ${(doc.commitment || "").slice(0, 16)}…${doc.seed ? ` · seed ${doc.seed}` : ""}`),
   ];
+}
+
+function result(doc) {
+  if (!doc.end || !doc.end.places || !doc.end.places.length) return doc.end ? el("p", { id: "result", text: `Ended: ${doc.end.reason}` }) : null;
+  const order = doc.seating.map((_, s) => s).sort((a, b) => doc.end.places[a] - doc.end.places[b]);
+  return el("p", { id: "result" }, "Result: ", order.flatMap((s, i) => [i ? ", " : "", `${doc.end.places[s]}. `, botLink(doc.seating[s]), ` ${signed(doc.end.totals[s])}`]));
+}
+
+function scoreTable(seating, rows) {
+  const head = el("tr", {}, el("th", { class: "text", text: "Round" }), seating.map((b) => el("th", { class: "text", text: b })));
+  return el("div", { class: "table-wrap" }, el("table", { class: "scoretable", id: "scores" }, el("thead", {}, head),
+    el("tbody", {}, rows.map((r) => el("tr", { class: r.cls || null, "data-round": r.round ?? null },
+      el(r.head ? "th" : "td", { class: "text", text: r.label }), r.values.map((v) => el(r.head ? "th" : "td", { text: signed(v) })))))));
+}
+
+function suitsOf(cards) {
+  return Object.keys(SUITS).filter((s) => cards.some((c) => c[0] === s));
 }
 
 // -- a finished match ----------------------------------------------------------------------
 function viewer(doc, id) {
-  const n = doc.seating.length;
-  const steps = [];
-  doc.rounds.forEach((r, ri) => {
-    steps.push({ r: ri, t: -1 });
-    r.tricks.forEach((_, ti) => steps.push({ r: ri, t: ti }));
-  });
+  const replay = new Replay(doc);
+  const seating = doc.seating;
+  const steps = replay.steps;
+  const legend = suitLegend(suitsOf(doc.rounds.flatMap((r) => r.hands.flat())));
   let at = 0, timer = null;
-  const table = el("div", { class: `table-felt seats-${n}` });
-  const label = el("span", { class: "step", id: "step-label" });
-  const roundSelect = el("select", { id: "round-select", "aria-label": "jump to round", onchange: () => go(steps.findIndex((s) => s.r === Number(roundSelect.value))) },
+  const tableBox = el("div", { class: "table-box" });
+  const label = el("span", { class: "step", id: "step-label", "aria-live": "polite" });
+  const scrubber = el("input", { type: "range", id: "scrubber", min: 0, max: replay.last, value: 0, step: 1, "aria-label": "position in the match",
+    oninput: () => go(Number(scrubber.value)) });
+  const roundSelect = el("select", { id: "round-select", "aria-label": "jump to round", onchange: () => go(replay.indexOf(Number(roundSelect.value), -1, 0)) },
     doc.rounds.map((r, i) => el("option", { value: i, text: `Round ${i + 1}` })));
-  const playButton = el("button", { id: "play", onclick: () => toggle(), text: "▶ play" });
+  const speed = el("select", { id: "speed", "aria-label": "play speed", onchange: () => { if (timer) { toggle(); toggle(); } } },
+    SPEEDS.map(([v, t]) => el("option", { value: v, text: t, selected: v === "1" ? "selected" : null })));
+  const playButton = el("button", { id: "play", title: "play / pause (space)", onclick: () => toggle(), text: "▶ play" });
   const scores = el("div");
-  const faults = el("div", { class: "events", id: "faults" });
+  const faultList = el("div", { class: "events", id: "faults" });
+  const permalink = el("a", { href: "#r1", id: "permalink", text: "link to this moment" });
+  const button = (bid, text, title, fn) => el("button", { id: bid, title, "aria-label": title, onclick: fn, text });
   const controls = el("div", { class: "controls" },
-    el("button", { id: "prev-round", title: "previous round", onclick: () => jumpRound(-1), text: "« round" }),
-    el("button", { id: "prev", title: "previous trick (←)", onclick: () => go(at - 1), text: "◀ back" }),
-    playButton,
-    el("button", { id: "next", title: "next trick (→)", onclick: () => go(at + 1), text: "next ▶" }),
-    el("button", { id: "next-round", title: "next round", onclick: () => jumpRound(1), text: "round »" }),
-    roundSelect, label,
-    el("a", { href: `/api/matches/${encodeURIComponent(id)}/record.jsonl`, download: `${id}.jsonl`, id: "download", text: "download the record" }));
+    el("div", { class: "buttons" },
+      button("first", "⇤", "the first card (Home)", () => go(0)),
+      button("prev-round", "«", "previous round (Page Up)", () => jumpRound(-1)),
+      button("prev-trick", "‹‹", "previous trick (↑)", () => jumpTrick(-1)),
+      button("prev", "‹", "previous card (←)", () => go(at - 1)),
+      playButton,
+      button("next", "›", "next card (→)", () => go(at + 1)),
+      button("next-trick", "››", "next trick (↓)", () => jumpTrick(1)),
+      button("next-round", "»", "next round (Page Down)", () => jumpRound(1)),
+      button("last", "⇥", "the last card (End)", () => go(replay.last)),
+      el("label", { class: "speed" }, "speed ", speed), roundSelect),
+    el("div", { class: "scrub" }, scrubber, label),
+    el("div", { class: "links" }, permalink, " · ",
+      el("a", { href: `/api/matches/${encodeURIComponent(id)}/record.jsonl`, download: `${id}.jsonl`, id: "download", text: "download the record" })));
 
   function jumpRound(delta) {
-    const r = Math.max(0, Math.min(doc.rounds.length - 1, steps[at].r + delta));
-    go(steps.findIndex((s) => s.r === r));
+    const { r, t } = steps[at];
+    // Back from inside a round goes to its deal first.
+    const target = delta < 0 && t >= 0 ? r : Math.max(0, Math.min(doc.rounds.length - 1, r + delta));
+    go(replay.indexOf(target, -1, 0));
+  }
+  function jumpTrick(delta) {
+    // To the last card of the next trick (the trick complete), or of the previous one.
+    const { r, t } = steps[at];
+    let i;
+    if (delta > 0) {
+      i = steps.findIndex((s, k) => k > at && (s.r > r || s.t > t) && replay.complete(s));
+      if (i < 0) i = replay.last;
+    } else {
+      i = steps.findLastIndex((s, k) => k < at && (s.r < r || s.t < t) && replay.complete(s));
+      if (i < 0) i = 0;
+    }
+    go(i);
   }
   function toggle() {
     if (timer) { clearInterval(timer); timer = null; playButton.textContent = "▶ play"; return; }
+    if (at >= replay.last) go(0);
     playButton.textContent = "⏸ pause";
-    timer = setInterval(() => { if (at >= steps.length - 1) toggle(); else go(at + 1); }, 900);
+    timer = setInterval(() => { if (at >= replay.last) toggle(); else go(at + 1); }, CARD_MS / Number(speed.value));
   }
-  function go(i) {
-    at = Math.max(0, Math.min(steps.length - 1, i));
+  function go(i, { keepHash = false } = {}) {
+    at = Math.max(0, Math.min(replay.last, i));
     draw();
+    const hash = replay.hashOf(at);
+    if (!keepHash && location.hash !== `#${hash}`) history.replaceState(null, "", `#${hash}`);
   }
   function draw() {
-    const { r, t } = steps[at];
-    const round = doc.rounds[r];
-    const trick = t >= 0 ? round.tricks[t] : null;
-    const last = t === round.tricks.length - 1;
-    const hands = trick ? trick.hands_after : round.hands;
-    const won = Array(n).fill(0);
-    round.tricks.slice(0, t + 1).forEach((x) => { if (x.winner >= 0) won[x.winner] += 1; });
-    const forfeited = new Set(doc.end ? doc.end.forfeited || [] : []);
-    const painSet = round.pain.map((p) => new Set(p));
-    const panels = doc.seating.map((name, s) => seatPanel(s, n, name, {
-      dealer: round.dealer === s,
-      leader: trick ? trick.leader === s : false,
-      forfeited: forfeited.has(s),
-      meta: `${won[s]} trick(s) won${round.scores && last ? ` · round ${round.scores[s] > 0 ? "+" : ""}${round.scores[s]}` : ""}`,
-      pain: round.pain[s].map((c) => card(c, "small pain")),
-      hand: hands[s].map((c) => card(c, `small${t < 0 && painSet[s].has(c) ? " pain" : ""}`)),
-    }));
-    let plays = [], outcome = t < 0 ? `Round ${r + 1} dealt by ${doc.seating[round.dealer]}; pain cards chosen` : "";
-    if (trick) {
-      plays = trick.plays.length ? trick.plays : trick.cards.map((c, i) => ({ seat: (trick.leader + i) % n, card: c }));
-      plays = plays.map((p) => ({ ...p, won: p.seat === trick.winner }));
-      outcome = reasonText(trick, doc.seating);
-    }
-    table.replaceChildren(...panels, trickArea(plays, doc.seating, outcome, { "data-round": r, "data-trick": t }));
-    label.textContent = t < 0 ? `Round ${r + 1} · the deal` : `Round ${r + 1} · trick ${t + 1} / ${round.tricks.length}`;
-    roundSelect.value = String(r);
-    scores.replaceChildren(el("h2", { text: "Scores per round" }), scoreTable(doc.seating, doc.rounds, last ? r : r - 1, r));
-    const fs = round.faults.filter((f) => f.trick <= t + 1);
-    faults.replaceChildren(...(fs.length ? fs.map((f) => el("div", { text: `${doc.seating[f.seat]}: ${f.reason}${f.detail ? ` (${f.detail})` : ""}, strike ${f.strikes}${f.forfeited ? ", forfeited" : ""}` }))
-      : [el("div", { class: "muted", text: "No fault in this round so far." })]));
+    const st = replay.state(at);
+    tableBox.replaceChildren(replay.table(at));
+    label.textContent = replay.label(at);
+    roundSelect.value = String(st.r);
+    scrubber.value = String(at);
+    permalink.setAttribute("href", `#${replay.hashOf(at)}`);
+    const rows = [];
+    doc.rounds.forEach((x, i) => {
+      if (i < st.r && x.scores) rows.push({ label: String(i + 1), values: x.scores, round: i });
+    });
+    const finished = st.lastTrick && st.complete && st.round.scores;
+    rows.push({ label: finished ? String(st.r + 1) : `${st.r + 1} so far`, values: st.running, cls: "cur", round: st.r });
+    rows.push({ label: "Match", values: st.totals, head: true });
+    scores.replaceChildren(el("h2", { text: "Scores" }), scoreTable(seating, rows));
+    faultList.replaceChildren(...(st.faults.length ? st.faults.map((f) => el("div", { text: `Round ${f.round + 1}${f.card === null || f.card === undefined ? ", pain choice" : `, trick ${f.trick + 1}`}: ${seating[f.seat]} ${f.reason}${f.detail ? ` (${f.detail})` : ""}, strike ${f.strikes}${f.forfeited ? ", forfeited" : ""}` }))
+      : [el("div", { class: "muted", text: "No fault so far." })]));
   }
   document.addEventListener("keydown", (e) => {
-    if (e.target instanceof HTMLSelectElement) return;
-    if (e.key === "ArrowRight") { go(at + 1); e.preventDefault(); }
-    else if (e.key === "ArrowLeft") { go(at - 1); e.preventDefault(); }
-    else if (e.key === " ") { toggle(); e.preventDefault(); }
+    if (e.target instanceof HTMLSelectElement || e.target instanceof HTMLInputElement || e.altKey || e.ctrlKey || e.metaKey) return;
+    const keys = {
+      ArrowRight: () => go(at + 1), ArrowLeft: () => go(at - 1),
+      ArrowDown: () => jumpTrick(1), ArrowUp: () => jumpTrick(-1),
+      PageDown: () => jumpRound(1), PageUp: () => jumpRound(-1),
+      Home: () => go(0), End: () => go(replay.last), " ": () => toggle(),
+    };
+    if (keys[e.key]) { keys[e.key](); e.preventDefault(); }
   });
-  const result = doc.end ? el("p", { id: "result" }, "Result: ", doc.seating.map((b, s) => s).sort((a, b) => doc.end.places[a] - doc.end.places[b])
-    .flatMap((s, i) => [i ? ", " : "", `${doc.end.places[s]}. `, botLink(doc.seating[s]), ` ${doc.end.totals[s] > 0 ? "+" : ""}${doc.end.totals[s]}`])) : null;
-  main.replaceChildren(...header(doc, false), result, el("div", { class: "viewer" }, controls, table, scores, el("h2", { text: "Faults" }), faults));
-  go(0);
+  window.addEventListener("hashchange", () => { const i = replay.parse(location.hash); if (i >= 0 && i !== at) go(i, { keepHash: true }); });
+  fill(main, ...header(doc, false), result(doc),
+    el("div", { class: "viewer" }, controls, legend, tableBox, scores, el("h2", { text: "Faults" }), faultList));
+  go(Math.max(0, replay.parse(location.hash)));
 }
 
 // -- a running match, live -------------------------------------------------------------------
 function spectator(id, delayRounds) {
-  const state = { seating: [], rules: {}, round: -1, dealer: -1, pain: [], plays: [], lastTrick: null, rounds: [], faults: [], events: 0, end: null, played: [] };
-  const status = el("p", { id: "live-status", class: "muted", text: "Connecting…" });
-  const table = el("div", { class: "table-felt" });
+  const state = { seating: [], rules: {}, round: -1, dealer: -1, pain: [], plays: [], lastTrick: null, rounds: [], totals: null, events: 0, end: null, faults: [], forfeited: new Set(), playsSeen: 0 };
+  const status = el("p", { id: "live-status", class: "muted", text: delayRounds ? `Connecting… (this league shows its matches ${delayRounds} round(s) behind)` : "Connecting…" });
+  const tableBox = el("div", { class: "table-box" });
   const scores = el("div");
   const log = el("div", { class: "events", id: "events" });
   let top = [];
@@ -164,7 +155,7 @@ function spectator(id, delayRounds) {
     apply(ev);
     draw();
   };
-  source.addEventListener("close", () => { source.close(); status.textContent = state.end ? status.textContent : "The stream ended."; });
+  source.addEventListener("close", () => { source.close(); if (!state.end) status.textContent = "The stream ended."; toReplay(); });
   source.onerror = () => { if (state.end) source.close(); };
 
   function note(text) {
@@ -173,29 +164,38 @@ function spectator(id, delayRounds) {
   function apply(ev) {
     const who = (s) => state.seating[s] ?? `seat ${s}`;
     if (ev.type === "match") {
-      state.seating = ev.seating; state.rules = ev.rules; state.commitment = ev.commitment;
-      state.played = ev.seating.map(() => 0);
+      state.seating = ev.seating; state.rules = ev.rules;
       top = header({ match_id: ev.match_id, seating: ev.seating, rules: ev.rules, commitment: ev.commitment }, true);
     } else if (ev.type === "dealt") {
       state.round = ev.round; state.dealer = ev.dealer; state.pain = state.seating.map(() => null);
-      state.plays = []; state.lastTrick = null; state.played = state.seating.map(() => 0);
+      state.plays = []; state.lastTrick = null; state.running = null; state.taken = state.seating.map(() => []);
       note(`Round ${ev.round + 1} dealt by ${who(ev.dealer)}`);
     } else if (ev.type === "revealed") {
       state.pain = ev.pain.map((p) => (p.length ? p : null));
+      // The server scores what is public: nothing while the pain cards are secret.
+      state.running = ev.scores || null;
       note(ev.pain.some((p) => p.length) ? "Pain cards revealed" : "Pain cards chosen (secret until the round is scored)");
     } else if (ev.type === "play") {
       if (state.lastTrick) { state.lastTrick = null; state.plays = []; }
-      state.plays.push({ seat: ev.seat, card: ev.card });
-      state.played[ev.seat] += 1;
+      const fault = state.pendingFault && state.pendingFault.seat === ev.seat ? state.pendingFault : null;
+      state.pendingFault = null;
+      state.plays.push({ seat: ev.seat, card: ev.card, fault: fault ? `${who(fault.seat)}: ${fault.reason}` : null, fallback: Boolean(fault) || state.forfeited.has(ev.seat) });
     } else if (ev.type === "trick") {
       state.lastTrick = ev;
-      state.plays = ev.cards.map((c, i) => ({ seat: (ev.leader + i) % state.seating.length, card: c, won: (ev.leader + i) % state.seating.length === ev.winner }));
+      state.plays = state.plays.length === ev.cards.length ? state.plays : ev.cards.map((c, i) => ({ seat: (ev.leader + i) % state.seating.length, card: c }));
+      state.plays = state.plays.map((p, i) => ({ ...p, won: p.seat === ev.winner, points: ev.points ? ev.points[i] : null }));
+      if (ev.scores) state.running = ev.scores;
+      if (ev.points && state.taken) ev.cards.forEach((c, i) => state.taken[ev.winner].push([c, ev.points[i]]));
       note(reasonText(ev, state.seating));
     } else if (ev.type === "scored") {
-      state.rounds[ev.round] = { scores: ev.scores, totals: ev.totals };
+      state.rounds[ev.round] = { scores: ev.scores };
+      state.totals = ev.totals;
+      state.running = null;
       state.pain = ev.pain.map((p) => (p.length ? p : null));
-      note(`Round ${ev.round + 1} scored: ${ev.scores.map((v, s) => `${who(s)} ${v > 0 ? "+" : ""}${v}`).join(", ")}`);
+      note(`Round ${ev.round + 1} scored: ${ev.scores.map((v, s) => `${who(s)} ${signed(v)}`).join(", ")}`);
     } else if (ev.type === "fault") {
+      state.pendingFault = ev;
+      if (ev.forfeited) state.forfeited.add(ev.seat);
       note(`Fault: ${who(ev.seat)} ${ev.reason}, strike ${ev.strikes}${ev.forfeited ? ", forfeited" : ""}`);
     } else if (ev.type === "end") {
       state.end = ev;
@@ -205,41 +205,77 @@ function spectator(id, delayRounds) {
   function draw() {
     const n = state.seating.length;
     if (!n) return;
-    const panels = state.seating.map((name, s) => seatPanel(s, n, name, {
+    const complete = Boolean(state.lastTrick);
+    const toPlay = !complete && state.plays.length ? (state.plays[0].seat + state.plays.length) % n : -1;
+    const panels = state.seating.map((name, s) => seatPanel(s, name, {
       dealer: state.dealer === s,
-      leader: state.plays.length ? state.plays[0].seat === s : false,
-      meta: `${state.played[s] || 0} card(s) played this round`,
-      pain: state.pain[s] ? state.pain[s].map((c) => card(c, "small pain")) : [card(null, "small")],
-      handNote: "hand hidden",
+      leads: state.plays.length ? state.plays[0].seat === s : false,
+      toPlay: toPlay === s,
+      forfeited: state.forfeited.has(s) ? "forfeited" : null,
+      round: state.running ? state.running[s] : null,
+      total: state.running ? (state.totals ? state.totals[s] : 0) + state.running[s] : null,
+      pain: state.pain[s] || [],
+      taken: state.running && state.taken ? state.taken[s] : null,
+      handNote: `hand hidden${!state.running && state.totals ? ` · match ${signed(state.totals[s])}` : ""}`,
     }));
-    const outcome = state.lastTrick ? reasonText(state.lastTrick, state.seating) : (state.plays.length ? "…" : "");
-    table.replaceChildren(...panels, trickArea(state.plays, state.seating, outcome, { "data-round": state.round, "data-events": state.events }));
-    table.className = `table-felt seats-${n}`;
-    const rounds = state.rounds.map((r) => r || { scores: null });
-    scores.replaceChildren(el("h2", { text: "Scores per round" }), scoreTable(state.seating, rounds, rounds.length - 1, state.round));
+    let lines = "";
+    if (complete) lines = [el("div", {}, reasonLine(state.lastTrick, state.seating))];
+    else if (state.plays.length) {
+      const lead = state.plays[0].card[0];
+      lines = [el("div", {}, "Lead suit ", el("span", { class: `suit-${lead} lead-suit`, text: `${SUITS[lead][0]} ${suitName(lead)}` }), toPlay >= 0 ? ` · ${state.seating[toPlay]} to play` : "")];
+    }
+    tableBox.replaceChildren(table(panels, trickArea(state.plays, state.seating, lines, { "data-round": state.round, "data-events": state.events }), n));
+    const rows = [];
+    state.rounds.forEach((x, i) => { if (x) rows.push({ label: String(i + 1), values: x.scores }); });
+    if (state.totals) rows.push({ label: "Match", values: state.totals, head: true });
+    scores.replaceChildren(el("h2", { text: "Scores per round" }), rows.length ? scoreTable(state.seating, rows) : el("p", { class: "muted", text: "No round scored yet." }));
     if (state.end) {
       status.textContent = state.end.reason === "completed"
-        ? `Finished. Seed ${state.end.seed} (check it against the commitment). The full record, with every hand, is on this page once reloaded.`
+        ? `Finished. Seed ${state.end.seed} (check it against the commitment). Opening the replay with every hand…`
         : `The match ended: ${state.end.reason}.`;
       status.dataset.over = "1";
+    } else if (state.round < 0) {
+      status.textContent = delayRounds ? `Waiting: this league shows its matches ${delayRounds} round(s) behind; the first round appears once round ${delayRounds + 1} is dealt.` : "Waiting for the deal…";
     } else {
-      status.textContent = `Live · round ${state.round + 1}${delayRounds ? ` · shown ${delayRounds} round(s) behind` : ""} · ${state.events} events`;
+      status.textContent = `Live · round ${state.round + 1}${delayRounds ? ` · shown ${delayRounds} round(s) behind` : ""}`;
     }
     status.dataset.events = String(state.events);
-    main.replaceChildren(...top, status, el("div", { class: "viewer" }, table, scores, el("h2", { text: "What happened" }), log));
+    fill(main, ...top, status, el("div", { class: "viewer" }, tableBox, scores, el("h2", { text: "What happened" }), log));
   }
-  main.replaceChildren(status);
+  // At the end, the replay (with every hand) replaces the live table, at its last card.
+  async function toReplay() {
+    for (let i = 0; i < 40; i += 1) {
+      const s = await api(`/api/matches/${encodeURIComponent(id)}/state`).catch(() => null);
+      if (s && s.state === "finished") {
+        const doc = await api(`/api/matches/${encodeURIComponent(id)}`);
+        if (!location.hash) history.replaceState(null, "", "#end");
+        viewer(doc, id);
+        return;
+      }
+      if (s && s.state !== "running") break;
+      await new Promise((resolve) => { setTimeout(resolve, 250 + 50 * i); });
+    }
+    status.append(" ", el("a", { href: location.pathname + location.search, text: "open the replay" }));
+  }
+  fill(main, status);
 }
 
-const info = await frame("Match · Sticheln referee");
 const id = query("id");
+// The match's state (written in the page by the server) and its document are asked for at
+// once, beside the header's: no request waits for another.
+const state = main.dataset.state;
+const docRequest = id && state === "finished" ? api(`/api/matches/${encodeURIComponent(id)}`) : null;
+if (docRequest) docRequest.catch(() => null);  // its error is shown below
+const info = await frame("Match · Sticheln referee");
 if (!id) showError(main, new Error("no match named: add ?id=MATCH to the address"));
 else {
   document.title = `${id} · Sticheln referee`;
   try {
-    viewer(await api(`/api/matches/${encodeURIComponent(id)}`), id);
+    // Without the server's word (a bare page), the state is asked for: no refused request.
+    const now = state || (await api(`/api/matches/${encodeURIComponent(id)}/state`)).state;
+    if (now === "running") spectator(id, info ? info.delay_rounds || 0 : 0);
+    else viewer(await (docRequest || api(`/api/matches/${encodeURIComponent(id)}`)), id);
   } catch (e) {
-    if (e.status === 409) spectator(id, info ? info.delay_rounds || 0 : 0);
-    else showError(main, e);
+    showError(main, e);
   }
 }

@@ -1,0 +1,316 @@
+"""The pages' main content as HTML, written by the server into the page it sends.
+
+A reader without script (or a plain HTTP client) gets the standings table, the matches
+list, a match's header, a bot's tables and the head-to-head matrix from the first
+response; the scripts then redraw the same content with interaction and live updates on
+top. Every text from the data goes through :func:`html.escape` (bot names and
+descriptions are chosen by others), and nothing here is inline script or style: the
+pages keep the strict Content-Security-Policy of :mod:`referee.web.server`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from html import escape
+from typing import Any
+from urllib.parse import quote
+
+#: Where the static page shells leave the main content to the script.
+PLACEHOLDER = b'<main id="main"><p class="muted">Loading\xe2\x80\xa6</p></main>'
+NAV = (("/", "Standings"), ("/matches", "Matches"), ("/head-to-head", "Head to head"))
+
+
+def e(value: Any) -> str:
+    """Text from the data, escaped for an element or an attribute."""
+    return escape(str(value), quote=True)
+
+
+def fmt(x: Any, digits: int = 0) -> str:
+    """A number as the pages write it ("–" when unknown)."""
+    if x is None or (isinstance(x, float) and not math.isfinite(x)):
+        return "–"
+    return f"{float(x):.{digits}f}"
+
+
+def signed(x: Any, digits: int = 0) -> str:
+    """A score with its sign: ``+2``, ``0``, ``-3``."""
+    if x is None:
+        return "–"
+    text = f"{float(x):.{digits}f}"
+    return f"+{text}" if float(x) > 0 else text
+
+
+def interval(r: Mapping[str, Any]) -> str:
+    """A 95% interval; an end the data cannot bound is open ("> 1850")."""
+    low, high = r.get("ci_low"), r.get("ci_high")
+    if low is not None and high is not None:
+        return f"{fmt(low)}–{fmt(high)}"
+    if low is not None and r.get("ci_high_open"):
+        return f"> {fmt(low)}"
+    if high is not None and r.get("ci_low_open"):
+        return f"< {fmt(high)}"
+    return "open" if r.get("ci_low_open") or r.get("ci_high_open") else "–"
+
+
+def bot_link(name: str) -> str:
+    return f'<a class="bot" href="/bot?name={quote(name, safe="")}">{e(name)}</a>'
+
+
+def match_link(match_id: str) -> str:
+    return f'<a href="/match?id={quote(match_id, safe="")}">{e(match_id)}</a>'
+
+
+def header(path: str, where: str) -> str:
+    """The navigation bar (the scripts keep it)."""
+    links = "".join(
+        f'<a href="{href}"{" aria-current=page" if href == path else ""}>{text}</a>'
+        for href, text in NAV
+    )
+    return (
+        '<header><span class="brand">Sticheln referee</span>'
+        f'<nav>{links}</nav><span class="where">{e(where)}</span></header>'
+    )
+
+
+def page(shell: bytes, path: str, where: str, main: str, attrs: Mapping[str, str] = {}) -> bytes:
+    """A static page shell with the header and ``main`` written in."""
+    extra = "".join(f' data-{k}="{e(v)}"' for k, v in attrs.items())
+    body = f'{header(path, where)}<main id="main"{extra}>{main}</main>'.encode()
+    return shell.replace(PLACEHOLDER, body, 1)
+
+
+def progress(p: Mapping[str, Any]) -> str:
+    """Finished and planned matches; running, rate and ETA only while something is left."""
+    planned, done = p.get("planned"), p.get("finished", 0)
+    if planned is None:
+        parts = [f'<span id="progress-done">{done} matches finished</span>']
+    else:
+        parts = [
+            f'<span id="progress-done">{done} / {planned} matches</span>',
+            f'<progress max="{planned}" value="{done}"></progress>' if planned else "",
+        ]
+    over = planned is not None and done >= planned and not p.get("running")
+    if over:
+        parts.append('<span id="progress-over">all finished</span>')
+    else:
+        rate = p.get("matches_per_s")
+        parts.append(f"<span>running {p.get('running', 0)}</span>")
+        parts.append(f"<span>{'–' if rate is None else fmt(rate * 60, 1)} matches/min</span>")
+        if planned is not None:
+            parts.append(f"<span>ETA {duration(p.get('eta_s'))}</span>")
+    return f'<div class="progress">{"".join(parts)}</div>'
+
+
+def duration(seconds: Any) -> str:
+    if seconds is None:
+        return "–"
+    s = round(float(seconds))
+    h, m, r = s // 3600, (s % 3600) // 60, s % 60
+    return f"{h}h{m:02d}m" if h else f"{m}m{r:02d}s"
+
+
+def _table(table_id: str, heads: Sequence[str], rows: Iterable[str], text_cols: set[int]) -> str:
+    th = "".join(
+        f"<th{' class=text' if i in text_cols else ''}>{e(h)}</th>" for i, h in enumerate(heads)
+    )
+    return (
+        f'<div class="table-wrap"><table id="{table_id}"><thead><tr>{th}</tr></thead>'
+        f"<tbody>{''.join(rows)}</tbody></table></div>"
+    )
+
+
+def standings(doc: Mapping[str, Any], info_progress: Mapping[str, Any], bots: Sequence[str]) -> str:
+    """The standings page: progress, the table (provisional bots marked, unranked), and
+    the bots with no rated match yet."""
+    rows = doc.get("standings", [])
+    out = ["<h1>Standings</h1>", progress(info_progress)]
+    out.append(
+        f'<p class="muted" id="standings-meta" data-matches="{e(doc.get("matches", 0))}">'
+        f"Bradley–Terry ratings on the Elo scale with 95% bootstrap intervals, from "
+        f"{e(doc.get('matches', 0))} finished matches; live Elo after the same matches. "
+        "Provisional bots (too few matches) are listed after the others, unranked.</p>"
+    )
+    if rows:
+        body = []
+        for r in rows:
+            provisional = (
+                ' <span class="pill" title="too few matches to be ranked">provisional</span>'
+            )
+            body.append(
+                f'<tr data-bot="{e(r.get("bot"))}"><td>{"–" if r.get("rank") is None else e(r["rank"])}</td>'
+                f'<td class="text">{bot_link(str(r.get("bot")))}{provisional if r.get("provisional") else ""}</td>'
+                f"<td>{fmt(r.get('rating'))}</td><td>{e(interval(r))}</td>"
+                f'<td class="live-elo">{fmt(r.get("live_elo"))}</td>'
+                f'<td class="matches">{fmt(r.get("matches"))}</td>'
+                f"<td>{signed(r.get('mean_score'), 1)}</td><td>{fmt(r.get('mean_place'), 2)}</td>"
+                f"<td>{fmt(r.get('faults'))}</td></tr>"
+            )
+        heads = ["Rank", "Bot", "Rating", "95% interval", "Live Elo", "Matches", "Mean score",
+                 "Mean place", "Faults"]  # fmt: skip
+        out.append(_table("standings", heads, body, {1}))
+    else:
+        out.append('<p class="muted" id="no-standings">No finished match yet.</p>')
+    unrated = sorted(set(bots) - {str(r.get("bot")) for r in rows})
+    if unrated:
+        out.append(
+            '<h2>No rated match yet</h2><p id="unrated">'
+            + ", ".join(bot_link(b) for b in unrated)
+            + "</p>"
+        )
+    return "".join(out)
+
+
+def _seats(
+    seating: Sequence[str], places: Sequence[int] | None, totals: Sequence[int] | None
+) -> str:
+    parts = []
+    for s, bot in enumerate(seating):
+        extra = ""
+        if places is not None and totals is not None:
+            extra = f' <span class="muted">({places[s]}. {signed(totals[s])})</span>'
+        parts.append(bot_link(bot) + extra)
+    return ", ".join(parts)
+
+
+def matches(doc: Mapping[str, Any], before: str | None) -> str:
+    """The matches page: progress, the running matches, the finished ones."""
+    out = ["<h1>Matches</h1>", progress(doc["progress"]), "<h2>Running now</h2>"]
+    if doc["running"]:
+        rows = (
+            f'<tr data-match="{e(m["match_id"])}"><td class="text">{match_link(m["match_id"])} '
+            f'<span class="pill live">live</span></td><td class="text">{_seats(m["seating"], None, None)}</td></tr>'
+            for m in doc["running"]
+        )
+        out.append(_table("running", ["Match", "Seating"], rows, {0, 1}))
+    else:
+        out.append('<p class="muted">No match is running.</p>')
+    out.append("<h2>Finished, newest first</h2>")
+    if doc["finished"]:
+        rows = (
+            f'<tr data-match="{e(m["match_id"])}"><td class="text">{match_link(m["match_id"])}</td>'
+            f'<td class="text">{_seats(m["seating"], m["places"], m["totals"])}</td>'
+            f"<td>{sum(m['faults'])}</td></tr>"
+            for m in doc["finished"]
+        )
+        out.append(_table("finished", ["Match", "Seating (place, score)", "Faults"], rows, {0, 1}))
+    else:
+        out.append(
+            f'<p class="muted">{"No older match." if before else "No finished match yet."}</p>'
+        )
+    links = []
+    if before:
+        links.append('<a href="/matches">← newest</a>')
+    if doc.get("next_before"):
+        links.append(f'<a id="older" href="/matches?before={e(doc["next_before"])}">older →</a>')
+    out.append(f'<p id="pages">{" · ".join(links)}</p>')
+    return "".join(out)
+
+
+def match_head(
+    match_id: str, seating: Sequence[str], running: bool, end: Mapping[str, Any] | None
+) -> str:
+    """A match's header: its id, seats and (finished) result; the table is drawn by script."""
+    live = ' <span class="pill live" id="live-badge">live</span>' if running else ""
+    seats = " · ".join(f"seat {s}: {bot_link(b)}" for s, b in enumerate(seating))
+    out = [f"<h1>Match {e(match_id)}{live}</h1>", f'<p class="seating">{seats}</p>']
+    if end and end.get("places"):
+        order = sorted(range(len(seating)), key=lambda s: end["places"][s])
+        out.append(
+            '<p id="result">Result: '
+            + ", ".join(
+                f"{end['places'][s]}. {bot_link(seating[s])} {signed(end['totals'][s])}"
+                for s in order
+            )
+            + "</p>"
+        )
+    out.append(
+        '<p class="muted noscript-note">The card table needs JavaScript; '
+        f'<a href="/api/matches/{quote(match_id, safe="")}/record.jsonl">the record</a> has every card.</p>'
+        if not running
+        else '<p class="muted noscript-note">The live table needs JavaScript.</p>'
+    )
+    return "".join(out)
+
+
+def bot(doc: Mapping[str, Any]) -> str:
+    """A bot's page: its entry and figures, faults and latest matches (charts by script)."""
+    entry = doc.get("entry") or {}
+    s = doc.get("standing")
+    pairs = [
+        ("Description", e(entry["description"]) if entry.get("description") else None),
+        ("Rating", f"{fmt(s.get('rating'))} (95% interval {e(interval(s))}), "
+         + ("provisional, not ranked" if s.get("rank") is None else f"rank {s['rank']}")
+         if s else "not rated yet"),
+        ("Matches", str(doc.get("matches", 0))),
+        ("Mean score", signed(doc.get("mean_score"), 1)),
+        ("Mean place", fmt(doc.get("mean_place"), 2)),
+    ]  # fmt: skip
+    rows = "".join(
+        f'<tr><th class="text">{k}</th><td class="text">{v}</td></tr>' for k, v in pairs if v
+    )
+    out = [
+        f'<h1 id="bot-name">{e(doc["bot"])}</h1>',
+        f'<table class="entry"><tbody>{rows}</tbody></table>',
+    ]
+    out.append("<h2>Faults by reason</h2>")
+    faults = doc.get("faults") or {}
+    if faults:
+        body = "".join(
+            f'<tr><th class="text">{e(r)}</th><td>{n}</td></tr>' for r, n in faults.items()
+        )
+        out.append(f'<table id="faults"><tbody>{body}</tbody></table>')
+    else:
+        out.append('<p class="muted">No fault.</p>')
+    out.append("<h2>Latest matches</h2>")
+    recent = doc.get("recent_matches") or []
+    if recent:
+        body_rows = []
+        for m in recent:
+            seat = m["seating"].index(doc["bot"]) if doc["bot"] in m["seating"] else 0
+            body_rows.append(
+                f'<tr><td class="text">{match_link(m["match_id"])}</td>'
+                f'<td class="text">{_seats(m["seating"], None, None)}</td>'
+                f"<td>{m['places'][seat]}</td><td>{signed(m['totals'][seat])}</td></tr>"
+            )
+        out.append(_table("recent", ["Match", "Seating", "Place", "Score"], body_rows, {0, 1}))
+    else:
+        out.append('<p class="muted">None yet.</p>')
+    return "".join(out)
+
+
+def head_to_head(doc: Mapping[str, Any]) -> str:
+    """The head-to-head matrix (the script adds the colours)."""
+    bots = doc.get("bots") or []
+    out = ["<h1>Head to head</h1>"]
+    if not bots:
+        out.append('<p class="muted">No finished match yet.</p>')
+        return "".join(out)
+    out.append(
+        '<p class="muted">Each cell: how often the row bot placed better than the column bot '
+        "when they sat at the same table (a shared place counts half), its mean score "
+        "difference, and the matches they shared.</p>"
+    )
+    head = '<th class="text">row against column</th>' + "".join(
+        f"<th>{bot_link(b)}</th>" for b in bots
+    )
+    rows = []
+    for i, a in enumerate(bots):
+        cells = []
+        for j, _ in enumerate(bots):
+            c = doc["cells"][i][j]
+            if i == j:
+                cells.append('<td class="self"></td>')
+            elif not c:
+                cells.append('<td class="none">–</td>')
+            else:
+                cells.append(
+                    f'<td><span class="share">{fmt(c["better_share"] * 100)}%</span>'
+                    f'<span class="diff">{signed(c["score_diff"], 1)} pts · {c["matches"]}</span></td>'
+                )
+        rows.append(f'<tr><th class="text">{bot_link(a)}</th>{"".join(cells)}</tr>')
+    out.append(
+        f'<div class="table-wrap"><table class="matrix" id="matrix"><thead><tr>{head}</tr></thead>'
+        f"<tbody>{''.join(rows)}</tbody></table></div>"
+    )
+    return "".join(out)

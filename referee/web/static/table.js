@@ -1,0 +1,249 @@
+// The card table, shared by every page that draws a match: seat panels (name, markers,
+// the running round score and match total, the pain card, the cards taken with what
+// each brings, the hand), the trick in the middle, the suit legend. It only draws what
+// it is given: the scores come from the server (GET /api/matches/ID), never from here.
+import { el, card, signed, SUITS } from "/static/common.js";
+
+export const REASONS = {
+  off_suit_highest: ["highest card of a suit other than the lead suit", "rule-6-3"],
+  off_suit_last_suit: ["highest card of the off-suit played last", "trump-rule"],
+  lead_suit_highest: ["no other suit was played: highest card of the lead suit", "rule-6-4"],
+  all_zero: ["only zeros: nobody wins", "rule-6-6"],
+};
+
+// "Ann wins: highest card …" and a link to the rule it follows.
+export function reasonLine(trick, seating) {
+  const [why, anchor] = REASONS[trick.reason] || [trick.reason, "rule-6"];
+  const who = trick.winner < 0 ? "Nobody wins" : `${seating[trick.winner]} wins`;
+  const tie = trick.tie ? " (an equal card played later lost: rule 6.5)" : "";
+  return [`${who}: ${why}${tie} `, el("a", { class: "rule-link", href: `/rules#${anchor}`, text: "(the rule)" })];
+}
+
+export function reasonText(trick, seating) {
+  return reasonLine(trick, seating).slice(0, 1).join("");
+}
+
+export function suitName(letter) {
+  return (SUITS[letter] || ["?", letter])[1];
+}
+
+// The suits present, each with its symbol and colour.
+export function suitLegend(letters) {
+  return el("div", { class: "legend", id: "suit-legend", "aria-label": "suits" },
+    letters.map((s) => el("span", { class: `legend-item suit-${s}` }, el("span", { class: "sym", text: SUITS[s][0] }), ` ${SUITS[s][1]}`)));
+}
+
+// A taken card as a small chip with the points it brought.
+function takenChip(c, points) {
+  const [sym] = SUITS[c[0]] || ["?"];
+  return el("span", { class: `chip suit-${c[0]}${points < 0 ? " hurt" : ""}`, "data-card": c, title: `${c.slice(1)} of ${suitName(c[0])}: ${signed(points)}` },
+    `${sym}${c.slice(1)}`, points < 0 ? el("b", { text: ` ${signed(points)}` }) : null);
+}
+
+// One seat. `p`: dealer, leads, toPlay, forfeited (text or null), round (running round
+// score), total (running match total), pain (cards), painPoints (or null: not scored
+// yet / hidden), painSuits, taken ([card, points] pairs), hand (cards or null), handNote.
+export function seatPanel(s, name, p) {
+  const classes = ["seat", p.toPlay ? "to-play" : "", p.forfeited ? "forfeited" : ""].filter(Boolean).join(" ");
+  const tags = [
+    p.dealer ? el("span", { class: "tag dealer", text: "dealer" }) : null,
+    p.leads ? el("span", { class: "tag leads", text: "leads" }) : null,
+    p.toPlay ? el("span", { class: "tag turn", text: p.toPlay === true ? "to play" : p.toPlay }) : null,
+    p.forfeited ? el("span", { class: "tag forfeit", title: p.forfeited, text: "forfeited" }) : null,
+  ];
+  const score = p.round === undefined || p.round === null ? null
+    : el("div", { class: "score" },
+      "round ", el("b", { class: "round-score", "data-score": p.round, text: signed(p.round) }),
+      p.total === undefined || p.total === null ? null : [" · match ", el("b", { class: "match-total", "data-total": p.total, text: signed(p.total) })]);
+  const pain = el("div", { class: "painrow" }, el("span", { class: "label", text: "pain" }),
+    el("span", { class: "cards" }, (p.pain && p.pain.length ? p.pain : [null]).flatMap((c, i) => [card(c, "small pain"),
+      c && p.painPoints ? el("span", { class: "pts", text: signed(p.painPoints[i]) }) : null])));
+  let taken = null;
+  if (p.taken) {
+    const plus = p.taken.filter(([, v]) => v > 0), minus = p.taken.filter(([, v]) => v < 0);
+    const zero = p.taken.length - plus.length - minus.length;
+    const sum = (xs) => xs.reduce((a, [, v]) => a + v, 0);
+    const parts = [`${plus.length} card(s) ${signed(sum(plus))}`];
+    if (minus.length) parts.push(`${minus.length} in pain suit ${signed(sum(minus))}`);
+    if (zero) parts.push(`${zero} pain-suit zero(s) 0`);
+    taken = el("div", { class: "taken" },
+      el("div", { class: "label", text: p.taken.length ? `taken: ${parts.join(", ")}` : "taken: nothing yet" }),
+      p.taken.length ? el("div", { class: "chips" }, p.taken.map(([c, v]) => takenChip(c, v))) : null);
+  }
+  return el("div", { class: classes, "data-seat": s },
+    el("div", { class: "head" }, el("span", { class: "name", text: name }), tags),
+    score, pain, taken,
+    p.hand ? el("div", { class: "hand cards", "data-hand": s }, p.hand) : null,
+    p.handNote ? el("div", { class: "label", text: p.handNote }) : null);
+}
+
+// The trick: the cards played so far, the leader's card and the winning card marked
+// apart; fallback plays and faults marked at their card.
+export function trickArea(plays, seating, lines, attrs) {
+  return el("div", { class: "trick", id: "trick", ...attrs },
+    el("div", { class: "cards" }, plays.map((p, i) => el("span", {
+      class: `played${p.won ? " winner" : ""}${i === 0 ? " lead" : ""}${p.fallback ? " fallback" : ""}${p.fault ? " faulted" : ""}`,
+      "data-seat": p.seat,
+      title: [p.fallback ? "a fallback card, played by the referee for the seat" : "", p.fault || ""].filter(Boolean).join("; ") || null,
+    },
+    el("span", { class: "mark", text: i === 0 ? "lead" : (p.won ? "wins" : (p.fallback ? "fallback" : "")) }),
+    card(p.card, `small${p.won ? " won" : ""}`),
+    el("span", { class: "who", text: seating[p.seat] }),
+    p.points !== undefined && p.points !== null ? el("span", { class: "pts", text: signed(p.points) }) : null,
+    p.fault ? el("span", { class: "fault-mark", text: "⚠ fault" }) : null))),
+    el("div", { class: "outcome", id: "trick-outcome" }, lines || ""));
+}
+
+// The table: the trick on the felt, the seats in seat order beside or below it (a grid
+// that reflows from one column on a phone to several on a desk).
+export function table(panels, middle, n) {
+  return el("div", { class: `table-felt seats-${n}`, id: "table" }, el("div", { class: "felt" }, middle),
+    el("div", { class: "seats" }, panels));
+}
+
+// -- a finished match, position by position ------------------------------------------------
+// A replay of a viewer document (GET /api/matches/ID): its positions (a round's deal, then
+// every card of every trick), their addresses (#r2, #r2t7c3), and the card table at any
+// of them. Two replays of the same deal step together by position (the same r, t, c).
+export class Replay {
+  constructor(doc) {
+    this.doc = doc;
+    this.n = doc.seating.length;
+    this.kept = String((doc.rules || {}).pain_card || "") === "kept_in_hand";
+    this.steps = [];
+    doc.rounds.forEach((r, ri) => {
+      this.steps.push({ r: ri, t: -1, c: 0 });
+      r.tricks.forEach((tr, ti) => tr.cards.forEach((_, ci) => this.steps.push({ r: ri, t: ti, c: ci + 1 })));
+    });
+    // A fault is shown from the card it caused (or the deal, for one in the pain choice).
+    this.faults = [];
+    doc.rounds.forEach((r, ri) => r.faults.forEach((f) => {
+      let at = f.card === null || f.card === undefined ? this.indexOf(ri, -1, 0) : this.indexOf(ri, f.trick, f.card + 1);
+      if (at < 0) at = this.steps.findLastIndex((s) => s.r === ri);  // after the round's last card
+      this.faults.push({ ...f, round: ri, at });
+    }));
+    this.forfeitAt = doc.seating.map((_, s) => {
+      const f = this.faults.find((x) => x.seat === s && x.forfeited);
+      if (f) return f.at;
+      return doc.end && (doc.end.forfeited || []).includes(s) ? 0 : Infinity;
+    });
+  }
+
+  get last() { return this.steps.length - 1; }
+
+  indexOf(r, t, c) {
+    return this.steps.findIndex((s) => s.r === r && s.t === t && s.c === c);
+  }
+
+  complete(s) {
+    return s.t < 0 || s.c === this.doc.rounds[s.r].tricks[s.t].cards.length;
+  }
+
+  hashOf(i) {
+    const { r, t, c } = this.steps[i];
+    return t < 0 ? `r${r + 1}` : `r${r + 1}t${t + 1}c${c}`;
+  }
+
+  // The position an address names (#end: the last card), or -1.
+  parse(hash) {
+    if (hash === "#end") return this.last;
+    const m = /^#?r(\d+)(?:t(\d+)(?:c(\d+))?)?$/.exec(hash || "");
+    if (!m) return -1;
+    const r = Number(m[1]) - 1;
+    const round = this.doc.rounds[r];
+    if (!round) return -1;
+    if (m[2] === undefined) return this.indexOf(r, -1, 0);
+    const t = Math.min(Number(m[2]), round.tricks.length) - 1;
+    if (t < 0) return this.indexOf(r, -1, 0);
+    const size = round.tricks[t].cards.length;
+    const c = m[3] === undefined ? size : Math.max(1, Math.min(Number(m[3]), size));
+    return this.indexOf(r, t, c);
+  }
+
+  // What is true at position `at`: the running scores (the server's), the totals, the
+  // cards taken, the hands, whose turn, the faults so far.
+  state(at) {
+    const { doc, n } = this;
+    const { r, t, c } = this.steps[at];
+    const round = doc.rounds[r];
+    const trick = t >= 0 ? round.tricks[t] : null;
+    const complete = trick ? c === trick.cards.length : false;
+    const lastTrick = Boolean(trick) && t === round.tricks.length - 1;
+    const done = t < 0 ? 0 : (complete ? t + 1 : t);  // tricks taken by now
+    const running = done ? round.tricks[done - 1].scores_after : round.scores_start;
+    const painSet = round.pain.map((p) => new Set(p));
+    let hands;
+    if (t < 0) hands = round.hands;
+    else {
+      const before = t > 0 ? round.tricks[t - 1].hands_after : round.hands.map((h, s) => (this.kept ? h : h.filter((x) => !painSet[s].has(x))));
+      const played = new Set(trick.cards.slice(0, c).map((x, i) => `${(trick.leader + i) % n}:${x}`));
+      hands = before.map((h, s) => h.filter((x) => !played.has(`${s}:${x}`)));
+    }
+    const taken = doc.seating.map(() => []);
+    round.tricks.slice(0, done).forEach((tr) => {
+      if (tr.winner >= 0) tr.cards.forEach((x, i) => taken[tr.winner].push([x, tr.points[i]]));
+    });
+    let toPlay = -1, leads = -1;
+    if (t < 0) leads = round.tricks.length ? round.tricks[0].leader : -1;
+    else if (!complete) { toPlay = (trick.leader + c) % n; leads = trick.leader; }
+    else if (!lastTrick) leads = round.tricks[t + 1].leader;
+    return {
+      r, t, c, round, trick, complete, lastTrick, running, hands, taken, toPlay, leads, painSet,
+      totals: round.totals_before.map((v, s) => v + running[s]),
+      faults: this.faults.filter((f) => f.at <= at),
+      faultsHere: this.faults.filter((f) => f.at === at),
+    };
+  }
+
+  // The card table at position `at`.
+  table(at) {
+    const { doc, n } = this;
+    const seating = doc.seating;
+    const st = this.state(at);
+    const { r, t, c, round, trick, complete } = st;
+    const panels = seating.map((name, s) => seatPanel(s, name, {
+      dealer: round.dealer === s,
+      leads: st.leads === s,
+      toPlay: st.toPlay === s ? "to play" : false,
+      forfeited: this.forfeitAt[s] <= at ? "forfeited: the referee plays its cards" : null,
+      round: st.running[s],
+      total: st.totals[s],
+      pain: round.pain[s],
+      painPoints: round.pain_points[s],
+      taken: st.taken[s],
+      hand: st.hands[s].map((x) => card(x, `small${t < 0 && st.painSet[s].has(x) ? " pain" : ""}`)),
+    }));
+    let plays = [], lines = [];
+    if (trick) {
+      const recorded = trick.plays.length ? trick.plays : trick.cards.map((x, i) => ({ seat: (trick.leader + i) % n, card: x }));
+      plays = recorded.slice(0, c).map((p, i) => {
+        const here = this.faults.filter((x) => x.round === r && x.trick === t && x.card === i);
+        const f = here.find((x) => x.seat === p.seat) || here[0];
+        return { ...p, won: complete && p.seat === trick.winner,
+          points: complete && trick.points ? trick.points[i] : null,
+          fault: f ? `${seating[f.seat]}: ${f.reason}${f.detail ? ` (${f.detail})` : ""}` : null };
+      });
+      const lead = trick.cards[0][0];
+      if (complete) {
+        const suits = trick.winner >= 0 ? round.pain_suits[trick.winner] : [];
+        lines = [el("div", {}, reasonLine(trick, seating)),
+          el("div", { class: "sub", text: trick.winner >= 0 ? `${seating[trick.winner]} takes ${signed(trick.points.reduce((a, b) => a + b, 0))} (its pain suit${suits.length > 1 ? "s" : ""}: ${suits.map(suitName).join(", ") || "–"})` : "The cards are set aside; the same seat leads again." })];
+        if (st.lastTrick && round.scores) lines.push(el("div", { class: "sub", text: `Round ${r + 1} scored: ${round.scores.map((v, s) => `${seating[s]} ${signed(v)}`).join(", ")}` }));
+      } else {
+        lines = [el("div", {}, "Lead suit ", el("span", { class: `suit-${lead} lead-suit`, text: `${SUITS[lead][0]} ${suitName(lead)}` }), ` · ${seating[st.toPlay]} to play`)];
+      }
+    } else {
+      lines = [el("div", { text: `Round ${r + 1} dealt by ${seating[round.dealer]}; pain cards ${this.kept ? "chosen (kept in the hand)" : "chosen and set aside"}` }),
+        st.leads >= 0 ? el("div", { class: "sub", text: `${seating[st.leads]} leads the first trick` }) : null];
+    }
+    lines.push(...st.faultsHere.map((f) => el("div", { class: "fault-line", text: `⚠ ${seating[f.seat]}: ${f.reason}, strike ${f.strikes}${f.forfeited ? " — forfeited" : ""}` })));
+    return table(panels, trickArea(plays, seating, lines, { "data-round": r, "data-trick": t, "data-card": c }), n);
+  }
+
+  // "Round 2 · trick 7 / 14 · card 3 / 4"
+  label(at) {
+    const { r, t, c } = this.steps[at];
+    const round = this.doc.rounds[r];
+    return t < 0 ? `Round ${r + 1} · the deal` : `Round ${r + 1} · trick ${t + 1} / ${round.tricks.length} · card ${c} / ${round.tricks[t].cards.length}`;
+  }
+}

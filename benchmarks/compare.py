@@ -17,10 +17,19 @@ common random numbers save, and how busy a comparison keeps the machine.
    own (``independent``), from resampled tests at the lineup's own mean difference, and
    the normal likelihood ratio test without common random numbers (the old behaviour).
 3. Real bots (skipped with ``--no-bots``): ``referee compare`` of two instant sample bots
-   (random against minimal, opponents random and minimal) at default settings, run
+   (random against minimal, opponents random and minimal) at default settings (but
+   ``[sandbox] mode = "none"`` unless ``--sandbox bubblewrap``: a jailed bot's CPU time
+   does not reach this process's children's time, so it could not be counted), run
    ``--runs`` times (default 3) as a user would: wall time, the CPU time of the referee and
    every bot process it started, how busy that kept the cores, and wall time against
    (CPU time / cores). Medians, with the CPU share other programs and the hypervisor took.
+
+4. Common random numbers with real processes (skipped with ``--no-bots``): a close
+   lineup, the heuristic bot against a variant that plays a random card on a tenth of its
+   decisions (drawn from ``MatchStart.bot_seed``), opponents random, random and heuristic,
+   ``--crn-pairs`` pairs (default 60) with shared and with own bot seeds
+   (``--independent-seeds``): the spread of a pair's difference and the pairs the test then
+   expects.
 
 ``--record N`` plays N deal pairs of each lineup with the sample bots' own code in this
 process (the same requests the referee sends, through each bot's ``decide``) and writes
@@ -32,6 +41,7 @@ Run: ``.venv/bin/python benchmarks/compare.py`` (``--no-bots`` for the tables on
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import math
 import os
@@ -210,19 +220,26 @@ def _machine_busy() -> tuple[int, int]:
     return sum(values) - idle, sum(values)
 
 
-def real_bots(runs: int) -> None:
+def real_bots(runs: int, sandbox: str = "none") -> None:
     samples = ROOT / "sample_bots"
     random_bot, minimal = str(samples / "random.toml"), str(samples / "minimal-python.toml")
     cores = _cores()
     print(
         f"\n3. referee compare of two instant bots (random vs minimal, opponents random and "
-        f"minimal), default settings, {cores} cores, {runs} runs"
+        f"minimal), default settings but [sandbox] mode = {sandbox!r}, {cores} cores, {runs} runs"
     )
+    if sandbox != "none":
+        print(
+            "(under bubblewrap the bots' CPU time is not reaped into this process's "
+            "children's time: CPU is undercounted, wall time is right)"
+        )
     walls, cpus, busy, ratios, others, steals = [], [], [], [], [], []
     for run in range(runs):
         with tempfile.TemporaryDirectory(prefix="compare-bench-") as tmp:
+            settings = Path(tmp) / "compare.toml"
+            settings.write_text(f'[sandbox]\nmode = "{sandbox}"\n')
             cmd = [
-                sys.executable, "-m", "referee.cli", "compare",
+                sys.executable, "-m", "referee.cli", "compare", str(settings),
                 "--candidate", random_bot, "--baseline", minimal,
                 "--opponent", random_bot, "--opponent", minimal,
                 "--out", f"{tmp}/out",
@@ -261,6 +278,85 @@ def real_bots(runs: int) -> None:
         f"{statistics.median(ratios):.2f}, other programs {100 * statistics.median(others):.0f}%"
         f", stolen {statistics.median(steals):.1f}%"
     )
+
+
+# -- 4. common random numbers with real processes ---------------------------------------------
+
+EPS_BOT = """\
+\"\"\"The heuristic sample bot playing a random card on a tenth of its decisions, its random
+numbers drawn from MatchStart.bot_seed (a close variant for measuring compare).\"\"\"
+import random
+import sys
+
+sys.path.insert(0, {folder!r})
+from heuristic_bot import HeuristicBot  # noqa: E402
+from sticheln_bot import run  # noqa: E402
+
+
+class EpsHeuristic(HeuristicBot):
+    name = "heuristic-eps"
+
+    def __init__(self):
+        super().__init__()
+        self.rng = random.Random()
+
+    def on_match_start(self, start):
+        self.rng.seed(start.bot_seed)
+
+    def choose_card(self, view):
+        if self.rng.random() < 0.1:
+            return self.rng.choice(view.hand)
+        return super().choose_card(view)
+
+
+run(EpsHeuristic())
+"""
+
+
+def real_crn(pairs: int, sandbox: str = "none") -> None:
+    """The close lineup with real bot processes, with and without shared bot seeds:
+    the spread of a pair's difference, and the pairs the test expects at bounds 0/5."""
+    from referee.compare.config import Overrides, load_compare
+    from referee.compare.run import run_compare
+
+    samples = ROOT / "sample_bots"
+    heuristic, random_bot = str(samples / "heuristic.toml"), str(samples / "random.toml")
+    print(
+        f"\n4. common random numbers with real processes: heuristic-eps vs heuristic, "
+        f"opponents random, random and heuristic, 4 seats, {pairs} pairs each (fixed size)"
+    )
+    with tempfile.TemporaryDirectory(prefix="compare-crn-") as tmp:
+        bot = Path(tmp) / "eps_bot.py"
+        bot.write_text(EPS_BOT.format(folder=str(samples / "python")))
+        eps = Path(tmp) / "eps.toml"
+        eps.write_text(f'name = "heuristic-eps"\ncommand = ["{sys.executable}", "{bot}"]\n')
+        settings = Path(tmp) / "compare.toml"
+        settings.write_text(f'[sandbox]\nmode = "{sandbox}"\n')
+        for shared in (True, False):
+            config = load_compare(
+                settings,
+                Overrides(
+                    candidate=str(eps),
+                    baseline=heuristic,
+                    opponents=[random_bot, random_bot, heuristic],
+                    table_size=4,
+                    matches=2 * pairs,
+                    common_seeds=shared,
+                    decision_ms=5000,
+                    out=f"{tmp}/{'shared' if shared else 'own'}",
+                ),
+            )
+            s = asyncio.run(run_compare(config)).summary
+            sd = math.sqrt(s["variance_paired"])
+            low, high = difference_range(preset("sticheln"), 4)
+            sprt = Sprt(0.0, 5.0, 0.05, 0.05, low=low, high=high)
+            expected = sprt.expected_pairs(sprt.lower, sd)
+            print(
+                f"{'shared' if shared else 'own':>6} seeds: sd of a pair's difference {sd:.1f}, "
+                f"mean {s['score_diff']['mean']:+.1f}; the test expects about "
+                f"{expected:.0f} pairs at bounds 0/5 when the truth is 0",
+                flush=True,
+            )
 
 
 # -- recording -------------------------------------------------------------------------------------
@@ -395,8 +491,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tests", type=int, default=2000, help="simulated tests per row")
     parser.add_argument("--runs", type=int, default=3, help="real comparisons to time")
+    parser.add_argument(
+        "--crn-pairs", type=int, default=60, help="pairs of the real common-seed lineup"
+    )
     parser.add_argument("--no-bots", action="store_true", help="only the simulations")
     parser.add_argument("--record", type=int, metavar="PAIRS", help="record the lineups")
+    parser.add_argument(
+        "--sandbox",
+        default="none",
+        choices=("none", "bubblewrap"),
+        help="the real comparisons' [sandbox] mode (none: every bot's CPU time is counted)",
+    )
     args = parser.parse_args()
     if args.record:
         record(args.record)
@@ -404,7 +509,8 @@ def main() -> None:
     error_table(args.tests)
     crn_table(args.tests)
     if not args.no_bots:
-        real_bots(args.runs)
+        real_bots(args.runs, args.sandbox)
+        real_crn(args.crn_pairs, args.sandbox)
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -571,3 +572,49 @@ def test_independent_seeds_give_the_baselines_match_seeds_of_its_own(tmp_path: P
         assert bot_seeds(own, key, deal, "candidate") == c
         theirs = bot_seeds(own, key, deal, "baseline")
         assert len(theirs) == 3 and not set(theirs) & set(c)
+
+
+# -- bots started ahead -------------------------------------------------------------------------
+
+
+@pytest.mark.timeout(120)
+def test_a_single_use_pool_lends_each_process_once_and_has_the_next_one_started(
+    tmp_path: Path,
+) -> None:
+    from referee.config.bots import load_bot
+    from referee.match.pool import BotPool
+    from referee.match.sandbox import Sandbox
+    from referee.match.server import RefereeServer
+
+    spec = load_bot(SAMPLES / "heuristic.toml")  # declares seats = 8
+    assert spec.seats > 1
+
+    async def until(condition: Callable[[], bool], what: str) -> None:
+        deadline = time.monotonic() + 60
+        while not condition():
+            assert time.monotonic() < deadline, f"not in time: {what}"
+            await asyncio.sleep(0.02)  # polling a condition, not waiting out a race
+
+    async def scenario() -> None:
+        server = RefereeServer(sandbox=Sandbox("none"))
+        await server.start("127.0.0.1", 0)
+        pool = BotPool(server, tmp_path, 30.0, single_use=True)
+        try:
+            first = await pool.acquire(spec, "m1")
+            # Lending one started its replacement, with one stream however many seats
+            # the bot file declares.
+            assert pool.started == 2 and first.process.returncode is None
+            await until(lambda: bool(pool._idle.get(spec.name)), "the replacement is ready")
+            spare = pool._idle[spec.name][0]
+            assert spare.process is not first.process and spare.spec.seats == 1
+            pool.release(first)
+            await until(lambda: first.process.returncode is not None, "the used process ends")
+            second = await pool.acquire(spec, "m2")
+            assert second is spare  # ready and greeted before the match asked for it
+            assert pool.started == 3
+            pool.release(second)
+        finally:
+            await pool.close()
+            await server.stop(0.5)
+
+    asyncio.run(scenario())

@@ -321,12 +321,12 @@ def test_a_running_match_appears_on_the_spectator_table_and_advances(
 def test_bot_and_head_to_head_pages(browser: Browser, league: League) -> None:
     page = browser.page
     page.goto(f"{league.url}/head-to-head")
-    page.wait_for_selector("#matrix")
+    page.wait_for_selector("#main[data-drawn] #matrix")
     heads = page.eval_on_selector_all("#matrix thead th a", "as => as.map(a => a.textContent)")
     assert heads == ["heur", "rand", "slow"]
     browser.screenshot("head-to-head")
     page.goto(f"{league.url}/bot?name=heur")
-    page.wait_for_selector("#recent")
+    page.wait_for_selector("#main[data-drawn] #recent")
     assert page.text_content("#bot-name") == "heur"
     assert page.locator("svg[aria-label='live Elo over matches'] polyline").count() == 1
     browser.screenshot("bot")
@@ -393,7 +393,7 @@ def test_a_bot_named_as_markup_renders_as_text(browser: Browser, tmp_path: Path)
         }
         for name, (path, ready) in pages.items():
             page.goto(url + path)
-            page.wait_for_selector(ready)
+            page.wait_for_selector(f"#main[data-drawn] {ready}")
             assert XSS in page.inner_text("#main"), name
             assert page.locator("img").count() == 0, name
             browser.screenshot(name)

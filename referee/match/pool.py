@@ -49,9 +49,13 @@ async def await_handshake(slot: SeatSlot, process: BotProcess | None, timeout_s:
     waiters: list[asyncio.Future[Any]] = [asyncio.ensure_future(slot.attached.wait())]
     if process is not None:
         waiters.append(asyncio.ensure_future(process.proc.wait()))
-    _, pending = await asyncio.wait(waiters, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED)
-    for waiter in pending:
-        waiter.cancel()
+    try:
+        await asyncio.wait(waiters, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        # Also when this wait is cancelled (a pool closing while a bot starts): no waiter
+        # may outlive it.
+        for waiter in waiters:
+            waiter.cancel()
     if slot.attached.is_set() and slot.stream is not None:
         return ""
     refusal = process.refusal if process is not None else ""

@@ -129,8 +129,10 @@ export function chartWidth(container, wanted) {
 
 // Put parts into a container; a missing part (null, undefined, false) is left out, never
 // written as text.
+// (It marks the container data-drawn: the script has drawn it, not only the server.)
 export function fill(container, ...parts) {
   container.replaceChildren(...parts.flat(3).filter((x) => x !== null && x !== undefined && x !== false));
+  container.dataset.drawn = "1";
 }
 
 export function showError(container, error) {

@@ -72,7 +72,7 @@ function viewer(doc, id) {
       button("last", "⇥", "the last card (End)", () => go(replay.last)),
       el("label", { class: "speed" }, "speed ", speed), roundSelect),
     el("div", { class: "scrub" }, scrubber, label),
-    el("div", { class: "links" }, permalink, " · ",
+    el("div", { class: "links" }, el("span", { class: "muted keys", text: "keys: ← → card · ↑ ↓ trick · PgUp PgDn round · Home End · space play · " }), permalink, " · ",
       el("a", { href: `/api/matches/${encodeURIComponent(id)}/record.jsonl`, download: `${id}.jsonl`, id: "download", text: "download the record" })));
 
   function jumpRound(delta) {

@@ -225,6 +225,7 @@ def test_a_running_comparison_is_served_live_and_refuses_unfinished_records(
         assert url, "no web address printed"
         page = request(f"{url}/compare")
         assert page.status == 200 and b'id="verdict"' in page.body
+        assert b'id="live-badge"' in page.body
 
         # A match that runs: its record (every hand) is refused, as a tournament's is.
         def refused() -> str | None:

@@ -66,9 +66,12 @@ def is_compare_folder(folder: Path) -> bool:
     return (folder / "compare.json").is_file() or (folder / "compare.db").is_file()
 
 
-def compare_document(summary: dict[str, Any], pairs: list[dict[str, Any]], running: bool) -> Any:
-    """The page document: the summary, the pairs in deal order, and whether it runs."""
-    return data.finite({"running": running, "summary": summary, "pairs": pairs})
+def compare_document(
+    name: str, summary: dict[str, Any], pairs: list[dict[str, Any]], running: bool
+) -> Any:
+    """The page document: the comparison's name, the summary (compare.json's), the pairs
+    in deal order, and whether it runs."""
+    return data.finite({"name": name, "running": running, "summary": summary, "pairs": pairs})
 
 
 class CompareSource(FolderSource):
@@ -93,7 +96,7 @@ class CompareSource(FolderSource):
         super().__init__(folder)
         self.name = str(self.summary.get("comparison") or self.name)
         self.pairs = read_pairs(folder / "pairs.csv")
-        self._doc = compare_document(self.summary, self.pairs, False)
+        self._doc = compare_document(self.name, self.summary, self.pairs, False)
 
     def compare(self) -> dict[str, Any]:
         """The comparison page's document (see :func:`compare_document`)."""
@@ -118,12 +121,11 @@ class LiveCompareSource(Source):
         super().__init__(config.name, float(config.clock.decision_ms))
         self.config = config
         self._folder: FolderSource | None = None
-        self._doc: dict[str, Any] = compare_document({}, [], True)
+        self._doc: dict[str, Any] = compare_document(config.name, {}, [], True)
         self._finished_ids: set[str] = set()
         self._running: list[dict[str, Any]] = []
         self._built_at = -math.inf
         self._building: asyncio.Task[None] | None = None
-        self.over = False
 
     # -- the store, read on the web's own connection ----------------------------------------
 
@@ -135,7 +137,7 @@ class LiveCompareSource(Source):
         from referee.compare.run import CompareStore, judge, pair_statistics, pairs_from, summary
 
         if not self.config.database.is_file():
-            return compare_document({}, [], True), set(), []
+            return compare_document(self.config.name, {}, [], True), set(), []
         store = CompareStore(self.config.database)
         try:
             finished = store.finished(self.config.name)
@@ -176,7 +178,7 @@ class LiveCompareSource(Source):
             ids = {m["match_id"] for m in info.values()}
         finally:
             store.close()
-        return compare_document(s, rows, not self.over), ids, running
+        return compare_document(self.config.name, s, rows, True), ids, running
 
     async def _rebuild(self) -> None:
         try:
@@ -211,7 +213,7 @@ class LiveCompareSource(Source):
     # -- the Source questions ------------------------------------------------------------------
 
     def version(self) -> Any:
-        return (len(self._finished_ids), len(self._doc.get("pairs", [])), self.over)
+        return (len(self._finished_ids), len(self._doc.get("pairs", [])), len(self._running))
 
     def standings(self) -> dict[str, Any]:
         if self._folder is None:
@@ -233,7 +235,7 @@ class LiveCompareSource(Source):
         return 0 if self._folder is None else self._folder.finished()
 
     def planned(self) -> int | None:
-        return 2 * self.config.max_pairs if not self.over else self.finished()
+        return 2 * self.config.max_pairs
 
     def record_path(self, match_id: str) -> Path:
         if any(m["match_id"] == match_id for m in self._running):
@@ -307,7 +309,7 @@ def render_compare(doc: dict[str, Any], pair: int | None) -> str:
     from referee.web.render import _table, bot_link, e, match_link, signed
 
     s, pairs, running = doc.get("summary") or {}, doc.get("pairs") or [], bool(doc.get("running"))
-    name = s.get("comparison", "")
+    name = s.get("comparison") or doc.get("name", "")
     live = ' <span class="pill live" id="live-badge">running</span>' if running else ""
     out = [f"<h1>Comparison {e(name)}{live}</h1>"]
     if s:

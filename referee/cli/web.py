@@ -14,7 +14,11 @@ from referee.cli.common import (
 def add_parsers(sub: Subparsers) -> None:
     """Add this module's command to the ``referee`` parser."""
     wb = sub.add_parser("web", help="browse a finished tournament's output folder in a web browser")
-    wb.add_argument("folder", help="the tournament's output folder (its `out`, with matches/)")
+    wb.add_argument(
+        "folder",
+        help="the tournament's output folder (its `out`, with matches/), or a comparison's "
+        "(`referee compare --out`): its verdict, test and pairs side by side",
+    )
     wb.add_argument("--host", default="127.0.0.1", help="address to serve on (default 127.0.0.1)")
     wb.add_argument("--port", type=int, default=8080, help="port (default 8080; 0: any free port)")
     wb.set_defaults(func=web)

@@ -402,8 +402,8 @@ def render_compare(doc: dict[str, Any], pair: int | None) -> str:
                 f'<td class="text">{match_link(str(p["baseline_match"]))} {signed(p["baseline_total"])} ({e(p["baseline_place"])}.)</td>'
                 f"<td>{e(p['seat'])}</td></tr>"
             )
-        heads = ["Pair", "Difference", "Candidate's match (score, place)",
-                 "Baseline's match (score, place)", "Seat"]  # fmt: skip
+        heads = ["Pair", "Difference", "Candidate (score, place)", "Baseline (score, place)",
+                 "Seat"]  # fmt: skip
         out.append(_table("pairs", heads, body_rows, {2, 3}))
     else:
         out.append('<p class="muted" id="no-pairs">No pair has finished yet.</p>')

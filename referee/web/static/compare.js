@@ -108,7 +108,10 @@ function pairView(box, pair, docs, summary) {
   const diffAt = diff ? Math.max(0, lead.indexOf(diff.r, diff.t, diff.c)) : -1;
   const diffHash = diff && diffAt >= 0 ? lead.hashOf(diffAt) : "";
   let at = 0;
-  const boxes = replays.map(() => el("div", { class: "table-box" }));
+  // Each side's table is split in two rows of a two-column grid: the tricks side by side
+  // (on a phone too, so that the two plays are seen together), the seats below each.
+  const boxes = roles.map(([role]) => el("div", { class: `pair-side felt-box side-${role}`, "data-role": role }));
+  const seatBoxes = roles.map(([role]) => el("div", { class: `pair-seats side-${role}` }));
   const steps = replays.map(() => el("div", { class: "step muted" }));
   const label = el("span", { class: "step", id: "step-label", "aria-live": "polite" });
   const scrubber = el("input", { type: "range", id: "scrubber", min: 0, max: lead.last, value: 0, step: 1,
@@ -148,10 +151,11 @@ function pairView(box, pair, docs, summary) {
       button("last", "⇥", "the last card (End)", () => go(lead.last)),
       diff ? button("diff", "≠ first difference", "the first card where they differ (D)", () => go(diffAt)) : null),
     el("div", { class: "scrub" }, scrubber, label));
-  const columns = roles.map(([role, bot, mid, total, place], k) => el("div", { class: `pair-side side-${role}`, "data-role": role },
+  const heads = roles.map(([role, bot, mid, total, place], k) => el("div", { class: `pair-head side-${role}` },
     el("h3", {}, `${role}: `, el("span", { class: "bot-name", text: bot }), " ",
       el("a", { href: `/match?id=${encodeURIComponent(mid)}`, text: mid }), el("span", { class: "muted", text: ` ${signed(total)}, place ${place}` })),
-    steps[k], boxes[k]));
+    steps[k]));
+  const columns = [...heads, ...boxes, ...seatBoxes];
   const suits = Object.keys(SUITS).filter((s) => docs.some((d) => d.rounds.some((r) => r.hands.flat().some((c) => c[0] === s))));
   box.replaceChildren(
     el("h2", { id: "pair-title", text: `Deal ${pair.deal}: ${signed(pair.score_diff)} points for the candidate` }),
@@ -163,10 +167,10 @@ function pairView(box, pair, docs, summary) {
     if (!diff) return;
     const s = lead.steps[at];
     const here = diff.t < 0 ? s.r === diff.r && s.t < 0 : s.r === diff.r && s.t === diff.t && s.c >= diff.c;
-    boxes.forEach((b) => {
+    boxes.forEach((b, k) => {
       b.classList.toggle("at-diff", here);
       if (!here) return;
-      if (diff.t < 0) b.querySelectorAll(`.seat[data-seat="${diff.seat}"] .painrow`).forEach((x) => x.classList.add("differs"));
+      if (diff.t < 0) seatBoxes[k].querySelectorAll(`.seat[data-seat="${diff.seat}"] .painrow`).forEach((x) => x.classList.add("differs"));
       else {
         const played = b.querySelectorAll(".trick .played")[diff.c - 1];
         if (played) played.classList.add("differs");
@@ -178,7 +182,9 @@ function pairView(box, pair, docs, summary) {
     const hash = lead.hashOf(at);
     replays.forEach((rp, k) => {
       const j = k === 0 ? at : Math.max(0, rp.parse(`#${hash}`));
-      boxes[k].replaceChildren(rp.table(j));
+      const drawn = rp.table(j);
+      boxes[k].replaceChildren(drawn.querySelector(".felt"));
+      seatBoxes[k].replaceChildren(drawn.querySelector(".seats"));
       steps[k].textContent = rp.label(j);
     });
     label.textContent = `${lead.label(at)}${diffAt >= 0 ? (at < diffAt ? " · the same so far" : " · after the first difference") : ""}`;

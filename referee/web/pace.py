@@ -30,6 +30,8 @@ class Pacer:
     def observe(self, lines: Sequence[Mapping[str, Any]], over: bool) -> float:
         """Note the lines (and the end) not seen before; returns the clock's time now."""
         now = self.clock()
+        if self.delay_rounds <= 0:
+            return now  # nothing is held back: no times to keep
         for i in range(len(self.seen), len(lines)):
             self.seen.append(now)
             line = lines[i]

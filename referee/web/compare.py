@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from referee.league.feed import MatchFeed
+from referee.league.feed import MatchFeed, replay_feed
 from referee.results import documents as data
 from referee.results.store import StoredResult
 from referee.web.sources import FolderSource, NotFound, Source, StillRunning
@@ -108,9 +108,12 @@ class LiveCompareSource(Source):
     store as matches finish, and its match records once they have finished (a running
     match's record is refused, 409).
 
-    The finished records are read through a :class:`CompareSource`-like folder view that
-    is built again (in a thread) whenever more matches have finished, at most every
-    :data:`REBUILD_S` seconds.
+    The verdict, the pairs and where each finished match's record is are read from the
+    store every :data:`REBUILD_S` seconds (in a thread). The matches list and the
+    standings come from a folder view of the finished records, built again when more
+    have finished, at most every :data:`REBUILD_S` seconds or four times as long as the
+    last build took, whichever is longer: a long comparison spends at most a fifth of
+    its time on it.
     """
 
     kind = "comparison"
@@ -123,21 +126,26 @@ class LiveCompareSource(Source):
         self._folder: FolderSource | None = None
         self._doc: dict[str, Any] = compare_document(config.name, {}, [], True)
         self._finished_ids: set[str] = set()
+        #: Finished matches' record files, by match id, from the store.
+        self._paths: dict[str, Path] = {}
+        self._folder_ids: set[str] = set()
+        self._folder_at = -math.inf
+        self._folder_s = 0.0
         self._running: list[dict[str, Any]] = []
         self._built_at = -math.inf
         self._building: asyncio.Task[None] | None = None
 
     # -- the store, read on the web's own connection ----------------------------------------
 
-    def _read_store(self) -> tuple[dict[str, Any], set[str], list[dict[str, Any]]]:
-        """The page document, the finished match ids and the running matches, from the
-        comparison's store (a connection of its own: the run writes on another)."""
+    def _read_store(self) -> tuple[dict[str, Any], dict[str, Path], list[dict[str, Any]]]:
+        """The page document, the finished matches' record files and the running matches,
+        from the comparison's store (a connection of its own: the run writes on another)."""
         import sqlite3
 
         from referee.compare.run import CompareStore, judge, pair_statistics, pairs_from, summary
 
         if not self.config.database.is_file():
-            return compare_document(self.config.name, {}, [], True), set(), []
+            return compare_document(self.config.name, {}, [], True), {}, []
         store = CompareStore(self.config.database)
         try:
             finished = store.finished(self.config.name)
@@ -175,22 +183,30 @@ class LiveCompareSource(Source):
                 ]
             except sqlite3.Error:
                 running = []
-            ids = {m["match_id"] for m in info.values()}
+            paths = {m["match_id"]: Path(m["record_path"]) for m in info.values()}
         finally:
             store.close()
-        return compare_document(self.config.name, s, rows, True), ids, running
+        return compare_document(self.config.name, s, rows, True), paths, running
 
     async def _rebuild(self) -> None:
         try:
-            doc, ids, running = await asyncio.to_thread(self._read_store)
-            folder = self._folder
-            if ids != self._finished_ids and (self.config.out / "matches").is_dir():
-                folder = await asyncio.to_thread(_FinishedFolder, self.config.out, ids)
+            doc, paths, running = await asyncio.to_thread(self._read_store)
+            self._doc, self._running, self._paths = doc, running, paths
+            self._finished_ids = set(paths)
+            now = time.monotonic()
+            wait = max(self.REBUILD_S, 4 * self._folder_s)
+            if (
+                self._finished_ids != self._folder_ids
+                and now - self._folder_at >= wait
+                and (self.config.out / "matches").is_dir()
+            ):
+                ids = set(self._finished_ids)
+                self._folder = await asyncio.to_thread(_FinishedFolder, self.config.out, ids)
+                self._folder_at, self._folder_s = now, time.monotonic() - now
+                self._folder_ids = ids
                 # The documents of the finished matches are computed again from the new view.
                 self.snap = data.Snapshot()
                 self._read_upto = 0
-            self._folder, self._finished_ids = folder, ids
-            self._doc, self._running = doc, running
         except Exception as exc:  # a busy store: the next look tries again
             from referee.web.sources import log
 
@@ -240,17 +256,16 @@ class LiveCompareSource(Source):
     def record_path(self, match_id: str) -> Path:
         if any(m["match_id"] == match_id for m in self._running):
             raise StillRunning(f"match {match_id!r} is still running; its record is not shown")
-        if self._folder is None:
-            raise NotFound(f"no finished match {match_id!r} yet")
-        return self._folder.record_path(match_id)
+        path = self._paths.get(match_id)
+        if path is None:
+            raise NotFound(f"no finished match {match_id!r} in comparison {self.name!r}")
+        return path
 
     def feed(self, match_id: str) -> MatchFeed:
         if any(m["match_id"] == match_id for m in self._running):
             # A comparison's records are written at the match's end: nothing to follow.
             raise StillRunning(f"match {match_id!r} is still running; it is shown once finished")
-        if self._folder is None:
-            raise NotFound(f"no finished match {match_id!r} yet")
-        return self._folder.feed(match_id)
+        return replay_feed(match_id, self.record_lines(match_id))
 
 
 class _FinishedFolder(FolderSource):

@@ -321,7 +321,7 @@ def test_the_pair_view_shows_both_matches_and_marks_their_first_difference(
             page.screenshot(path=str(ARTIFACTS / f"compare-{width}.png"), full_page=True)
             # A pair from the table opens at its first difference.
             page.click(f'tr[data-deal="{pair["deal"]}"] a.pair-link')
-            page.wait_for_selector(".pair-side .trick")
+            page.wait_for_selector("#main[data-drawn] .pair-side .trick")
             assert page.locator(".pair-side").count() == 2
             roles = page.eval_on_selector_all(".pair-side", "xs => xs.map(x => x.dataset.role)")
             assert roles == ["candidate", "baseline"]

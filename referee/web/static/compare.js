@@ -236,6 +236,7 @@ async function start() {
   window.addEventListener("resize", () => drawChart(doc));
   const pair = query("pair");
   if (pair !== null && /^\d+$/.test(pair)) await showPair(doc, Number(pair));
+  main.dataset.drawn = "1";  // as fill() marks the other pages: the script has drawn it
   if (doc.running) {
     // A running comparison: reload the page when a pair has finished (the server writes
     // the verdict and the table; the pair being looked at is kept in the URL).

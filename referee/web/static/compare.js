@@ -44,6 +44,8 @@ function testChart(pairs, test, width) {
       svg("title", { text: `no decision before ${test.min_pairs} pairs` })));
   }
   const line = (cls, f) => svg("polyline", { class: cls, points: pts.map((p) => `${X(p.deal + 1)},${Y(f(p))}`).join(" ") });
+  // −ln W₀ dashed over ln W₁: the two often run close (a pair that is evidence for one
+  // is evidence against the other), and both stay visible.
   chart.append(line("path-h1", (p) => p.log_h1), line("path-h0", (p) => -p.log_h0));
   const counted = pairs.filter((p) => p.counted).length;
   if (counted && counted < pairs.length) {

@@ -74,6 +74,16 @@ def add_parsers(sub: Subparsers) -> None:
     cmp.add_argument("--time-bank-ms", type=int, help="match time bank per seat (default 0)")
     cmp.add_argument("--startup-ms", type=int, help="time a bot has to connect (default 10000)")
     cmp.add_argument(
+        "--web-port",
+        type=int,
+        default=None,
+        help="serve the comparison's page (verdict, test, pairs side by side) on this port "
+        "while it runs (0: any free port)",
+    )
+    cmp.add_argument(
+        "--web-host", default="127.0.0.1", help="address of the web pages (default 127.0.0.1)"
+    )
+    cmp.add_argument(
         "--log-level",
         default="warning",
         choices=["debug", "info", "warning", "error"],
@@ -132,6 +142,8 @@ def compare(args: argparse.Namespace) -> int:
         config = load_compare(args.file, flags)
     except CompareConfigError as exc:
         return _refused(str(exc))
+    if args.web_port is not None and not 0 <= args.web_port <= 65535:
+        return _refused(f"--web-port {args.web_port} is not allowed; allowed: 0 to 65535")
     tty = sys.stderr.isatty()
 
     def show(verdict: Verdict, matches: int) -> None:
@@ -157,9 +169,29 @@ def compare(args: argparse.Namespace) -> int:
             )
         except UsageError as exc:  # refused before any match: as settings are (status 3)
             return _refused(str(exc))
-        outcome = await run_compare(
-            config, on_progress=show, on_notice=notice, log_level=args.log_level
-        )
+        web = source = None
+        if args.web_port is not None:
+            from prometheus_client import CollectorRegistry
+
+            from referee.web import WebOptions, WebServer
+            from referee.web.compare import LiveCompareSource
+
+            source = LiveCompareSource(config)
+            web = WebServer(source, CollectorRegistry(), WebOptions(args.web_host, args.web_port))
+            try:
+                await web.start()
+            except OSError as exc:
+                raise CompareRefused(
+                    f"--web-port: cannot serve on {args.web_host}:{args.web_port}: {exc}"
+                ) from None
+            notice(f"web on {web.address}")
+        try:
+            outcome = await run_compare(
+                config, on_progress=show, on_notice=notice, log_level=args.log_level
+            )
+        finally:
+            if web is not None:
+                await web.stop()
         print(outcome.text, flush=True)
         print(f"report, pairs and match records in {config.out}", flush=True)
         return outcome.exit_status

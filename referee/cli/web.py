@@ -20,7 +20,11 @@ def add_parsers(sub: Subparsers) -> None:
         "head-to-head matrix and every match, trick by trick) as web pages and a read-only "
         "JSON API until Ctrl-C or SIGTERM (docs/web.md).",
     )
-    wb.add_argument("folder", help="the tournament's output folder (its `out`, with matches/)")
+    wb.add_argument(
+        "folder",
+        help="the tournament's output folder (its `out`, with matches/), or a comparison's "
+        "(`referee compare --out`): its verdict, test and pairs side by side",
+    )
     wb.add_argument("--host", default="127.0.0.1", help="address to serve on (default 127.0.0.1)")
     wb.add_argument("--port", type=int, default=8080, help="port (default 8080; 0: any free port)")
     wb.set_defaults(func=web)

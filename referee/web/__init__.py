@@ -29,11 +29,15 @@ __all__ = [
 
 
 async def serve_folder(folder: Path, host: str, port: int) -> int:
-    """``referee web DIR``: serve a finished tournament's folder until SIGTERM or Ctrl-C.
+    """``referee web DIR``: serve a finished tournament's (or comparison's) folder until
+    SIGTERM or Ctrl-C.
 
     The first line on stdout is ``web on http://HOST:PORT/``.
     """
-    source = FolderSource(folder)
+    from referee.web.compare import CompareSource, is_compare_folder
+
+    # A comparison's folder opens on its verdict; anything else is a tournament's.
+    source: Source = CompareSource(folder) if is_compare_folder(folder) else FolderSource(folder)
     server = WebServer(source, CollectorRegistry(), WebOptions(host, port))
     await server.start()
     print(f"web on {server.address}", flush=True)

@@ -19,6 +19,8 @@ from urllib.parse import quote
 #: Where the static page shells leave the main content to the script.
 PLACEHOLDER = b'<main id="main"><p class="muted">Loading\xe2\x80\xa6</p></main>'
 NAV = (("/", "Standings"), ("/matches", "Matches"), ("/head-to-head", "Head to head"))
+#: A comparison's pages: its verdict first (``/`` leads there).
+COMPARE_NAV = (("/compare", "Comparison"), ("/matches", "Matches"))
 
 
 def e(value: Any) -> str:
@@ -61,12 +63,17 @@ def match_link(match_id: str) -> str:
     return f'<a href="/match?id={quote(match_id, safe="")}">{e(match_id)}</a>'
 
 
+def nav_links(path: str, items: Sequence[tuple[str, str]] = NAV) -> str:
+    """The navigation bar's links, the current page's marked."""
+    return "".join(
+        f'<a href="{href}"{" aria-current=page" if href == path else ""}>{text}</a>'
+        for href, text in items
+    )
+
+
 def header(path: str, where: str) -> str:
     """The navigation bar (the scripts keep it)."""
-    links = "".join(
-        f'<a href="{href}"{" aria-current=page" if href == path else ""}>{text}</a>'
-        for href, text in NAV
-    )
+    links = nav_links(path)
     return (
         '<header><span class="brand">Sticheln referee</span>'
         f'<nav>{links}</nav><span class="where">{e(where)}</span></header>'

@@ -51,6 +51,7 @@ PAGES = {
     "/matches": "matches.html",
     "/match": "match.html",
     "/rules": "rules.html",
+    "/compare": "compare.html",
 }
 #: A live stream sends a comment this often when nothing happens (proxies and browsers
 #: then keep it open, and a closed one is noticed).
@@ -179,6 +180,7 @@ class WebServer:
             "/api/matches/{match_id}/live": self.live,
             "/api/matches/{match_id}/state": self.match_state,
             "/api/updates": self.updates,
+            "/api/compare": self.compare,
         }
         for path, handler in api.items():
             r.add_get(path, handler)
@@ -283,8 +285,14 @@ class WebServer:
 
     def _page(self, name: str) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
         async def page(request: web.Request) -> web.StreamResponse:
+            if name == "index.html" and hasattr(self.source, "compare"):
+                raise web.HTTPFound("/compare")  # a comparison's first page is its verdict
             body, kind = self.static[name]
             body = self._rendered(name, request, body)
+            if hasattr(self.source, "compare"):  # a comparison's pages lead to its verdict
+                path = request.path
+                old, new = render.nav_links(path), render.nav_links(path, render.COMPARE_NAV)
+                body = body.replace(old.encode(), new.encode(), 1)
             return web.Response(body=body, headers={"Content-Type": kind})
 
         return page
@@ -307,6 +315,13 @@ class WebServer:
         return web.Response(
             body=self._standings[1], content_type="application/json", charset="utf-8"
         )
+
+    async def compare(self, request: web.Request) -> web.StreamResponse:
+        """A comparison's verdict and pairs (docs/web.md); 404 for any other source."""
+        doc = getattr(self.source, "compare", None)
+        if doc is None:
+            raise NotFound("not a comparison: serve a `referee compare` folder")
+        return _json(doc())
 
     async def bots(self, request: web.Request) -> web.StreamResponse:
         return _json({"bots": self.source.bots()})
@@ -457,6 +472,15 @@ class WebServer:
                 if bot:
                     detail = self._bot_document(bot)
                     return render.page(shell, path, where, render.bot(detail))
+            if name == "compare.html":
+                from referee.web.compare import render_compare
+
+                comparison = getattr(self.source, "compare", None)
+                if comparison is None:
+                    raise NotFound("not a comparison")
+                pair = request.query.get("pair", "")
+                main = render_compare(comparison(), int(pair) if pair.isdigit() else None)
+                return render.page(shell, path, where, main, {"pair": pair} if pair else {})
             if name == "match.html":
                 match_id = request.query.get("id", "")
                 if match_id:

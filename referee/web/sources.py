@@ -618,6 +618,8 @@ class FolderSource(Source):
     ``ratings.json`` where there is one (else standings fitted from the records)."""
 
     kind = "folder"
+    #: Whether the duplicate embargo holds deals back (a comparison's pairs are not held).
+    embargo = True
 
     def __init__(self, folder: Path, decision_ms: float | None = None) -> None:
         folder = Path(folder)
@@ -648,6 +650,8 @@ class FolderSource(Source):
             if not lines or lines[0].get("type") != "header":
                 continue
             match_id = str(lines[0].get("match_id") or path.stem)
+            if not self._include(match_id):
+                continue
             end = next((x for x in reversed(lines) if x.get("type") == "end"), None)
             ends[match_id] = (lines[0], end)
             rows = data.results_from_record(lines, len(read))
@@ -662,7 +666,7 @@ class FolderSource(Source):
             read.append((match_id, path, rows, faults))
         # A deal whose last seating has not revealed its seed is shown by no door, result
         # included: nothing of it enters the pages until the tournament has played it out.
-        held = embargoed_records(ends, (folder / "deal-key.txt").is_file())
+        held = embargoed_records(ends, (folder / "deal-key.txt").is_file()) if self.embargo else {}
         loaded: list[tuple[str, list[StoredResult]]] = []
         for match_id, path, rows, faults in read:
             if match_id in held:
@@ -687,6 +691,10 @@ class FolderSource(Source):
         if len(prefixes) == 1:
             self.name = prefixes.pop()
         self._standings = self._read_standings()
+
+    def _include(self, match_id: str) -> bool:
+        """Whether the record of ``match_id`` is read (a subclass may leave some out)."""
+        return True
 
     def _read_standings(self) -> dict[str, Any]:
         path = self.folder / "ratings.json"

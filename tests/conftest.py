@@ -6,14 +6,29 @@ looking at the engine's code, so tests can compare the engine against them.
 
 from __future__ import annotations
 
+import os
 import random
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 
 import pytest
 
 from referee.rules import Action, Card, Phase, Round, parse_card
 
 Step = tuple[int, Action]
+
+#: The file mode mask the test session started with.
+_UMASK = os.umask(0o022)
+os.umask(_UMASK)
+
+
+@pytest.fixture(autouse=True)
+def _session_umask() -> Iterator[None]:
+    """Every test starts with the session's umask. ``referee.cli.main`` sets 077 for the
+    process it runs in (its outputs are private); a test that ran it in-process would
+    otherwise make the files later tests write for jailed bots unreadable to them."""
+    os.umask(_UMASK)
+    yield
+    os.umask(_UMASK)
 
 
 def cards(text: str) -> list[Card]:

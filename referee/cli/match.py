@@ -118,16 +118,19 @@ def match(args: argparse.Namespace) -> int:
     async def run() -> int:
         server = RefereeServer(sandbox=sandbox)
         await server.start(args.host, args.port, tls)
-        for bot in bots:
-            if bot.external:
-                print(
-                    f"waiting for external bot {bot.name!r} on {server.address} (its token from {bot.source})",
-                    file=sys.stderr,
-                )
         try:
             await preflight(
                 args, bots, sandbox, clock.startup_ms, Path(args.out) / "logs", server=server
             )
+            # Only now: an external bot that dialled in during the start check would find
+            # no seat for its token yet.
+            for bot in bots:
+                if bot.external:
+                    print(
+                        f"waiting for external bot {bot.name!r} on {server.address} (its "
+                        f"token from {bot.source})",
+                        file=sys.stderr,
+                    )
             runner = MatchRunner(
                 server,
                 bots,

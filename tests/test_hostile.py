@@ -72,6 +72,8 @@ ROUTES = {
     "shared_file_lock": "a lock on a file every sandbox reads: a message to another bot",
     "watch_files": "a watch (inotify) on files another bot reads",
     "page_cache": "whether another bot read a shared file's page (RWF_NOWAIT)",
+    "netlink_uevent": "the kernel's device events, sent to every network namespace of the "
+    "host's user namespace (what happens on the host)",
     "folder_links": "links in the bot's own folder to host files (the database, a record)",
     "cgroup_files": "its control group's files (raise its own limits, leave its group) or "
     "where the group sits in the host's tree",
@@ -346,7 +348,7 @@ def test_without_the_sandbox_the_same_routes_are_open(world: Path, marker: str) 
     assert {"folder_links", "cgroup_files", "dev_shm"} <= opened, opened
     # The kernel's own routes: open to an unconfined process of the referee's user.
     kernel = {"ptrace", "personality", "signal_others", "userfaultfd", "io_uring"}
-    kernel |= {"shared_file_lock", "watch_files", "page_cache"}
+    kernel |= {"shared_file_lock", "watch_files", "page_cache", "netlink_uevent"}
     if os.geteuid() == 0:
         kernel |= {"keyring", "new_namespace", "perf_event"}
     assert kernel <= opened, kernel - opened

@@ -343,6 +343,17 @@ def try_kernel_interfaces() -> None:
         route("vsock", False, str(exc))
 
 
+def try_uevents() -> None:
+    """The kernel's device events (NETLINK_KOBJECT_UEVENT): sent to every network
+    namespace of the host's user namespace, they tell what happens on the host."""
+    try:
+        with socket.socket(socket.AF_NETLINK, socket.SOCK_DGRAM, 15) as s:
+            s.bind((0, 1))
+        route("netlink_uevent", True, "subscribed to the host's device events")
+    except OSError as exc:
+        route("netlink_uevent", False, str(exc))
+
+
 def try_shared_files() -> None:
     """A file every sandbox reads (this script; the interpreter's files) as a mailbox: a
     lock on it, a watch on it, or whether its pages are cached, seen from another bot."""
@@ -538,7 +549,7 @@ def main() -> None:
     for attempt in (try_descriptors, try_environment, lambda: try_processes(token), try_paths):
         attempt()
     # Before any thread starts (unshare(CLONE_NEWUSER) refuses a threaded process).
-    for attempt in (try_keyring, try_tracing, try_kernel_interfaces, try_shared_files):
+    for attempt in (try_keyring, try_tracing, try_kernel_interfaces, try_shared_files, try_uevents):
         attempt()
     try_network()
     meet_others()

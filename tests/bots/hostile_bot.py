@@ -457,6 +457,23 @@ CGROUP_FILES = ("cgroup.procs", "tasks", "pids.max", "memory.max", "memory.limit
                 "cpu.max", "cpu.shares")  # fmt: skip
 
 
+#: Entries of the sandbox's own /etc/passwd, /etc/group and /etc/hosts (the first field;
+#: ``bot`` is its own user and group).
+OWN_ACCOUNTS = {"root", "nobody", "nogroup", "bot", "127.0.0.1", "::1", "127.0.1.1"}
+
+
+def try_host_accounts() -> None:
+    """The host's users, groups and host names (/etc/passwd, /etc/group, /etc/hosts):
+    who works on the machine, the names and addresses of the organiser's network."""
+    found = []
+    for path, sep in (("/etc/passwd", ":"), ("/etc/group", ":"), ("/etc/hosts", None)):
+        for line in (read(path) or b"").decode(errors="replace").splitlines():
+            first = line.split("#", 1)[0].split(sep)[0].strip()
+            if first and first not in OWN_ACCOUNTS:
+                found.append(f"{path}: {first}")
+    route("host_accounts", bool(found), f"found: {found[:12]}")
+
+
 def try_cgroup() -> None:
     """The bot's control group: its files (raise its own pids.max or memory.max, move
     out of its group into a parent's) and where it sits in the host's tree."""
@@ -557,7 +574,9 @@ def main() -> None:
     for attempt in (try_signals, try_ipc):
         attempt()
     try_devices_and_proc()
-    for attempt in (try_own_folder_links, try_cgroup, try_shared_memory_folders, try_limits):
+    for attempt in (try_own_folder_links, try_host_accounts, try_cgroup):
+        attempt()
+    for attempt in (try_shared_memory_folders, try_limits):
         attempt()
     try_fill_tmp()
     print("ROUTES DONE", flush=True)

@@ -77,6 +77,8 @@ ROUTES = {
     "folder_links": "links in the bot's own folder to host files (the database, a record)",
     "host_accounts": "the host's users, groups and host names (/etc/passwd, /etc/group, "
     "/etc/hosts)",
+    "socket_folder": "another socket beside its own in /run/sticheln (another bot's), the "
+    "host's /run, or room to leave one",
     "cgroup_files": "its control group's files (raise its own limits, leave its group) or "
     "where the group sits in the host's tree",
     "dev_shm": "a writable /dev/shm or /dev/mqueue besides its bounded /tmp",
@@ -347,7 +349,8 @@ def test_without_the_sandbox_the_same_routes_are_open(world: Path, marker: str) 
     assert {"list_other_pids", "other_environ", "path:output", "path:record"} <= opened
     assert {"path:database", "path:other_bot", "loopback_ports", "other_bot"} <= opened, opened
     # Unconfined, a link in its folder is a host path, and its group is in the host's tree.
-    assert {"folder_links", "cgroup_files", "dev_shm", "host_accounts"} <= opened, opened
+    unconfined = {"folder_links", "cgroup_files", "dev_shm", "host_accounts", "socket_folder"}
+    assert unconfined <= opened, unconfined - opened
     # The kernel's own routes: open to an unconfined process of the referee's user.
     kernel = {"ptrace", "personality", "signal_others", "userfaultfd", "io_uring"}
     kernel |= {"shared_file_lock", "watch_files", "page_cache", "netlink_uevent"}

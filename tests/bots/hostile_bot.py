@@ -457,6 +457,23 @@ CGROUP_FILES = ("cgroup.procs", "tasks", "pids.max", "memory.max", "memory.limit
                 "cpu.max", "cpu.shares")  # fmt: skip
 
 
+def try_socket_folder() -> None:
+    """The folder of its referee socket and the rest of /run: another bot's socket there
+    (to dial with a token of its own), the host's services' sockets, or room to leave
+    a socket for another bot to find."""
+    found = []
+    for folder in ("/run", "/run/sticheln", "/var/run"):
+        with contextlib.suppress(OSError):
+            found += [f"{folder}/{n}" for n in os.listdir(folder)]
+    own = {"/run/sticheln", "/run/sticheln/referee.sock"}
+    others = [path for path in found if path not in own]
+    if not os.environ.get("HOSTILE_NO_WRITE"):
+        with contextlib.suppress(OSError):
+            os.mkdir("/run/sticheln/hostile")
+            others.append("made /run/sticheln/hostile")
+    route("socket_folder", bool(others), f"found: {others[:12]}")
+
+
 #: Entries of the sandbox's own /etc/passwd, /etc/group and /etc/hosts (the first field;
 #: ``bot`` is its own user and group).
 OWN_ACCOUNTS = {"root", "nobody", "nogroup", "bot", "127.0.0.1", "::1", "127.0.1.1"}
@@ -574,7 +591,7 @@ def main() -> None:
     for attempt in (try_signals, try_ipc):
         attempt()
     try_devices_and_proc()
-    for attempt in (try_own_folder_links, try_host_accounts, try_cgroup):
+    for attempt in (try_own_folder_links, try_host_accounts, try_cgroup, try_socket_folder):
         attempt()
     for attempt in (try_shared_memory_folders, try_limits):
         attempt()

@@ -12,6 +12,7 @@ the bot and a line to :data:`ROUTES`.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import re
@@ -71,6 +72,20 @@ ROUTES = {
     "shared_file_lock": "a lock on a file every sandbox reads: a message to another bot",
     "watch_files": "a watch (inotify) on files another bot reads",
     "page_cache": "whether another bot read a shared file's page (RWF_NOWAIT)",
+    "netlink_uevent": "the kernel's device events, sent to every network namespace of the "
+    "host's user namespace (what happens on the host)",
+    "folder_links": "links in the bot's own folder to host files (the database, a record)",
+    "host_accounts": "the host's users, groups and host names (/etc/passwd, /etc/group, "
+    "/etc/hosts)",
+    "socket_folder": "another socket beside its own in /run/sticheln (another bot's), the "
+    "host's /run, or room to leave one",
+    "cgroup_files": "its control group's files (raise its own limits, leave its group) or "
+    "where the group sits in the host's tree",
+    "dev_shm": "a writable /dev/shm or /dev/mqueue besides its bounded /tmp",
+    "fill_tmp": "a /tmp that takes more than its declared size of the host's memory",
+    "core_dump": "a core dump handed to the host's core handler (its disk, its CPU)",
+    "raise_priority": "a scheduling priority above the other seats' (nice below 0, a "
+    "real-time class), where the host's limits would allow one",
 }
 
 SECRETS = {
@@ -123,18 +138,59 @@ def _targets(world: Path) -> dict[str, Path]:
     return {"output": out, **{k: (v if k != "other_bot" else other) for k, v in files.items()}}
 
 
-def _bot_file(world: Path, name: str, script: str, marker: str, env: dict[str, str]) -> Path:
+def _bot_file(
+    world: Path,
+    name: str,
+    script: str,
+    marker: str,
+    env: dict[str, str],
+    workdir: Path = BOTS_DIR,
+) -> Path:
     table = bot(script, marker, name=name, env=env)
     path = world / f"{name}.toml"
     lines = [
         f"name = {json.dumps(table.name)}",
         f"command = {json.dumps(list(table.command))}",
-        f"workdir = {json.dumps(str(BOTS_DIR))}",
+        f"workdir = {json.dumps(str(workdir))}",
         "[env]",
         *(f"{k} = {json.dumps(v)}" for k, v in env.items()),
     ]
     path.write_text("\n".join(lines) + "\n")
     return path
+
+
+def _hostile_folder(world: Path, targets: dict[str, Path]) -> Path:
+    """The hostile bot's own folder, as its author would ship it: its code, and a link
+    ``link-<label>`` to each host target (the database, a record, the output folder)."""
+    folder = world / "hostile-bot"
+    folder.mkdir()
+    folder.chmod(0o755)
+    for name in ("hostile_bot.py", "botlib.py"):
+        shutil.copy(BOTS_DIR / name, folder / name)
+        (folder / name).chmod(0o644)
+    for label, target in targets.items():
+        (folder / f"link-{label}").symlink_to(target)
+    return folder
+
+
+#: Hard limits a host may grant its processes (as ``docker run --ulimit`` or systemd's
+#: ``LimitNICE=``/``LimitRTPRIO=`` would), given to the referee where this test may raise
+#: them: what keeps a bot from raising its priority or leaving a core is the launcher's
+#: own limits, not the host's.
+GENEROUS_HOST = ("--nice=30", "--rtprio=20", "--core=unlimited")
+
+
+@functools.cache
+def _generous_host() -> tuple[str, ...]:
+    """``prlimit`` options giving the referee each of :data:`GENEROUS_HOST` that this
+    machine lets the test grant (raising a hard limit needs CAP_SYS_RESOURCE)."""
+    if shutil.which("prlimit") is None:
+        return ()
+    return tuple(
+        option
+        for option in GENEROUS_HOST
+        if subprocess.run(["prlimit", option, "--", "true"], capture_output=True).returncode == 0
+    )
 
 
 #: What a root-only file holds, open on a descriptor the referee is started with (as
@@ -158,8 +214,10 @@ def _referee(
             fd = os.open(secret, os.O_RDONLY)  # inheritable by the referee
             held.callback(os.close, fd)
             fds = (fd,)
+        granted = _generous_host()
+        prefix = ["prlimit", *granted, "--"] if granted else []
         return subprocess.run(
-            [sys.executable, "-m", "referee.cli", *args],
+            [*prefix, sys.executable, "-m", "referee.cli", *args],
             capture_output=True,
             text=True,
             timeout=timeout,
@@ -185,6 +243,7 @@ def _hostile_env(targets: dict[str, Path], ports: list[int]) -> dict[str, str]:
         "HOSTILE_PORTS": ":".join(map(str, ports)),
         # Its beginning only: the whole text in a log means it was read.
         "HOSTILE_SECRET": FILE_SECRET[:-4],
+        "HOSTILE_TMP_MB": str(Sandbox().tmp_size_mb),
     }
 
 
@@ -206,7 +265,8 @@ def _match(
     try:
         targets = _targets(world)
         hostile_env = {**_hostile_env(targets, [port, listener.getsockname()[1]]), **(env or {})}
-        hostile = _bot_file(world, "hostile", "hostile_bot.py", marker, hostile_env)
+        folder = _hostile_folder(world, targets)
+        hostile = _bot_file(world, "hostile", "hostile_bot.py", marker, hostile_env, folder)
         lowest = _bot_file(world, "lowest", "lowest_bot.py", marker, {})
         out = targets["output"]
         result = _referee(
@@ -288,9 +348,12 @@ def test_without_the_sandbox_the_same_routes_are_open(world: Path, marker: str) 
         assert routes["inherited_descriptor"] == "blocked"
     assert {"list_other_pids", "other_environ", "path:output", "path:record"} <= opened
     assert {"path:database", "path:other_bot", "loopback_ports", "other_bot"} <= opened, opened
+    # Unconfined, a link in its folder is a host path, and its group is in the host's tree.
+    unconfined = {"folder_links", "cgroup_files", "dev_shm", "host_accounts", "socket_folder"}
+    assert unconfined <= opened, unconfined - opened
     # The kernel's own routes: open to an unconfined process of the referee's user.
     kernel = {"ptrace", "personality", "signal_others", "userfaultfd", "io_uring"}
-    kernel |= {"shared_file_lock", "watch_files", "page_cache"}
+    kernel |= {"shared_file_lock", "watch_files", "page_cache", "netlink_uevent"}
     if os.geteuid() == 0:
         kernel |= {"keyring", "new_namespace", "perf_event"}
     assert kernel <= opened, kernel - opened

@@ -35,6 +35,7 @@ from referee.match.sandbox import (
     SandboxUnavailable,
     bot_environment,
     bwrap_command,
+    bwrap_descriptors,
 )
 from referee.match.server import RefereeServer
 from referee.tournament.config import ConfigError, config_from_table
@@ -150,7 +151,15 @@ def test_the_default_policy_binds_only_what_a_bot_needs(tmp_path: Path) -> None:
     assert policy.socket_dir == tmp_path / "sock"
     etc = [p for p in policy.system if p.parts[1] == "etc"]
     assert etc and Path("/etc") not in policy.system, "never /etc wholesale"
-    assert {p.name for p in etc} >= {"ld.so.cache", "passwd", "ssl"}
+    assert {p.name for p in etc} >= {"ld.so.cache", "ssl"}
+    # Users, groups and host names are the sandbox's own: root, nobody, the bot's uid.
+    assert not {"passwd", "group", "hosts"} & {p.name for p in etc}
+    made = dict(policy.files)
+    assert set(made) == {Path("/etc/passwd"), Path("/etc/group"), Path("/etc/hosts")}
+    uid = policy.run_as[0] if policy.run_as else os.getuid()
+    names = [line.split(":")[0] for line in made[Path("/etc/passwd")].decode().splitlines()]
+    assert names == (["root", "nobody"] if uid in (0, 65534) else ["root", "bot", "nobody"])
+    assert f":{uid}:" in made[Path("/etc/passwd")].decode()
     # Not the project's results, the tests or anything beside the bot's folder.
     bound = [str(p) for p in policy.read_only]
     assert not any(p in (str(ROOT), str(ROOT / "tests"), str(ROOT / "results")) for p in bound)
@@ -492,3 +501,37 @@ def test_a_league_file_chooses_the_sandbox(tmp_path: Path) -> None:
     assert league({"mode": "none"}) == "none"
     with pytest.raises(ConfigError, match=r"\[sandbox\] mode = 'off' is not allowed"):
         league({"mode": "off"})
+
+
+def test_made_files_are_bound_from_their_descriptors() -> None:
+    files = ((Path("/etc/passwd"), b"root:x:0:0::/:/bin/false\n"), (Path("/etc/hosts"), b""))
+    argv = bwrap_command(_policy(files=files), ["python3", "bot.py"], file_fds=(7, 9))
+    assert _pairs(argv, "--ro-bind-data") == [("7", "/etc/passwd"), ("9", "/etc/hosts")]
+    for i, flag in enumerate(argv):
+        if flag == "--ro-bind-data":
+            assert argv[i - 2 : i] == ["--perms", "0444"], "readable by the bot's user"
+    with pytest.raises(ValueError, match="descriptor"):
+        bwrap_command(_policy(files=files), ["python3", "bot.py"], file_fds=(7,))
+
+
+def test_a_sandboxed_bot_knows_its_own_user_and_none_of_the_hosts() -> None:
+    sandbox = Sandbox()
+    user = sandbox.lease_user()
+    try:
+        policy = sandbox.policy(BOTS_DIR, user=user.ids if user else None)
+        probe = (
+            "import getpass, socket; print(getpass.getuser(), socket.gethostbyname('localhost'));"
+            "print(len(open('/etc/passwd').read().splitlines()))"
+        )
+        with bwrap_descriptors(policy, [sys.executable, "-c", probe]) as (argv, fds):
+            # No USER or LOGNAME: getpass asks the sandbox's /etc/passwd.
+            done = subprocess.run(
+                argv, pass_fds=fds, capture_output=True, text=True, timeout=60, env={}
+            )
+    finally:
+        if user is not None:
+            user.release()
+    assert done.returncode == 0, done.stderr
+    name, address, users = done.stdout.split()
+    assert name == "bot" and address == "127.0.0.1"
+    assert int(users) <= 3, "root, nobody and the bot: not the host's accounts"

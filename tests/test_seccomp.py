@@ -54,6 +54,7 @@ def test_only_harmless_arguments_pass_the_conditional_calls() -> None:
     assert rules["clone"].mask == 0x7E020000 and rules["clone"].values == ()
     assert set(rules["socket"].values) == {1, 2, 10, 16}, "unix, inet, inet6, netlink"
     assert 40 not in rules["socket"].values, "AF_VSOCK leads past the network namespace"
+    assert rules["socket"].only == ((16, 2, 0),), "netlink: NETLINK_ROUTE only (no uevents)"
     assert 0x0040000 not in rules["personality"].values, "ADDR_NO_RANDOMIZE"
     locks = {5, 6, 7, 12, 13, 14, 36, 37, 38}  # [GS]ETLK[W], their 64-bit and OFD forms
     leases_and_notify = {1024, 1025, 1026}

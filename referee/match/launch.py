@@ -25,6 +25,12 @@ import sys
 from referee.runtime import grpcenv
 
 _PR_SET_PDEATHSIG = 1
+#: Limits every bot gets whatever the host grants the referee (``docker run --ulimit``,
+#: systemd's ``LimitNICE=``): no core dump (handed to the host's core handler, it costs
+#: the host's disk and CPU), and no priority above the other seats' (a nice value below
+#: 0, a real-time scheduling class that would starve them). Hard limits: the bot cannot
+#: raise them again.
+ZERO_LIMITS = (resource.RLIMIT_CORE, resource.RLIMIT_NICE, resource.RLIMIT_RTPRIO)
 #: Above every descriptor a process can hold (os.closerange uses close_range(2) when the
 #: kernel has it, so the size of the range costs nothing).
 _MAX_FD = 1 << 20
@@ -62,6 +68,8 @@ def main(argv: list[str] | None = None) -> None:
         resource.setrlimit(resource.RLIMIT_NPROC, (args.nproc, args.nproc))
     if args.fsize_bytes is not None:
         resource.setrlimit(resource.RLIMIT_FSIZE, (args.fsize_bytes, args.fsize_bytes))
+    for limit in ZERO_LIMITS:
+        resource.setrlimit(limit, (0, 0))
     resource.setrlimit(resource.RLIMIT_CPU, (args.cpu_seconds, args.cpu_seconds + 5))
     memory = args.memory_mb * 1024 * 1024
     resource.setrlimit(resource.RLIMIT_AS, (memory, memory))

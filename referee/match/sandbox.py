@@ -10,8 +10,8 @@ What a bot may read, write and reach is a value, :class:`SandboxPolicy`; one fun
 no flags of its own. :meth:`Sandbox.policy` builds the policy for one bot process:
 
 - read-only: the system (``/usr`` and the few files of ``/etc`` programs need: the dynamic
-  linker's cache, TLS certificates, ``alternatives``, users and groups, name service,
-  local time), the referee's interpreter (its prefixes, with grpcio and protobuf), the
+  linker's cache, TLS certificates, ``alternatives``, name service, local time; users,
+  groups and host names are the sandbox's own, not the host's), the referee's interpreter (its prefixes, with grpcio and protobuf), the
   generated ``sticheln`` stubs and the referee's own package (the rules engine a bot may
   simulate with), the bot's own folder (its ``workdir``), and the paths its bot file
   declares under ``[sandbox] read``;
@@ -68,26 +68,26 @@ SOCKET_PATH = SOCKET_DIR / "referee.sock"
 #: The address a sandboxed bot dials (``STICHELN_REFEREE``).
 SOCKET_ADDRESS = f"unix:{SOCKET_PATH}"
 
+#: The host name inside a sandbox.
+HOSTNAME = "sticheln-bot"
 #: System folders bound read-only when present.
 SYSTEM_DIRS = (Path("/usr"),)
 #: Top-level names that are symbolic links into /usr on merged-/usr systems (and bound as
 #: folders where they are real folders).
 SYSTEM_LINKS = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
-#: The parts of /etc that programs need, and nothing else of it.
+#: The parts of /etc that programs need, and nothing else of it. The users, groups and
+#: host names are the sandbox's own (:func:`account_files`), not the host's.
 ETC_FILES = (
     "alternatives",
     "ca-certificates",
     "ca-certificates.conf",
-    "group",
     "host.conf",
-    "hosts",
     "ld.so.cache",
     "ld.so.conf",
     "ld.so.conf.d",
     "localtime",
     "nsswitch.conf",
     "os-release",
-    "passwd",
     "ssl",
 )
 #: Files of the sandbox's /proc that speak of the whole machine rather than the sandbox,
@@ -154,21 +154,51 @@ class SandboxPolicy:
     #: Share the host's network (never for bots; here so that the policy says it).
     network: bool = False
     #: The host name inside the sandbox.
-    hostname: str = "sticheln-bot"
+    hostname: str = HOSTNAME
     #: Paths of the sandbox's /proc made unreadable (a device on a ``nodev`` mount: EACCES).
     masked: tuple[Path, ...] = ()
     #: The seccomp filter bubblewrap installs before it starts the bot (a compiled BPF
     #: program, :func:`referee.match.seccomp.program`); empty: none.
     seccomp: bytes = b""
+    #: Files made read-only in the sandbox from the referee's text, in place of the host's:
+    #: (path, content) (:func:`account_files`).
+    files: tuple[tuple[Path, bytes], ...] = ()
+
+
+def account_files(uid: int, gid: int, hostname: str) -> tuple[tuple[Path, bytes], ...]:
+    """The sandbox's ``/etc/passwd``, ``/etc/group`` and ``/etc/hosts``: root, nobody and
+    the bot's own user (so that a runtime asking who it is gets an answer), and the
+    loopback names. The host's would tell a bot its accounts, groups and the names and
+    addresses of the organiser's network."""
+    users = ["root:x:0:0:root:/root:/usr/sbin/nologin"]
+    groups = ["root:x:0:"]
+    if uid not in (0, 65534):
+        users.append(f"bot:x:{uid}:{gid}:bot:/tmp:/usr/sbin/nologin")
+    if gid not in (0, 65534):
+        groups.append(f"bot:x:{gid}:")
+    users.append("nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin")
+    groups.append("nogroup:x:65534:")
+    hosts = ["127.0.0.1\tlocalhost", "::1\tlocalhost ip6-localhost ip6-loopback"]
+    hosts.append(f"127.0.1.1\t{hostname}")
+    return tuple(
+        (Path("/etc") / name, ("\n".join(lines) + "\n").encode())
+        for name, lines in (("passwd", users), ("group", groups), ("hosts", hosts))
+    )
 
 
 def bwrap_command(
-    policy: SandboxPolicy, command: Sequence[str], seccomp_fd: int | None = None
+    policy: SandboxPolicy,
+    command: Sequence[str],
+    seccomp_fd: int | None = None,
+    file_fds: Sequence[int] = (),
 ) -> list[str]:
     """The command line that runs ``command`` confined by ``policy``; ``seccomp_fd`` is the
-    descriptor bubblewrap reads the policy's filter from (see :func:`bwrap_descriptors`)."""
+    descriptor bubblewrap reads the policy's filter from, ``file_fds`` those it reads the
+    policy's made files from, in order (see :func:`bwrap_descriptors`)."""
     if bool(policy.seccomp) != (seccomp_fd is not None):
         raise ValueError("a policy's seccomp filter needs a descriptor, and only then")
+    if len(file_fds) != len(policy.files):
+        raise ValueError("each of a policy's made files needs a descriptor")
     argv = [policy.bwrap, "--unshare-pid", "--unshare-ipc", "--unshare-uts"]
     argv.append("--unshare-cgroup-try")
     if not policy.network:
@@ -190,6 +220,9 @@ def bwrap_command(
         argv += ["--dir", str(parent)]
     for path in policy.system:
         argv += ["--ro-bind-try", str(path), str(path)]
+    for (path, _), fd in zip(policy.files, file_fds, strict=True):
+        # Readable by the bot's user (bubblewrap makes them 0600, root's, otherwise).
+        argv += ["--perms", "0444", "--ro-bind-data", str(fd), str(path)]
     for link, target in policy.links:
         argv += ["--symlink", target, str(link)]
     for path in binds:
@@ -215,15 +248,20 @@ def bwrap_descriptors(
     policy: SandboxPolicy, command: Sequence[str]
 ) -> Iterator[tuple[list[str], tuple[int, ...]]]:
     """The ``bwrap`` command line for ``command`` and the descriptors to pass it (the
-    seccomp filter's), open until the block ends: start the process inside it."""
-    if not policy.seccomp:
-        yield bwrap_command(policy, command), ()
-        return
-    fd = seccomp.program_fd(policy.seccomp)
+    seccomp filter's, the made files'), open until the block ends: start the process
+    inside it."""
+    fds: list[int] = []
     try:
-        yield bwrap_command(policy, command, fd), (fd,)
+        # Each one a fresh descriptor bubblewrap reads to the end, as the filter's.
+        for _, data in policy.files:
+            fds.append(seccomp.program_fd(data))
+        filter_fd = seccomp.program_fd(policy.seccomp) if policy.seccomp else None
+        if filter_fd is not None:
+            fds.append(filter_fd)
+        yield bwrap_command(policy, command, filter_fd, fds[: len(policy.files)]), tuple(fds)
     finally:
-        os.close(fd)
+        for fd in fds:
+            os.close(fd)
 
 
 def _within(path: Path, roots: Sequence[Path]) -> bool:
@@ -430,6 +468,7 @@ class Sandbox:
             setpriv=shutil.which("setpriv") or "setpriv",
             user_namespace=not self.as_root,
             seccomp=code,
+            files=account_files(*(run_as or (os.getuid(), os.getgid())), HOSTNAME),
             masked=tuple(p for p in (Path("/proc") / n for n in MASKED_PROC) if p.exists()),
         )
 

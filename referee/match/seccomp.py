@@ -40,6 +40,11 @@ CLONE_NAMESPACES = 0x7E020000
 #: runtime probes them; the network namespace is empty) and netlink (the C library asks it
 #: for the interfaces). AF_VSOCK, for one, is not confined by the network namespace.
 SOCKET_FAMILIES = (1, 2, 10, 16)  # AF_UNIX, AF_INET, AF_INET6, AF_NETLINK
+#: Of netlink, only NETLINK_ROUTE (protocol 0: the interfaces and addresses of its own,
+#: empty network namespace). The kernel's device events (NETLINK_KOBJECT_UEVENT) reach
+#: every network namespace of the host's user namespace, a sandbox's too when the referee
+#: runs as root: what happens on the host (devices, modules) is none of a bot's business.
+SOCKET_CONDITIONS = ((16, 2, 0),)  # AF_NETLINK only when protocol (argument 2) is 0
 
 #: ``fcntl`` commands a bot may use: descriptors, flags, owners and signals, pipe sizes,
 #: seals, write hints. Not the file locks (F_GETLK/SETLK/SETLKW, their 64-bit and
@@ -221,12 +226,16 @@ DENIED = {
 @dataclass(frozen=True)
 class ArgRule:
     """Allow ``call`` only when its argument ``index`` is one of ``values`` (or, with
-    ``mask``, when ``argument & mask == 0``)."""
+    ``mask``, when ``argument & mask == 0``), and for a value named in ``only``, when
+    another argument has the value given there."""
 
     call: str
     index: int
     values: tuple[int, ...] = ()
     mask: int = 0
+    #: ``(value, other index, required)``: ``value`` is allowed only when argument
+    #: ``other index`` equals ``required`` too.
+    only: tuple[tuple[int, int, int], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -251,7 +260,7 @@ PROFILE = SyscallProfile(
     allowed=ALLOWED,
     allowed_when=(
         ArgRule("clone", 0, mask=CLONE_NAMESPACES),
-        ArgRule("socket", 0, values=SOCKET_FAMILIES),
+        ArgRule("socket", 0, values=SOCKET_FAMILIES, only=SOCKET_CONDITIONS),
         ArgRule("personality", 0, values=PERSONALITIES),
         ArgRule("fcntl", 1, values=FCNTL_COMMANDS),
         ArgRule("fcntl64", 1, values=FCNTL_COMMANDS),
@@ -318,7 +327,8 @@ def compile_profile(profile: SyscallProfile) -> bytes:
         if rule.mask:
             rules.add_rule(sc.ALLOW, nr, sc.Arg(rule.index, sc.MASKED_EQ, rule.mask, 0))
         for value in rule.values:
-            rules.add_rule(sc.ALLOW, nr, sc.Arg(rule.index, sc.EQ, value))
+            also = [sc.Arg(i, sc.EQ, need) for v, i, need in rule.only if v == value]
+            rules.add_rule(sc.ALLOW, nr, sc.Arg(rule.index, sc.EQ, value), *also)
     for name, code in profile.errnos:
         if (nr := number(name)) is not None:
             rules.add_rule(sc.ERRNO(code), nr)

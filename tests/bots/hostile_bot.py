@@ -11,7 +11,10 @@ in its log. Environment (besides the referee's):
 - ``HOSTILE_NO_WRITE``: write nowhere (for a run without a sandbox);
 - ``HOSTILE_PORTS``: TCP ports to try on 127.0.0.1 and ::1 (the referee's, a listener);
 - ``HOSTILE_SECRET``: the beginning of a text that, read through any descriptor the bot finds open, means
-  the descriptor was inherited from the referee.
+  the descriptor was inherited from the referee;
+- ``HOSTILE_TMP_MB``: the size its writable ``/tmp`` is meant to have (it fills it to see).
+
+Links in its own folder (``link-*``, made by the test to host files) are followed too.
 
 Besides files and sockets, it reads the kernel's manual: keyrings, tracing, io_uring,
 userfaultfd, performance counters, new namespaces, personality flags, signals to every
@@ -28,6 +31,7 @@ import ctypes
 import errno
 import fcntl
 import os
+import resource
 import socket
 import subprocess
 import sys
@@ -339,6 +343,17 @@ def try_kernel_interfaces() -> None:
         route("vsock", False, str(exc))
 
 
+def try_uevents() -> None:
+    """The kernel's device events (NETLINK_KOBJECT_UEVENT): sent to every network
+    namespace of the host's user namespace, they tell what happens on the host."""
+    try:
+        with socket.socket(socket.AF_NETLINK, socket.SOCK_DGRAM, 15) as s:
+            s.bind((0, 1))
+        route("netlink_uevent", True, "subscribed to the host's device events")
+    except OSError as exc:
+        route("netlink_uevent", False, str(exc))
+
+
 def try_shared_files() -> None:
     """A file every sandbox reads (this script; the interpreter's files) as a mailbox: a
     lock on it, a watch on it, or whether its pages are cached, seen from another bot."""
@@ -419,6 +434,147 @@ def try_devices_and_proc() -> None:
     )
 
 
+def try_own_folder_links() -> None:
+    """Links the bot's author put in its folder, to host files (its folder is bound in the
+    sandbox; a link in it is followed there, not on the host)."""
+    got = []
+    for name in sorted(os.listdir(".")):
+        if not (name.startswith("link-") and os.path.islink(name)):
+            continue
+        try:
+            if os.path.isdir(name):
+                got.append(f"{name}: listed {sorted(os.listdir(name))}")
+            elif (data := read(name)) is not None:
+                seen(data.decode(errors="replace"))
+                got.append(f"{name}: read {len(data)} bytes")
+        except OSError:
+            pass
+    route("folder_links", bool(got), f"through: {got}")
+
+
+#: A control group's files that would raise the bot's bounds or move it out of its group.
+CGROUP_FILES = ("cgroup.procs", "tasks", "pids.max", "memory.max", "memory.limit_in_bytes",
+                "cpu.max", "cpu.shares")  # fmt: skip
+
+
+def try_socket_folder() -> None:
+    """The folder of its referee socket and the rest of /run: another bot's socket there
+    (to dial with a token of its own), the host's services' sockets, or room to leave
+    a socket for another bot to find."""
+    found = []
+    for folder in ("/run", "/run/sticheln", "/var/run"):
+        with contextlib.suppress(OSError):
+            found += [f"{folder}/{n}" for n in os.listdir(folder)]
+    own = {"/run/sticheln", "/run/sticheln/referee.sock"}
+    others = [path for path in found if path not in own]
+    if not os.environ.get("HOSTILE_NO_WRITE"):
+        with contextlib.suppress(OSError):
+            os.mkdir("/run/sticheln/hostile")
+            others.append("made /run/sticheln/hostile")
+    route("socket_folder", bool(others), f"found: {others[:12]}")
+
+
+#: Entries of the sandbox's own /etc/passwd, /etc/group and /etc/hosts (the first field;
+#: ``bot`` is its own user and group).
+OWN_ACCOUNTS = {"root", "nobody", "nogroup", "bot", "127.0.0.1", "::1", "127.0.1.1"}
+
+
+def try_host_accounts() -> None:
+    """The host's users, groups and host names (/etc/passwd, /etc/group, /etc/hosts):
+    who works on the machine, the names and addresses of the organiser's network."""
+    found = []
+    for path, sep in (("/etc/passwd", ":"), ("/etc/group", ":"), ("/etc/hosts", None)):
+        for line in (read(path) or b"").decode(errors="replace").splitlines():
+            first = line.split("#", 1)[0].split(sep)[0].strip()
+            if first and first not in OWN_ACCOUNTS:
+                found.append(f"{path}: {first}")
+    route("host_accounts", bool(found), f"found: {found[:12]}")
+
+
+def try_cgroup() -> None:
+    """The bot's control group: its files (raise its own pids.max or memory.max, move
+    out of its group into a parent's) and where it sits in the host's tree."""
+    found = []
+    for line in (read("/proc/self/cgroup") or b"").decode(errors="replace").splitlines():
+        path = line.split(":", 2)[-1]
+        if path not in ("/", ""):
+            found.append(f"host group {path}")
+    for root, _, files in os.walk("/sys/fs/cgroup"):
+        for name in set(files) & set(CGROUP_FILES):
+            if os.access(os.path.join(root, name), os.W_OK):
+                found.append(f"writable {os.path.join(root, name)}")
+        if len(found) > 20:
+            break
+    route("cgroup_files", bool(found), f"found: {found[:10]}")
+
+
+def try_shared_memory_folders() -> None:
+    """/dev/shm and /dev/mqueue: a writable place besides /tmp (unbounded by its size, or
+    shared with other sandboxes)."""
+    opened = []
+    for folder in ("/dev/shm", "/dev/mqueue"):
+        if os.environ.get("HOSTILE_NO_WRITE"):
+            if os.path.isdir(folder) and os.access(folder, os.W_OK):
+                opened.append(folder)
+            continue
+        path = os.path.join(folder, f"hostile-{botlib.PROCESS}")
+        try:
+            with open(path, "w") as f:
+                f.write("x")
+            os.unlink(path)
+            opened.append(folder)
+        except OSError:
+            pass
+    route("dev_shm", bool(opened), f"wrote in: {opened}")
+
+
+def try_fill_tmp() -> None:
+    """Write /tmp full: it must end at its declared size (memory the bot is charged for),
+    not take the host's disk or memory."""
+    if os.environ.get("HOSTILE_NO_WRITE"):
+        return
+    bound = int(os.environ.get("HOSTILE_TMP_MB", "64")) << 20
+    path = "/tmp/hostile-fill"
+    written = 0
+    chunk = b"\0" * (1 << 20)
+    try:
+        with open(path, "wb") as f:
+            while written <= bound + (8 << 20):
+                f.write(chunk)
+                f.flush()
+                written += len(chunk)
+    except OSError as exc:
+        why = exc.strerror or str(exc)
+    else:
+        why = "no end"
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+    route("fill_tmp", written > bound, f"wrote {written >> 20} MiB ({why})")
+
+
+def try_limits() -> None:
+    """Leave a core dump (to the host's core handler) and raise its scheduling priority
+    over the other seats (nice below 0, a real-time class): the hard limits say."""
+    core = resource.getrlimit(resource.RLIMIT_CORE)
+    route("core_dump", core[1] != 0, f"RLIMIT_CORE {core}")
+    raised = []
+    try:
+        os.setpriority(os.PRIO_PROCESS, 0, -1)
+        raised.append("nice -1")
+        os.setpriority(os.PRIO_PROCESS, 0, 0)
+    except OSError:
+        pass
+    try:
+        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(1))
+        raised.append("SCHED_FIFO")
+        os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
+    except OSError:
+        pass
+    limits = [resource.getrlimit(r) for r in (resource.RLIMIT_NICE, resource.RLIMIT_RTPRIO)]
+    route("raise_priority", bool(raised), f"raised: {raised}; RLIMIT_NICE, RTPRIO {limits}")
+
+
 def main() -> None:
     token = os.environ.get("STICHELN_TOKEN", "")
     print(f"ENV {sorted(os.environ)}", flush=True)
@@ -427,7 +583,7 @@ def main() -> None:
     for attempt in (try_descriptors, try_environment, lambda: try_processes(token), try_paths):
         attempt()
     # Before any thread starts (unshare(CLONE_NEWUSER) refuses a threaded process).
-    for attempt in (try_keyring, try_tracing, try_kernel_interfaces, try_shared_files):
+    for attempt in (try_keyring, try_tracing, try_kernel_interfaces, try_shared_files, try_uevents):
         attempt()
     try_network()
     meet_others()
@@ -435,6 +591,11 @@ def main() -> None:
     for attempt in (try_signals, try_ipc):
         attempt()
     try_devices_and_proc()
+    for attempt in (try_own_folder_links, try_host_accounts, try_cgroup, try_socket_folder):
+        attempt()
+    for attempt in (try_shared_memory_folders, try_limits):
+        attempt()
+    try_fill_tmp()
     print("ROUTES DONE", flush=True)
     botlib.run(name="hostile")
 

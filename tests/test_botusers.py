@@ -182,7 +182,7 @@ def test_started_bots_run_as_uids_of_their_own_given_back_once_reaped(tmp_path: 
 def test_the_range_is_chosen_on_the_command_line_and_checked_in_one_line(
     tmp_path: Path,
 ) -> None:
-    from bots.harness import BOTS_DIR, assert_no_processes, new_marker
+    from bots.harness import BOTS_DIR, READ_BOTS, assert_no_processes, new_marker
 
     marker = new_marker()
     bot = tmp_path / "bot.toml"
@@ -193,7 +193,13 @@ def test_the_range_is_chosen_on_the_command_line_and_checked_in_one_line(
 
     def match(*extra: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            [sys.executable, "-m", "referee.cli", "match", *("--bot", str(bot)) * 3, *extra],
+            [
+                sys.executable,
+                *("-m", "referee.cli", "match"),
+                *(("--bot", str(bot)) * 3),
+                *READ_BOTS,
+                *extra,
+            ],
             capture_output=True,
             text=True,
             timeout=120,

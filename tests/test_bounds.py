@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 from bots.harness import (
     BOTS_DIR,
+    READ_BOTS,
     assert_no_processes,
     bot,
     check_finished,
@@ -270,6 +271,9 @@ def test_a_killed_referee_leaves_no_cgroup_and_no_process(tmp_path: Path) -> Non
     referee = subprocess.Popen(
         [sys.executable, "-m", "referee.cli", "match"]
         + [x for f in files for x in ("--bot", str(f))]
+        + list(READ_BOTS)
+        # All three in the match at once (the start check would start each alone first).
+        + ["--no-preflight"]
         + ["--decision-ms", "3000", "--startup-ms", "15000", "--out", str(tmp_path / "out")],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -318,6 +322,10 @@ def test_without_a_cgroup_the_referee_says_so_once_and_rlimits_hold(tmp_path: Pa
         played = subprocess.run(
             [sys.executable, "-m", "referee.cli", "match"]
             + [x for f in files for x in ("--bot", str(f))]
+            + list(READ_BOTS)
+            # The bomb goes off as the bot starts: it is to be held in the match, not
+            # refused by the start check.
+            + ["--no-preflight"]
             + ["--decision-ms", "300", "--startup-ms", "15000", "--out", str(tmp_path / "out")],
             capture_output=True,
             text=True,

@@ -38,7 +38,11 @@ honest seats' speed under a hostile one: a match of three random bots and
 ``tests/bots/hog_bot.py``, which at its first decision starts a fork bomb, four children
 holding 200 MiB each and 64 spinning children, against the same match with a fourth
 random bot instead; the figure is the honest seats' decisions per second of their own
-think time (from request sent to answer received, as the referee measures it).
+think time (from request sent to answer received, as the referee measures it: the round
+trip referee, bot, referee, so mostly how soon the scheduler runs a woken bot and the
+woken referee beside the hog's spinners), with their median think time and the host's
+load average. The two matches of a run are played one after the other, so that a busy
+host weighs on both alike; quote the median ratio of several runs.
 
 Prints every run (with the share of CPU time the hypervisor stole meanwhile, see
 ``benchmarks/machine.py``) and the median of ``--runs`` runs per setting, then a warning
@@ -52,6 +56,7 @@ from __future__ import annotations
 import argparse
 import functools
 import importlib.util
+import os
 import statistics
 import sys
 import tempfile
@@ -89,8 +94,6 @@ class _Bounds:
         self.before: str | None = None
 
     def __enter__(self) -> None:
-        import os
-
         self.before = os.environ.get(cgroups.ROOT_VARIABLE)
         if self.per_bot:
             os.environ.pop(cgroups.ROOT_VARIABLE, None)
@@ -98,8 +101,6 @@ class _Bounds:
             os.environ[cgroups.ROOT_VARIABLE] = tempfile.gettempdir()
 
     def __exit__(self, *exc: object) -> None:
-        import os
-
         if self.before is None:
             os.environ.pop(cgroups.ROOT_VARIABLE, None)
         else:
@@ -281,9 +282,10 @@ def cgroup_ms(count: int = 20) -> list[float]:
     return eventloop.run(measure())
 
 
-def hog_match(hog: bool, seed: int) -> tuple[float, int]:
-    """(decisions per second of think time, decisions) of the three honest seats of one
-    jailed match, the fourth seat a hog (``hog``) or another honest bot."""
+def hog_match(hog: bool, seed: int) -> tuple[float, int, float]:
+    """(decisions per second of think time, decisions, median think time in µs) of the
+    three honest seats of one jailed match, the fourth seat a hog (``hog``) or another
+    honest bot."""
     honest = {"command": [sys.executable, "python/random_bot.py"]}
     bots = [
         bot_from_table({"name": f"random{i}", **honest}, base=ROOT / "sample_bots")
@@ -300,7 +302,7 @@ def hog_match(hog: bool, seed: int) -> tuple[float, int]:
     else:
         bots.append(bot_from_table({"name": "random3", **honest}, base=ROOT / "sample_bots"))
 
-    async def play() -> tuple[float, int]:
+    async def play() -> tuple[float, int, float]:
         server = RefereeServer(sandbox=Sandbox("bubblewrap"))
         await server.start("127.0.0.1", 0)
         try:
@@ -320,7 +322,7 @@ def hog_match(hog: bool, seed: int) -> tuple[float, int]:
         finally:
             await server.stop(0)
         think = [t for s in result.seats[:3] for t in s.think_s]
-        return len(think) / sum(think), len(think)
+        return len(think) / sum(think), len(think), statistics.median(think) * 1e6
 
     return eventloop.run(play())
 
@@ -358,13 +360,14 @@ def sandbox_bench(runs: int, starts: int) -> list[float]:
         if isinstance(cgroups.system(), cgroups.Cgroups):
             for hog in (False, True):
                 steal = Steal()
-                speed, decisions = hog_match(hog, run + 1)
+                speed, decisions, median_us = hog_match(hog, run + 1)
                 hogged[hog].append(speed)
                 steals.append(steal.percent())
                 print(
                     f"sandbox run {run + 1} jail, {'a hog' if hog else 'no hog'} at the table: "
-                    f"honest seats {speed:.0f} decisions/s of think time (of {decisions}), CPU "
-                    f"stolen by the host {steals[-1]:.0f}%",
+                    f"honest seats {speed:.0f} decisions/s of think time (of {decisions}; "
+                    f"median think {median_us:.0f} µs), CPU stolen by the host "
+                    f"{steals[-1]:.0f}%, load {os.getloadavg()[0]:.1f}",
                     flush=True,
                 )
     sockets = socket_server_ms()

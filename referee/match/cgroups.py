@@ -12,7 +12,10 @@ started bot gets one group with
   past it the kernel kills inside that group alone (cgroup v2 kills the whole group);
 - a CPU weight equal to every other bot's and a quota (``cpu.max``; v1 ``cpu.shares`` and
   ``cpu.cfs_quota_us``): however many children spin, the bot gets no more than its quota
-  and its share, so it cannot starve the other seats.
+  and weighs as one process. Where the group has the ``cpu`` controller it sits beside the
+  referee's subtree, not in it (:meth:`Cgroups._folder`): in one subtree all bots share
+  one entity of the scheduler, and a bot whose children spin uses up its time, so that an
+  honest bot woken for a decision waits behind it.
 
 What is written where is data (:func:`settings`, from a bot's
 :class:`~referee.match.bots.Limits`), tested on its own; :class:`Cgroups` is the one place
@@ -64,8 +67,6 @@ CPU_PERIOD_US = 100_000
 #: The CPU weight of one bot (cgroup v2 ``cpu.weight``; v1 ``cpu.shares`` is 1024 times
 #: this over 100): every bot the same.
 CPU_WEIGHT = 100
-#: The largest ``cpu.weight`` cgroup v2 accepts.
-MAX_CPU_WEIGHT = 10_000
 
 
 @dataclass(frozen=True)
@@ -108,16 +109,6 @@ def settings(limits: Limits, version: int) -> tuple[Setting, ...]:
             Setting("cpu", "cpu.cfs_quota_us", str(quota)),
         )
     raise ValueError(f"cgroup version {version} is not 1 or 2")
-
-
-def parent_weight(version: int, bots: int) -> tuple[str, str]:
-    """The CPU weight of the referee's subtree while ``bots`` bots run in it: as much as
-    that many processes of the referee's own group had before (one each), so that bounding
-    the bots does not also shrink their share of a busy host."""
-    weight = CPU_WEIGHT * max(bots, 1)
-    if version == 2:
-        return "cpu.weight", str(min(weight, MAX_CPU_WEIGHT))
-    return "cpu.shares", str(min(weight * 1024 // 100, 262_144))
 
 
 class CgroupUnavailable(OSError):
@@ -383,7 +374,6 @@ class Cgroups:
         #: The referee's subtree in each hierarchy (made with the first bot's group).
         self.subtrees = tuple(h.own / f"sticheln-referee-{os.getpid()}" for h in hierarchies)
         self._made = False
-        self._live: set[int] = set()
         self._numbers = itertools.count(1)
 
     @property
@@ -416,10 +406,17 @@ class Cgroups:
         :class:`OSError` when the kernel refuses)."""
         if not self._made:
             self._make_subtree()
+        from referee.match import watchdog  # the watchdog imports nothing of this module
+
         name = f"bot-{next(self._numbers)}"
-        folders = [subtree / name for subtree in self.subtrees]
+        folders = [
+            self._folder(hierarchy, subtree, name)
+            for hierarchy, subtree in zip(self.hierarchies, self.subtrees, strict=True)
+        ]
         for folder in folders:
             folder.mkdir()
+            if folder.parent not in self.subtrees:
+                watchdog.remove_cgroup_on_exit(folder)
         group = BotCgroup(self, folders, limits)
         try:
             for setting in settings(limits, self.version):
@@ -432,21 +429,26 @@ class Cgroups:
         except OSError:
             group.discard()
             raise
-        self._live.add(id(group))
-        self._reweigh()
         return group
+
+    @staticmethod
+    def _folder(hierarchy: Hierarchy, subtree: Path, name: str) -> Path:
+        """Where a bot's group goes in ``hierarchy``: under the referee's subtree, except
+        where the group has the CPU controller. There it goes beside the subtree, so that
+        the scheduler weighs each bot on its own against the referee and the host's other
+        processes: under one subtree, a bot whose children spin would use up the share of
+        the whole subtree, and an honest bot woken for a decision would wait for it."""
+        if "cpu" in hierarchy.controllers:
+            return subtree.parent / f"{subtree.name}-{name}"
+        return subtree / name
 
     def released(self, group: BotCgroup) -> None:
         """``group`` has been removed."""
-        self._live.discard(id(group))
-        self._reweigh()
+        from referee.match import watchdog
 
-    def _reweigh(self) -> None:
-        name, value = parent_weight(self.version, len(self._live))
-        for hierarchy, subtree in zip(self.hierarchies, self.subtrees, strict=True):
-            if "cpu" in hierarchy.controllers:
-                with contextlib.suppress(OSError):
-                    _write(subtree / name, value)
+        for folder in group.folders:
+            if folder.parent not in self.subtrees:
+                watchdog.forget_cgroup(folder)
 
 
 def _probe(root: Path) -> Cgroups:

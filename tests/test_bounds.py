@@ -14,6 +14,7 @@ import asyncio
 import os
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -153,6 +154,32 @@ def test_a_bots_cpu_group_sits_beside_the_referee_subtree_and_goes_with_the_bot(
         run(group.close())
     assert not cpu.exists()
     _no_groups_left(system)
+
+
+def test_the_referee_takes_the_shortest_time_slice_for_itself_and_the_bots_it_starts() -> None:
+    def slice_ns() -> int | None:
+        with open("/proc/thread-self/sched", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("se.slice"):
+                    return int(line.split(":")[1])
+        return None
+
+    def in_a_thread() -> None:  # a thread of its own: the test runner's keeps its slice
+        if slice_ns() is None or not cgroups.shorten_own_slice():
+            seen.append(None)
+            return
+        child = subprocess.run(
+            ["sh", "-c", "grep se.slice /proc/self/sched"], capture_output=True, text=True
+        )
+        seen.extend([slice_ns(), int(child.stdout.split(":")[1])])
+
+    seen: list[int | None] = []
+    thread = threading.Thread(target=in_a_thread)
+    thread.start()
+    thread.join()
+    if seen == [None]:
+        pytest.skip("this kernel has no time slice per task (Linux 6.12 and later)")
+    assert seen == [cgroups.REFEREE_SLICE_NS, cgroups.REFEREE_SLICE_NS]
 
 
 def test_an_unknown_cgroup_version_is_refused() -> None:

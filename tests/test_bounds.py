@@ -44,8 +44,8 @@ pytestmark = pytest.mark.timeout(240)
 
 #: The clock of every match here: short, as in the rest of the suite.
 CLOCK = Clock(decision_ms=300, time_bank_ms=0, startup_ms=15_000)
-#: The CPU time an honest bot spends on each decision beside a CPU hog: a sixth of its
-#: clock, in milliseconds (it answers in time with a third of one core of its own).
+#: The CPU time an honest bot spends on each decision beside a CPU hog: a tenth of its
+#: clock, in milliseconds (it answers in time with a tenth of one core of its own).
 THINK_CPU_MS = 30
 
 
@@ -259,8 +259,8 @@ def test_a_memory_hog_is_killed_alone(tmp_path: Path, marker: str) -> None:
 def test_a_cpu_hog_cannot_make_an_honest_opponent_time_out(tmp_path: Path, marker: str) -> None:
     _cgroups()
     # The honest bots need CPU for every decision (a search), the hog's 200 spinners take
-    # both of the machine's cores if they can. Off turn, the hog's group is idle: the bot
-    # on turn (and the referee) preempt it at once and it gets the leftovers only.
+    # both of the machine's cores if they can. The hog's group weighs as one process, on its
+    # own beside the referee and each honest bot's group (not in one share with them).
     result = _play(
         tmp_path, marker, "cpu", {"processes": 512, "cpus": 2.0}, THINK_CPU_MS, SPINNERS="200"
     )

@@ -38,7 +38,14 @@ honest seats' speed under a hostile one: a match of three random bots and
 ``tests/bots/hog_bot.py``, which at its first decision starts a fork bomb, four children
 holding 200 MiB each and 64 spinning children, against the same match with a fourth
 random bot instead; the figure is the honest seats' decisions per second of their own
-think time (from request sent to answer received, as the referee measures it).
+think time (from request sent to answer received, as the referee measures it: the round
+trip referee, bot, referee, so mostly how soon the scheduler runs a woken bot and the
+woken referee beside the hog's spinners), with their median think time and the host's
+load average; and their decisions per second of the match's wall time, from its first
+decision to its last, the time spent waiting for the hog's own turns left out (the think
+time starts once the referee's write of the request has returned: a referee held up by
+the hog shortens it, the wall time counts it). The two matches of a run are played one after the other, so that a busy
+host weighs on both alike; quote the median ratio of several runs.
 
 Prints every run (with the share of CPU time the hypervisor stole meanwhile, see
 ``benchmarks/machine.py``) and the median of ``--runs`` runs per setting, then a warning
@@ -52,6 +59,7 @@ from __future__ import annotations
 import argparse
 import functools
 import importlib.util
+import os
 import statistics
 import sys
 import tempfile
@@ -63,6 +71,7 @@ from machine import Steal, loaded_warning
 
 from referee.config.bots import bot_from_table
 from referee.match import cgroups
+from referee.match.faults import FaultReason
 from referee.match.metrics import RefereeMetrics
 from referee.match.pool import await_handshake, start_bot
 from referee.match.runner import Clock, MatchRunner
@@ -89,8 +98,6 @@ class _Bounds:
         self.before: str | None = None
 
     def __enter__(self) -> None:
-        import os
-
         self.before = os.environ.get(cgroups.ROOT_VARIABLE)
         if self.per_bot:
             os.environ.pop(cgroups.ROOT_VARIABLE, None)
@@ -98,8 +105,6 @@ class _Bounds:
             os.environ[cgroups.ROOT_VARIABLE] = tempfile.gettempdir()
 
     def __exit__(self, *exc: object) -> None:
-        import os
-
         if self.before is None:
             os.environ.pop(cgroups.ROOT_VARIABLE, None)
         else:
@@ -281,9 +286,43 @@ def cgroup_ms(count: int = 20) -> list[float]:
     return eventloop.run(measure())
 
 
-def hog_match(hog: bool, seed: int) -> tuple[float, int]:
-    """(decisions per second of think time, decisions) of the three honest seats of one
-    jailed match, the fourth seat a hog (``hog``) or another honest bot."""
+class _PlayClock:
+    """When each decision of a match came (a match observer): the honest seats' decisions
+    per second of the match's wall time, the fourth seat's own turns left out."""
+
+    def __init__(self, fourth: str, decision_s: float) -> None:
+        self.fourth, self.decision_s = fourth, decision_s
+        self.stamps: list[float] = []
+        self.fourth_s = 0.0
+        self.honest = 0
+
+    def decision(self, bot: str, phase: str, think_s: float) -> None:
+        self.stamps.append(time.perf_counter())
+        if bot == self.fourth:
+            self.fourth_s += think_s
+        else:
+            self.honest += 1
+
+    def fault(self, bot: str, reason: FaultReason) -> None:
+        if bot == self.fourth and reason is FaultReason.TIMEOUT:
+            self.fourth_s += self.decision_s  # the time the match waited for it
+
+    def trick(self) -> None:
+        pass
+
+    def round(self) -> None:
+        pass
+
+    def rate(self) -> float:
+        """Honest decisions per second of wall time, from the first decision to the last."""
+        wall = self.stamps[-1] - self.stamps[0] - self.fourth_s
+        return self.honest / wall if wall > 0 else float("nan")
+
+
+def hog_match(hog: bool, seed: int) -> tuple[float, int, float, float]:
+    """(decisions per second of think time, decisions, median think time in µs, decisions
+    per second of wall time) of the three honest seats of one jailed match, the fourth
+    seat a hog (``hog``) or another honest bot."""
     honest = {"command": [sys.executable, "python/random_bot.py"]}
     bots = [
         bot_from_table({"name": f"random{i}", **honest}, base=ROOT / "sample_bots")
@@ -300,7 +339,9 @@ def hog_match(hog: bool, seed: int) -> tuple[float, int]:
     else:
         bots.append(bot_from_table({"name": "random3", **honest}, base=ROOT / "sample_bots"))
 
-    async def play() -> tuple[float, int]:
+    clock = _PlayClock(bots[3].name, 1.0)
+
+    async def play() -> tuple[float, int, float, float]:
         server = RefereeServer(sandbox=Sandbox("bubblewrap"))
         await server.start("127.0.0.1", 0)
         try:
@@ -315,12 +356,14 @@ def hog_match(hog: bool, seed: int) -> tuple[float, int]:
                     # it); it runs on, with its children, until the match ends.
                     strike_limit=1,
                     out_dir=Path(tmp),
+                    observer=clock,
                 )
                 result = await runner.run()
         finally:
             await server.stop(0)
         think = [t for s in result.seats[:3] for t in s.think_s]
-        return len(think) / sum(think), len(think)
+        median_us = statistics.median(think) * 1e6
+        return len(think) / sum(think), len(think), median_us, clock.rate()
 
     return eventloop.run(play())
 
@@ -332,6 +375,7 @@ def sandbox_bench(runs: int, starts: int) -> list[float]:
     starts_ms: dict[str, list[float]] = {name: [] for name, _, _ in JAILS}
     duplicate: dict[str, list[float]] = {name: [] for name, _, _ in JAILS}
     hogged: dict[bool, list[float]] = {False: [], True: []}
+    walled: dict[bool, list[float]] = {False: [], True: []}
     for run in range(runs):
         steal = Steal()
         times = bot_start_ms(starts)
@@ -358,13 +402,15 @@ def sandbox_bench(runs: int, starts: int) -> list[float]:
         if isinstance(cgroups.system(), cgroups.Cgroups):
             for hog in (False, True):
                 steal = Steal()
-                speed, decisions = hog_match(hog, run + 1)
+                speed, decisions, median_us, wall = hog_match(hog, run + 1)
                 hogged[hog].append(speed)
+                walled[hog].append(wall)
                 steals.append(steal.percent())
                 print(
                     f"sandbox run {run + 1} jail, {'a hog' if hog else 'no hog'} at the table: "
-                    f"honest seats {speed:.0f} decisions/s of think time (of {decisions}), CPU "
-                    f"stolen by the host {steals[-1]:.0f}%",
+                    f"honest seats {speed:.0f} decisions/s of think time (of {decisions}; "
+                    f"median think {median_us:.0f} µs), {wall:.0f} decisions/s of wall time, "
+                    f"CPU stolen by the host {steals[-1]:.0f}%, load {os.getloadavg()[0]:.1f}",
                     flush=True,
                 )
     sockets = socket_server_ms()
@@ -386,7 +432,10 @@ def sandbox_bench(runs: int, starts: int) -> list[float]:
         print(
             f"median honest seats beside a fork bomb, a memory hog and a CPU hog: "
             f"{med(hogged[True]):.0f} decisions/s of think time, {ratio:.0%} of the same match "
-            f"without the hog ({med(hogged[False]):.0f}/s; target >= 90%)"
+            f"without the hog ({med(hogged[False]):.0f}/s; target >= 90%); "
+            f"{med(walled[True]):.0f} decisions/s of the match's wall time (the hog's own "
+            f"turns left out), {med(walled[True]) / med(walled[False]):.0%} of the same "
+            f"match without the hog ({med(walled[False]):.0f}/s)"
         )
     else:
         print(f"no hog match: {cgroups.describe()}")

@@ -14,6 +14,7 @@ import asyncio
 import os
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -44,6 +45,9 @@ pytestmark = pytest.mark.timeout(240)
 
 #: The clock of every match here: short, as in the rest of the suite.
 CLOCK = Clock(decision_ms=300, time_bank_ms=0, startup_ms=15_000)
+#: The CPU time an honest bot spends on each decision beside a CPU hog: a tenth of its
+#: clock, in milliseconds (it answers in time with a tenth of one core of its own).
+THINK_CPU_MS = 30
 
 
 def _cgroups() -> cgroups.Cgroups:
@@ -95,6 +99,8 @@ def _honest_finished(result: MatchResult) -> None:
 def _no_groups_left(system: cgroups.Cgroups) -> None:
     for subtree in system.subtrees:
         assert not subtree.exists() or not [p for p in subtree.iterdir() if p.is_dir()]
+        # A bot's group with the cpu controller sits beside the subtree.
+        assert not list(subtree.parent.glob(f"{subtree.name}-bot-*"))
 
 
 # -- the limits' values --------------------------------------------------------------------
@@ -128,11 +134,53 @@ def test_cgroup_v1_settings_cover_memory_and_swap_and_set_the_limit_before_the_s
     assert optional == {"memory.memsw.limit_in_bytes"}
 
 
-def test_the_referee_subtree_weighs_as_many_processes_as_bots_it_holds() -> None:
-    assert cgroups.parent_weight(2, 0) == ("cpu.weight", "100")
-    assert cgroups.parent_weight(2, 3) == ("cpu.weight", "300")
-    assert cgroups.parent_weight(2, 500) == ("cpu.weight", "10000")
-    assert cgroups.parent_weight(1, 4) == ("cpu.shares", "4096")
+def test_a_bots_cpu_group_sits_beside_the_referee_subtree_and_goes_with_the_bot() -> None:
+    system = _cgroups()
+    if "cpu" not in system.controllers:
+        pytest.skip("this host's cgroups have no cpu controller")
+    group = system.make(Limits(cpus=0.5))
+    try:
+        cpu = next(
+            f
+            for h, f in zip(system.hierarchies, group.folders, strict=True)
+            if "cpu" in h.controllers
+        )
+        # Beside the referee's subtree: weighed on its own against the referee and the
+        # host, not inside one share with the other bots.
+        assert cpu.parent == system.subtrees[0].parent
+        assert cpu.name.startswith(system.subtrees[0].name + "-bot-")
+        quota = "cpu.max" if system.version == 2 else "cpu.cfs_quota_us"
+        assert (cpu / quota).read_text().split()[0] == "50000"
+    finally:
+        run(group.close())
+    assert not cpu.exists()
+    _no_groups_left(system)
+
+
+def test_the_referee_takes_the_shortest_time_slice_for_itself_and_the_bots_it_starts() -> None:
+    def slice_ns() -> int | None:
+        with open("/proc/thread-self/sched", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("se.slice"):
+                    return int(line.split(":")[1])
+        return None
+
+    def in_a_thread() -> None:  # a thread of its own: the test runner's keeps its slice
+        if slice_ns() is None or not cgroups.shorten_own_slice():
+            seen.append(None)
+            return
+        child = subprocess.run(
+            ["sh", "-c", "grep se.slice /proc/self/sched"], capture_output=True, text=True
+        )
+        seen.extend([slice_ns(), int(child.stdout.split(":")[1])])
+
+    seen: list[int | None] = []
+    thread = threading.Thread(target=in_a_thread)
+    thread.start()
+    thread.join()
+    if seen == [None]:
+        pytest.skip("this kernel has no time slice per task (Linux 6.12 and later)")
+    assert seen == [cgroups.REFEREE_SLICE_NS, cgroups.REFEREE_SLICE_NS]
 
 
 def test_an_unknown_cgroup_version_is_refused() -> None:
@@ -211,9 +259,12 @@ def test_a_memory_hog_is_killed_alone(tmp_path: Path, marker: str) -> None:
 
 def test_a_cpu_hog_cannot_make_an_honest_opponent_time_out(tmp_path: Path, marker: str) -> None:
     _cgroups()
-    # 200 spinners in the hog's group weigh as much as one honest bot's group, and take
-    # no more than its CPU quota.
-    result = _play(tmp_path, marker, "cpu", {"processes": 512}, SPINNERS="200")
+    # The honest bots need CPU for every decision (a search), the hog's 200 spinners take
+    # both of the machine's cores if they can. The hog's group weighs as one process, on its
+    # own beside the referee and each honest bot's group (not in one share with them).
+    result = _play(
+        tmp_path, marker, "cpu", {"processes": 512, "cpus": 2.0}, THINK_CPU_MS, SPINNERS="200"
+    )
     _honest_finished(result)  # (the hog's spinners take the hog's own time: it may not)
 
 
@@ -290,9 +341,13 @@ def test_a_killed_referee_leaves_no_cgroup_and_no_process(tmp_path: Path) -> Non
         referee.wait()
     assert_no_processes(marker, within=10)
     deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and any(s.exists() for s in subtrees):
+
+    def left() -> list[Path]:  # the subtrees and the bots' cpu groups beside them
+        return [g for s in subtrees for g in (s, *s.parent.glob(f"{s.name}-bot-*")) if g.exists()]
+
+    while time.monotonic() < deadline and left():
         time.sleep(0.02)  # the watchdog is removing them
-    assert not [s for s in subtrees if s.exists()]
+    assert not left()
 
 
 def test_without_a_cgroup_the_referee_says_so_once_and_rlimits_hold(tmp_path: Path) -> None:

@@ -12,7 +12,10 @@ started bot gets one group with
   past it the kernel kills inside that group alone (cgroup v2 kills the whole group);
 - a CPU weight equal to every other bot's and a quota (``cpu.max``; v1 ``cpu.shares`` and
   ``cpu.cfs_quota_us``): however many children spin, the bot gets no more than its quota
-  and its share, so it cannot starve the other seats.
+  and weighs as one process. Where the group has the ``cpu`` controller it sits beside the
+  referee's subtree, not in it (:meth:`Cgroups._folder`): in one subtree all bots share
+  one entity of the scheduler, and a bot whose children spin uses up its time, so that an
+  honest bot woken for a decision waits behind it.
 
 What is written where is data (:func:`settings`, from a bot's
 :class:`~referee.match.bots.Limits`), tested on its own; :class:`Cgroups` is the one place
@@ -33,10 +36,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
 import errno
 import itertools
 import os
 import signal
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -64,8 +69,6 @@ CPU_PERIOD_US = 100_000
 #: The CPU weight of one bot (cgroup v2 ``cpu.weight``; v1 ``cpu.shares`` is 1024 times
 #: this over 100): every bot the same.
 CPU_WEIGHT = 100
-#: The largest ``cpu.weight`` cgroup v2 accepts.
-MAX_CPU_WEIGHT = 10_000
 
 
 @dataclass(frozen=True)
@@ -110,14 +113,52 @@ def settings(limits: Limits, version: int) -> tuple[Setting, ...]:
     raise ValueError(f"cgroup version {version} is not 1 or 2")
 
 
-def parent_weight(version: int, bots: int) -> tuple[str, str]:
-    """The CPU weight of the referee's subtree while ``bots`` bots run in it: as much as
-    that many processes of the referee's own group had before (one each), so that bounding
-    the bots does not also shrink their share of a busy host."""
-    weight = CPU_WEIGHT * max(bots, 1)
-    if version == 2:
-        return "cpu.weight", str(min(weight, MAX_CPU_WEIGHT))
-    return "cpu.shares", str(min(weight * 1024 // 100, 262_144))
+#: The referee's own time slice with the scheduler (EEVDF, Linux 6.12 and later), in
+#: nanoseconds: the shortest the kernel accepts. A task with a short slice gets an early
+#: deadline when it wakes, so the referee, woken by a bot's answer, preempts a bot whose
+#: children spin at once instead of after the spinner's slice; it gets no more CPU time
+#: for it, only sooner.
+REFEREE_SLICE_NS = 100_000
+#: ``sched_setattr``'s system call number per machine (the C library has no wrapper).
+SCHED_SETATTR = {"x86_64": 314, "aarch64": 274, "riscv64": 274, "i686": 351, "armv7l": 380}
+
+
+class _SchedAttr(ctypes.Structure):
+    _fields_ = [  # the kernel's struct sched_attr
+        ("size", ctypes.c_uint32),
+        ("sched_policy", ctypes.c_uint32),
+        ("sched_flags", ctypes.c_uint64),
+        ("sched_nice", ctypes.c_int32),
+        ("sched_priority", ctypes.c_uint32),
+        ("sched_runtime", ctypes.c_uint64),
+        ("sched_deadline", ctypes.c_uint64),
+        ("sched_period", ctypes.c_uint64),
+    ]
+
+
+_SLICED: set[tuple[int, int]] = set()
+
+
+def shorten_own_slice(slice_ns: int = REFEREE_SLICE_NS) -> bool:
+    """Give the calling thread of the referee (and the threads it starts later) the time
+    slice ``slice_ns`` at its present nice value, once per thread; False where the kernel or
+    the machine cannot (the referee runs on at the default slice)."""
+    key = (os.getpid(), threading.get_native_id())
+    if key in _SLICED:
+        return True
+    number = SCHED_SETATTR.get(os.uname().machine)
+    if number is None:
+        return False
+    attr = _SchedAttr(
+        size=ctypes.sizeof(_SchedAttr),
+        sched_policy=os.SCHED_OTHER,
+        sched_nice=os.getpriority(os.PRIO_PROCESS, 0),
+        sched_runtime=slice_ns,
+    )
+    if ctypes.CDLL(None, use_errno=True).syscall(number, 0, ctypes.byref(attr), 0) != 0:
+        return False
+    _SLICED.add(key)
+    return True
 
 
 class CgroupUnavailable(OSError):
@@ -383,7 +424,6 @@ class Cgroups:
         #: The referee's subtree in each hierarchy (made with the first bot's group).
         self.subtrees = tuple(h.own / f"sticheln-referee-{os.getpid()}" for h in hierarchies)
         self._made = False
-        self._live: set[int] = set()
         self._numbers = itertools.count(1)
 
     @property
@@ -416,10 +456,17 @@ class Cgroups:
         :class:`OSError` when the kernel refuses)."""
         if not self._made:
             self._make_subtree()
+        from referee.match import watchdog  # the watchdog imports nothing of this module
+
         name = f"bot-{next(self._numbers)}"
-        folders = [subtree / name for subtree in self.subtrees]
+        folders = [
+            self._folder(hierarchy, subtree, name)
+            for hierarchy, subtree in zip(self.hierarchies, self.subtrees, strict=True)
+        ]
         for folder in folders:
             folder.mkdir()
+            if folder.parent not in self.subtrees:
+                watchdog.remove_cgroup_on_exit(folder)
         group = BotCgroup(self, folders, limits)
         try:
             for setting in settings(limits, self.version):
@@ -432,21 +479,26 @@ class Cgroups:
         except OSError:
             group.discard()
             raise
-        self._live.add(id(group))
-        self._reweigh()
         return group
+
+    @staticmethod
+    def _folder(hierarchy: Hierarchy, subtree: Path, name: str) -> Path:
+        """Where a bot's group goes in ``hierarchy``: under the referee's subtree, except
+        where the group has the CPU controller. There it goes beside the subtree, so that
+        the scheduler weighs each bot on its own against the referee and the host's other
+        processes: under one subtree, a bot whose children spin would use up the share of
+        the whole subtree, and an honest bot woken for a decision would wait for it."""
+        if "cpu" in hierarchy.controllers:
+            return subtree.parent / f"{subtree.name}-{name}"
+        return subtree / name
 
     def released(self, group: BotCgroup) -> None:
         """``group`` has been removed."""
-        self._live.discard(id(group))
-        self._reweigh()
+        from referee.match import watchdog
 
-    def _reweigh(self) -> None:
-        name, value = parent_weight(self.version, len(self._live))
-        for hierarchy, subtree in zip(self.hierarchies, self.subtrees, strict=True):
-            if "cpu" in hierarchy.controllers:
-                with contextlib.suppress(OSError):
-                    _write(subtree / name, value)
+        for folder in group.folders:
+            if folder.parent not in self.subtrees:
+                watchdog.forget_cgroup(folder)
 
 
 def _probe(root: Path) -> Cgroups:
@@ -584,6 +636,7 @@ def bound(limits: Limits, policy: SandboxPolicy | None, log_path: Path) -> Bound
     """The bounds of one bot about to start with ``limits`` (confined by ``policy``, or
     not), its output going to ``log_path``: the one place a bot's limits are applied."""
     log = BotLog(log_path, limits.log_mb << 20)
+    shorten_own_slice()  # the referee's wake-ups beside bots that spin: see the constant
     found = system()
     try:
         if isinstance(found, Cgroups):

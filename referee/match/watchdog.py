@@ -8,7 +8,7 @@ process waits for a parent that is gone, without its own death signal yet). The
 watchdog closes both gaps. It is a small separate process, started with the first bot,
 that reads the process groups to guard from a pipe (``+PGID`` when a bot starts,
 ``-PGID`` once it has been stopped) and the folders to remove (the referee's private
-socket folders) and the referee's cgroup subtrees (:mod:`referee.match.cgroups`: every
+socket folders) and the referee's cgroups (:mod:`referee.match.cgroups`: every
 process left in them is killed, then they are removed). The kernel closes the pipe when the referee ends, and at end of file the
 watchdog kills every group it still guards, removes those folders, and exits.
 

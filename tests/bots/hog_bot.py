@@ -109,10 +109,11 @@ def fallocate() -> None:
 def hogs(at: str) -> None:
     """Start the hogs due ``at`` "start" (before gRPC) or at the first "decision"."""
     late = os.environ.get("HOG_AT", "start") == "decision"
+    # The spinners first: a fork bomb started with them would take their places.
     starts = {
+        "cpu": spinners,
         "forkbomb": lambda: child(forkbomb),
         "memory": lambda: [child(hold) for _ in range(int(os.environ.get("CHILDREN", "4")))],
-        "cpu": spinners,
         "flood": lambda: child(flood),
         "fallocate": fallocate,
     }

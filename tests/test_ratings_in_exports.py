@@ -16,7 +16,11 @@ from referee.results.stats import outcomes_from
 from referee.results.store import StoredResult
 from referee.tournament.config import ConfigError, load_config
 
-BOTS = "".join(f'[[bots]]\nname = "b{i}"\ncommand = ["python3", "bot.py"]\n' for i in range(4))
+# The bots run in a folder of their own: a bot's folder may not hold the output folder.
+BOTS = "".join(
+    f'[[bots]]\nname = "b{i}"\ncommand = ["python3", "bot.py"]\nworkdir = "bots"\n'
+    for i in range(4)
+)
 
 
 def rows(idx: int, *seats: tuple[str, int, bool]) -> list[StoredResult]:
@@ -37,6 +41,7 @@ def test_stored_forfeits_tie_for_last() -> None:
 
 def test_min_matches_is_a_tournament_key_with_a_default(tmp_path: Path) -> None:
     path = tmp_path / "t.toml"
+    (tmp_path / "bots").mkdir()
     path.write_text("[tournament]\ntable_size = 3\n" + BOTS)
     assert load_config(path).min_matches == MIN_MATCHES
     path.write_text("[tournament]\ntable_size = 3\nmin_matches = 12\n" + BOTS)

@@ -84,20 +84,24 @@ def play_with(bot: Path, out: Path) -> list[dict[str, Any]]:
 def elsewhere() -> Iterator[Path]:
     """A folder outside the repository, that the sandboxed bot (another user) may read, as
     a bot author's own folder is (pytest's temporary folders are the owner's only)."""
-    folder = Path(tempfile.mkdtemp(prefix="sticheln-starters-"))
-    folder.chmod(0o755)
-    assert ROOT not in folder.parents
+    base = Path(tempfile.mkdtemp(prefix="sticheln-starters-"))
+    base.chmod(0o755)
+    assert ROOT not in base.parents
+    # The author's folder, beside the referee's output folders (which no bot may read, so
+    # they may not be inside a bot's folder).
+    folder = base / "author"
+    folder.mkdir(mode=0o755)
     try:
         yield folder
     finally:
-        shutil.rmtree(folder, ignore_errors=True)
+        shutil.rmtree(base, ignore_errors=True)
 
 
 @pytest.mark.timeout(150)
 def test_a_copied_python_starter_plays_a_match(elsewhere: Path) -> None:
     copy_starter("python", elsewhere)
     bot = bot_file(elsewhere, "mine-python", ["python3", "python/heuristic_bot.py"])
-    play_with(bot, elsewhere / "out-python")
+    play_with(bot, elsewhere.parent / "out-python")
 
 
 @pytest.mark.timeout(150)
@@ -109,9 +113,9 @@ def test_a_copied_node_starter_plays_a_match(elsewhere: Path) -> None:
     copy_starter("node", elsewhere)
     # Nothing of the repository is left to read: its proto files came along.
     bot = bot_file(elsewhere, "mine-node", ["node", "node/bot.js"])
-    play_with(bot, elsewhere / "out-node")
+    play_with(bot, elsewhere.parent / "out-node")
     minimal = bot_file(elsewhere, "mine-minimal-node", ["node", "node/minimal_bot.js"])
-    play_with(minimal, elsewhere / "out-minimal-node")
+    play_with(minimal, elsewhere.parent / "out-minimal-node")
 
 
 @pytest.mark.timeout(900)
@@ -128,4 +132,4 @@ def test_a_copied_cpp_starter_builds_with_plain_cmake_and_plays_a_match(elsewher
         done = subprocess.run(argv, capture_output=True, text=True, timeout=840, cwd=elsewhere)
         assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     bot = bot_file(elsewhere, "mine-cpp", ["cpp/build/sticheln-bot"])
-    play_with(bot, elsewhere / "out-cpp")
+    play_with(bot, elsewhere.parent / "out-cpp")

@@ -116,14 +116,15 @@ def match(args: argparse.Namespace) -> int:
     sandbox = sandbox_for("none" if args.no_sandbox else "bubblewrap", bots, bot_uids=args.bot_uids)
 
     async def run() -> int:
+        # The start check runs on a server of its own, before the match's server answers
+        # its health checks: whatever waits for it to be healthy (an external bot, a
+        # container's dependency) then finds its seat open.
+        await preflight(
+            args, bots, sandbox, clock.startup_ms, Path(args.out) / "logs", host=args.host, tls=tls
+        )
         server = RefereeServer(sandbox=sandbox)
         await server.start(args.host, args.port, tls)
         try:
-            await preflight(
-                args, bots, sandbox, clock.startup_ms, Path(args.out) / "logs", server=server
-            )
-            # Only now: an external bot that dialled in during the start check would find
-            # no seat for its token yet.
             for bot in bots:
                 if bot.external:
                     print(

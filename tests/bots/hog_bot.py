@@ -21,6 +21,7 @@ are ignored (tests put a marker there).
 """
 
 import os
+import select
 import sys
 import time
 
@@ -71,13 +72,34 @@ def forkbomb() -> None:
         time.sleep(3600)
 
 
-def hold() -> None:
+def hold(done: int) -> None:
     chunks = []
     for _ in range(int(os.environ.get("HOLD_MB", "300")) // 10):
         chunks.append(b"\x01" * (10 << 20))  # written, so really held
     say(f"held {os.getpid()} {len(chunks) * 10}")
+    os.write(done, b"h")
     while True:
         time.sleep(3600)
+
+
+def holders() -> None:
+    """``CHILDREN`` children that each hold ``HOLD_MB``; the bot goes on only once they all
+    hold it (or after 60 s), so that the match cannot end before its bound has acted."""
+    count = int(os.environ.get("CHILDREN", "4"))
+    ready, done = os.pipe()
+    for _ in range(count):
+        child(lambda: hold(done))
+    os.close(done)
+    deadline = time.monotonic() + 60
+    held = 0
+    while held < count and time.monotonic() < deadline:
+        if not select.select([ready], [], [], max(0.0, deadline - time.monotonic()))[0]:
+            break
+        got = os.read(ready, count)
+        if not got:
+            break  # every holder has ended
+        held += len(got)
+    os.close(ready)
 
 
 def spin() -> None:
@@ -113,7 +135,7 @@ def hogs(at: str) -> None:
     starts = {
         "cpu": spinners,
         "forkbomb": lambda: child(forkbomb),
-        "memory": lambda: [child(hold) for _ in range(int(os.environ.get("CHILDREN", "4")))],
+        "memory": holders,
         "flood": lambda: child(flood),
         "fallocate": fallocate,
     }

@@ -207,7 +207,10 @@ def test_heuristic_against_random_accepts_h1_within_a_few_dozen_pairs(tmp_path: 
     seen: list[int] = []
     outcome = asyncio.run(run_compare(config, on_progress=lambda v, m: seen.append(v.pairs)))
     assert outcome.verdict.decision == H1 and outcome.exit_status == 0
-    assert 10 <= outcome.verdict.pairs <= 36
+    # Each run deals from a new key: the betting test, whose stakes the rules' worst
+    # difference caps, took 30-45 pairs here; a test that could not decide would run on
+    # to the cap of 1000.
+    assert 10 <= outcome.verdict.pairs <= 60
     assert seen == sorted(seen) and seen[-1] == outcome.verdict.pairs
     s = outcome.summary
     assert s["score_diff"]["mean"] > 5.0 and s["share_won"] > 0.5

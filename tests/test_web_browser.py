@@ -246,7 +246,9 @@ def test_a_running_match_appears_on_the_spectator_table_and_advances(
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
     page = browser.page
-    for _attempt in range(5):
+    # The league's matches are short: one may end between the list and the viewer's
+    # first look, so take the next, a dozen times at the most.
+    for _attempt in range(12):
         running = wait_for(
             lambda: get_json(f"{league.url}/api/matches")["running"], 60, "a running match"
         )[0]["match_id"]

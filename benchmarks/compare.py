@@ -1,21 +1,25 @@
 """``referee compare`` measured: the sequential test's error rates and sample sizes, what
 common random numbers save, and how busy a comparison keeps the machine.
 
-1. Error rates (``--tests`` simulated tests per row, default 2000; numpy, under a minute):
-   for each shape of the pair differences and each pair of bounds, the rate of accepting
-   H1 when the true mean is ``lower`` (false H1; must be at most α + 0.01), the rate when
-   it is ``upper`` (power; at least 1 − β − 0.01), the mean and 95th percentile of the
-   pairs a test took at each, the pairs a fixed-size one-sided z-test needs for the same
-   error rates, and for reference the false-H1 rate and power of the normal likelihood
-   ratio test compare used before (Wald's SPRT with the variance estimated). Shapes:
+1. Error rates (``--tests`` simulated tests per row, default 2000; numpy, a few minutes):
+   for each shape of the pair differences and each pair of bounds, for compare's default
+   test (``sprt``): the rate of accepting H1 when the true mean is ``lower`` (false H1;
+   must be at most α + 0.01), the rate when it is ``upper`` (power; at least 1 − β − 0.01),
+   the mean and 95th percentile of the pairs a test took at each; the same rates and the
+   mean pairs of ``--sprt method=betting``; the pairs a fixed-size one-sided z-test needs
+   for the same error rates; and for reference the false-H1 rate and power of the test
+   compare used first (Wald's SPRT with the variance estimated, no corrections). Shapes:
    normal, gamma-shaped with skewness −2 … +2 (clipped at ±10 standard deviations, as
-   Sticheln's scores are bounded), a coarse three-value lattice, and the pair differences
-   recorded from the sample bots (tests/vectors/compare_differences.json), resampled.
-   Bounds are given as (upper − lower) / σ.
-2. Common random numbers: on each recorded lineup, the mean pairs to a verdict with each
-   seat's bot seed the same in both matches of a pair (``crn``) and with seeds of their
-   own (``independent``), from resampled tests at the lineup's own mean difference, and
-   the normal likelihood ratio test without common random numbers (the old behaviour).
+   Sticheln's scores are bounded), a coarse three-value lattice, half and nine tenths of
+   the pairs exactly equal (close versions of a bot with common random numbers), Student's
+   t with 5 degrees of freedom, and the pair differences recorded from the sample bots
+   (tests/vectors/compare_differences.json), resampled. Bounds are given as
+   (upper − lower) / σ.
+2. Common random numbers: on each recorded lineup, the mean pairs to a verdict of the
+   default test with each seat's bot seed the same in both matches of a pair (``crn``) and
+   with seeds of their own (``ind``), and of the betting test with shared seeds, from
+   resampled tests at the lineup's own mean difference; against the first test without
+   common random numbers (what compare did before both).
 3. Real bots (skipped with ``--no-bots``): ``referee compare`` of two instant sample bots
    (random against minimal, opponents random and minimal) at default settings (but
    ``[sandbox] mode = "none"`` unless ``--sandbox bubblewrap``: a jailed bot's CPU time
@@ -96,6 +100,29 @@ def lattice_shape(mean: float, sd: float) -> Draw:
     return lambda rng, shape: mean + step * rng.integers(-1, 2, shape).astype(np.float64)
 
 
+def spike_shape(equal: float) -> Callable[[float, float], Draw]:
+    """A share ``equal`` of the pairs exactly at the mean, the rest normal (close versions
+    of one bot with common random numbers play most deals identically)."""
+
+    def make(mean: float, sd: float) -> Draw:
+        wide = sd / math.sqrt(1.0 - equal)
+        return lambda rng, shape: (
+            mean + np.where(rng.random(shape) < equal, 0.0, rng.normal(0.0, wide, shape))
+        )
+
+    return make
+
+
+def t5_shape(mean: float, sd: float) -> Draw:
+    """Student's t with 5 degrees of freedom (kurtosis 9), clipped like the others."""
+    scale = sd / math.sqrt(5.0 / 3.0)
+    return lambda rng, shape: (
+        mean
+        + scale
+        * np.clip(rng.standard_t(5, shape), -SPAN * math.sqrt(5 / 3), SPAN * math.sqrt(5 / 3))
+    )
+
+
 def resampled(sample: np.ndarray) -> Callable[[float, float], Draw]:
     def make(mean: float, _sd: float) -> Draw:
         centred = sample - sample.mean() + mean
@@ -138,6 +165,9 @@ def error_table(tests: int) -> None:
         (f"skew {g:+.0f}" if g else "normal", gamma_shape(g), 40.0, None) for g in (-2, -1, 0, 1, 2)
     ]
     shapes.append(("lattice of 3 values", lattice_shape, 40.0, None))
+    shapes.append(("half the pairs equal", spike_shape(0.5), 40.0, None))
+    shapes.append(("nine in ten pairs equal", spike_shape(0.9), 40.0, None))
+    shapes.append(("Student's t, 5 df", t5_shape, 40.0, None))
     for lineup in json.loads(RECORDED.read_text())["lineups"]:
         for kind in ("independent", "crn"):
             sample = np.asarray(lineup[kind], dtype=np.float64)
@@ -148,25 +178,34 @@ def error_table(tests: int) -> None:
             shapes.append((name, resampled(sample), float(sample.std(ddof=1)), rng))
     print(f"1. error rates, {tests} simulated tests per row, alpha = beta = 0.05")
     print(
-        f"{'shape':40} {'(up-lo)/sd':>10} {'false H1':>8} {'power':>6} "
-        f"{'pairs@lo':>8} {'p95@lo':>7} {'pairs@up':>8} {'p95@up':>7} {'fixed':>6} "
-        f"{'old: false H1':>13} {'power':>6} {'pairs':>6}"
+        "   sprt: compare's default test; betting: --sprt method=betting; old: Wald's SPRT with\n"
+        "   the variance estimated, compare's test before both. pairs@lo / @up: mean pairs when\n"
+        "   the truth is lower / upper; fixed: a fixed-size z-test of the same error rates."
+    )
+    print(
+        f"{'shape':40} {'(up-lo)/sd':>10} {'sprt: false H1':>14} {'power':>6} {'pairs@lo':>8} "
+        f"{'p95@lo':>7} {'pairs@up':>8} {'p95@up':>7} {'betting: false H1':>17} {'power':>6} "
+        f"{'pairs':>6} {'fixed':>6} {'old: false H1':>13} {'power':>6} {'pairs':>6}"
     )
     for name, make, sd, span in shapes:
         for ratio in (0.1, 0.25, 0.5):
             delta = round(ratio * sd, 2)
             low, high = span if span else (-SPAN * sd - delta, SPAN * sd + delta)
             sprt = Sprt(0.0, delta, 0.05, 0.05, low=low, high=high)
+            betting = Sprt(0.0, delta, 0.05, 0.05, low=low, high=high, method="betting")
             cap = int(60 / ratio**2) + 100
             lo = simulate(sprt, make(0.0, sd), tests=tests, max_pairs=cap, seed=1)
             up = simulate(sprt, make(delta, sd), tests=tests, max_pairs=cap, seed=2)
+            b_lo = simulate(betting, make(0.0, sd), tests=min(tests, 1000), max_pairs=cap, seed=1)
+            b_up = simulate(betting, make(delta, sd), tests=min(tests, 1000), max_pairs=cap, seed=2)
             old_lo, old_n = normal_glr(sprt, make(0.0, sd), min(tests, 1000), cap, 3)
             old_up, _ = normal_glr(sprt, make(delta, sd), min(tests, 1000), cap, 4)
             flag = "" if lo.accept_h1 <= 0.06 and up.accept_h1 >= 0.94 else "  <-- outside"
             print(
-                f"{name:40} {ratio:>10} {lo.accept_h1:>8.3f} {up.accept_h1:>6.3f} "
+                f"{name:40} {ratio:>10} {lo.accept_h1:>14.3f} {up.accept_h1:>6.3f} "
                 f"{lo.mean_pairs:>8.0f} {lo.p95_pairs:>7.0f} {up.mean_pairs:>8.0f} "
-                f"{up.p95_pairs:>7.0f} {fixed_size_pairs(sprt, sd):>6} "
+                f"{up.p95_pairs:>7.0f} {b_lo.accept_h1:>17.3f} {b_up.accept_h1:>6.3f} "
+                f"{(b_lo.mean_pairs + b_up.mean_pairs) / 2:>6.0f} {fixed_size_pairs(sprt, sd):>6} "
                 f"{old_lo:>13.3f} {old_up:>6.3f} {old_n:>6.0f}{flag}",
                 flush=True,
             )
@@ -178,17 +217,20 @@ def error_table(tests: int) -> None:
 def crn_table(tests: int) -> None:
     print(
         "\n2. common random numbers: mean pairs to a verdict at the lineup's own mean "
-        "difference, bounds 0 / 5 points, alpha = beta = 0.05"
+        "difference, bounds 0 / 5 points, alpha = beta = 0.05; crn: shared bot seeds, ind: "
+        "seeds of their own; old: Wald's SPRT with the variance estimated (compare's first "
+        "test), without common random numbers"
     )
     print(
-        f"{'lineup':34} {'sd crn':>7} {'sd ind':>7} {'mean':>6} {'pairs crn':>9} "
-        f"{'pairs ind':>9} {'old test, ind':>13} {'crn / old':>9}"
+        f"{'lineup':34} {'sd crn':>7} {'sd ind':>7} {'mean':>6} {'sprt crn':>8} "
+        f"{'sprt ind':>8} {'betting crn':>11} {'old ind':>7} {'sprt crn / old':>14}"
     )
     for lineup in json.loads(RECORDED.read_text())["lineups"]:
         crn = np.asarray(lineup["crn"], dtype=np.float64)
         ind = np.asarray(lineup["independent"], dtype=np.float64)
         low, high = difference_range(preset(lineup["rules"]), lineup["table_size"])
         sprt = Sprt(0.0, 5.0, 0.05, 0.05, low=low, high=high)
+        betting = Sprt(0.0, 5.0, 0.05, 0.05, low=low, high=high, method="betting")
         mean = float(ind.mean())
 
         def at_mean(sample: np.ndarray, mean: float = mean) -> Draw:
@@ -197,11 +239,12 @@ def crn_table(tests: int) -> None:
         cap = 3000
         with_crn = simulate(sprt, at_mean(crn), tests=tests, max_pairs=cap, seed=5)
         without = simulate(sprt, at_mean(ind), tests=tests, max_pairs=cap, seed=6)
+        bet = simulate(betting, at_mean(crn), tests=min(tests, 1000), max_pairs=cap, seed=5)
         _, old = normal_glr(sprt, at_mean(ind), min(tests, 1000), cap, 7)
         print(
             f"{lineup['name']:34} {crn.std(ddof=1):>7.1f} {ind.std(ddof=1):>7.1f} "
-            f"{mean:>+6.1f} {with_crn.mean_pairs:>9.0f} {without.mean_pairs:>9.0f} "
-            f"{old:>13.0f} {with_crn.mean_pairs / old:>9.2f}",
+            f"{mean:>+6.1f} {with_crn.mean_pairs:>8.0f} {without.mean_pairs:>8.0f} "
+            f"{bet.mean_pairs:>11.0f} {old:>7.0f} {with_crn.mean_pairs / old:>14.2f}",
             flush=True,
         )
 
@@ -350,11 +393,13 @@ def real_crn(pairs: int, sandbox: str = "none") -> None:
             sd = math.sqrt(s["variance_paired"])
             low, high = difference_range(preset("sticheln"), 4)
             sprt = Sprt(0.0, 5.0, 0.05, 0.05, low=low, high=high)
-            expected = sprt.expected_pairs(sprt.lower, sd)
+            betting = Sprt(0.0, 5.0, 0.05, 0.05, low=low, high=high, method="betting")
+            expected = sprt.expected_pairs(sprt.lower, sd) or math.nan
+            bet = betting.expected_pairs(sprt.lower, sd) or math.nan
             print(
                 f"{'shared' if shared else 'own':>6} seeds: sd of a pair's difference {sd:.1f}, "
-                f"mean {s['score_diff']['mean']:+.1f}; the test expects about "
-                f"{expected:.0f} pairs at bounds 0/5 when the truth is 0",
+                f"mean {s['score_diff']['mean']:+.1f}; at bounds 0/5 when the truth is 0 the "
+                f"test expects about {expected:.0f} pairs ({bet:.0f} with method=betting)",
                 flush=True,
             )
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import csv
+import dataclasses
 import json
 import math
 import os
@@ -425,7 +426,7 @@ def test_the_live_line_and_json_lines_say_pairs_mean_evidence_bounds_and_pairs_t
     line = progress_line(config, verdict, 12)
     assert line.startswith(
         f"pairs 6  matches 12  diff {s.mean:+.1f} ± {s.ci95:.1f}  "
-        f"H1 {s.log_h1:.2f}/3.00  H0 {s.log_h0:.2f}/3.00  "
+        f"H1 {s.log_h1:.2f}/3.14  H0 {s.log_h0:.2f}/3.14  "  # ln(0.95/0.05) + 0.2
     )
     assert line.endswith(f"~{s.pairs_to_go} pairs to go") and s.pairs_to_go
     record = progress_record(config, verdict, 12)
@@ -438,7 +439,7 @@ def test_the_live_line_and_json_lines_say_pairs_mean_evidence_bounds_and_pairs_t
         "pairs_to_go": s.pairs_to_go,
         "log_h1": pytest.approx(s.log_h1),
         "log_h0": pytest.approx(s.log_h0),
-        "bounds": [pytest.approx(2.996, abs=1e-3), pytest.approx(2.996, abs=1e-3)],
+        "bounds": [pytest.approx(math.log(19) + 0.2), pytest.approx(math.log(19) + 0.2)],
     }
 
 
@@ -560,6 +561,22 @@ def test_the_report_says_which_bound_was_reached_and_the_mean_with_its_interval(
     flat = summary(config, judge(config, same), same, 60)
     assert flat["score_diff"]["degenerate"] and flat["score_diff"]["ci95"] == 0.0
     assert "every pair equal" in report_text(flat)
+
+
+def test_a_changed_bound_of_the_jail_refuses_a_resume_and_the_defaults_keep_old_ones(
+    tmp_path: Path,
+) -> None:
+    config = load_compare(None, flags(tmp_path))
+    before = config.fingerprint()
+    # A bot that says nothing of the newer bounds has the fingerprint it always had.
+    assert set(before["candidate"]["limits"]) == {"cpu_seconds", "memory_mb"}
+    for key, value in (("processes", 16), ("cpus", 0.5), ("log_mb", 1)):
+        bot = dataclasses.replace(
+            config.candidate, limits=dataclasses.replace(config.candidate.limits, **{key: value})
+        )
+        changed = dataclasses.replace(config, candidate=bot)
+        assert changed.fingerprint()["candidate"]["limits"][key] == value
+        assert changed.fingerprint_hash() != config.fingerprint_hash()
 
 
 def test_independent_seeds_give_the_baselines_match_seeds_of_its_own(tmp_path: Path) -> None:

@@ -74,7 +74,7 @@ def _compare_cmd(bots: Path, out: Path, pairs: int, *extra: str) -> list[str]:
         sys.executable, "-m", "referee.cli", "compare",
         "--candidate", str(heuristic), "--baseline", str(baseline),
         "--opponent", str(opponent), "--opponent", str(SAMPLES / "minimal-python.toml"),
-        "--sprt", "lower=0", "upper=5", "min_pairs=2", "--matches", str(2 * pairs),
+        "--sprt", "lower=0", "upper=5", f"min_pairs={pairs}", "--matches", str(2 * pairs),
         "--parallel", "2", "--decision-ms", "2000", "--out", str(out), *extra,
     ]  # fmt: skip
 
@@ -167,7 +167,8 @@ def test_the_server_writes_the_verdict_bounds_mean_and_pairs(comparison: tuple[P
     assert verdict and verdict.group(1) == summary["verdict"]
     assert 'id="bounds"' in html
     test = summary["test"]
-    assert f"accepted when ln W₁ ≥ {test['accept_h1_at']:.2f}" in html
+    assert test["statistic"] == "sprt"
+    assert f"accepted when ln Λ₁ ≥ {test['accept_h1_at']:.2f}" in html
     assert f"mean difference ≥ +{test['upper']:.1f}" in html
     mean = re.search(r'id="mean" data-mean="([^"]+)"', html)
     assert mean and float(mean.group(1)) == pytest.approx(summary["score_diff"]["mean"])

@@ -33,10 +33,13 @@ from referee.config.tables import (
     resolve,
     validate,
 )
-from referee.match.bots import BotConfigError, BotSpec
+from referee.match.bots import BotConfigError, BotSpec, Limits
 from referee.match.runner import Clock
 from referee.match.sandbox import DEFAULT_MODE
 from referee.rules import RuleError, RuleSet, deck_for
+
+#: Limits a bot file that says nothing gets (the fingerprint names only others).
+DEFAULT_LIMITS = Limits()
 
 
 def difference_range(rules: RuleSet, players: int, metric: str = "score") -> tuple[float, float]:
@@ -63,7 +66,7 @@ class CompareConfigError(ConfigFileError):
 #: The most matches a comparison plays unless told otherwise (1000 deal pairs).
 DEFAULT_MATCHES = 2000
 
-_SPRT_KEYS = ("lower", "upper", "alpha", "beta", "min_pairs")
+_SPRT_KEYS = ("lower", "upper", "alpha", "beta", "min_pairs", "method")
 #: Bounds in Elo instead of points: the test then runs on the share of opponents beaten.
 _ELO_KEYS = ("elo0", "elo1")
 #: What each deal pair's sample measures: the match score, or the share of the opponents
@@ -127,7 +130,17 @@ class CompareConfig:
                 "command": list(b.command),
                 "workdir": str(b.workdir),
                 "env": b.env,
-                "limits": {"cpu_seconds": b.limits.cpu_seconds, "memory_mb": b.limits.memory_mb},
+                "limits": {
+                    "cpu_seconds": b.limits.cpu_seconds,
+                    "memory_mb": b.limits.memory_mb,
+                    # The bounds added with the jail, only when not the default, so that a
+                    # comparison begun before them resumes.
+                    **{
+                        key: getattr(b.limits, key)
+                        for key in ("processes", "cpus", "log_mb")
+                        if getattr(b.limits, key) != getattr(DEFAULT_LIMITS, key)
+                    },
+                },
                 # Only when set, so that a comparison begun before it was kept resumes.
                 **({"read": [str(p) for p in b.read]} if b.read else {}),
             }
@@ -183,9 +196,9 @@ class Overrides:
     read: list[str] | None = None
 
 
-def parse_sprt_words(words: list[str]) -> dict[str, float]:
+def parse_sprt_words(words: list[str]) -> dict[str, float | str]:
     """``["lower=0", "upper=5", ...]`` as a table; a one-line error for anything else."""
-    table: dict[str, float] = {}
+    table: dict[str, float | str] = {}
     for word in words:
         key, sep, value = word.partition("=")
         if not sep or key not in _SPRT_KEYS + _ELO_KEYS:
@@ -193,6 +206,9 @@ def parse_sprt_words(words: list[str]) -> dict[str, float]:
                 f"--sprt: {word!r} is not allowed; allowed: off, or KEY=VALUE with KEY one of "
                 f"{', '.join(_SPRT_KEYS + _ELO_KEYS)}, e.g. --sprt lower=0 upper=5 alpha=0.05 beta=0.05"
             )
+        if key == "method":
+            table[key] = value  # checked with the file's keys
+            continue
         try:
             number = float(value)
         except ValueError:
@@ -223,6 +239,9 @@ class SprtTable(Table):
     """The chance of accepting H0 when H1 holds (default 0.05)."""
     min_pairs: Annotated[int, Field(ge=2)] | None = None
     """No decision before this many deal pairs (default 20)."""
+    method: Literal["sprt", "betting"] | None = None
+    """"sprt" (default: Wald's test, corrected for skew; fewest pairs) or "betting" (error
+    rates guaranteed for any distribution of differences; more pairs)."""
 
     @model_validator(mode="after")
     def _one_scale(self) -> SprtTable:

@@ -135,9 +135,9 @@ def write_compare_html(path: Path, s: dict[str, Any], pairs: Sequence[Pair]) -> 
                     if test["elo1"] is not None
                     else f"H0 {test['lower']:g}, H1 {test['upper']:g} points per match, alpha "
                 )
-                + f"{test['alpha']:g}, beta {test['beta']:g}; ln W1 {test['log_h1']:.2f} of "
-                f"{test['accept_h1_at']:.2f} for H1, ln W0 {test['log_h0']:.2f} of "
-                f"{test['accept_h0_at']:.2f} for H0",
+                + f"{test['alpha']:g}, beta {test['beta']:g} ({test['statistic']}); evidence "
+                f"{test['log_h1']:.2f} of {test['accept_h1_at']:.2f} for H1, "
+                f"{test['log_h0']:.2f} of {test['accept_h0_at']:.2f} for H0",
             )
         )
     if s["variance_paired"]:

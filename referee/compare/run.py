@@ -761,7 +761,8 @@ def _interval(x: Any) -> dict[str, Any]:
 
 
 def pair_statistics(config: CompareConfig, pairs: list[Pair]) -> list[tuple[float, float]]:
-    """(ln W₁, ln W₀) after each pair in deal order; NaN without a sequential test."""
+    """The test's two evidences (ln Λ₁, ln Λ₀; ln W₁, ln W₀ for ``betting``) after each pair
+    in deal order; NaN without a sequential test."""
     if config.sprt is None or not pairs:
         return [(math.nan, math.nan)] * len(pairs)
     w1, w0 = config.sprt.wealth(np.array([p.sample(config.metric) for p in pairs]))
@@ -811,7 +812,7 @@ def summary(
         "test": None
         if sprt is None
         else {
-            "statistic": "betting",
+            "statistic": sprt.method,
             "lower": sprt.lower,
             "upper": sprt.upper,
             "alpha": sprt.alpha,
@@ -913,9 +914,9 @@ def report_text(s: dict[str, Any]) -> str:
             else f"H0 {t['lower']:g}, H1 {t['upper']:g} points"
         )
         lines.append(
-            f"evidence: ln W1 {t['log_h1']:.2f} of {t['accept_h1_at']:.2f} for H1, ln W0 "
+            f"evidence: {t['log_h1']:.2f} of {t['accept_h1_at']:.2f} for H1, "
             f"{t['log_h0']:.2f} of {t['accept_h0_at']:.2f} for H0 ({bounds}, alpha "
-            f"{t['alpha']:g}, beta {t['beta']:g})"
+            f"{t['alpha']:g}, beta {t['beta']:g}, test {t['statistic']})"
         )
     if s["variance_paired"] is not None and s["variance_paired"] > 0:
         ratio = s["variance_unpaired"] / s["variance_paired"]

@@ -3,35 +3,58 @@
 Pure: numpy and arithmetic only. The sample is one number per deal pair, the candidate's
 match score minus the baseline's on the same deal in the same seat against the same
 opponents (or the difference in the share of opponents beaten). H0: mean ≤ ``lower``;
-H1: mean ≥ ``upper``.
+H1: mean ≥ ``upper``. Two tests are offered (``method``):
 
-The test is two betting (e-value) processes, one against each hypothesis, on the pairs
-in deal order:
+``"sprt"`` (the default): Wald's sequential probability ratio test on the normal
+likelihood, as fastchess, cutechess and OpenBench run it, with the two corrections that
+keep its error rates on Sticheln's differences. After n pairs of mean x̄, variance s²,
+skewness g and kurtosis κ (moments of the pairs so far):
+
+    s'² = s² (1 + ½ √((κ − 1) / n))          the variance, raised by half its standard error
+    t₀  = √n (x̄ − μ₀) / s',  t₁ = √n (μ₁ − x̄) / s'
+    T(t, γ) = t + γ t² / 3 + γ² t³ / 27 + γ / 6,   γ = 1.25 g / √n   (Hall's transformation)
+    ln Λ₁ = (δ √n / s') T(t₀, γ) − n δ² / (2 s'²),   ln Λ₀ = (δ √n / s') T(t₁, −γ) − n δ² / (2 s'²)
+
+with δ = μ₁ − μ₀. Without the corrections (s' = s, T(t) = t) ln Λ₁ is Wald's log-likelihood
+ratio of H1 against H0 and ln Λ₀ = −ln Λ₁. Accept H1 when ln Λ₁ ≥ ln((1 − β)/α) + ``MARGIN``,
+H0 when ln Λ₀ ≥ ln((1 − α)/β) + ``MARGIN``.
+
+Why the corrections: Sticheln's differences are bounded integers whose tails can be long on
+one side (a captured pain-suit ace is −14), and close versions of a bot with common random
+numbers give many pairs of exactly 0. Where the sample mean of a left-skewed difference
+runs high, its sample variance runs low, and both push the plain test towards H1: in
+simulation it accepted H1 at ``lower`` in 10–15% of tests with α = 5% at skewness −2.
+Hall's transformation (P. Hall, "On the removal of skewness by transformation", JRSS B 54,
+1992) takes the skewness out of the t statistic to second order, monotonically in t; alone
+it still accepted H1 in 7–9% of tests where half or nine tenths of the pairs are equal
+(its skewness estimate is then noise), and the raised variance covers that: the variance's
+own error grows with the kurtosis. The constants (1.25, ½ and ``MARGIN``) were chosen by
+simulation (``benchmarks/compare.py``): false H1 ≤ α + 0.01 and power ≥ 1 − β − 0.01 on
+differences of skewness −2 … +2 clipped at ±10 standard deviations, coarse lattices, half
+or nine tenths of the pairs equal, Student's t with 5 degrees of freedom and the
+differences recorded from the sample bots, for bounds 0.1 to 0.5 standard deviations apart.
+It is an approximation checked on those shapes, not a guarantee for every distribution.
+
+``"betting"``: two betting (e-value) processes, one against each hypothesis, whose error
+rates hold for every distribution inside the rules' range of differences, at the price of
+two to four times the pairs:
 
     W₁ₙ = Πᵢ (1 + λᵢ (dᵢ − μ₀))     grows when the mean is above μ₀ = lower
     W₀ₙ = Πᵢ (1 + κᵢ (μ₁ − dᵢ))     grows when the mean is below μ₁ = upper
 
 Each stake is fixed before its pair is seen (from the earlier pairs only): the stake that
-makes the wealth grow fastest against the other hypothesis, δ / (s² + δ²) with δ = μ₁ − μ₀
-and s² the variance of the earlier pairs, capped so that no possible difference can take
-the wealth to zero (``low`` and ``high``, the most a pair difference can be, come from the
-rules). Under H0 every factor of W₁ has expectation at most 1, whatever the distribution
-of the differences, so by Ville's inequality W₁ ever reaches 1/α with probability at most
-α; likewise W₀ reaches 1/β under H1 with probability at most β. Accept H1 when
-ln W₁ ≥ ln(1/α), H0 when ln W₀ ≥ ln(1/β).
+makes the wealth grow fastest against the other hypothesis, δ / (s² + δ²) with s² the
+variance of the earlier pairs, capped so that no possible difference can take the wealth
+to zero (``low`` and ``high``, the most a pair difference can be, come from the rules).
+Under H0 every factor of W₁ has expectation at most 1, whatever the distribution of the
+differences, so by Ville's inequality W₁ ever reaches 1/α with probability at most α;
+likewise W₀ reaches 1/β under H1 with probability at most β. Accept H1 when
+ln W₁ ≥ ln(1/α), H0 when ln W₀ ≥ ln(1/β). The cap is what costs: the rules allow a
+difference of ±450 points at three seats, about ten standard deviations, so the stakes
+stay at a fifth of the efficient ones.
 
-Why not the normal likelihood ratio (Wald's SPRT with the variance estimated, as fastchess
-and OpenBench do) or a generalised SPRT on the empirical distribution of the pairs (as
-fishtest's pentanomial GSPRT does)? Both rest on a normal approximation of the evidence,
-and Sticheln's differences are bounded integers with heavy tails on one side (a captured
-pain-suit ace is −14): where a sample mean happens to run high its estimated variance runs
-low, and both errors push the same way. In simulation (``benchmarks/compare.py``) the
-normal ratio accepted H1 at ``lower`` in 10–15% of tests with α = 5% on differences of
-skewness −2, the empirical one in 6–11%; the betting test stays at or below α for every
-shape, at the price of somewhat more pairs on normal differences. The wealths are the
-pentanomial GSPRT's log-likelihood ratio made honest: the GSPRT's ln Λ is the largest
-ln W₁ − ln W₀ any constant stakes could have reached in hindsight.
-
+For either method, ``wealth`` gives the two evidence processes (ln Λ₁, ln Λ₀ or ln W₁,
+ln W₀) after each pair and ``accept_h1_at`` / ``accept_h0_at`` their bounds.
 ``tests/test_compare_sprt.py`` checks the error rates by simulation, and
 ``benchmarks/compare.py`` prints them for every shape beside the mean sample size.
 """
@@ -60,14 +83,25 @@ CAP = 0.99
 #: Pairs seen before the first stake: the stake needs a variance.
 WARMUP = 2
 
+SPRT = "sprt"
+BETTING = "betting"
+METHODS = (SPRT, BETTING)
+#: Hall's transformation is applied to this multiple of the sample skewness.
+SKEW_WEIGHT = 1.25
+#: The variance is raised by this many of its own standard errors (√((κ − 1)/n) of it).
+VARIANCE_MARGIN = 0.5
+#: Added to Wald's bounds ln((1 − β)/α) and ln((1 − α)/β) of the ``sprt`` method.
+MARGIN = 0.2
+
 
 @dataclass(frozen=True, slots=True)
 class Sprt:
     """The test's parameters: H0 mean ``lower``, H1 mean ``upper`` (upper > lower), error
     rates ``alpha`` (accepting H1 when H0 holds) and ``beta`` (accepting H0 when H1 holds),
-    no decision before ``min_pairs`` pairs, and the range [``low``, ``high``] every pair
-    difference lies in (from the rules; infinite means unknown, and then the stakes are
-    not capped and the error rates are no longer guaranteed)."""
+    no decision before ``min_pairs`` pairs, the range [``low``, ``high``] every pair
+    difference lies in (from the rules; the ``betting`` method's stakes are capped by it:
+    infinite means unknown, and then they are not capped and its error rates are no longer
+    guaranteed), and the ``method`` ("sprt" or "betting", see the module)."""
 
     lower: float = 0.0
     upper: float = 5.0
@@ -76,8 +110,13 @@ class Sprt:
     min_pairs: int = 20
     low: float = -math.inf
     high: float = math.inf
+    method: str = SPRT
 
     def __post_init__(self) -> None:
+        if self.method not in METHODS:
+            raise ValueError(
+                f"method = {self.method!r} is not allowed; allowed: {' or '.join(METHODS)}"
+            )
         for name in ("lower", "upper"):
             value = getattr(self, name)
             if not math.isfinite(value):
@@ -103,13 +142,19 @@ class Sprt:
 
     @property
     def accept_h1_at(self) -> float:
-        """ln(1/α): the log wealth against H0 at which H1 is accepted."""
-        return math.log(1.0 / self.alpha)
+        """The evidence against H0 at which H1 is accepted: ln((1 − β)/α) + ``MARGIN``, or
+        ln(1/α) for ``betting``."""
+        if self.method == BETTING:
+            return math.log(1.0 / self.alpha)
+        return math.log((1.0 - self.beta) / self.alpha) + MARGIN
 
     @property
     def accept_h0_at(self) -> float:
-        """ln(1/β): the log wealth against H1 at which H0 is accepted."""
-        return math.log(1.0 / self.beta)
+        """The evidence against H1 at which H0 is accepted: ln((1 − α)/β) + ``MARGIN``, or
+        ln(1/β) for ``betting``."""
+        if self.method == BETTING:
+            return math.log(1.0 / self.beta)
+        return math.log((1.0 - self.alpha) / self.beta) + MARGIN
 
     @property
     def delta(self) -> float:
@@ -123,8 +168,49 @@ class Sprt:
         return cap1, cap0
 
     def wealth(self, d: FloatArray) -> tuple[FloatArray, FloatArray]:
-        """ln W₁ and ln W₀ after each pair, for differences ``d`` (last axis: the pairs in
+        """The evidence against H0 and against H1 after each pair (ln Λ₁ and ln Λ₀, or
+        ln W₁ and ln W₀ for ``betting``), for differences ``d`` (last axis: the pairs in
         order; vectorised over the leading axes for simulations)."""
+        if self.method == BETTING:
+            return self._betting(d)
+        return self._ratio(d)
+
+    def _ratio(self, d: FloatArray) -> tuple[FloatArray, FloatArray]:
+        """ln Λ₁ and ln Λ₀ of the ``sprt`` method after each pair (0 before two pairs)."""
+        mid = 0.5 * (self.lower + self.upper)
+        x = np.asarray(d, dtype=np.float64) - mid  # moments near the bounds: no cancellation
+        n = np.arange(1, x.shape[-1] + 1, dtype=np.float64)
+        m1 = np.cumsum(x, axis=-1) / n
+        r2 = np.cumsum(x * x, axis=-1) / n
+        r3 = np.cumsum(x**3, axis=-1) / n
+        r4 = np.cumsum(x**4, axis=-1) / n
+        m2 = np.maximum(r2 - m1 * m1, 0.0)  # central moments, biased
+        m3 = r3 - 3.0 * m1 * r2 + 2.0 * m1**3
+        m4 = r4 - 4.0 * m1 * r3 + 6.0 * m1 * m1 * r2 - 3.0 * m1**4
+        delta = self.delta
+        # Equal pairs have no spread: a variance floor far below any real one keeps the
+        # ratio finite (and decisive), as Wald's test with a known tiny variance would be.
+        floor = 1e-9 * (1.0 + delta * delta)
+        spread = m2 > floor
+        safe = np.where(spread, m2, 1.0)
+        skew = np.where(spread, m3 / safe**1.5, 0.0)
+        kurtosis = np.where(spread, m4 / (safe * safe), 1.0)
+        var = np.maximum(m2 * n / np.maximum(n - 1.0, 1.0), floor)
+        var = var * (1.0 + VARIANCE_MARGIN * np.sqrt(np.maximum(kurtosis - 1.0, 0.0) / n))
+        sd = np.sqrt(var)
+        root = np.sqrt(n)
+        gamma = SKEW_WEIGHT * skew / root
+        t1 = root * (m1 + mid - self.lower) / sd
+        t0 = root * (self.upper - mid - m1) / sd
+        scale = delta * root / sd
+        penalty = n * delta * delta / (2.0 * var)
+        log_h1 = scale * _hall(t1, gamma) - penalty
+        log_h0 = scale * _hall(t0, -gamma) - penalty
+        first = n < 2
+        return np.where(first, 0.0, log_h1), np.where(first, 0.0, log_h0)
+
+    def _betting(self, d: FloatArray) -> tuple[FloatArray, FloatArray]:
+        """ln W₁ and ln W₀ of the ``betting`` method after each pair."""
         d = np.asarray(d, dtype=np.float64)
         n = d.shape[-1]
         k = np.arange(n, dtype=np.float64)  # pairs before this one
@@ -155,9 +241,12 @@ class Sprt:
         return None
 
     def drift(self, mean: float, sd: float) -> tuple[float, float]:
-        """The long-run growth per pair of (ln W₁, ln W₀) when the differences have this
-        mean and standard deviation (second order in the stake)."""
+        """The long-run growth per pair of the two evidences when the differences have this
+        mean and standard deviation (for ``betting`` second order in the stake)."""
         var = sd * sd
+        if self.method == SPRT:
+            g = self.delta * (mean - 0.5 * (self.lower + self.upper)) / max(var, 1e-300)
+            return g, -g
         delta = self.delta
         stake = delta / (var + delta * delta)
         cap1, cap0 = self.stake_caps()
@@ -170,13 +259,43 @@ class Sprt:
 
     def expected_pairs(self, mean: float, sd: float) -> float | None:
         """About how many pairs the test takes in all when the differences have this mean
-        and standard deviation; None when neither wealth grows (a mean near the middle
-        with a large spread: the cap decides)."""
+        and standard deviation; None when it cannot end (``betting``: neither wealth grows,
+        a mean near the middle with a large spread, and the cap decides)."""
+        if self.method == SPRT:
+            steps = self.pairs_between(mean, sd, self.accept_h1_at, self.accept_h0_at)
+            return None if steps is None else max(float(self.min_pairs), steps)
         g1, g0 = self.drift(mean, sd)
         times = [b / g for b, g in ((self.accept_h1_at, g1), (self.accept_h0_at, g0)) if g > 0]
         if not times:
             return None
         return max(float(self.min_pairs), min(times))
+
+    def pairs_between(self, mean: float, sd: float, up: float, down: float) -> float | None:
+        """``sprt``: the mean number of pairs until ln Λ₁ rises by ``up`` or ln Λ₀ by
+        ``down``, for differences of this mean and standard deviation (Wald's approximation:
+        the log-likelihood ratio as a Brownian motion with drift δ(m − mid)/σ² and variance
+        δ²/σ² per pair, between two absorbing bounds)."""
+        if not sd > 0 or up <= 0 or down <= 0:
+            return None
+        var = sd * sd
+        v = self.delta * self.delta / var
+        mu = self.delta * (mean - 0.5 * (self.lower + self.upper)) / var
+        theta = 2.0 * mu / v
+        if abs(theta) * max(up, down) < 1e-9:
+            return up * down / v
+        # The chance of reaching ``up`` first, (1 − e^(θ·down)) / (e^(−θ·up) − e^(θ·down)),
+        # written to stay finite for large |θ|.
+        if theta > 0:
+            p_up = math.expm1(-theta * down) / math.expm1(-theta * (up + down))
+        else:
+            p_up = math.exp(theta * up) * math.expm1(theta * down) / math.expm1(theta * (up + down))
+        return (up * p_up - down * (1.0 - p_up)) / mu
+
+
+def _hall(t: FloatArray, gamma: FloatArray) -> FloatArray:
+    """Hall's monotone transformation of a t statistic for skewness (γ = skewness / √n
+    times the weight): t + γt²/3 + γ²t³/27 + γ/6."""
+    return t + gamma * t * t / 3.0 + gamma * gamma * t**3 / 27.0 + gamma / 6.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -219,20 +338,26 @@ def state(sprt: Sprt, diffs: Sequence[float]) -> State:
 
 
 def _pairs_to_go(sprt: Sprt, n: int, mean: float, sd: float, data: FloatArray) -> int | None:
-    """Pairs until a wealth reaches its bound if both grow at their long-run rates under a
-    true mean and spread equal to today's estimates."""
+    """Pairs until the evidence reaches a bound if the true mean and spread are today's
+    estimates."""
     if n < 2 or not sd > 0:
         return None
     w1, w0 = sprt.wealth(data)
+    if sprt.method == SPRT:
+        up, down = sprt.accept_h1_at - float(w1[-1]), sprt.accept_h0_at - float(w0[-1])
+        if up <= 0 or down <= 0:
+            return max(sprt.min_pairs - n, 0)
+        steps = sprt.pairs_between(mean, sd, up, down)
+        return None if steps is None else max(sprt.min_pairs - n, math.ceil(steps), 0)
     g1, g0 = sprt.drift(mean, sd)
-    steps = [
+    times = [
         (bound - float(w[-1])) / g
         for bound, w, g in ((sprt.accept_h1_at, w1, g1), (sprt.accept_h0_at, w0, g0))
         if g > 1e-12
     ]
-    if not steps:
+    if not times:
         return None
-    return max(sprt.min_pairs - n, math.ceil(min(steps)), 0)
+    return max(sprt.min_pairs - n, math.ceil(min(times)), 0)
 
 
 def first_verdict(sprt: Sprt, diffs: Sequence[float]) -> tuple[str | None, int]:

@@ -360,14 +360,16 @@ def render_compare(doc: dict[str, Any], pair: int | None) -> str:
     rows: list[tuple[str, str, str]] = []
     if test:
         reached = test.get("bound_reached")
+        betting = test.get("statistic") == "betting"
+        w1, w0 = ("ln W₁", "ln W₀") if betting else ("ln Λ₁", "ln Λ₀")
         rows = [
             ("H0", f"mean difference ≤ {signed(test['lower'], digits)}"
              + ("" if test.get("elo0") is None else f" (Elo {signed(test['elo0'])})"),
-             f"accepted when ln W₀ ≥ {_num(test['accept_h0_at'])}; now {_num(test.get('log_h0'))}"
+             f"accepted when {w0} ≥ {_num(test['accept_h0_at'])}; now {_num(test.get('log_h0'))}"
              + ("; reached" if reached == "lower" else "")),
             ("H1", f"mean difference ≥ {signed(test['upper'], digits)}"
              + ("" if test.get("elo1") is None else f" (Elo {signed(test['elo1'])})"),
-             f"accepted when ln W₁ ≥ {_num(test['accept_h1_at'])}; now {_num(test.get('log_h1'))}"
+             f"accepted when {w1} ≥ {_num(test['accept_h1_at'])}; now {_num(test.get('log_h1'))}"
              + ("; reached" if reached == "upper" else "")),
             ("α", _num(test["alpha"], 3), "the chance of accepting H1 when H0 is true"),
             ("β", _num(test["beta"], 3), "the chance of accepting H0 when H1 is true"),
@@ -380,10 +382,16 @@ def render_compare(doc: dict[str, Any], pair: int | None) -> str:
         out.append(
             f'<h2>The test</h2><div class="table-wrap"><table id="bounds" data-reached="{e(reached or "")}">'
             f"<tbody>{body}</tbody></table></div>"
-            f'<p class="muted">A sequential betting test on the pairs in deal order '
-            f"(docs/compare.md): each wealth bets against one hypothesis; reaching its line "
-            f"accepts the other. {e(s.get('pairs', 0))} of at most {e(s.get('max_pairs', '?'))} "
-            "pairs counted.</p>"
+            + (
+                '<p class="muted">A sequential betting test on the pairs in deal order '
+                "(docs/compare.md): each wealth bets against one hypothesis; reaching its line "
+                "accepts the other. "
+                if betting
+                else '<p class="muted">A sequential probability ratio test on the pairs in deal '
+                "order (docs/compare.md): ln Λ₁ is the evidence for H1 over H0, ln Λ₀ for H0 "
+                "over H1; reaching its line accepts that hypothesis. "
+            )
+            + f"{e(s.get('pairs', 0))} of at most {e(s.get('max_pairs', '?'))} pairs counted.</p>"
         )
     else:
         out.append(

@@ -10,7 +10,7 @@ import { Replay, suitLegend } from "/static/table.js";
 const main = document.getElementById("main");
 
 // -- the test's path ------------------------------------------------------------------------
-// ln W₁ (evidence for H1) rises towards the upper line; −ln W₀ (evidence for H0) is drawn
+// The evidence for H1 (ln Λ₁, or ln W₁) rises towards the upper line; that for H0 is drawn
 // downwards towards the lower one, so that each bound is a line of its own and a crossing
 // is exactly the test's decision.
 function testChart(pairs, test, width) {
@@ -44,7 +44,7 @@ function testChart(pairs, test, width) {
       svg("title", { text: `no decision before ${test.min_pairs} pairs` })));
   }
   const line = (cls, f) => svg("polyline", { class: cls, points: pts.map((p) => `${X(p.deal + 1)},${Y(f(p))}`).join(" ") });
-  // −ln W₀ dashed over ln W₁: the two often run close (a pair that is evidence for one
+  // The H0 evidence negated, dashed over the H1 one: the two often run close (a pair that is evidence for one
   // is evidence against the other), and both stay visible.
   chart.append(line("path-h1", (p) => p.log_h1), line("path-h0", (p) => -p.log_h0));
   const counted = pairs.filter((p) => p.counted).length;
@@ -57,8 +57,8 @@ function testChart(pairs, test, width) {
 
 function chartLegend() {
   return el("p", { class: "chart-legend" },
-    el("span", { class: "key key-h1" }), " ln W₁: evidence that the candidate is better (up)  ",
-    el("span", { class: "key key-h0" }), " −ln W₀: evidence that it is not (down)");
+    el("span", { class: "key key-h1" }), " evidence that the candidate is better (up)  ",
+    el("span", { class: "key key-h0" }), " evidence that it is not (down, drawn negated)");
 }
 
 function drawChart(doc) {

@@ -329,6 +329,24 @@ def _finished_at(db: Path) -> dict[int, float]:
 # -- bounds in Elo -------------------------------------------------------------------------------
 
 
+def test_the_method_is_chosen_by_flag_or_file_and_a_resume_cannot_switch_it(
+    tmp_path: Path,
+) -> None:
+    default = load_compare(None, flags(tmp_path))
+    assert default.sprt is not None and default.sprt.method == "sprt"
+    betting = load_compare(None, flags(tmp_path, sprt=["method=betting"]))
+    assert betting.sprt is not None and betting.sprt.method == "betting"
+    assert betting.sprt.accept_h1_at == pytest.approx(math.log(20))
+    assert default.fingerprint_hash() != betting.fingerprint_hash()
+    settings = tmp_path / "compare.toml"
+    settings.write_text('[compare.sprt]\nmethod = "betting"\n')
+    from_file = load_compare(settings, flags(tmp_path))
+    assert from_file.sprt is not None and from_file.sprt.method == "betting"
+    with pytest.raises(CompareConfigError, match="method") as info:
+        load_compare(None, flags(tmp_path, sprt=["method=wald"]))
+    assert "\n" not in str(info.value)
+
+
 def test_elo_bounds_test_the_share_of_opponents_beaten(tmp_path: Path) -> None:
     config = load_compare(None, flags(tmp_path, sprt=["elo0=0", "elo1=50", "min_pairs=5"]))
     assert config.metric == "share" and config.elo == (0.0, 50.0)

@@ -317,6 +317,26 @@ def test_a_league_or_comparison_file_may_not_grant_proc(tmp_path: Path) -> None:
 # -- limits -------------------------------------------------------------------------------
 
 
+def test_a_cpu_quota_of_the_organiser_holds_bots_that_ask_for_none(
+    tmp_path: Path, marker: str
+) -> None:
+    # cpus = 0 is no quota: more than any maximum, so under an organiser's quota a bot file
+    # that says nothing gets that quota, and one that asks for none is refused.
+    quiet = bot_file(tmp_path / "q", "quiet", marker)
+    unbound = bot_file(tmp_path / "u", "unbound", marker, limits={"cpus": 0})
+    modest = bot_file(tmp_path / "m", "modest", marker, limits={"cpus": 0.5})
+    capped = Grants(read=(BOTS_DIR,), max_limits=MaxLimits(cpus=1.0))
+    assert load_bot(quiet, Grants(read=(BOTS_DIR,))).limits.cpus == 0
+    assert load_bot(quiet, capped).limits.cpus == 1.0
+    assert load_bot(modest, capped).limits.cpus == 0.5
+    with pytest.raises(BotConfigError) as refused:
+        load_bot(unbound, capped)
+    assert "[limits] cpus = 0.0 (no quota) is over the organiser's maximum of 1.0" in str(
+        refused.value
+    )
+    assert load_bot(unbound, Grants(read=(BOTS_DIR,))).limits.cpus == 0
+
+
 def test_a_bot_files_limits_are_held_to_the_organisers_maxima(tmp_path: Path, marker: str) -> None:
     greedy = bot_file(tmp_path / "g", "greedy", marker, limits={"memory_mb": 8192})
     honest = bot_file(tmp_path / "h", "honest", marker)

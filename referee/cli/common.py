@@ -112,7 +112,7 @@ def add_grant_flags(parser: argparse.ArgumentParser) -> None:
         default=[],
         metavar="KEY=N",
         help="the most a bot file's [limits] KEY may ask for (repeatable; default: "
-        "cpu_seconds=600, memory_mb=4096, processes=256, cpus=1.0, log_mb=4)",
+        "cpu_seconds=600, memory_mb=4096, processes=256, cpus=0 (no quota), log_mb=4)",
     )
 
 

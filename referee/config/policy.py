@@ -27,6 +27,7 @@ Every refusal is one line naming the file (or flag) and the path. docs/bot-proto
 from __future__ import annotations
 
 import dataclasses
+import math
 import tempfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, fields
@@ -242,19 +243,27 @@ def confine_bot_file(
     for item in fields(MaxLimits):
         asked_value = getattr(spec.limits, item.name)
         most = getattr(grants.max_limits, item.name)
-        if asked_value <= most:
+        if _amount(item.name, asked_value) <= _amount(item.name, most):
             continue
         if item.name not in given:
             lowered[item.name] = most
             continue
+        asked_text = f"{asked_value}" + (
+            " (no quota)" if _amount(item.name, asked_value) == math.inf else ""
+        )
         raise BotConfigError(
-            f"{where}: [limits] {item.name} = {asked_value} is over the organiser's "
+            f"{where}: [limits] {item.name} = {asked_text} is over the organiser's "
             f"maximum of {most} ({grants.max_how}); ask for at most {most}, or have the "
             "organiser raise it"
         )
     if lowered:
         spec = dataclasses.replace(spec, limits=dataclasses.replace(spec.limits, **lowered))
     return with_grants(spec, grants)
+
+
+def _amount(name: str, value: float) -> float:
+    """A limit's value for comparing with a maximum: ``cpus = 0`` is no quota, more than any."""
+    return math.inf if name == "cpus" and value == 0 else value
 
 
 def with_grants(spec: BotSpec, grants: Grants) -> BotSpec:

@@ -197,8 +197,10 @@ class MaxLimitsTable(Table):
     """The most MiB of memory a bot file may ask for."""
     processes: Positive = MaxLimits.processes
     """The most processes and threads a bot file may ask for."""
-    cpus: Annotated[float, Allowed("a number of CPUs > 0"), Field(gt=0, le=1024)] = MaxLimits.cpus
-    """The most CPUs of quota a bot file may ask for."""
+    cpus: Annotated[float, Allowed("a number of CPUs >= 0 (0: no quota)"), Field(ge=0, le=1024)] = (
+        MaxLimits.cpus
+    )
+    """The most CPUs of quota a bot file may ask for (0: any, no quota included)."""
     log_mb: Positive = MaxLimits.log_mb
     """The most MiB of log per process a bot file may ask for."""
 
@@ -264,8 +266,11 @@ class LimitsTable(Table):
     address space of each process (RLIMIT_AS), in MiB."""
     processes: Positive = Limits.processes
     """Processes and threads the bot may have at once (its cgroup's pids.max)."""
-    cpus: Annotated[float, Allowed("a number of CPUs > 0"), Field(gt=0, le=1024)] = Limits.cpus
-    """CPU time per second of wall time, at most (its cgroup's CPU quota), in CPUs."""
+    cpus: Annotated[float, Allowed("a number of CPUs >= 0 (0: no quota)"), Field(ge=0, le=1024)] = (
+        Limits.cpus
+    )
+    """CPU time per second of wall time, at most (its cgroup's CPU quota), in CPUs; 0 (the
+    default): no quota, an equal share with the scheduler."""
     log_mb: Positive = Limits.log_mb
     """How much of the bot's stdout and stderr is kept in its log, in MiB per process."""
 

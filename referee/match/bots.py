@@ -12,7 +12,7 @@ A bot file declares either a command the referee starts for each seat::
     cpu_seconds = 120                        # RLIMIT_CPU of each bot process
     memory_mb = 2048                         # the whole bot's memory (and each process's)
     processes = 256                          # processes and threads at once
-    cpus = 1.0                               # CPU time per second of wall time, at most
+    cpus = 1.0                               # CPU time per second of wall time, at most (0: no cap)
     log_mb = 4                               # stdout and stderr kept in its log
     [sandbox]
     read = ["/opt/my-runtime"]               # more read-only paths (relative to this file)
@@ -75,8 +75,14 @@ class Limits:
     memory_mb: int = 4096
     #: Processes and threads the bot may have at once (``pids.max``).
     processes: int = 256
-    #: CPU time per second of wall time, at most (the cgroup's CPU quota), in CPUs.
-    cpus: float = 1.0
+    #: CPU time per second of wall time, at most (the cgroup's CPU quota), in CPUs; 0 is no
+    #: quota: the bot then gets what CPU time no one else wants, and under contention its
+    #: equal weight (see :mod:`referee.match.cgroups`). A quota costs the other seats on a
+    #: small host: while it holds a busy bot back, cores fall idle, and on a virtual machine
+    #: a woken bot or referee then waits for an idle core to wake (honest seats beside a CPU
+    #: hog at a quota of one of two cores: 43-47% of their speed without it; without a quota:
+    #: 88-96%, ``benchmarks/tournament.py --sandbox-only``).
+    cpus: float = 0.0
     #: How much of its stdout and stderr is kept in its log per started process, in MiB.
     log_mb: int = 4
 

@@ -89,7 +89,8 @@ def settings(limits: Limits, version: int) -> tuple[Setting, ...]:
     """What a bot's control group holds for ``limits``, for cgroup ``version`` (1 or 2), in
     the order it is written."""
     memory = str(limits.memory_mb << 20)
-    quota = round(limits.cpus * CPU_PERIOD_US)
+    # cpus = 0: no quota ("max" on v2, -1 on v1); the weight alone shares the CPUs.
+    quota = round(limits.cpus * CPU_PERIOD_US) if limits.cpus > 0 else None
     if version == 2:
         return (
             Setting("memory", "memory.max", memory),
@@ -98,7 +99,7 @@ def settings(limits: Limits, version: int) -> tuple[Setting, ...]:
             Setting("memory", "memory.oom.group", "1", required=False),
             Setting("pids", "pids.max", str(limits.processes)),
             Setting("cpu", "cpu.weight", str(CPU_WEIGHT)),
-            Setting("cpu", "cpu.max", f"{quota} {CPU_PERIOD_US}"),
+            Setting("cpu", "cpu.max", f"{'max' if quota is None else quota} {CPU_PERIOD_US}"),
         )
     if version == 1:
         return (
@@ -108,7 +109,7 @@ def settings(limits: Limits, version: int) -> tuple[Setting, ...]:
             Setting("pids", "pids.max", str(limits.processes)),
             Setting("cpu", "cpu.shares", str(CPU_WEIGHT * 1024 // 100)),
             Setting("cpu", "cpu.cfs_period_us", str(CPU_PERIOD_US)),
-            Setting("cpu", "cpu.cfs_quota_us", str(quota)),
+            Setting("cpu", "cpu.cfs_quota_us", str(-1 if quota is None else quota)),
         )
     raise ValueError(f"cgroup version {version} is not 1 or 2")
 

@@ -11,8 +11,8 @@ no flags of its own. :meth:`Sandbox.policy` builds the policy for one bot proces
 
 - read-only: the system (``/usr`` and the few files of ``/etc`` programs need: the dynamic
   linker's cache, TLS certificates, ``alternatives``, name service, local time; users,
-  groups and host names are the sandbox's own, not the host's), the referee's interpreter (its prefixes, with grpcio and protobuf), the
-  generated ``sticheln`` stubs and the referee's own package (the rules engine a bot may
+  groups and host names are the sandbox's own, not the host's), the referee's interpreter
+  (its prefixes, with grpcio and protobuf), the generated ``sticheln`` stubs and the referee's own package (the rules engine a bot may
   simulate with), the bot's own folder (its ``workdir``), and the paths its bot file
   declares under ``[sandbox] read``;
 - writable: a private ``/tmp`` (a size-limited tmpfs that disappears with the process),
@@ -333,10 +333,6 @@ def _python_paths() -> list[Path]:
     if referee_spec is not None and referee_spec.origin:
         root = Path(referee_spec.origin).parent.parent
         paths.update(root.glob("*__mypyc*.so"))
-        # Run from a source checkout: the protocol's .proto files, which bots that load
-        # them at run time (the Node sample bots) read, and which are public.
-        if (root / "proto" / "sticheln").is_dir():
-            paths.add(root / "proto" / "sticheln")
     return sorted(p for p in paths if p.exists())
 
 

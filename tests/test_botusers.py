@@ -217,3 +217,40 @@ def test_the_range_is_chosen_on_the_command_line_and_checked_in_one_line(
     if os.geteuid() == 0:
         assert "a uid of its own from 300000-300009" in played.stderr
     assert_no_processes(marker)
+
+
+def test_referee_compare_takes_the_range_too(tmp_path: Path) -> None:
+    from bots.harness import BOTS_DIR, READ_BOTS, assert_no_processes, new_marker
+
+    marker = new_marker()
+    bot = tmp_path / "b.toml"
+    bot.write_text(
+        f'name = "b"\ncommand = ["python3", "lowest_bot.py", "--marker={marker}"]\n'
+        f'workdir = "{BOTS_DIR}"\n'
+    )
+
+    def compare(*extra: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [
+                sys.executable,
+                *("-m", "referee.cli", "compare"),
+                *("--candidate", str(bot), "--baseline", str(bot)),
+                *("--opponent", str(bot), "--opponent", str(bot)),
+                *("--matches", "2", "--out", str(tmp_path / "out")),
+                *READ_BOTS,
+                *extra,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+            cwd=tmp_path,
+        )
+
+    refused = compare("--bot-uids", "10-20")
+    assert refused.returncode == 3
+    assert refused.stderr.count("\n") == 1 and "--bot-uids" in refused.stderr
+    played = compare("--bot-uids", "300000-300009")
+    assert played.returncode in (0, 1, 2), played.stderr
+    assert (tmp_path / "out" / "compare.json").exists()
+    assert_no_processes(marker)

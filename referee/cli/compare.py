@@ -8,9 +8,11 @@ import sys
 from referee.cli.common import (
     Subparsers,
     UsageError,
+    add_bot_uids,
     add_preflight_flag,
     preflight,
     run_until_done,
+    sandbox_for,
     u64,
 )
 from referee.rules import PRESETS
@@ -30,6 +32,7 @@ def add_parsers(sub: Subparsers) -> None:
         "settings refused, 130 interrupted (run the same command again to resume).",
     )
     cmp.add_argument("file", nargs="?", help="a comparison file, e.g. examples/compare.toml")
+    add_bot_uids(cmp)
     cmp.add_argument("--candidate", metavar="FILE", help="the new version's bot file")
     cmp.add_argument("--baseline", metavar="FILE", help="the old version's bot file")
     cmp.add_argument(
@@ -160,13 +163,11 @@ def compare(args: argparse.Namespace) -> int:
             sys.stderr.write(("\r\x1b[K" if tty else "") + text + "\n")
             sys.stderr.flush()
 
-        from referee.match.sandbox import Sandbox
-
         bots = [config.candidate, config.baseline, *config.opponents]
         try:
-            await preflight(
-                args, bots, Sandbox(config.sandbox), config.clock.startup_ms, config.out / "logs"
-            )
+            # --bot-uids reaches every sandbox of the run through the environment.
+            sandbox = sandbox_for(config.sandbox, bots, say=False, bot_uids=args.bot_uids)
+            await preflight(args, bots, sandbox, config.clock.startup_ms, config.out / "logs")
         except UsageError as exc:  # refused before any match: as settings are (status 3)
             return _refused(str(exc))
         web = source = None

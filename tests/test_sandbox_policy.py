@@ -314,6 +314,24 @@ def test_a_league_or_comparison_file_may_not_grant_proc(tmp_path: Path) -> None:
         load_compare(compare, Overrides())
 
 
+def test_an_output_folder_inside_what_every_bot_reads_is_refused(
+    tmp_path: Path, marker: str
+) -> None:
+    # The referee's interpreter is bound into every sandbox: records and the database there
+    # would be every bot's to read during play (a non-root referee's bots share its uid).
+    honest = bot_file(tmp_path / "h", "honest", marker)
+    out = Path(sys.prefix).resolve() / f"results-{marker}"
+    line = refused_in_one_line(match([honest] * 3, out, *READ_BOTS), out, marker)
+    assert line == (
+        f"referee match: the output folder {out} lies inside {Path(sys.prefix).resolve()}, "
+        "which every started bot may read (the system, or the referee's interpreter and "
+        "packages); put it elsewhere"
+    )
+    # The same bots with their output elsewhere play.
+    played = match([honest] * 3, tmp_path / "out", *READ_BOTS)
+    assert played.returncode == 0, played.stderr
+
+
 # -- limits -------------------------------------------------------------------------------
 
 

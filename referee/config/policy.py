@@ -273,6 +273,22 @@ def with_grants(spec: BotSpec, grants: Grants) -> BotSpec:
     return dataclasses.replace(spec, read=tuple(dict.fromkeys((*spec.read, *grants.read))))
 
 
+def _refuse_shared(rules: Sequence[Rule], where: str, error: type[Exception]) -> None:
+    """``error`` in one line when the output folder, the database or the deal key lies
+    inside a path every started bot reads (the system, the referee's interpreter)."""
+    from referee.match.sandbox import shared_paths  # the sandbox imports nothing of this
+
+    for shared in shared_paths():
+        for rule in rules:
+            if isinstance(rule, Protected) and (shared == rule.path or shared in rule.path.parents):
+                prefix = f"{where}: " if where else ""
+                raise error(
+                    f"{prefix}{rule.what} lies inside {shared}, which every started bot may "
+                    "read (the system, or the referee's interpreter and packages); put it "
+                    "elsewhere"
+                )
+
+
 def check_run(
     bots: Sequence[BotSpec],
     grants: Sequence[tuple[str, Path]],
@@ -287,6 +303,8 @@ def check_run(
     file are known, before any bot starts. Without a sandbox (``sandboxed`` False: trusted
     bots) the bots' own paths are not checked, the organiser's grants still are."""
     refuse_never(grants, where, rules, error)
+    if sandboxed and any(not bot.external for bot in bots):
+        _refuse_shared(rules, where, error)
     for bot in bots if sandboxed else ():
         if bot.external:
             continue

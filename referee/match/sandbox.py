@@ -318,6 +318,16 @@ def bot_environment(
     return env
 
 
+def shared_paths() -> list[Path]:
+    """The host paths every started bot may read, whatever its bot file says: the system
+    (``/usr`` and its links, the parts of ``/etc``), the referee's interpreter and its
+    packages. What a run keeps secret must not lie inside one of them
+    (:func:`referee.config.policy.check_run`)."""
+    paths = [*SYSTEM_DIRS, *(Path("/etc") / name for name in ETC_FILES)]
+    paths += [Path("/") / n for n in SYSTEM_LINKS if (Path("/") / n).is_dir()]
+    return [Path(p).resolve() for p in (*paths, *_python_paths())]
+
+
 def _python_paths() -> list[Path]:
     """The referee's interpreter and the packages a Python bot may import from it."""
     paths = {

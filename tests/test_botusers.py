@@ -179,10 +179,9 @@ def test_started_bots_run_as_uids_of_their_own_given_back_once_reaped(tmp_path: 
     assert_no_processes(marker)
 
 
-def test_the_range_is_chosen_on_the_command_line_and_checked_in_one_line(
-    tmp_path: Path,
-) -> None:
-    from bots.harness import BOTS_DIR, READ_BOTS, assert_no_processes, new_marker
+def _lowest_bot(tmp_path: Path) -> tuple[Path, str]:
+    """A bot file for ``tests/bots/lowest_bot.py`` and the marker its processes carry."""
+    from bots.harness import BOTS_DIR, new_marker
 
     marker = new_marker()
     bot = tmp_path / "bot.toml"
@@ -190,29 +189,36 @@ def test_the_range_is_chosen_on_the_command_line_and_checked_in_one_line(
         f'name = "b"\ncommand = ["python3", "lowest_bot.py", "--marker={marker}"]\n'
         f'workdir = "{BOTS_DIR}"\n'
     )
+    return bot, marker
 
-    def match(*extra: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [
-                sys.executable,
-                *("-m", "referee.cli", "match"),
-                *(("--bot", str(bot)) * 3),
-                *READ_BOTS,
-                *extra,
-            ],
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-            cwd=tmp_path,
-        )
 
-    refused = match("--bot-uids", "10-20")
+def _referee(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    from bots.harness import READ_BOTS
+
+    return subprocess.run(
+        [sys.executable, "-m", "referee.cli", *args, *READ_BOTS],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        cwd=tmp_path,
+    )
+
+
+def test_the_range_is_chosen_on_the_command_line_and_checked_in_one_line(
+    tmp_path: Path,
+) -> None:
+    from bots.harness import assert_no_processes
+
+    bot, marker = _lowest_bot(tmp_path)
+    seats = [x for _ in range(3) for x in ("--bot", str(bot))]
+    refused = _referee(tmp_path, "match", *seats, "--bot-uids", "10-20")
     assert refused.returncode == 2
     assert refused.stderr.count("\n") == 1 and refused.stderr.startswith(
         "referee match: --bot-uids"
     )
-    played = match("--bot-uids", "300000-300009", "--out", str(tmp_path / "out"))
+    out = str(tmp_path / "out")
+    played = _referee(tmp_path, "match", *seats, "--bot-uids", "300000-300009", "--out", out)
     assert played.returncode == 0, played.stderr
     if os.geteuid() == 0:
         assert "a uid of its own from 300000-300009" in played.stderr
@@ -220,37 +226,18 @@ def test_the_range_is_chosen_on_the_command_line_and_checked_in_one_line(
 
 
 def test_referee_compare_takes_the_range_too(tmp_path: Path) -> None:
-    from bots.harness import BOTS_DIR, READ_BOTS, assert_no_processes, new_marker
+    from bots.harness import assert_no_processes
 
-    marker = new_marker()
-    bot = tmp_path / "b.toml"
-    bot.write_text(
-        f'name = "b"\ncommand = ["python3", "lowest_bot.py", "--marker={marker}"]\n'
-        f'workdir = "{BOTS_DIR}"\n'
-    )
-
-    def compare(*extra: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [
-                sys.executable,
-                *("-m", "referee.cli", "compare"),
-                *("--candidate", str(bot), "--baseline", str(bot)),
-                *("--opponent", str(bot), "--opponent", str(bot)),
-                *("--matches", "2", "--out", str(tmp_path / "out")),
-                *READ_BOTS,
-                *extra,
-            ],
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-            cwd=tmp_path,
-        )
-
-    refused = compare("--bot-uids", "10-20")
+    bot, marker = _lowest_bot(tmp_path)
+    lineup = [
+        *("compare", "--candidate", str(bot), "--baseline", str(bot)),
+        *("--opponent", str(bot), "--opponent", str(bot)),
+        *("--matches", "2", "--out", str(tmp_path / "out")),
+    ]
+    refused = _referee(tmp_path, *lineup, "--bot-uids", "10-20")
     assert refused.returncode == 3
     assert refused.stderr.count("\n") == 1 and "--bot-uids" in refused.stderr
-    played = compare("--bot-uids", "300000-300009")
+    played = _referee(tmp_path, *lineup, "--bot-uids", "300000-300009")
     assert played.returncode in (0, 1, 2), played.stderr
     assert (tmp_path / "out" / "compare.json").exists()
     assert_no_processes(marker)

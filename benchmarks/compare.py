@@ -69,7 +69,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from machine import Steal  # noqa: E402
 
 from referee.compare.config import difference_range  # noqa: E402
-from referee.compare.sprt import Sprt, fixed_size_pairs, simulate  # noqa: E402
+from referee.compare.sprt import Sprt, fixed_size_pairs, plain_wald, simulate  # noqa: E402
 from referee.rules import preset  # noqa: E402
 
 RECORDED = ROOT / "tests" / "vectors" / "compare_differences.json"
@@ -139,14 +139,9 @@ def normal_glr(
 ) -> tuple[float, float]:
     """(accept H1 rate, mean pairs) of Wald's SPRT on the normal likelihood with the
     variance estimated under each hypothesis: LLR = (n/2) ln(S₀/S₁)."""
-    rng = np.random.default_rng(seed)
-    d = draw(rng, (tests, max_pairs))
+    d = draw(np.random.default_rng(seed), (tests, max_pairs))
     n = np.arange(1, max_pairs + 1, dtype=np.float64)
-    total, squares = np.cumsum(d, axis=1), np.cumsum(d * d, axis=1)
-    mu0, mu1 = sprt.lower, sprt.upper
-    s0 = np.maximum(squares - 2 * mu0 * total + n * mu0 * mu0, 1e-9)
-    s1 = np.maximum(squares - 2 * mu1 * total + n * mu1 * mu1, 1e-9)
-    llr = 0.5 * n * (np.log(s0) - np.log(s1))
+    llr = plain_wald(sprt, d)
     a, b = math.log((1 - sprt.beta) / sprt.alpha), math.log(sprt.beta / (1 - sprt.alpha))
     eligible = n >= sprt.min_pairs
     up, down = eligible & (llr >= a), eligible & (llr <= b)

@@ -23,6 +23,7 @@ from referee.compare.sprt import (
     Sprt,
     first_verdict,
     fixed_size_pairs,
+    plain_wald,
     simulate,
     state,
 )
@@ -237,11 +238,7 @@ def _plain_wald_pairs(sprt: Sprt, draw, *, tests: int, seed: int) -> float:  # t
     each hypothesis, ln Λ = (n/2) ln(S₀/S₁) (compare's test before the betting one)."""
     d = draw(np.random.default_rng(seed), (tests, 3000))
     n = np.arange(1, d.shape[1] + 1, dtype=np.float64)
-    total, squares = np.cumsum(d, axis=1), np.cumsum(d * d, axis=1)
-    s0 = squares - 2 * sprt.lower * total + n * sprt.lower**2
-    s1 = squares - 2 * sprt.upper * total + n * sprt.upper**2
-    with np.errstate(divide="ignore"):  # all of the first pairs equal
-        llr = 0.5 * n * (np.log(s0) - np.log(s1))
+    llr = plain_wald(sprt, d)
     a = math.log((1 - sprt.beta) / sprt.alpha)
     crossed = (n >= sprt.min_pairs) & ((llr >= a) | (llr <= -a))
     return float((crossed.argmax(axis=1) + 1).mean())

@@ -292,6 +292,20 @@ class Sprt:
         return (up * p_up - down * (1.0 - p_up)) / mu
 
 
+def plain_wald(sprt: Sprt, d: FloatArray) -> FloatArray:
+    """ln Λ after each pair of Wald's SPRT on the normal likelihood with the variance
+    estimated under each hypothesis, (n/2) ln(S₀/S₁) with Sₖ = Σ(dᵢ − μₖ)²: the test compare
+    ran first, without corrections, kept to measure the others against (accept H1 at
+    ln((1 − β)/α), H0 at ln(β/(1 − α)))."""
+    d = np.asarray(d, dtype=np.float64)
+    n = np.arange(1, d.shape[-1] + 1, dtype=np.float64)
+    total, squares = np.cumsum(d, axis=-1), np.cumsum(d * d, axis=-1)
+    s0 = np.maximum(squares - 2 * sprt.lower * total + n * sprt.lower**2, 1e-300)
+    s1 = np.maximum(squares - 2 * sprt.upper * total + n * sprt.upper**2, 1e-300)
+    llr: FloatArray = 0.5 * n * (np.log(s0) - np.log(s1))
+    return llr
+
+
 def _hall(t: FloatArray, gamma: FloatArray) -> FloatArray:
     """Hall's monotone transformation of a t statistic for skewness (γ = skewness / √n
     times the weight): t + γt²/3 + γ²t³/27 + γ/6."""

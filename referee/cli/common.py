@@ -44,6 +44,20 @@ def u64(text: str) -> int:
     return value
 
 
+def add_web_flags(parser: argparse.ArgumentParser, what: str) -> None:
+    """``--web-port`` and ``--web-host``: serve ``what`` (pages named in words) while the
+    command runs."""
+    parser.add_argument(
+        "--web-port",
+        type=int,
+        default=None,
+        help=f"serve {what} on this port while it runs (0: any free port)",
+    )
+    parser.add_argument(
+        "--web-host", default="127.0.0.1", help="address of the web pages (default 127.0.0.1)"
+    )
+
+
 def add_bot_uids(parser: argparse.ArgumentParser) -> None:
     """The ``--bot-uids`` option of the commands that start bots."""
     parser.add_argument(

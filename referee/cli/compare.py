@@ -10,6 +10,7 @@ from referee.cli.common import (
     UsageError,
     add_bot_uids,
     add_preflight_flag,
+    add_web_flags,
     preflight,
     run_until_done,
     sandbox_for,
@@ -76,16 +77,7 @@ def add_parsers(sub: Subparsers) -> None:
     cmp.add_argument("--decision-ms", type=int, help="per-decision time limit (default 1000)")
     cmp.add_argument("--time-bank-ms", type=int, help="match time bank per seat (default 0)")
     cmp.add_argument("--startup-ms", type=int, help="time a bot has to connect (default 10000)")
-    cmp.add_argument(
-        "--web-port",
-        type=int,
-        default=None,
-        help="serve the comparison's page (verdict, test, pairs side by side) on this port "
-        "while it runs (0: any free port)",
-    )
-    cmp.add_argument(
-        "--web-host", default="127.0.0.1", help="address of the web pages (default 127.0.0.1)"
-    )
+    add_web_flags(cmp, "the comparison's page (verdict, test, pairs side by side)")
     cmp.add_argument(
         "--log-level",
         default="warning",

@@ -11,6 +11,7 @@ from referee.cli.common import (
     UsageError,
     add_bot_uids,
     add_preflight_flag,
+    add_web_flags,
     given_deal_key,
     linger,
     load_tournament,
@@ -39,15 +40,7 @@ def add_parsers(sub: Subparsers) -> None:
     tour.add_argument(
         "--parallel", type=int, default=0, help="matches at once (overrides the file)"
     )
-    tour.add_argument(
-        "--web-port",
-        type=int,
-        default=None,
-        help="serve the web pages (standings, matches, live tables) on this port while it runs",
-    )
-    tour.add_argument(
-        "--web-host", default="127.0.0.1", help="address of the web pages (default 127.0.0.1)"
-    )
+    add_web_flags(tour, "the web pages (standings, matches, live tables)")
     tour.add_argument(
         "--metrics-port", type=int, default=None, help="serve Prometheus metrics on this port"
     )

@@ -370,6 +370,7 @@ def real_crn(pairs: int, sandbox: str = "none") -> None:
         eps.write_text(f'name = "heuristic-eps"\ncommand = ["{sys.executable}", "{bot}"]\n')
         settings = Path(tmp) / "compare.toml"
         settings.write_text(f'[sandbox]\nmode = "{sandbox}"\n')
+        expect: dict[bool, float] = {}
         for shared in (True, False):
             config = load_compare(
                 settings,
@@ -391,12 +392,24 @@ def real_crn(pairs: int, sandbox: str = "none") -> None:
             betting = Sprt(0.0, 5.0, 0.05, 0.05, low=low, high=high, method="betting")
             expected = sprt.expected_pairs(sprt.lower, sd) or math.nan
             bet = betting.expected_pairs(sprt.lower, sd) or math.nan
+            # The first test: Wald's bounds ln((1 - beta)/alpha), no margin.
+            wald = math.log(0.95 / 0.05)
+            old = sprt.pairs_between(sprt.lower, sd, wald, wald) or math.nan
+            expect[shared] = expected
             print(
                 f"{'shared' if shared else 'own':>6} seeds: sd of a pair's difference {sd:.1f}, "
                 f"mean {s['score_diff']['mean']:+.1f}; at bounds 0/5 when the truth is 0 the "
-                f"test expects about {expected:.0f} pairs ({bet:.0f} with method=betting)",
+                f"test expects about {expected:.0f} pairs ({bet:.0f} with method=betting, "
+                f"{old:.0f} with the first test)",
                 flush=True,
             )
+            if not shared:
+                print(
+                    f"shared seeds and the default test against own seeds and the first test: "
+                    f"{expect[True]:.0f} / {old:.0f} = {expect[True] / old:.2f} of the pairs "
+                    "(target <= 0.5)",
+                    flush=True,
+                )
 
 
 # -- recording -------------------------------------------------------------------------------------

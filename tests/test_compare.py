@@ -557,8 +557,18 @@ def test_the_pilot_predicts_the_length_and_warns_when_the_cap_is_too_short(
     assert plan is not None and not plan["likely_undecided"]
     text = pilot_text(roomy, plan)
     assert f"about {plan['expected_pairs']['at_pilot_mean']} at the pilot's mean" in text
-    assert "warning" not in text
+    assert "warning" not in text and "note: min_pairs" not in text
     assert pilot(roomy, _pairs(clear[:19])) is None  # not before the pilot is complete
+    # Fewer pairs before a decision than the default test was checked from: said.
+    early = load_compare(None, flags(tmp_path, matches=4000, sprt=["upper=5", "min_pairs=8"]))
+    plan = pilot(early, _pairs(clear[:8]))
+    assert plan is not None
+    assert "note: min_pairs = 8 is below the 20 pairs" in pilot_text(early, plan)
+    sure = load_compare(
+        None, flags(tmp_path, matches=4000, sprt=["upper=5", "min_pairs=8", "method=betting"])
+    )
+    plan = pilot(sure, _pairs(clear[:8]))
+    assert plan is not None and "note: min_pairs" not in pilot_text(sure, plan)
 
 
 def test_the_report_says_which_bound_was_reached_and_the_mean_with_its_interval(

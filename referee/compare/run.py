@@ -51,7 +51,16 @@ import numpy as np
 import structlog
 
 from referee.compare.config import CompareConfig, finite
-from referee.compare.sprt import H0, H1, Z95, State, first_verdict, state
+from referee.compare.sprt import (
+    CHECKED_FROM,
+    H0,
+    H1,
+    SPRT,
+    Z95,
+    State,
+    first_verdict,
+    state,
+)
 from referee.match.dealkey import DealKey
 from referee.match.faults import FaultReason
 from referee.match.metrics import RefereeMetrics
@@ -742,6 +751,12 @@ def pilot_text(config: CompareConfig, p: dict[str, Any]) -> str:
         text += (
             "\nnote: should the true difference lie near a bound, the cap would likely end "
             "the test undecided"
+        )
+    if config.sprt.method == SPRT and config.sprt.min_pairs < CHECKED_FROM:
+        text += (
+            f"\nnote: min_pairs = {config.sprt.min_pairs} is below the {CHECKED_FROM} pairs "
+            "the test's error rates were checked from; so few pairs' spread can mislead it "
+            "(--sprt method=betting holds at any min_pairs)"
         )
     return text
 

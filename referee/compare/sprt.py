@@ -92,6 +92,8 @@ SKEW_WEIGHT = 1.25
 VARIANCE_MARGIN = 0.5
 #: Added to Wald's bounds ln((1 − β)/α) and ln((1 − α)/β) of the ``sprt`` method.
 MARGIN = 0.2
+#: The ``sprt`` method's error rates were checked with no decision before this many pairs.
+CHECKED_FROM = 20
 
 
 @dataclass(frozen=True, slots=True)

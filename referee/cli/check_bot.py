@@ -12,6 +12,7 @@ from referee.cli.common import (
     UsageError,
     add_bot_uids,
     add_grant_flags,
+    add_log_level,
     add_preflight_flag,
     check_reads,
     grants_from_flags,
@@ -76,12 +77,7 @@ def add_parsers(sub: Subparsers) -> None:
     add_bot_uids(chk)
     add_grant_flags(chk)
     add_preflight_flag(chk)
-    chk.add_argument(
-        "--log-level",
-        default="error",
-        choices=["debug", "info", "warning", "error"],
-        help="how much the referee logs on stderr (default error)",
-    )
+    add_log_level(chk, "error")
     chk.set_defaults(func=check_bot)
 
 

@@ -44,6 +44,21 @@ def u64(text: str) -> int:
     return value
 
 
+LOG_LEVELS = ("debug", "info", "warning", "error")
+
+
+def add_log_level(
+    parser: argparse.ArgumentParser, default: str | None, who: str = "the referee", said: str = ""
+) -> None:
+    """``--log-level``: how much ``who`` logs on stderr (``said`` explains a default of None)."""
+    parser.add_argument(
+        "--log-level",
+        default=default,
+        choices=LOG_LEVELS,
+        help=said or f"how much {who} logs on stderr (default {default})",
+    )
+
+
 def add_web_flags(parser: argparse.ArgumentParser, what: str) -> None:
     """``--web-port`` and ``--web-host``: serve ``what`` (pages named in words) while the
     command runs."""

@@ -9,6 +9,7 @@ from referee.cli.common import (
     Subparsers,
     UsageError,
     add_bot_uids,
+    add_log_level,
     add_preflight_flag,
     add_web_flags,
     preflight,
@@ -78,12 +79,7 @@ def add_parsers(sub: Subparsers) -> None:
     cmp.add_argument("--time-bank-ms", type=int, help="match time bank per seat (default 0)")
     cmp.add_argument("--startup-ms", type=int, help="time a bot has to connect (default 10000)")
     add_web_flags(cmp, "the comparison's page (verdict, test, pairs side by side)")
-    cmp.add_argument(
-        "--log-level",
-        default="warning",
-        choices=["debug", "info", "warning", "error"],
-        help="how much the referee logs on stderr (default warning)",
-    )
+    add_log_level(cmp, "warning")
     cmp.add_argument(
         "--read",
         action="append",

@@ -12,6 +12,7 @@ import sys
 from referee.cli.common import (
     Subparsers,
     UsageError,
+    add_log_level,
 )
 
 
@@ -35,12 +36,7 @@ def add_parsers(sub: Subparsers) -> None:
     srv.add_argument(
         "--port", type=int, default=None, help="port (overrides the file; 0: any free port)"
     )
-    srv.add_argument(
-        "--log-level",
-        default="info",
-        choices=["debug", "info", "warning", "error"],
-        help="how much the league logs on stderr (default info)",
-    )
+    add_log_level(srv, "info", who="the league")
     srv.set_defaults(func=serve)
 
     lg = sub.add_parser(

@@ -11,6 +11,7 @@ from referee.cli.common import (
     UsageError,
     add_bot_uids,
     add_grant_flags,
+    add_log_level,
     add_preflight_flag,
     check_reads,
     grants_from_flags,
@@ -82,12 +83,7 @@ def add_parsers(sub: Subparsers) -> None:
     add_preflight_flag(parser)
     parser.add_argument("--tls-cert", help="serve TLS with this certificate (PEM)")
     parser.add_argument("--tls-key", help="the certificate's private key (PEM)")
-    parser.add_argument(
-        "--log-level",
-        default="warning",
-        choices=["debug", "info", "warning", "error"],
-        help="how much the referee logs on stderr (default warning)",
-    )
+    add_log_level(parser, "warning")
     parser.set_defaults(func=match)
 
 

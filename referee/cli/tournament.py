@@ -10,6 +10,7 @@ from referee.cli.common import (
     Subparsers,
     UsageError,
     add_bot_uids,
+    add_log_level,
     add_preflight_flag,
     add_web_flags,
     given_deal_key,
@@ -65,12 +66,10 @@ def add_parsers(sub: Subparsers) -> None:
         help="port for bots and the gRPC health service (default 0: any free port; a fixed "
         "port plays every match in this process)",
     )
-    tour.add_argument(
-        "--log-level",
-        default=None,
-        choices=["debug", "info", "warning", "error"],
-        help="default: warning on a terminal (the progress bar shows), info elsewhere "
-        "(JSON lines, progress included)",
+    add_log_level(
+        tour,
+        None,
+        said="default: warning on a terminal (the progress bar shows), info elsewhere (JSON lines, progress included)",
     )
     tour.add_argument(
         "--workers",
@@ -117,12 +116,7 @@ def add_parsers(sub: Subparsers) -> None:
     mrg.add_argument(
         "--db", metavar="URL", help="the merged database, instead of the file's (path or URL)"
     )
-    mrg.add_argument(
-        "--log-level",
-        default="warning",
-        choices=["debug", "info", "warning", "error"],
-        help="how much the referee logs on stderr (default warning)",
-    )
+    add_log_level(mrg, "warning")
     mrg.set_defaults(func=merge)
 
 

@@ -25,6 +25,7 @@ from typing import Any, TypeVar
 import grpc
 import psycopg
 
+from referee.match.record import read_record
 from referee.rules import parse_card
 from sticheln.v1 import league_pb2, league_pb2_grpc
 
@@ -282,6 +283,17 @@ def finished(db: Path | str, league: str) -> list[dict[str, Any]]:
     """The finished matches, in finishing order."""
     done = [m for m in db_rows(db, league) if m["status"] == "finished"]
     return sorted(done, key=lambda m: m["finish_order"])
+
+
+def fetched_record(
+    league: league_pb2_grpc.LeagueStub, match_id: str, folder: Path
+) -> list[dict[str, Any]]:
+    """A finished match's record as the League service hands it out (``GetMatchRecord``),
+    read back line by line through a file in ``folder``, as a spectator would save it."""
+    record = league.GetMatchRecord(league_pb2.GetMatchRecordRequest(match_id=match_id), timeout=10)
+    path = folder / "record.jsonl"
+    path.write_text(record.record_jsonl, encoding="utf-8")
+    return list(read_record(path))
 
 
 # -- what a spectator may see -----------------------------------------------------------------

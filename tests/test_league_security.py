@@ -24,13 +24,13 @@ from leaguekit import (
     LeagueDb,
     Serve,
     assert_nothing_hidden,
+    fetched_record,
     oracle,
     serving,
     watched,
     write_config,
 )
 
-from referee.match.record import read_record
 from sticheln.v1 import bot_pb2, bot_pb2_grpc, league_pb2, league_pb2_grpc
 
 LEAGUE = "sec"
@@ -353,12 +353,7 @@ def test_watch_match_shows_no_hidden_information_and_honours_the_delay(
         return match_id, live, late
 
     match_id, live, late = harness.run(go())
-    record = league.league.GetMatchRecord(
-        league_pb2.GetMatchRecordRequest(match_id=match_id), timeout=10
-    )
-    path = tmp_path / "record.jsonl"
-    path.write_text(record.record_jsonl, encoding="utf-8")
-    lines = list(read_record(path))
+    lines = fetched_record(league.league, match_id, tmp_path)
     assert any(line["type"] == "round_start" and line["set_aside"] for line in lines)
     expected = oracle(lines)
     assert watched(live) == expected

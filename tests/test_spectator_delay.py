@@ -19,12 +19,11 @@ from typing import Any
 import aiohttp
 import grpc
 from bots import harness
-from leaguekit import oracle, watched
+from leaguekit import fetched_record, oracle, watched
 from test_league_security import Pace, paced_bot
 from webkit import web_league
 
 from referee.league.feed import MatchFeed
-from referee.match.record import read_record
 from referee.rules import preset
 from sticheln.v1 import league_pb2, league_pb2_grpc
 
@@ -135,12 +134,7 @@ def test_web_delay_rounds_holds_for_watch_match_and_the_web_live_stream(tmp_path
             return match_id, by_grpc, by_web
 
         match_id, by_grpc, by_web = harness.run(go())
-        record = serve.league.GetMatchRecord(
-            league_pb2.GetMatchRecordRequest(match_id=match_id), timeout=10
-        )
-    path = tmp_path / "record.jsonl"
-    path.write_text(record.record_jsonl, encoding="utf-8")
-    lines = list(read_record(path))
+        lines = fetched_record(serve.league, match_id, tmp_path)
     last_round = max(x["round"] for x in lines if x["type"] == "round_start")
     assert last_round >= 2
     # Everything public arrives, in order, at both doors.

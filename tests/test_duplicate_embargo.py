@@ -21,14 +21,20 @@ import subprocess
 import sys
 import threading
 import urllib.request
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 from leaguekit import REFEREE, ROOT, wait_for
-from webkit import CHROMIUM, CHROMIUM_ARGS, get_json, have_chromium, request, sse_events
+from webkit import (
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    folder_web,
+    get_json,
+    have_chromium,
+    request,
+    sse_events,
+)
 
 from referee.results.embargo import EMBARGOED, DealSeatings, embargoed_records
 from referee.tournament.config import load_config
@@ -69,27 +75,6 @@ def tournament_file(tmp: Path, hold: dict[str, Path]) -> Path:
     path = tmp / "t.toml"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
-
-
-@contextmanager
-def folder_web(out: Path) -> Iterator[str]:
-    """``referee web OUT`` on a free port: its base URL."""
-    proc = subprocess.Popen(
-        [*REFEREE, "web", str(out), "--port", "0"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-        cwd=ROOT,
-    )
-    try:
-        assert proc.stdout is not None
-        line = proc.stdout.readline()
-        found = re.search(r"web on (http://127\.0\.0\.1:\d+)/", line)
-        assert found, f"referee web printed {line!r}"
-        yield found.group(1)
-    finally:
-        proc.terminate()
-        proc.wait(30)
 
 
 def stream_opens(url: str) -> bool:

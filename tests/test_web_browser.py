@@ -20,7 +20,15 @@ from typing import Any
 
 import pytest
 from leaguekit import ADMIN, REFEREE, ROOT, SAMPLES, Serve, bots, finished, wait_for
-from webkit import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, get_json, have_chromium, web_league
+from webkit import (
+    ARTIFACTS,
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    folder_web,
+    get_json,
+    have_chromium,
+    web_league,
+)
 
 from referee.match.record import read_record
 from sticheln.v1 import league_pb2
@@ -371,20 +379,7 @@ def test_a_bot_named_as_markup_renders_as_text(browser: Browser, tmp_path: Path)
         [*REFEREE, "tournament", str(tour)], capture_output=True, text=True, timeout=300, cwd=ROOT
     )
     assert done.returncode == 0, done.stderr[-2000:]
-    web = subprocess.Popen(
-        [*REFEREE, "web", str(tmp_path / "out"), "--port", "0"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        cwd=ROOT,
-    )
-    try:
-        assert web.stdout is not None
-        line = web.stdout.readline()
-        assert line.startswith("web on http://127.0.0.1:"), line + (
-            web.stderr.read() if web.stderr else ""
-        )
-        url = line.split(" ", 2)[2].strip().rstrip("/")
+    with folder_web(tmp_path / "out") as url:
         page = browser.page
         match_id = get_json(f"{url}/api/matches")["finished"][0]["match_id"]
         pages = {
@@ -401,6 +396,3 @@ def test_a_bot_named_as_markup_renders_as_text(browser: Browser, tmp_path: Path)
             assert page.locator("img").count() == 0, name
             browser.screenshot(name)
         browser.check_clean()
-    finally:
-        web.terminate()
-        web.wait(10)

@@ -22,7 +22,15 @@ from typing import Any
 
 import pytest
 from leaguekit import REFEREE, ROOT, SAMPLES, bots, wait_for
-from webkit import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, get_json, have_chromium, web_league
+from webkit import (
+    ARTIFACTS,
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    folder_web,
+    get_json,
+    have_chromium,
+    web_league,
+)
 
 from referee.match.record import read_record
 
@@ -112,21 +120,8 @@ def folder(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Folder]:
     # Exit status 1: the rule-breaking bot forfeited every match it played, and is named.
     assert done.returncode == 1, done.stderr[-2000:]
     assert "forfeited every match it played" in done.stdout, done.stdout[-2000:]
-    web = subprocess.Popen(
-        [*REFEREE, "web", str(tmp / "out"), "--port", "0"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        cwd=ROOT,
-    )
-    try:
-        assert web.stdout is not None
-        line = web.stdout.readline()
-        assert line.startswith("web on http://127.0.0.1:"), line
-        yield Folder(line.split(" ", 2)[2].strip().rstrip("/"), tmp / "out")
-    finally:
-        web.terminate()
-        web.wait(10)
+    with folder_web(tmp / "out") as url:
+        yield Folder(url, tmp / "out")
 
 
 class Pages:
@@ -401,32 +396,21 @@ def test_the_charts_have_even_ticks_open_ends_and_visible_bars(
 
 def test_an_empty_folder_shows_no_null(pages: Pages, tmp_path: Path) -> None:
     (tmp_path / "matches").mkdir()
-    web = subprocess.Popen(
-        [*REFEREE, "web", str(tmp_path), "--port", "0"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        cwd=ROOT,
-    )
-    try:
-        assert web.stdout is not None
-        url = web.stdout.readline().split(" ", 2)[2].strip().rstrip("/")
+    with folder_web(tmp_path) as url:
         page = pages.size(400, 800)
         for path in ("/", "/matches", "/head-to-head"):
             page.goto(url + path)
-            # The script has drawn the page (the server's copy has no "published").
+            # The script has drawn the page (the server's copy has no "published"), and
+            # every request it made has been answered.
             until(
                 page,
                 "() => document.querySelector('header .where').textContent.startsWith('folder')",
             )
-            page.wait_for_timeout(200)
+            page.wait_for_load_state("networkidle")
             text = page.inner_text("#main")
             assert "null" not in text and "undefined" not in text, (path, text)
         assert "No finished match yet." in page.inner_text("#main")
         assert pages.errors == []
-    finally:
-        web.terminate()
-        web.wait(10)
 
 
 def test_a_live_tournament_table_advances_card_by_card(pages: Pages, tmp_path: Path) -> None:

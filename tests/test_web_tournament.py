@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 from leaguekit import REFEREE, ROOT, wait_for
-from webkit import get_json, request, sse_events
+from webkit import folder_web, get_json, request, sse_events
 
 SLOW = [sys.executable, str(ROOT / "tests" / "bots" / "slow_random_bot.py")]
 MATCHES = 4
@@ -189,18 +189,7 @@ def test_the_report_fills_live_elo_and_links_every_match(
 
 def test_referee_web_serves_the_finished_folder(played: tuple[Path, dict[str, Any]]) -> None:
     out, _ = played
-    web = subprocess.Popen(
-        [*REFEREE, "web", str(out), "--port", "0"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        cwd=ROOT,
-    )
-    try:
-        assert web.stdout is not None
-        line = web.stdout.readline()
-        assert line.startswith("web on http://127.0.0.1:"), line
-        url = line.split(" ", 2)[2].strip().rstrip("/")
+    with folder_web(out) as url:
         ratings = json.loads((out / "ratings.json").read_text(encoding="utf-8"))["standings"]
         shown = get_json(f"{url}/api/standings")["standings"]
         assert [(s["bot"], s["rating"], s["live_elo"]) for s in shown] == [
@@ -213,9 +202,6 @@ def test_referee_web_serves_the_finished_folder(played: tuple[Path, dict[str, An
         mid = matches["finished"][0]["match_id"]
         doc = get_json(f"{url}/api/matches/{mid}")
         assert len(doc["rounds"]) == 3
-    finally:
-        web.terminate()
-        web.wait(10)
 
 
 def test_referee_web_refuses_a_folder_without_matches(tmp_path: Path) -> None:

@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 import queue
 import shutil
+import subprocess
+import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -18,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from leaguekit import Serve, serving, write_config
+from leaguekit import REFEREE, ROOT, Serve, serving, write_config
 
 CHROMIUM = "/usr/bin/chromium"
 #: Chromium started so that it reaches no host but the one the test names: no background
@@ -108,3 +110,26 @@ def web_league(
             raise AssertionError(f"no web address printed; log: {serve.tail()}") from None
         assert line.startswith("web on http://127.0.0.1:"), line
         yield serve, line.split(" ", 2)[2].strip().rstrip("/")
+
+
+@contextmanager
+def folder_web(out: Path) -> Iterator[str]:
+    """``referee web OUT`` on a free port: its base URL (no trailing slash), stopped after."""
+    with tempfile.TemporaryFile("w+") as err:
+        proc = subprocess.Popen(
+            [*REFEREE, "web", str(out), "--port", "0"],
+            stdout=subprocess.PIPE,
+            stderr=err,
+            text=True,
+            cwd=ROOT,
+        )
+        try:
+            assert proc.stdout is not None
+            line = proc.stdout.readline()
+            if not line.startswith("web on http://127.0.0.1:"):
+                err.seek(0)
+                raise AssertionError(f"referee web printed {line!r}; stderr: {err.read()[-2000:]}")
+            yield line.split(" ", 2)[2].strip().rstrip("/")
+        finally:
+            proc.terminate()
+            proc.wait(30)

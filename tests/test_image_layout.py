@@ -78,25 +78,32 @@ def _free_port() -> int:
         return port
 
 
-@pytest.mark.parametrize("jailed", [False, True], ids=["as-composed", "jailed"])
-def test_the_images_play_the_compose_match(tmp_path: Path, jailed: bool) -> None:
+@pytest.mark.parametrize(
+    ("jailed", "first"),
+    [(False, False), (True, False), (True, True)],
+    ids=["as-composed", "jailed", "jailed-as-process-1"],
+)
+def test_the_images_play_the_compose_match(tmp_path: Path, jailed: bool, first: bool) -> None:
     """As composed (trusted sample bots, no sandbox), and with the referee image's bots in
     the jail (sandbox, system-call filter, a uid each), as a container allowed to make it
-    runs them."""
+    runs them; and with the referee as process 1 of its own PID namespace, as it is the
+    entry point of a container (its bots once took it for init and never started)."""
     if shutil.which("node") is None or not NODE_MODULES.is_dir():
         pytest.skip("node and sample_bots/node/node_modules are needed (npm ci)")
+    if first and (os.geteuid() != 0 or shutil.which("unshare") is None):
+        pytest.skip("a PID namespace of its own needs root and util-linux's unshare")
     if jailed:
         # A folder the bots' uids may read, as the image's /app is (pytest's is private).
         tmp_path = Path(tempfile.mkdtemp(prefix="sticheln-image-"))
         tmp_path.chmod(0o755)
     try:
-        _play_the_compose_match(tmp_path, jailed)
+        _play_the_compose_match(tmp_path, jailed, first)
     finally:
         if jailed:
             shutil.rmtree(tmp_path, ignore_errors=True)
 
 
-def _play_the_compose_match(tmp_path: Path, jailed: bool) -> None:
+def _play_the_compose_match(tmp_path: Path, jailed: bool, first: bool) -> None:
     assemble(DOCKER / "referee.Dockerfile", tmp_path / "referee")
     assemble(DOCKER / "bots.Dockerfile", tmp_path / "bots")
     app = tmp_path / "referee" / "app"
@@ -111,8 +118,10 @@ def _play_the_compose_match(tmp_path: Path, jailed: bool) -> None:
     if jailed:
         command.remove("--no-sandbox")
     path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"
+    # The referee as process 1: unshare forks it into a new PID namespace (and its /proc).
+    pid1 = ["unshare", "--pid", "--fork", "--mount-proc", "--kill-child"] if first else []
     referee = subprocess.Popen(
-        [sys.executable, "-m", "referee.cli", *command, "--seed=3"],
+        [*pid1, sys.executable, "-m", "referee.cli", *command, "--seed=3"],
         cwd=app,
         env={**os.environ, "PATH": path},
         stdout=subprocess.PIPE,

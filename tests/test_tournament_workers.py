@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -62,6 +63,28 @@ def test_worker_processes_give_the_results_of_one_process(tmp_path: Path) -> Non
     assert registry.get_sample_value("sticheln_connected_bots") == 0
     assert b.referee_cpu_s > 0
     assert not _workers(tmp_path.name)
+
+
+@pytest.mark.timeout(240)
+def test_a_tournament_that_is_process_1_starts_its_workers_and_their_bots(
+    tmp_path: Path,
+) -> None:
+    # A container's entry point is process 1; its workers and bots once took their parent
+    # for init (gone) and exited before playing.
+    if os.geteuid() != 0 or shutil.which("unshare") is None:
+        pytest.skip("a PID namespace of its own needs root and util-linux's unshare")
+    path = league(tmp_path, "p", parallel=2)
+    done = subprocess.run(
+        [
+            *("unshare", "--pid", "--fork", "--mount-proc", "--kill-child"),
+            *(sys.executable, "-m", "referee.cli", "tournament", str(path), "--workers", "2"),
+        ],
+        capture_output=True,
+        timeout=200,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    assert done.returncode == 0, done.stderr.decode()[-2000:]
+    assert b"12/12 matches finished" in done.stdout, done.stdout.decode()[-2000:]
 
 
 @pytest.mark.timeout(240)

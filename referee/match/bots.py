@@ -194,6 +194,7 @@ class BotProcess:
                 "referee.match.launch",
                 f"--cpu-seconds={spec.limits.cpu_seconds}",
                 f"--memory-mb={spec.limits.memory_mb}",
+                f"--referee-pid={os.getpid()}",
                 *(f"--pass-fd={fd}" for fd in fds),
                 *bounds.launch_arguments,
                 "--",

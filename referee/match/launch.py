@@ -42,6 +42,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--cpu-seconds", type=int, required=True)
     parser.add_argument("--memory-mb", type=int, required=True)
     parser.add_argument("--pass-fd", type=int, action="append", default=[])
+    # The referee's process id: gone between fork and prctl, this process's parent differs.
+    parser.add_argument("--referee-pid", type=int, required=True)
     # The bot's control group, one folder per hierarchy (referee.match.cgroups) ...
     parser.add_argument("--cgroup", action="append", default=[])
     # ... or, where none could be made, the resource limits that stand in for it.
@@ -77,8 +79,10 @@ def main(argv: list[str] | None = None) -> None:
         try:
             libc = ctypes.CDLL(None, use_errno=True)
             libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-            # The referee may already be gone between fork and prctl.
-            if os.getppid() == 1:
+            # The referee may already be gone between fork and prctl: this process then has
+            # another parent (init, or a subreaper). Not "is the parent 1": in a container
+            # the referee itself is often process 1.
+            if os.getppid() != args.referee_pid:
                 sys.exit(1)
         except OSError:
             pass

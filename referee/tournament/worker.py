@@ -31,12 +31,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pooled", action="store_true")
     parser.add_argument("--single-use", action="store_true")
     parser.add_argument("--sandbox", default="bubblewrap", choices=("bubblewrap", "none"))
+    # The tournament process's id: gone before prctl, this process's parent differs.
+    parser.add_argument("--parent-pid", type=int, required=True)
     args = parser.parse_args(argv)
     if sys.platform.startswith("linux"):
         # Die with the tournament process, even when it is killed with SIGKILL.
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-        if os.getppid() == 1:
+        if os.getppid() != args.parent_pid:  # not "== 1": in a container it may be 1
             return 1
     # The tournament process decides what a Ctrl-C does (the worker runs in a session of
     # its own, so none should reach it).

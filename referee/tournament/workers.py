@@ -264,6 +264,7 @@ class WorkerProcesses:
             "-m",
             "referee.tournament.worker",
             *self.args,
+            f"--parent-pid={os.getpid()}",
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             # Its log lines reach the terminal through this process's sys.stderr, where a

@@ -257,7 +257,13 @@ def test_a_league_database_is_a_path_from_the_files_folder_or_a_url(tmp_path: Pa
             ": unknown key 'comand'; allowed: name, command, workdir, env, token, limits, seats, "
             "sandbox",
         ),
-        ('command = "x"\n', ": name is required; allowed: a non-empty string"),
+        ('command = "x"\n', ": name is required; allowed: a non-empty string of printable"),
+        (
+            # An escape sequence in a name would rewrite the organiser's terminal.
+            'name = "ok\\u001b[2K\\rwinner"\ncommand = "x"\n',
+            ": name = 'ok\\x1b[2K\\rwinner' is not allowed; allowed: a non-empty string of "
+            "printable characters",
+        ),
         (
             'name = "b"\ncommand = 3\n',
             ": command = 3 is not allowed; allowed: a string or a list of strings",

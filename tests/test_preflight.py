@@ -271,6 +271,18 @@ def test_the_output_tail_is_the_last_lines_written_since_the_offset(tmp_path: Pa
     assert len(tail) == 300 and tail.startswith("…") and tail.endswith("y")
 
 
+def test_the_output_tail_quotes_control_characters_as_text(tmp_path: Path) -> None:
+    # A bot's last words reach the organiser's terminal: no escape sequence may act there
+    # (clear a line and print a fake verdict, set the clipboard, reverse the text).
+    log = tmp_path / "bot.log"
+    log.write_bytes(
+        b"\x1b[2K\rall bots passed\x1b]52;c;cm0gLXJmIH4=\x07 / \xe2\x80\xaeevil\n"
+    )
+    tail = output_tail(log)
+    assert tail == r"\x1b[2K\rall bots passed\x1b]52;c;cm0gLXJmIH4=\x07 / \u202eevil"
+    assert tail.isprintable()
+
+
 def test_the_output_tail_names_the_error_above_a_runtimes_last_words(tmp_path: Path) -> None:
     log = tmp_path / "node.log"
     log.write_text(

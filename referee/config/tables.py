@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Discriminator,
@@ -283,11 +284,26 @@ class BotSandboxTable(Table):
     its own folder, or inside what the organiser grants."""
 
 
+def _printable(value: str) -> str:
+    """``value`` when every character prints (no escape sequences, no bidirectional
+    overrides); a ValueError otherwise."""
+    if not value.isprintable():
+        bad = next(c for c in value if not c.isprintable())
+        raise ValueError(f"{value!r} holds the control character {bad!r}")
+    return value
+
+
 class BotTable(Table):
     """A bot: a command the referee starts, or an external bot that dials in with a token."""
 
-    name: Annotated[str, Field(pattern=r"\S"), Allowed("a non-empty string")]
-    """The bot's name in schedules, records and standings."""
+    name: Annotated[
+        str,
+        Field(pattern=r"\S"),
+        AfterValidator(_printable),
+        Allowed("a non-empty string of printable characters"),
+    ]
+    """The bot's name in schedules, records and standings (printed on the organiser's
+    terminal: no control characters, which could move its cursor or rewrite its lines)."""
     command: str | list[str] = []
     """The command that starts the bot: a list, or one string split like a shell would."""
     workdir: FilePath = "."

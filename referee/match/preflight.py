@@ -159,6 +159,15 @@ async def _end(server: RefereeServer, slot: SeatSlot, process: BotProcess | None
 _CAUSE = re.compile(r"error|exception|fatal|failed|cannot|can't|not found|no such", re.I)
 
 
+def printable(text: str, keep: str = "") -> str:
+    """``text`` with every character that does not print (but those in ``keep``) written
+    as its escape, ``\\x1b`` or ``\\u202e``."""
+    return "".join(
+        c if c.isprintable() or c in keep else repr(c)[1:-1] if ord(c) < 256 else f"\\u{ord(c):04x}"
+        for c in text
+    )
+
+
 def output_tail(log_path: Path, offset: int = 0) -> str:
     """How the output written to ``log_path`` after ``offset`` ends: its last
     :data:`TAIL_LINES` non-blank lines, stripped and joined with `` / ``, after the last
@@ -170,7 +179,10 @@ def output_tail(log_path: Path, offset: int = 0) -> str:
             data = f.read()
     except OSError:
         return ""
-    lines = [x.strip() for x in data.decode("utf-8", "replace").splitlines() if x.strip()]
+    # What the bot printed reaches the organiser's terminal: its control characters
+    # (escape sequences that move the cursor, rewrite lines, set the clipboard) as text.
+    text = printable(data.decode("utf-8", "replace"), keep="\n")
+    lines = [x.strip() for x in text.splitlines() if x.strip()]
     tail = " / ".join(lines[-TAIL_LINES:])
     cause = ""
     if not any(_CAUSE.search(x) for x in lines[-TAIL_LINES:]):

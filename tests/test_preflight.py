@@ -275,9 +275,7 @@ def test_the_output_tail_quotes_control_characters_as_text(tmp_path: Path) -> No
     # A bot's last words reach the organiser's terminal: no escape sequence may act there
     # (clear a line and print a fake verdict, set the clipboard, reverse the text).
     log = tmp_path / "bot.log"
-    log.write_bytes(
-        b"\x1b[2K\rall bots passed\x1b]52;c;cm0gLXJmIH4=\x07 / \xe2\x80\xaeevil\n"
-    )
+    log.write_bytes(b"\x1b[2K\rall bots passed\x1b]52;c;cm0gLXJmIH4=\x07 / \xe2\x80\xaeevil\n")
     tail = output_tail(log)
     assert tail == r"\x1b[2K\rall bots passed\x1b]52;c;cm0gLXJmIH4=\x07 / \u202eevil"
     assert tail.isprintable()

@@ -159,7 +159,15 @@ class CompareConfig:
             "candidate": bot(self.candidate),
             "baseline": bot(self.baseline),
             "opponents": [bot(b) for b in self.opponents],
-            "sprt": None if self.sprt is None else {k: getattr(self.sprt, k) for k in _SPRT_KEYS},
+            # The method only when not the betting test: a comparison begun when that was
+            # the only test resumes with --sprt method=betting.
+            "sprt": None
+            if self.sprt is None
+            else {
+                k: getattr(self.sprt, k)
+                for k in _SPRT_KEYS
+                if k != "method" or self.sprt.method != "betting"
+            },
             "metric": self.metric,
             "elo": None if self.elo is None else list(self.elo),
             "common_seeds": self.common_seeds,

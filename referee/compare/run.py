@@ -537,6 +537,9 @@ async def run_compare(
         )
         played = 0
         if not verdict.finished:
+            note = min_pairs_note(config)
+            if note is not None and on_notice is not None:
+                on_notice(note)
             played = await _play(
                 config,
                 key,
@@ -752,13 +755,20 @@ def pilot_text(config: CompareConfig, p: dict[str, Any]) -> str:
             "\nnote: should the true difference lie near a bound, the cap would likely end "
             "the test undecided"
         )
-    if config.sprt.method == SPRT and config.sprt.min_pairs < CHECKED_FROM:
-        text += (
-            f"\nnote: min_pairs = {config.sprt.min_pairs} is below the {CHECKED_FROM} pairs "
-            "the test's error rates were checked from; so few pairs' spread can mislead it "
-            "(--sprt method=betting holds at any min_pairs)"
-        )
     return text
+
+
+def min_pairs_note(config: CompareConfig) -> str | None:
+    """A note for the start of a run whose ``min_pairs`` is below what the default test's
+    error rates were checked from, or None."""
+    sprt = config.sprt
+    if sprt is None or sprt.method != SPRT or sprt.min_pairs >= CHECKED_FROM:
+        return None
+    return (
+        f"note: min_pairs = {sprt.min_pairs} is below the {CHECKED_FROM} pairs the test's "
+        "error rates were checked from; so few pairs' spread can mislead it (--sprt "
+        "method=betting holds at any min_pairs)"
+    )
 
 
 def _interval(x: Any) -> dict[str, Any]:

@@ -33,13 +33,10 @@ from referee.config.tables import (
     resolve,
     validate,
 )
-from referee.match.bots import BotConfigError, BotSpec, Limits
+from referee.match.bots import BotConfigError, BotSpec
 from referee.match.runner import Clock
 from referee.match.sandbox import DEFAULT_MODE
 from referee.rules import RuleError, RuleSet, deck_for
-
-#: Limits a bot file that says nothing gets (the fingerprint names only others).
-DEFAULT_LIMITS = Limits()
 
 
 def difference_range(rules: RuleSet, players: int, metric: str = "score") -> tuple[float, float]:
@@ -130,17 +127,7 @@ class CompareConfig:
                 "command": list(b.command),
                 "workdir": str(b.workdir),
                 "env": b.env,
-                "limits": {
-                    "cpu_seconds": b.limits.cpu_seconds,
-                    "memory_mb": b.limits.memory_mb,
-                    # The bounds added with the jail, only when not the default, so that a
-                    # comparison begun before them resumes.
-                    **{
-                        key: getattr(b.limits, key)
-                        for key in ("processes", "cpus", "log_mb")
-                        if getattr(b.limits, key) != getattr(DEFAULT_LIMITS, key)
-                    },
-                },
+                "limits": b.limits.fingerprint(),
                 # Only when set, so that a comparison begun before it was kept resumes.
                 **({"read": [str(p) for p in b.read]} if b.read else {}),
             }

@@ -11,9 +11,9 @@ keep its error rates on Sticheln's differences. After n pairs of mean x̄, varia
 skewness g and kurtosis κ (moments of the pairs so far):
 
     s'² = s² (1 + ½ √((κ − 1) / n))          the variance, raised by half its standard error
-    t₀  = √n (x̄ − μ₀) / s',  t₁ = √n (μ₁ − x̄) / s'
+    t₁  = √n (x̄ − μ₀) / s',  t₀ = √n (μ₁ − x̄) / s'
     T(t, γ) = t + γ t² / 3 + γ² t³ / 27 + γ / 6,   γ = 1.25 g / √n   (Hall's transformation)
-    ln Λ₁ = (δ √n / s') T(t₀, γ) − n δ² / (2 s'²),   ln Λ₀ = (δ √n / s') T(t₁, −γ) − n δ² / (2 s'²)
+    ln Λ₁ = (δ √n / s') T(t₁, γ) − n δ² / (2 s'²),   ln Λ₀ = (δ √n / s') T(t₀, −γ) − n δ² / (2 s'²)
 
 with δ = μ₁ − μ₀, once ``SPREAD_PAIRS`` (20) pairs differ from 0 and not all pairs are
 equal; before that, the betting evidence below stands in for both, scaled to these bounds
@@ -214,7 +214,7 @@ class Sprt:
         m4 = r4 - 4.0 * m1 * r3 + 6.0 * m1 * m1 * r2 - 3.0 * m1**4
         delta = self.delta
         # Equal pairs have no spread: a variance floor far below any real one keeps the
-        # ratio finite (and decisive), as Wald's test with a known tiny variance would be.
+        # ratio finite (:meth:`wealth` does not use it until the pairs have a spread).
         floor = 1e-9 * (1.0 + delta * delta)
         spread = m2 > floor
         safe = np.where(spread, m2, 1.0)
@@ -266,12 +266,10 @@ class Sprt:
         return None
 
     def drift(self, mean: float, sd: float) -> tuple[float, float]:
-        """The long-run growth per pair of the two evidences when the differences have this
-        mean and standard deviation (for ``betting`` second order in the stake)."""
+        """``betting``: the long-run growth per pair of (ln W₁, ln W₀) when the differences
+        have this mean and standard deviation (second order in the stake). The ``sprt``
+        method's estimates are :meth:`pairs_between`'s."""
         var = sd * sd
-        if self.method == SPRT:
-            g = self.delta * (mean - 0.5 * (self.lower + self.upper)) / max(var, 1e-300)
-            return g, -g
         delta = self.delta
         stake = delta / (var + delta * delta)
         cap1, cap0 = self.stake_caps()

@@ -49,6 +49,7 @@ import weakref
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from referee.match import cgroups, watchdog
 from referee.match.sandbox import SandboxPolicy, bot_environment, bwrap_descriptors
@@ -85,6 +86,21 @@ class Limits:
     cpus: float = 0.0
     #: How much of its stdout and stderr is kept in its log per started process, in MiB.
     log_mb: int = 4
+
+    def fingerprint(self) -> dict[str, Any]:
+        """What of the limits decides a run's results, for its resume check: the bounds
+        added with the cgroups only where they differ from their defaults, so that a run
+        begun before them still resumes."""
+        default = Limits()
+        return {
+            "cpu_seconds": self.cpu_seconds,
+            "memory_mb": self.memory_mb,
+            **{
+                key: getattr(self, key)
+                for key in ("processes", "cpus", "log_mb")
+                if getattr(self, key) != getattr(default, key)
+            },
+        }
 
 
 @dataclass(frozen=True)

@@ -38,7 +38,7 @@ from referee.config.tables import (
     resolve,
     validate,
 )
-from referee.match.bots import BotConfigError, BotSpec, Limits
+from referee.match.bots import BotConfigError, BotSpec
 from referee.match.runner import Clock
 from referee.match.sandbox import DEFAULT_MODE
 from referee.results.ratings import MIN_MATCHES
@@ -123,14 +123,8 @@ def _bot_fingerprint(bot: BotSpec) -> dict[str, Any]:
         "command": list(bot.command),
         "workdir": str(bot.workdir),
         "env": bot.env,
-        "limits": {"cpu_seconds": bot.limits.cpu_seconds, "memory_mb": bot.limits.memory_mb},
+        "limits": bot.limits.fingerprint(),
     }
-    # The bounds added with the cgroups count only where they differ from their defaults,
-    # so that a tournament begun before them still resumes.
-    for key in ("processes", "cpus", "log_mb"):
-        value = getattr(bot.limits, key)
-        if value != getattr(Limits(), key):
-            entry["limits"][key] = value
     if bot.seats != 1:
         entry["seats"] = bot.seats
     if bot.read:

@@ -119,13 +119,7 @@ function pairView(box, pair, docs, summary) {
   const scrubber = el("input", { type: "range", id: "scrubber", min: 0, max: lead.last, value: 0, step: 1,
     "aria-label": "position in the deal", oninput: () => go(Number(scrubber.value)) });
   const button = (bid, text, title, fn) => el("button", { id: bid, title, "aria-label": title, onclick: fn, text });
-  const jumpTrick = (delta) => {
-    const { r, t } = lead.steps[at];
-    let i;
-    if (delta > 0) i = lead.steps.findIndex((s, k) => k > at && (s.r > r || s.t > t) && lead.complete(s));
-    else i = lead.steps.findLastIndex((s, k) => k < at && (s.r < r || s.t < t) && lead.complete(s));
-    go(i < 0 ? (delta > 0 ? lead.last : 0) : i);
-  };
+  const jumpTrick = (delta) => go(lead.trickStep(at, delta));
   let summaryLine;
   if (!diff) summaryLine = el("p", { id: "first-diff", class: "first-diff", text: "The two matches are the same card for card." });
   else {

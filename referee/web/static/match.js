@@ -82,17 +82,7 @@ function viewer(doc, id) {
     go(replay.indexOf(target, -1, 0));
   }
   function jumpTrick(delta) {
-    // To the last card of the next trick (the trick complete), or of the previous one.
-    const { r, t } = steps[at];
-    let i;
-    if (delta > 0) {
-      i = steps.findIndex((s, k) => k > at && (s.r > r || s.t > t) && replay.complete(s));
-      if (i < 0) i = replay.last;
-    } else {
-      i = steps.findLastIndex((s, k) => k < at && (s.r < r || s.t < t) && replay.complete(s));
-      if (i < 0) i = 0;
-    }
-    go(i);
+    go(replay.trickStep(at, delta));
   }
   function toggle() {
     if (timer) { clearInterval(timer); timer = null; playButton.textContent = "▶ play"; return; }

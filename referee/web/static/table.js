@@ -139,6 +139,17 @@ export class Replay {
     return s.t < 0 || s.c === this.doc.rounds[s.r].tricks[s.t].cards.length;
   }
 
+  // The next (delta > 0) or previous complete trick from position `at`, or a round's deal:
+  // from inside a trick forward is that trick complete, so no winner is ever skipped.
+  trickStep(at, delta) {
+    if (delta > 0) {
+      const i = this.steps.findIndex((s, k) => k > at && this.complete(s));
+      return i < 0 ? this.last : i;
+    }
+    const i = this.steps.findLastIndex((s, k) => k < at && this.complete(s));
+    return i < 0 ? 0 : i;
+  }
+
   hashOf(i) {
     const { r, t, c } = this.steps[i];
     return t < 0 ? `r${r + 1}` : `r${r + 1}t${t + 1}c${c}`;

@@ -1,0 +1,194 @@
+"""The match viewer in a real browser, as a spectator or a bot author steps through it: Debian's
+Chromium driven by Playwright at a phone's size with touch (390×844) and a desk's (1280×800),
+on finished tournaments' folders served by ``referee web``: an 8-seat match with a bot that
+breaks a rule twice, and a 4-seat match of the secret-pain preset.
+
+Every test leaves a screenshot in test-artifacts/web/ (viewer-*.png).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import urllib.parse
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from leaguekit import REFEREE, ROOT, SAMPLES, wait_for
+from webkit import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, folder_web, have_chromium
+
+from referee.match.record import read_record
+
+pytestmark = pytest.mark.skipif(
+    not have_chromium(), reason="needs Debian's chromium and playwright"
+)
+
+PY = sys.executable
+PHONE = {"width": 390, "height": 844}
+DESK = {"width": 1280, "height": 800}
+RANDOM = [PY, str(SAMPLES / "python" / "random_bot.py")]
+HEURISTIC = [PY, str(SAMPLES / "python" / "heuristic_bot.py")]
+ILLEGAL = [PY, str(ROOT / "tests" / "bots" / "illegal_bot.py")]
+
+
+def _tournament(
+    tmp: Path, name: str, size: int, bots: list[tuple[str, list[str], str]], preset: str
+) -> Path:
+    """Play one match of ``size`` seats and return its output folder."""
+    lines = [
+        "[tournament]",
+        f'name = "{name}"',
+        f"table_size = {size}",
+        "matches_per_table = 1",
+        "parallel = 1",
+        'out = "out"',
+        "[rules]",
+        f'preset = "{preset}"',
+        "[clock]",
+        "decision_ms = 2000",
+        "time_bank_ms = 500",
+    ]
+    for bot, command, env in bots:
+        lines += [
+            "[[bots]]",
+            f"name = {json.dumps(bot)}",
+            f"command = {json.dumps(command)}",
+            f"workdir = {json.dumps(str(Path(command[-1]).parent))}",
+            f"sandbox = {{ read = [{json.dumps(str(SAMPLES / 'python'))}] }}",
+        ]
+        if env:
+            lines.append(f'env = {{ ILLEGAL_AT = "{env}" }}')
+    folder = tmp / name
+    folder.mkdir()
+    (folder / "t.toml").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    done = subprocess.run(
+        [*REFEREE, "tournament", str(folder / "t.toml")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=folder,
+    )
+    assert done.returncode in (0, 1), done.stderr[-2000:]
+    return folder / "out"
+
+
+class Served:
+    def __init__(self, url: str, out: Path) -> None:
+        self.url, self.out = url, out
+        self.match_id = next((out / "matches").glob("*.jsonl")).stem
+
+    def record(self) -> list[dict[str, Any]]:
+        return list(read_record(self.out / "matches" / f"{self.match_id}.jsonl"))
+
+    def match(self, hash_: str = "") -> str:
+        return f"{self.url}/match?id={urllib.parse.quote(self.match_id)}{hash_}"
+
+
+@pytest.fixture(scope="module")
+def folders(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Served]]:
+    tmp = tmp_path_factory.mktemp("web-viewer")
+    # Eight seats; "breaker" answers illegally on its 5th and 40th request (two strikes).
+    eight = [(f"random-{i}", RANDOM, "") for i in range(4)] + [
+        (f"heuristic-{i}", HEURISTIC, "") for i in range(3)
+    ]
+    eight.append(("breaker", ILLEGAL, "5,40"))
+    big = _tournament(tmp, "eight", 8, eight, "sticheln")
+    # The secret preset; "picker" breaks the rule at its first request, the pain choice.
+    secret_bots = [("heur", HEURISTIC, ""), ("rand", RANDOM, ""), ("rand2", RANDOM, "")]
+    secret_bots.append(("picker", ILLEGAL, "1"))
+    secret = _tournament(tmp, "secret", 4, secret_bots, "stick-em-secret")
+    with folder_web(big) as url8, folder_web(secret) as urls:
+        yield {"eight": Served(url8, big), "secret": Served(urls, secret)}
+
+
+class Chromium:
+    """Chromium that may reach 127.0.0.1 only; it records script and console errors."""
+
+    def __init__(self, playwright: Any) -> None:
+        self.browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        self.errors: list[str] = []
+        self.context: Any = None
+
+    def open(self, phone: bool) -> Any:
+        if self.context is not None:
+            self.context.close()
+        self.context = self.browser.new_context(
+            viewport=PHONE if phone else DESK, has_touch=phone, is_mobile=phone
+        )
+        self.context.route(
+            "**/*",
+            lambda route: (
+                route.continue_()
+                if urllib.parse.urlsplit(route.request.url).hostname == "127.0.0.1"
+                else route.abort()
+            ),
+        )
+        page = self.context.new_page()
+        page.set_default_timeout(30_000)
+        page.on("pageerror", lambda e: self.errors.append(str(e)))
+        page.on("console", lambda m: self.errors.append(m.text) if m.type == "error" else None)
+        return page
+
+
+@pytest.fixture(scope="module")
+def chromium() -> Iterator[Chromium]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        c = Chromium(p)
+        try:
+            yield c
+        finally:
+            c.browser.close()
+
+
+def shot(page: Any, name: str, full: bool = False) -> None:
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"viewer-{name}.png"), full_page=full)
+
+
+def until(page: Any, predicate: str, what: str = "") -> None:
+    """Poll a JavaScript function until it returns true (the CSP forbids Playwright's own
+    polling, which evaluates strings)."""
+    wait_for(lambda: page.evaluate(predicate), 30, what or predicate, every=0.05)
+
+
+def open_viewer(chromium: Chromium, served: Served, phone: bool, hash_: str = "") -> Any:
+    page = chromium.open(phone)
+    page.goto(served.match(hash_))
+    page.wait_for_selector("#main[data-drawn] #trick")
+    return page
+
+
+HASH = "() => location.hash"
+
+
+@pytest.mark.parametrize("phone", [True, False], ids=["phone", "desk"])
+def test_next_trick_from_inside_a_trick_shows_that_trick_complete(
+    chromium: Chromium, folders: dict[str, Served], phone: bool
+) -> None:
+    served = folders["eight"]
+    page = open_viewer(chromium, served, phone, "#r1t1c1")
+    outcome = "() => document.querySelector('#trick-outcome').textContent"
+    for start, end in (("#r1t1c1", "#r1t1c8"), ("#r1t2c2", "#r1t2c8"), ("#r1t3c7", "#r1t3c8")):
+        page.evaluate(f"location.hash = '{start}'")
+        until(page, f"() => location.hash === '{start}'")
+        page.keyboard.press("ArrowDown")
+        assert page.evaluate(HASH) == end
+        assert " wins" in page.evaluate(outcome) or "Nobody" in page.evaluate(outcome)
+        # ↓ again: the next trick, complete; ↑ from inside a trick: the one before it.
+    page.keyboard.press("ArrowDown")
+    assert page.evaluate(HASH) == "#r1t4c8"
+    page.evaluate("location.hash = '#r1t4c3'")
+    until(page, "() => location.hash === '#r1t4c3'")
+    page.keyboard.press("ArrowUp")
+    assert page.evaluate(HASH) == "#r1t3c8"
+    # The button does as the key does.
+    page.evaluate("location.hash = '#r1t5c4'")
+    until(page, "() => location.hash === '#r1t5c4'")
+    page.click("#next-trick")
+    assert page.evaluate(HASH) == "#r1t5c8"
+    assert chromium.errors == []

@@ -1,6 +1,6 @@
 """Shared test helpers: card text, a seeded random player and an independent rules oracle.
 
-The oracle functions restate RULES.md rules 6 and 8 as plainly as possible, without
+The oracle functions restate docs/rules.md rules 6 and 8 as plainly as possible, without
 looking at the engine's code, so tests can compare the engine against them.
 """
 
@@ -37,7 +37,7 @@ def cards(text: str) -> list[Card]:
 
 
 def reference_trick_winner(played: Iterable[Card], trump_rule: str) -> int:
-    """RULES.md rule 6 and the ``trump_rule`` option: the winning position, or -1."""
+    """docs/rules.md rule 6 and the ``trump_rule`` option: the winning position, or -1."""
     trick = list(played)
     lead_suit = trick[0] // 16  # 6.1: the first card's suit, even a zero
     counted = [(i, c) for i, c in enumerate(trick) if c % 16 != 0]  # 6.2: zeros are absent
@@ -56,7 +56,7 @@ def reference_trick_winner(played: Iterable[Card], trump_rule: str) -> int:
 
 
 def reference_score(pile: Iterable[Card], pain_suits: Iterable[int]) -> int:
-    """RULES.md rule 8: a pain-suit card costs its rank, any other card is worth +1."""
+    """docs/rules.md rule 8: a pain-suit card costs its rank, any other card is worth +1."""
     suits = set(pain_suits)
     return sum(-(c % 16) if c // 16 in suits else 1 for c in pile)
 

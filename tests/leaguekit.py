@@ -300,8 +300,8 @@ def fetched_record(
 
 
 def oracle(lines: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
-    """What WatchMatch must send for a match record, restated from RULES.md's "what a
-    player may know": the deal is hidden (only the dealer is public), each pick is public
+    """What WatchMatch must send for a match record, restated from docs/rules.md rule 11, "what
+    each seat may know": the deal is hidden (only the dealer is public), each pick is public
     once every seat has picked (under secret visibility only once the round is scored),
     plays, tricks, scores and faults (without detail) are public; the seed once completed."""
     header = lines[0]

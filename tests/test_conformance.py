@@ -1,5 +1,5 @@
 """The rules conformance vectors (conformance/*.json): they are what the engine produces
-now, they agree with the rules as RULES.md states them (the independent oracle of
+now, they agree with the rules as docs/rules.md states them (the independent oracle of
 conftest.py), they cover every preset, player count and rule option, and the Node.js
 sample bot's rules pass them in its own test runner.
 """
@@ -200,7 +200,7 @@ def test_an_all_zero_trick_is_set_aside_in_whole_round_vectors() -> None:
 
 
 def reference_places(totals: list[int], positive: list[int], ties: str) -> list[int]:
-    """RULES.md rule 10 as written: rank by total, then (positive_rounds) by rounds with a
+    """docs/rules.md rule 10 as written: rank by total, then (positive_rounds) by rounds with a
     positive score; what is still equal shares the place, competition style."""
 
     def better(o: int, s: int) -> bool:

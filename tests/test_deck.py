@@ -45,7 +45,7 @@ def suits_and_ranks(deck: tuple[int, ...]) -> dict[int, set[int]]:
     return by_suit
 
 
-# -- deck composition (RULES.md rule 1, the deck option and the presets) -----------------
+# -- deck composition (docs/rules.md rule 1, the deck option and the presets) -----------
 
 
 @pytest.mark.parametrize("name", ["sticheln", "stick-em-secret"])

@@ -1,4 +1,4 @@
-"""What a bot is told, proved from what it received (RULES.md, "What each player may know").
+"""What a bot is told, proved from what it received (docs/rules.md rule 11, "What each seat may know").
 
 Every seat runs the recording bot, which writes every message it receives to a file. The
 match record holds the referee's whole knowledge (all hands, the set-aside cards, every

@@ -1,4 +1,4 @@
-"""A match: rounds, the rotating dealer, totals, and the ranking of RULES.md rule 10."""
+"""A match: rounds, the rotating dealer, totals, and the ranking of docs/rules.md rule 10."""
 
 from __future__ import annotations
 

@@ -36,7 +36,7 @@ from referee.rules import (
     view,
 )
 
-#: Every rule option with every value it may take (RULES.md's options table).
+#: Every rule option with every value it may take (docs/rules.md's options table).
 OPTIONS: dict[str, list[Any]] = {
     "deck": [d.value for d in Deck],
     "pain_card": [v.value for v in PainCard],
@@ -90,7 +90,7 @@ def games(draw: st.DrawFn) -> Game:
 
 
 def visible_pain_expected(rnd: Round, seat: int) -> list[tuple[int, ...] | None]:
-    """RULES.md: own pick at once; others' after the reveal; under secret at the end."""
+    """docs/rules.md: own pick at once; others' after the reveal; under secret at the end."""
     if rnd.phase is Phase.PAIN or (
         rnd.phase is Phase.PLAY and rnd.rules.pain_visibility is PainVisibility.SECRET
     ):

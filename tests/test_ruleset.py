@@ -23,7 +23,7 @@ from referee.rules import (
     preset,
 )
 
-# RULES.md, "Presets": the player counts each preset allows.
+# docs/rules.md, "Presets": the player counts each preset allows.
 PRESET_PLAYERS = {
     "sticheln": (3, 8),
     "amigo": (3, 6),

@@ -1,4 +1,4 @@
-"""Scoring a round: RULES.md rule 8, the seeds' worked examples, pain card options."""
+"""Scoring a round: docs/rules.md rule 8, the seeds' worked examples, pain card options."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Who wins a trick: RULES.md rule 6 and the ``trump_rule`` option."""
+"""Who wins a trick: docs/rules.md rule 6 and the ``trump_rule`` option."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""What one seat may know: RULES.md "What each player may know", via view()."""
+"""What one seat may know: docs/rules.md rule 11, "What each seat may know", via view()."""
 
 from __future__ import annotations
 

@@ -172,7 +172,7 @@ def until(page: Any, predicate: str, what: str = "") -> None:
 
 def _expected_scores(lines: list[dict[str, Any]]) -> list[tuple[str, list[int], list[int]]]:
     """From the record alone, per position of the viewer (the deal, then every card): its
-    hash, the running round score and the match total of every seat (RULES.md rule 8,
+    hash, the running round score and the match total of every seat (docs/rules.md rule 8,
     written out here apart from the server's code)."""
     n = len(lines[0]["seating"])
     kept = lines[0]["rules"].get("pain_card") == "kept_in_hand"

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // An independent implementation of the Sticheln deal (docs/deal.md), written from the
-// document and RULES.md only, not from the Python engine. It prints test vectors as JSON:
+// document and docs/rules.md only, not from the Python engine. It prints test vectors as JSON:
 //
 //     node tools/deal_vectors.mjs > tests/vectors/deal_vectors.json
 //
@@ -25,7 +25,7 @@ function cards(suits, ranks) {
   return out;
 }
 
-// -- decks (RULES.md "Rule options" and "Presets") ----------------------------------------
+// -- decks (docs/rules.md "Rule options" and "Presets") ----------------------------------
 
 const FRENCH_ZERO_ACE_RANKS = [0, ...range(2, 14)]; // A = 0, 2..10, J 11, Q 12, K 13
 
@@ -132,7 +132,7 @@ function deal(deckName, players, seed, roundIndex, dealer, longHands3p) {
 
 // -- the vectors ---------------------------------------------------------------------------
 
-// Each preset's deck, from RULES.md's presets section.
+// Each preset's deck, from docs/rules.md's presets section.
 const PRESET_DECK = {
   sticheln: "suits_per_player",
   amigo: "amigo",

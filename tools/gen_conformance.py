@@ -154,7 +154,7 @@ def _c(text: str) -> list[int]:
     return [letters.index(t[0]) << 4 | int(t[1:]) for t in text.split()]
 
 
-#: Hand-picked tricks, each showing one step of RULES.md rule 6 (played under both trump
+#: Hand-picked tricks, each showing one step of docs/rules.md rule 6 (played under both trump
 #: rules and both all-zero options).
 NAMED_TRICKS: tuple[tuple[str, str], ...] = (
     ("lead suit only: the highest lead-suit card wins", "C5 C9 C3"),
@@ -388,7 +388,7 @@ def rounds() -> dict[str, Any]:
             "dealt by dealer), the cards set aside at the deal, every seat's pain pick, every "
             "trick in order (cards from its leader), the cards each seat captured in tricks, "
             "the cards of all-zero tricks set aside (discarded), and the round scores "
-            "(RULES.md rule 8)"
+            "(docs/rules.md rule 8)"
         ),
         "cases": cases,
     }
@@ -449,14 +449,14 @@ def matches() -> dict[str, Any]:
             "round r is dealt by seat r mod players from the match seed (docs/deal.md) and "
             "holds the fields of a rounds.json case plus totals, every seat's match total "
             "after it; at the end totals, positive_rounds (rounds with a score above 0) and "
-            "places (RULES.md rule 10, as places.json)"
+            "places (docs/rules.md rule 10, as places.json)"
         ),
         "cases": cases,
     }
 
 
 def places() -> dict[str, Any]:
-    """Match places (RULES.md rule 10) under both match_ties options, with forfeits."""
+    """Match places (docs/rules.md rule 10) under both match_ties options, with forfeits."""
     inputs: list[tuple[list[int], list[int], list[int]]] = [
         ([10, 4, -3], [2, 1, 0], []),
         ([5, 5, 1], [2, 1, 1], []),

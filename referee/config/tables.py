@@ -80,7 +80,7 @@ Database = Annotated[
 Strike = Annotated[int, Field(ge=1)]
 Milliseconds = Annotated[int, Allowed("a whole number of milliseconds >= 1"), Field(ge=1)]
 
-#: The rules presets of RULES.md (:data:`referee.rules.PRESETS`).
+#: The rules presets of docs/rules.md (:data:`referee.rules.PRESETS`).
 Preset = Literal["sticheln", "amigo", "sore-spot", "french-2-14", "stick-em-secret"]
 #: How started bots are confined (:data:`referee.match.sandbox.MODES`).
 SandboxMode = Literal["bubblewrap", "none"]
@@ -123,7 +123,7 @@ MatchTiesOption = Annotated[MatchTies | None, Field(strict=False)]
 
 
 class RulesTable(Table):
-    """``[rules]``: a preset of RULES.md, and any options that differ from it."""
+    """``[rules]``: a preset of docs/rules.md, and any options that differ from it."""
 
     preset: Preset = "sticheln"
     """The rules preset the options below change."""

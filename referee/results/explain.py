@@ -2,7 +2,7 @@
 
 A pure function over the viewer document (:func:`referee.results.documents.viewer_document`):
 it scores each captured card with the rules engine's own formula
-(:func:`referee.rules.score_cards`, RULES.md rule 8) and adds, per round, the points of
+(:func:`referee.rules.score_cards`, docs/rules.md rule 8) and adds, per round, the points of
 each seat's own pain card(s) and the running round score after every trick. The page
 then only draws: it never scores a card itself, and a test can compare the running
 scores with the record's round totals.

@@ -101,7 +101,7 @@ def ranking(
     match_ties: MatchTies = MatchTies.POSITIVE_ROUNDS,
     forfeited: Collection[int] = (),
 ) -> list[int]:
-    """Places by RULES.md rule 10, competition style (1, 2, 2, 4).
+    """Places by docs/rules.md rule 10, competition style (1, 2, 2, 4).
 
     Higher total ranks first; under ``positive_rounds`` equal totals are broken by the
     number of rounds with a positive score; what is still equal shares the place. Seats in

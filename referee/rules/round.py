@@ -343,7 +343,7 @@ class Round:
             self._score()
 
     def _score(self) -> None:
-        """RULES.md rule 8: pain-suit cards cost their rank, every other card is +1."""
+        """docs/rules.md rule 8: pain-suit cards cost their rank, every other card is +1."""
         scores = []
         for s in range(self.players):
             mask = self.pain_suits[s]

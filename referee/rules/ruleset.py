@@ -1,4 +1,4 @@
-"""The rule set: every option of RULES.md as validated data, and the named presets.
+"""The rule set: every option of docs/rules.md as validated data, and the named presets.
 
 A rule set is static: it says which deck is used, how pain cards work, how tricks are
 won and how a match is scored. It never changes during a match. Build one with
@@ -21,7 +21,7 @@ class RuleError(ValueError):
 
 
 class Deck(StrEnum):
-    """Which cards are dealt (RULES.md, option ``deck``)."""
+    """Which cards are dealt (docs/rules.md, option ``deck``)."""
 
     SUITS_PER_PLAYER = "suits_per_player"  # N suits x ranks 0..14
     AMIGO = "amigo"  # the published 1993 deck, trimmed by player count
@@ -84,7 +84,7 @@ DECK_PLAYERS: dict[Deck, tuple[int, int]] = {
 class RuleSet:
     """A complete, validated rule set.
 
-    ``rounds == 0`` means "as many rounds as players" (RULES.md's default ``players``).
+    ``rounds == 0`` means "as many rounds as players" (docs/rules.md's default ``players``).
     ``min_players`` and ``max_players`` are the preset's limits; the deck may narrow them
     further (see :meth:`player_range`).
     """
@@ -214,7 +214,7 @@ def _validate(rules: RuleSet) -> None:
         )
 
 
-#: The named presets of RULES.md. Each maps to the fields that differ from the default.
+#: The named presets of docs/rules.md. Each maps to the fields that differ from the default.
 PRESETS: dict[str, dict[str, Any]] = {
     "sticheln": {},
     "amigo": {

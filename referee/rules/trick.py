@@ -1,4 +1,4 @@
-"""Who wins a trick, and why (RULES.md rule 6 and the ``trump_rule`` option)."""
+"""Who wins a trick, and why (docs/rules.md rule 6 and the ``trump_rule`` option)."""
 
 from __future__ import annotations
 

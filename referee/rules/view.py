@@ -1,7 +1,7 @@
 """What one seat may know: the only thing the referee ever sends to a bot.
 
-:func:`view` is the single place where hidden information is decided (RULES.md, "What
-each player may know"). It copies from the state exactly what the seat may see: its own
+:func:`view` is the single place where hidden information is decided (docs/rules.md rule 11,
+"What each seat may know"). It copies from the state exactly what the seat may see: its own
 hand, its own pain pick, the others' pain picks only after the reveal (under ``secret``
 only once the round is scored), the cards played with who played them, trick winners and
 scores. It never copies another hand, the set-aside cards, a pending pick or the seed.

@@ -117,7 +117,7 @@ class RunningScores:
 
     Once the pain cards are revealed (under secret visibility only when the round is
     scored, so never before), each trick's cards are scored for their taker with the
-    rules engine's formula (:func:`referee.rules.score_cards`, RULES.md rule 8): the live
+    rules engine's formula (:func:`referee.rules.score_cards`, docs/rules.md rule 8): the live
     table can then say what each trick brought, as the replay does. :meth:`add` puts
     ``points`` (per card, for the taker) and ``scores`` (per seat, the round so far) into
     the ``revealed`` and ``trick`` events it can score, and leaves the others as they are.

@@ -50,7 +50,7 @@ const rank = (card) => card & 15;
 const SUIT_LETTERS = "?CSHDKWPR";
 const cardText = (card) => `${SUIT_LETTERS[suit(card)] || "?"}${rank(card)}`;
 
-// -- the rules a bot needs (RULES.md) --------------------------------------------------------
+// -- the rules a bot needs (docs/rules.md) ------------------------------------------------
 
 // The position (0 = the leader's card) of the card winning `cards` so far, or -1 (none
 // yet, or only zeros). The first card's suit is the lead suit; a non-zero card of another
@@ -78,12 +78,12 @@ function trickWinner(cards, lastSuit) {
   return best;
 }
 
-// RULES.md rule 8: a card of one of the taker's pain suits costs its rank; any other +1.
+// docs/rules.md rule 8: a card of one of the taker's pain suits costs its rank; any other +1.
 function scoreOf(cards, painSuits) {
   return cards.reduce((sum, c) => sum + (painSuits.has(suit(c)) ? -rank(c) : 1), 0);
 }
 
-// The deck of the rule set for `players` (RULES.md, docs/deal.md), as card codes.
+// The deck of the rule set for `players` (docs/rules.md, docs/deal.md), as card codes.
 function deckCards(rules, players) {
   const cards = (suits, ranks) => suits.flatMap((su) => ranks.map((r) => su * 16 + r));
   const range = (a, b) => Array.from({ length: b - a }, (_, i) => a + i);
@@ -143,7 +143,7 @@ function deal(rules, players, seed, roundIndex, dealer) {
   return { hands, setAside: order.slice(handSize * players) };
 }
 
-// RULES.md rule 10: every seat's place (1 = best, shared places competition style): the
+// docs/rules.md rule 10: every seat's place (1 = best, shared places competition style): the
 // higher total first, then (under "positive_rounds") more rounds with a positive score;
 // forfeited seats rank below all others.
 function places(totals, positiveRounds, matchTies, forfeited = []) {

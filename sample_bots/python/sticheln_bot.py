@@ -30,7 +30,7 @@ own copy of the bot object and ``Hello.max_concurrent_matches = N``.
 The rest are plain helpers an author needs anyway: card codes (:func:`suit`, :func:`rank`,
 :func:`card_text`), :class:`PlainView` (the proto ``View`` as plain Python values, see
 :func:`plain_view`), :func:`trick_winner` for both trump rules, and :func:`deck_cards`,
-the deck of a rule set (RULES.md).
+the deck of a rule set (docs/rules.md).
 """
 
 from __future__ import annotations
@@ -94,7 +94,7 @@ class Rules:
     """A rule set, every option as a lower-case word (the proto enum name without prefix).
 
     For example ``trump_rule`` is ``"highest"`` or ``"last_suit"`` and ``pain_card`` is
-    ``"set_aside"`` or ``"kept_in_hand"``; RULES.md explains each option.
+    ``"set_aside"`` or ``"kept_in_hand"``; docs/rules.md explains each option.
     """
 
     preset: str
@@ -215,7 +215,7 @@ def plain_view(msg: game_pb2.View) -> PlainView:
 def trick_winner(cards: Sequence[int], trump_rule: str = "highest") -> int:
     """The position (0 = the first card) of the card winning ``cards`` so far; -1 if none.
 
-    RULES.md rule 6: the first card's suit is the lead suit (even a zero); zeros never
+    docs/rules.md rule 6: the first card's suit is the lead suit (even a zero); zeros never
     win; if a non-zero card of another suit was played, the highest such card wins
     (``"highest"``), or under ``"last_suit"`` the highest card of the off-suit played most
     recently; otherwise the highest lead-suit card. Equal ranks: the earlier card wins.
@@ -245,7 +245,7 @@ def winning_seat(view: PlainView) -> int:
 
 
 def score_of(cards: Sequence[int], pain_suits: frozenset[int] | set[int]) -> int:
-    """RULES.md rule 8: a card of a pain suit costs its rank, any other card is worth +1."""
+    """docs/rules.md rule 8: a card of a pain suit costs its rank, any other card is worth +1."""
     return sum(-(c & 15) if c >> 4 in pain_suits else 1 for c in cards)
 
 
@@ -253,7 +253,7 @@ _FRENCH_ZERO_ACE = (0, *range(2, 14))
 
 
 def deck_cards(rules: Rules, players: int) -> tuple[tuple[int, ...], int]:
-    """The deck (ascending card codes) and the hand size for the rule set (RULES.md)."""
+    """The deck (ascending card codes) and the hand size for the rule set (docs/rules.md)."""
 
     def cards(suits: Sequence[int], ranks: Sequence[int]) -> list[int]:
         return [s * 16 + r for s in suits for r in ranks]

@@ -1,4 +1,4 @@
-// The rules of Sticheln a bot needs (RULES.md), free of gRPC so that they can be tested
+// The rules of Sticheln a bot needs (docs/rules.md), free of gRPC so that they can be tested
 // on their own against the conformance vectors (../../conformance/).
 //
 // A card is an int, suit * 16 + rank: suits 1..8 (clubs, spades, hearts, diamonds, caps,
@@ -40,14 +40,14 @@ struct TrickOutcome {
   bool tie = false;  // under "highest": an equal rank played later lost to the winner
 };
 
-// RULES.md rule 6 for the cards of a trick in play order (complete or in progress): the
+// docs/rules.md rule 6 for the cards of a trick in play order (complete or in progress): the
 // first card's suit is the lead suit, even a zero; zeros never win; a non-zero card of
 // another suit beats the lead suit: the highest such card (last_suit = false), or the
 // highest of the off-suit played most recently (last_suit = true); otherwise the highest
 // lead-suit card; of equal ranks the earlier card wins.
 TrickOutcome trick_winner(const Cards& cards, bool last_suit);
 
-// RULES.md rule 8: a card of one of `pain_suits` scores minus its rank, any other +1.
+// docs/rules.md rule 8: a card of one of `pain_suits` scores minus its rank, any other +1.
 int score_of(const Cards& cards, const std::vector<int>& pain_suits);
 
 // The seeded deal of docs/deal.md: hands by seat (each sorted) and the cards set aside.
@@ -57,7 +57,7 @@ struct Deal {
 };
 Deal deal(const DeckInfo& deck, int players, uint64_t seed, uint32_t round_index, int dealer);
 
-// RULES.md rule 10: every seat's place (1 = best; equal keys share a place, competition
+// docs/rules.md rule 10: every seat's place (1 = best; equal keys share a place, competition
 // style 1, 2, 2, 4): the higher total first, then, with `positive_rounds_break_ties`, more
 // rounds with a positive score; the seats in `forfeited` rank below all others.
 std::vector<int> places(const std::vector<int>& totals, const std::vector<int>& positive_rounds,

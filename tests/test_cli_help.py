@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 
-from referee.cli import build_parser
+import pytest
+
+from referee.cli import build_parser, main
 
 
 def _subparsers(
@@ -59,3 +62,35 @@ def test_the_walk_finds_a_flag_without_help() -> None:
         "referee bare: no help line and description",
         "referee thing --quiet: no help",
     ]
+
+
+def test_version_prints_the_installed_version(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["--version"])
+    assert exited.value.code == 0
+    assert (
+        capsys.readouterr().out.strip()
+        == f"referee {importlib.metadata.version('sticheln-referee')}"
+    )
+
+
+def test_an_unknown_flag_prints_the_commands_usage_and_the_likely_flag(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["tournament", "--paralel=2", "t.toml"])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("usage: referee tournament ")
+    assert "{demo," not in err  # not the list of every command
+    assert err.rstrip().endswith("unrecognized arguments: --paralel=2; did you mean --parallel?")
+
+
+def test_an_unknown_flag_far_from_any_says_only_that_it_is_unknown(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit):
+        main(["replay", "x.jsonl", "--zzzz"])
+    err = capsys.readouterr().err
+    assert err.startswith("usage: referee replay ")
+    assert err.rstrip().endswith("referee replay: error: unrecognized arguments: --zzzz")

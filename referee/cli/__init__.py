@@ -8,6 +8,8 @@ in :data:`COMMANDS`.
 from __future__ import annotations
 
 import argparse
+import difflib
+import importlib.metadata
 import os
 import signal
 import sys
@@ -37,10 +39,48 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="referee", description="Tournament referee for the card game Sticheln."
     )
+    parser.add_argument(
+        "--version",
+        action="version",
+        version=f"referee {_version()}",
+        help="print the referee's version and exit",
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     for command in COMMANDS:
         command.add_parsers(sub)
     return parser
+
+
+def _version() -> str:
+    try:
+        return importlib.metadata.version("sticheln-referee")
+    except importlib.metadata.PackageNotFoundError:  # run from a source tree, not installed
+        return "unknown (not installed)"
+
+
+def _chosen(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.ArgumentParser:
+    """The innermost (sub)command parser that ``args`` went through."""
+    while True:
+        sub = next((a for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)
+        name = getattr(args, sub.dest, None) if sub is not None and sub.dest else None
+        if sub is None or name not in sub.choices:
+            return parser
+        parser = sub.choices[name]
+
+
+def _refuse_unknown(
+    parser: argparse.ArgumentParser, args: argparse.Namespace, extras: list[str]
+) -> None:
+    """Exit with the usage of the command the unknown arguments were given to, and the
+    flag that was probably meant (argparse would print the top-level usage instead)."""
+    command = _chosen(parser, args)
+    known = [o for a in command._actions for o in a.option_strings if o.startswith("--")]
+    hints = []
+    for extra in extras:
+        if extra.startswith("--"):
+            close = difflib.get_close_matches(extra.split("=", 1)[0], known, n=1, cutoff=0.6)
+            hints += [f"did you mean {close[0]}?"] if close else []
+    command.error(" ".join(["unrecognized arguments:", *extras]) + "".join(f"; {h}" for h in hints))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -50,7 +90,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     os.umask(0o077)
     take_deal_key_from_environment()
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extras = parser.parse_known_args(argv)
+    if extras:
+        _refuse_unknown(parser, args, extras)
     # Until a command sets its own log level: warnings only, and on stderr, so that a
     # command's output on stdout is only its own (a store's reconnect warning included).
     logs.configure("warning", cache=False)

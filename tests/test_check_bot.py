@@ -309,12 +309,12 @@ def _bot_file(folder: Path, name: str, script: str, seats: int = 1, **env: str) 
 @pytest.mark.timeout(120)
 def test_a_bot_that_lingers_after_its_stream_ended_fails_with_the_reason(tmp_path: Path) -> None:
     bot = _bot_file(tmp_path, "lingering", "lingering_bot.py", seats=2)
-    started = time.monotonic()
+    # The bot lingers 60 s after each of its two scenarios; the referee must stop it (the
+    # report says so) rather than wait, or this test runs past its timeout.
     done = check_bot(
         *("--bot", str(bot), "--scenario", "players-3", "--scenario", "seats"),
         *("--out", str(tmp_path / "out")),
     )
-    took = time.monotonic() - started
     assert done.returncode == 1, done.stdout + done.stderr
     out = done.stdout.splitlines()
     want = (
@@ -327,7 +327,6 @@ def test_a_bot_that_lingers_after_its_stream_ended_fails_with_the_reason(tmp_pat
         (head,) = [line for line in out if line.startswith(f"FAIL {name} (")]
         assert out[out.index(head) + 1] == want, done.stdout
     assert out[-2] == "2 of 2 scenarios FAILED: players-3, seats"
-    assert took < 60  # it was stopped, not waited for
 
 
 @pytest.mark.timeout(60)

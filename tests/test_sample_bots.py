@@ -14,7 +14,7 @@ import random
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +25,7 @@ from conftest import cards, reference_trick_winner
 from referee.convert import rules_to_proto, view_to_proto
 from referee.rules import (
     PRESETS,
+    Card,
     Match,
     Phase,
     Round,
@@ -344,25 +345,69 @@ def test_montecarlo_round_from_view_plays_on_like_the_real_round(
         assert rebuilt.play_out(lowest) == real.clone().play_out(lowest)
 
 
+class WorkClock:
+    """A clock that moves only when the bot works: each rollout step costs ``step`` s.
+
+    With it, a Monte Carlo bot's deadline logic is judged by what the bot decides, not by
+    how fast the machine running the test is: every sampled deal of one position costs
+    the same time, so a bot that keeps to its budget answers before its deadline and no
+    more than one deal earlier.
+    """
+
+    def __init__(self, step: float) -> None:
+        self.now = 1000.0
+        self.step = step
+
+    def __call__(self) -> float:
+        return self.now
+
+    def ticking(self, rand: Callable[[], float]) -> montecarlo_bot.Policy:
+        """The bot's rollout policy, each decision of it costing one step."""
+        inner = montecarlo_bot.shedding_policy(rand)
+
+        def policy(rnd: Round, seat: int, legal: Sequence[Card]) -> Card:
+            self.now += self.step
+            return inner(rnd, seat, legal)
+
+        return policy
+
+
+def ask_on(
+    bot: montecarlo_bot.MonteCarloBot, clock: WorkClock, rnd: Round, timeout_ms: int
+) -> tuple[Card, float]:
+    """The bot's card for the seat to play, and how long (on ``clock``) it took."""
+    req = request(rnd, rnd.to_play, timeout_ms)
+    bot.received_at = started = clock()
+    (card,) = bot.decide(req)
+    return card, clock() - started
+
+
 def test_montecarlo_answers_legal_cards_within_its_time_cap() -> None:
-    bot = montecarlo_bot.MonteCarloBot(cap_ms=30, seed=1)
+    clock = WorkClock(step=2e-6)
+    bot = montecarlo_bot.MonteCarloBot(cap_ms=30, seed=1, policy=clock.ticking, clock=clock)
     for seed in range(6):
         rnd = mid_round(RULES, 4, seed, tricks=seed)
         seat = rnd.to_play
-        started = time.perf_counter()
-        card = ask(bot, rnd, seat)
-        elapsed_ms = (time.perf_counter() - started) * 1000
+        card, took = ask_on(bot, clock, rnd, timeout_ms=1000)
         assert card in rnd.hands[seat]
-        assert elapsed_ms < 30 + 30, elapsed_ms  # slack for a busy test machine
-        assert len(rnd.hands[seat]) == 1 or bot.last_simulations >= len(rnd.hands[seat])
+        if len(rnd.hands[seat]) == 1:
+            continue  # no choice, no thinking
+        deals = bot.last_simulations // len(rnd.hands[seat])
+        deal_s = took / deals
+        # Within its 30 ms cap, and not more than one deal short of it.
+        assert 0.030 - deal_s <= took < 0.030, (took, deals)
+        assert deals >= 2
 
 
 def test_montecarlo_spends_at_most_its_share_of_a_short_timeout() -> None:
-    bot = montecarlo_bot.MonteCarloBot(cap_ms=150, budget_share=0.35, seed=2)
+    clock = WorkClock(step=2e-6)
+    bot = montecarlo_bot.MonteCarloBot(
+        cap_ms=150, budget_share=0.35, seed=2, policy=clock.ticking, clock=clock
+    )
     rnd = mid_round(RULES, 4, 0, tricks=0)
-    started = time.perf_counter()
-    ask(bot, rnd, rnd.to_play, timeout_ms=40)  # 35% of 40 ms: 14 ms
-    assert (time.perf_counter() - started) * 1000 < 14 + 30
+    _, took = ask_on(bot, clock, rnd, timeout_ms=40)  # 35% of 40 ms: 14 ms
+    deals = bot.last_simulations // len(rnd.hands[rnd.to_play])
+    assert 0.014 - took / deals <= took < 0.014, (took, deals)
 
 
 def test_montecarlo_avoids_a_trick_full_of_its_pain_cards() -> None:

@@ -105,9 +105,12 @@ class MonteCarloBot(Bot):
         budget_share: float = 0.35,
         seed: int | None = None,
         policy: PolicyMaker = shedding_policy,
+        clock: Callable[[], float] = time.perf_counter,
     ) -> None:
         super().__init__()
         self.cap_ms = cap_ms
+        #: Seconds, read to keep to the budget; a test passes a clock of its own.
+        self.clock = clock
         self.budget_share = budget_share
         #: A seed given here holds for the process; otherwise each match's bot seed.
         self.fixed_seed = seed
@@ -134,10 +137,11 @@ class MonteCarloBot(Bot):
         )
 
     def deadline(self) -> float:
-        """The ``time.perf_counter()`` by which the current decision must be made."""
+        """The :attr:`clock` time by which the current decision must be made (the request's
+        arrival, :attr:`received_at`, is read from the same clock)."""
         timeout_ms = self.request.timeout_ms if self.request is not None else 1000
         budget = min(self.cap_ms, self.budget_share * timeout_ms) / 1000
-        start = self.received_at if self.request is not None else time.perf_counter()
+        start = self.received_at if self.request is not None else self.clock()
         return start + budget
 
     def choose_card(self, view: View) -> int:
@@ -151,7 +155,7 @@ class MonteCarloBot(Bot):
         me, others = view.seat, view.players - 1
         totals = [0.0] * len(candidates)
         deals = 0
-        clock = time.perf_counter
+        clock = self.clock
         policy = self.policy
         deal_s = 0.0
         while True:

@@ -192,3 +192,94 @@ def test_next_trick_from_inside_a_trick_shows_that_trick_complete(
     page.click("#next-trick")
     assert page.evaluate(HASH) == "#r1t5c8"
     assert chromium.errors == []
+
+
+BAR = """() => [...document.querySelectorAll('#stepbar button')].map(b => {
+    const r = b.getBoundingClientRect();
+    return {id: b.id, w: r.width, h: r.height, top: r.top, bottom: r.bottom,
+            word: b.querySelector('.word').textContent, name: b.getAttribute('aria-label')};
+})"""
+
+
+def swipe(page: Any, x0: float, x1: float, y: float) -> None:
+    """A finger drawn sideways across the screen, as real touch input (Chrome's protocol)."""
+    cdp = page.context.new_cdp_session(page)
+    cdp.send("Input.dispatchTouchEvent", {"type": "touchStart", "touchPoints": [{"x": x0, "y": y}]})
+    for k in range(1, 6):
+        x = x0 + (x1 - x0) * k / 5
+        cdp.send(
+            "Input.dispatchTouchEvent", {"type": "touchMove", "touchPoints": [{"x": x, "y": y}]}
+        )
+    cdp.send("Input.dispatchTouchEvent", {"type": "touchEnd", "touchPoints": []})
+    cdp.detach()
+
+
+@pytest.mark.parametrize("phone", [True, False], ids=["phone", "desk"])
+def test_the_step_bar_stays_in_reach_with_big_worded_buttons(
+    chromium: Chromium, folders: dict[str, Served], phone: bool
+) -> None:
+    served = folders["eight"]
+    page = open_viewer(chromium, served, phone, "#r1t2c3")
+    size = PHONE if phone else DESK
+    # Scrolled to the seat to play (the last of the table), the bar is still on screen:
+    # at the bottom on a phone, within a thumb's reach; at the top on a desk.
+    page.evaluate("document.querySelector('.seat.to-play').scrollIntoView({block: 'end'})")
+    page.evaluate("window.scrollBy(0, 400)")
+    bar = page.evaluate(BAR)
+    assert [b["id"] for b in bar] == ["prev-trick", "prev", "play", "next", "next-trick"]
+    for b in bar:
+        assert b["w"] >= 44 and b["h"] >= 44, b
+        assert b["top"] >= 0 and b["bottom"] <= size["height"], b
+        assert b["word"] in ("trick", "card", "play"), b
+        assert b["word"] in b["name"], b  # the visible word is in the accessible name
+        if phone:
+            assert b["bottom"] >= size["height"] - 80, b  # the bottom of the screen
+        else:
+            assert b["top"] <= 80, b
+    # The other steps are big enough too, and worded.
+    more = page.eval_on_selector_all(
+        "#controls .more button, #controls select",
+        "bs => bs.map(b => [b.getBoundingClientRect().height, b.textContent])",
+    )
+    assert len(more) == 6 and all(h >= 44 and t.strip() for h, t in more), more
+    page.click("#next")
+    assert page.evaluate(HASH) == "#r1t2c4"
+    # Many seats: a compact table, the trick and all 8 seats within a screen's height
+    # (each seat's panel took up to 300 px of a phone's screen before).
+    height = page.evaluate("() => document.querySelector('#table').getBoundingClientRect().height")
+    assert height <= size["height"], height
+    d = page.evaluate(
+        "() => [document.documentElement.scrollWidth, document.documentElement.clientWidth]"
+    )
+    assert d[0] <= d[1], "the page scrolls sideways"
+    shot(page, f"stepbar-{'phone' if phone else 'desk'}")
+    if phone:
+        # Swipe the table: right to left is the next card, left to right the previous.
+        page.evaluate("window.scrollTo(0, 0)")
+        box = page.evaluate(
+            "() => { const r = document.querySelector('#trick').getBoundingClientRect();"
+            " return [r.left, r.right, r.top + r.height / 2]; }"
+        )
+        swipe(page, box[1] - 20, box[0] + 20, box[2])
+        until(page, "() => location.hash === '#r1t2c5'", "a swipe to the left to step a card")
+        swipe(page, box[0] + 20, box[1] - 20, box[2])
+        until(page, "() => location.hash === '#r1t2c4'", "a swipe to the right to step back")
+        # A vertical drag scrolls, it does not step.
+        cdp_y = box[2]
+        swipe_v = page.context.new_cdp_session(page)
+        swipe_v.send(
+            "Input.dispatchTouchEvent",
+            {"type": "touchStart", "touchPoints": [{"x": 200, "y": cdp_y}]},
+        )
+        swipe_v.send(
+            "Input.dispatchTouchEvent",
+            {"type": "touchMove", "touchPoints": [{"x": 215, "y": cdp_y - 200}]},
+        )
+        swipe_v.send("Input.dispatchTouchEvent", {"type": "touchEnd", "touchPoints": []})
+        swipe_v.detach()
+        page.wait_for_timeout(100)
+        assert page.evaluate(HASH) == "#r1t2c4"
+        # A tap on a bar button steps.
+        page.tap("#next-trick")
+        assert page.evaluate(HASH) == "#r1t2c8"
+    assert chromium.errors == []

@@ -54,26 +54,44 @@ function viewer(doc, id) {
     doc.rounds.map((r, i) => el("option", { value: i, text: `Round ${i + 1}` })));
   const speed = el("select", { id: "speed", "aria-label": "play speed", onchange: () => { if (timer) { toggle(); toggle(); } } },
     SPEEDS.map(([v, t]) => el("option", { value: v, text: t, selected: v === "1" ? "selected" : null })));
-  const playButton = el("button", { id: "play", title: "play / pause (space)", onclick: () => toggle(), text: "▶ play" });
   const scores = el("div");
   const faultList = el("div", { class: "events", id: "faults" });
   const permalink = el("a", { href: "#r1", id: "permalink", text: "link to this moment" });
-  const button = (bid, text, title, fn) => el("button", { id: bid, title, "aria-label": title, onclick: fn, text });
-  const controls = el("div", { class: "controls" },
-    el("div", { class: "buttons" },
-      button("first", "⇤", "the first card (Home)", () => go(0)),
-      button("prev-round", "«", "previous round (Page Up)", () => jumpRound(-1)),
-      button("prev-trick", "‹‹", "previous trick (↑)", () => jumpTrick(-1)),
-      button("prev", "‹", "previous card (←)", () => go(at - 1)),
-      playButton,
-      button("next", "›", "next card (→)", () => go(at + 1)),
-      button("next-trick", "››", "next trick (↓)", () => jumpTrick(1)),
-      button("next-round", "»", "next round (Page Down)", () => jumpRound(1)),
-      button("last", "⇥", "the last card (End)", () => go(replay.last)),
-      el("label", { class: "speed" }, "speed ", speed), roundSelect),
+  // A button: a clear icon and a word on it, the whole step and its key in its name.
+  const button = (bid, icon, word, title, fn, cls = "") => el("button", { id: bid, class: cls || null, title, "aria-label": title, onclick: fn },
+    el("span", { class: "icon", "aria-hidden": "true", text: icon }), el("span", { class: "word", text: word }));
+  const playButton = button("play", "▶\uFE0E", "play", "play (space)", () => toggle(), "play");
+  // The steps one makes most, with the position, in a bar that stays in reach: at the
+  // bottom of a phone's screen, at the top of a desk's window. The rest of the controls
+  // stay with the page.
+  const stepbar = el("div", { class: "stepbar", id: "stepbar", role: "toolbar", "aria-label": "step through the match" },
     el("div", { class: "scrub" }, scrubber, label),
-    el("div", { class: "links" }, el("span", { class: "muted keys", text: "keys: ← → card · ↑ ↓ trick · PgUp PgDn round · Home End · space play · " }), permalink, " · ",
-      el("a", { href: `/api/matches/${encodeURIComponent(id)}/record.jsonl`, download: `${id}.jsonl`, id: "download", text: "download the record" })));
+    el("div", { class: "steps" },
+      button("prev-trick", "◀\uFE0E◀\uFE0E", "trick", "previous trick (↑)", () => jumpTrick(-1)),
+      button("prev", "◀\uFE0E", "card", "previous card (←)", () => go(at - 1)),
+      playButton,
+      button("next", "▶\uFE0E", "card", "next card (→)", () => go(at + 1)),
+      button("next-trick", "▶\uFE0E▶\uFE0E", "trick", "next trick (↓)", () => jumpTrick(1))));
+  const controls = el("div", { class: "controls", id: "controls" },
+    el("div", { class: "more" },
+      button("first", "⇤", "start", "the first card (Home)", () => go(0)),
+      button("prev-round", "«", "round", "previous round (Page Up)", () => jumpRound(-1)),
+      button("next-round", "»", "round", "next round (Page Down)", () => jumpRound(1)),
+      button("last", "⇥", "end", "the last card (End)", () => go(replay.last)),
+      roundSelect, el("label", { class: "speed" }, "speed ", speed)),
+    stepbar);
+  const links = el("div", { class: "links" }, el("span", { class: "muted keys", text: "keys: ← → card · ↑ ↓ trick · PgUp PgDn round · Home End · space play · " }),
+    el("span", { class: "muted swipe", text: "swipe the table sideways for the next or previous card · " }), permalink, " · ",
+    el("a", { href: `/api/matches/${encodeURIComponent(id)}/record.jsonl`, download: `${id}.jsonl`, id: "download", text: "download the record" }));
+  // Swiping the table sideways steps a card (left: the next), as a finger turns a page.
+  let touch = null;
+  tableBox.addEventListener("touchstart", (e) => { touch = e.touches.length === 1 ? [e.touches[0].clientX, e.touches[0].clientY] : null; }, { passive: true });
+  tableBox.addEventListener("touchend", (e) => {
+    if (!touch || e.changedTouches.length !== 1) return;
+    const dx = e.changedTouches[0].clientX - touch[0], dy = e.changedTouches[0].clientY - touch[1];
+    touch = null;
+    if (Math.abs(dx) >= 40 && Math.abs(dx) > 2 * Math.abs(dy)) go(at + (dx < 0 ? 1 : -1));
+  }, { passive: true });
 
   function jumpRound(delta) {
     const { r, t } = steps[at];
@@ -85,9 +103,10 @@ function viewer(doc, id) {
     go(replay.trickStep(at, delta));
   }
   function toggle() {
-    if (timer) { clearInterval(timer); timer = null; playButton.textContent = "▶ play"; return; }
+    const show = (icon, word, title) => { playButton.firstChild.textContent = icon; playButton.lastChild.textContent = word; playButton.setAttribute("aria-label", title); };
+    if (timer) { clearInterval(timer); timer = null; show("▶\uFE0E", "play", "play (space)"); return; }
     if (at >= replay.last) go(0);
-    playButton.textContent = "⏸ pause";
+    show("❚❚", "pause", "pause (space)");
     timer = setInterval(() => { if (at >= replay.last) toggle(); else go(at + 1); }, CARD_MS / Number(speed.value));
   }
   function go(i, { keepHash = false } = {}) {
@@ -126,7 +145,8 @@ function viewer(doc, id) {
   });
   window.addEventListener("hashchange", () => { const i = replay.parse(location.hash); if (i >= 0 && i !== at) go(i, { keepHash: true }); });
   fill(main, ...header(doc, false), result(doc),
-    el("div", { class: "viewer" }, controls, legend, tableBox, scores, el("h2", { text: "Faults" }), faultList));
+    el("div", { class: "viewer" }, controls, legend, tableBox, links, scores, el("h2", { text: "Faults" }), faultList));
+  document.body.classList.add("stepping");
   go(Math.max(0, replay.parse(location.hash)));
 }
 

@@ -66,7 +66,7 @@ export function seatPanel(s, name, p) {
     const parts = [`${plus.length} card(s) ${signed(sum(plus))}`];
     if (minus.length) parts.push(`${minus.length} in pain suit ${signed(sum(minus))}`);
     if (zero) parts.push(`${zero} pain-suit zero(s) 0`);
-    taken = el("div", { class: "taken" },
+    taken = el("div", { class: p.taken.length ? "taken" : "taken empty" },
       el("div", { class: "label", text: p.taken.length ? `taken: ${parts.join(", ")}` : "taken: nothing yet" }),
       p.taken.length ? el("div", { class: "chips" }, p.taken.map(([c, v]) => takenChip(c, v))) : null);
   }
@@ -97,7 +97,7 @@ export function trickArea(plays, seating, lines, attrs) {
 // The table: the trick on the felt, the seats in seat order beside or below it (a grid
 // that reflows from one column on a phone to several on a desk).
 export function table(panels, middle, n) {
-  return el("div", { class: `table-felt seats-${n}`, id: "table" }, el("div", { class: "felt" }, middle),
+  return el("div", { class: `table-felt seats-${n}${n >= 5 ? " compact" : ""}`, id: "table" }, el("div", { class: "felt" }, middle),
     el("div", { class: "seats" }, panels));
 }
 

@@ -294,3 +294,23 @@ def test_the_output_tail_names_the_error_above_a_runtimes_last_words(tmp_path: P
         "Error: Cannot find module '@grpc/grpc-js' … requireStack: [ '/bots/bot.js' ] / } / "
         "Node.js v20.20.2"
     )
+
+
+def test_the_output_tail_quotes_a_go_panic_by_its_panic_line(tmp_path: Path) -> None:
+    # A Go bot that panics on its first Send: the panic line says what went wrong, the
+    # last lines (a goroutine's frames) only where; frames are tab-indented.
+    log = tmp_path / "go.log"
+    log.write_text(
+        "panic: EOF\n\ngoroutine 1 [running]:\nmain.main()\n\t/home/ann/mybot/main.go:232 +0x5b4\n"
+    )
+    tail = output_tail(log)
+    assert tail == (
+        "panic: EOF … goroutine 1 [running]: / main.main() / /home/ann/mybot/main.go:232 +0x5b4"
+    )
+    assert "\\t" not in tail
+
+
+def test_the_output_tail_shows_a_tab_inside_a_line_as_a_space(tmp_path: Path) -> None:
+    log = tmp_path / "bot.log"
+    log.write_text("fatal:\tno hand\n")
+    assert output_tail(log) == "fatal: no hand"

@@ -155,8 +155,12 @@ async def _end(server: RefereeServer, slot: SeatSlot, process: BotProcess | None
     await process.stop()
 
 
-#: A line that likely names the cause (an error message), in any language's words.
-_CAUSE = re.compile(r"error|exception|fatal|failed|cannot|can't|not found|no such", re.I)
+#: A line that likely names the cause (an error message), in any language's words: Go
+#: starts a crash with ``panic: ...``, C++ with ``terminate called ...``.
+_CAUSE = re.compile(
+    r"error|exception|fatal|failed|cannot|can't|not found|no such|^panic:|terminate called",
+    re.I,
+)
 
 
 def printable(text: str, keep: str = "") -> str:
@@ -181,8 +185,9 @@ def output_tail(log_path: Path, offset: int = 0) -> str:
         return ""
     # What the bot printed reaches the organiser's terminal: its control characters
     # (escape sequences that move the cursor, rewrite lines, set the clipboard) as text.
-    text = printable(data.decode("utf-8", "replace"), keep="\n")
-    lines = [x.strip() for x in text.splitlines() if x.strip()]
+    # A tab (Go indents a stack frame with one) is a space here, not the text "\t".
+    text = printable(data.decode("utf-8", "replace"), keep="\n\t")
+    lines = [x.replace("\t", " ").strip() for x in text.splitlines() if x.strip()]
     tail = " / ".join(lines[-TAIL_LINES:])
     cause = ""
     if not any(_CAUSE.search(x) for x in lines[-TAIL_LINES:]):

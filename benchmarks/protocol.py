@@ -90,9 +90,9 @@ from google.protobuf.wrappers_pb2 import BytesValue
 from machine import Steal, loaded_warning
 
 from referee.config.bots import load_bot
-from referee.match.bots import BotSpec
+from referee.jail.bots import BotSpec
+from referee.jail.sandbox import Sandbox
 from referee.match.runner import Clock, MatchResult, MatchRunner
-from referee.match.sandbox import Sandbox
 from referee.match.server import RefereeServer
 from referee.rules import preset
 from referee.runtime import eventloop

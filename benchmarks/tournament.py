@@ -24,7 +24,7 @@ decision at that setting: no referee can spend less and still move the two messa
 Then the bot sandbox (``--sandbox-runs``, 0 to skip; ``--sandbox-only`` for nothing else):
 
 - start-up per bot process, sandbox vs none: from spawning the random bot (through
-  ``referee.match.launch``, and bubblewrap with its own socket's gRPC server) to its ``Hello``
+  ``referee.jail.launch``, and bubblewrap with its own socket's gRPC server) to its ``Hello``
   handshake on the referee; the median of ``--starts`` starts one after another, and the
   median time to open and close a bot's socket server alone;
 - duplicate mode's matches/s with and without the sandbox: four random bots, one table,
@@ -32,7 +32,7 @@ Then the bot sandbox (``--sandbox-runs``, 0 to skip; ``--sandbox-only`` for noth
 
 Each is measured three ways: no sandbox; bubblewrap alone (no cgroup per bot: the
 resource limits that stand in for one, as on a host where none can be made); and the
-whole jail (bubblewrap and a cgroup per bot, :mod:`referee.match.cgroups`). The jail's
+whole jail (bubblewrap and a cgroup per bot, :mod:`referee.jail.cgroups`). The jail's
 extra start-up cost per bot is the whole jail's median over bubblewrap alone. Last, the
 honest seats' speed under a hostile one: a match of three random bots and
 ``tests/bots/hog_bot.py``, which at its first decision starts a fork bomb, four children
@@ -70,12 +70,12 @@ from types import ModuleType
 from machine import Steal, loaded_warning
 
 from referee.config.bots import bot_from_table
-from referee.match import cgroups
+from referee.jail import cgroups
+from referee.jail.sandbox import Sandbox
 from referee.match.faults import FaultReason
 from referee.match.metrics import RefereeMetrics
 from referee.match.pool import await_handshake, start_bot
 from referee.match.runner import Clock, MatchRunner
-from referee.match.sandbox import Sandbox
 from referee.match.server import RefereeServer
 from referee.results.store import Store
 from referee.rules import preset
@@ -268,7 +268,7 @@ def socket_server_ms(count: int = 20) -> list[float]:
 
 def cgroup_ms(count: int = 20) -> list[float]:
     """Milliseconds to make one bot's cgroup with its limits and to remove it again."""
-    from referee.match.bots import Limits
+    from referee.jail.bots import Limits
 
     system = cgroups.system()
     if not isinstance(system, cgroups.Cgroups):

@@ -29,7 +29,7 @@ from bots import harness
 from referee.compare.config import Overrides, load_compare
 from referee.compare.run import run_compare
 from referee.config.bots import load_bot
-from referee.match.bots import BotSpec
+from referee.jail.bots import BotSpec
 from referee.match.dealkey import BOT_SEED_DOMAIN, DEAL_DOMAIN, DealKey
 from referee.match.sameseed import verdict
 from referee.rules import RuleSet, deal, preset

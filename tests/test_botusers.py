@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from referee.match.botusers import DEFAULT_UIDS, BotUsers, NoFreeUid, parse_range
-from referee.match.sandbox import Sandbox
+from referee.jail.botusers import DEFAULT_UIDS, BotUsers, NoFreeUid, parse_range
+from referee.jail.sandbox import Sandbox
 
 
 def test_every_lease_is_a_uid_of_its_own_and_the_range_runs_out(tmp_path: Path) -> None:
@@ -46,7 +46,7 @@ def test_another_referee_process_never_gets_a_uid_this_one_holds(tmp_path: Path)
     other = textwrap.dedent(
         f"""
         from pathlib import Path
-        from referee.match.botusers import BotUsers, NoFreeUid
+        from referee.jail.botusers import BotUsers, NoFreeUid
         users = BotUsers((5000, 5001), Path({str(lock)!r}))
         first = users.lease().uid
         try:
@@ -133,8 +133,8 @@ def test_started_bots_run_as_uids_of_their_own_given_back_once_reaped(tmp_path: 
     from bots.harness import BOTS_DIR, assert_no_processes, new_marker, run
 
     from referee.config.bots import bot_from_table
-    from referee.match import botusers
-    from referee.match.bots import _sandboxed_processes
+    from referee.jail import botusers
+    from referee.jail.process import _sandboxed_processes
     from referee.match.pool import await_handshake, start_bot
     from referee.match.server import RefereeServer
 

@@ -1,6 +1,6 @@
 """Bounds per bot, not per process: a cgroup for each started bot, its output capped.
 
-The limits' values are tested on their own (:func:`referee.match.cgroups.settings`); every
+The limits' values are tested on their own (:func:`referee.jail.cgroups.settings`); every
 other test plays a real match with real bot processes in the sandbox, one of them
 ``tests/bots/hog_bot.py`` (a fork bomb, a memory hog, a CPU hog, a log flood, a 2 GiB
 ``fallocate``), and checks that the hog is held while the other seats finish normally and
@@ -35,11 +35,11 @@ from bots.harness import (
     toml_text,
 )
 
-from referee.match import cgroups
-from referee.match.botlog import BotLog, truncation_line
-from referee.match.bots import Limits
+from referee.jail import cgroups
+from referee.jail.botlog import BotLog, truncation_line
+from referee.jail.bots import Limits
+from referee.jail.sandbox import Sandbox
 from referee.match.runner import Clock, MatchResult
-from referee.match.sandbox import Sandbox
 
 pytestmark = pytest.mark.timeout(240)
 

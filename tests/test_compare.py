@@ -633,8 +633,8 @@ def test_a_single_use_pool_lends_each_process_once_and_has_the_next_one_started(
     tmp_path: Path,
 ) -> None:
     from referee.config.bots import load_bot
+    from referee.jail.sandbox import Sandbox
     from referee.match.pool import BotPool
-    from referee.match.sandbox import Sandbox
     from referee.match.server import RefereeServer
 
     spec = load_bot(SAMPLES / "heuristic.toml")  # declares seats = 8

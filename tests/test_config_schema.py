@@ -16,9 +16,9 @@ import pytest
 from referee.compare.config import CompareConfigError, Overrides, load_compare
 from referee.config import KINDS, schema, tables
 from referee.config.bots import load_bot
+from referee.jail.bots import BotConfigError
+from referee.jail.sandbox import MODES as SANDBOX_MODES
 from referee.league.config import load_league_config
-from referee.match.bots import BotConfigError
-from referee.match.sandbox import MODES as SANDBOX_MODES
 from referee.rules import PRESETS
 from referee.tournament.config import MODES, ConfigError, load_config
 

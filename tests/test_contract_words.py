@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from bots.harness import BOTS_DIR, assert_no_processes, new_marker, read_capture, run
 
+from referee.jail.bots import BotSpec
 from referee.league.registry import NAME, BotRegistry, RegistryError
-from referee.match.bots import BotSpec
 from referee.match.pool import POOLED_WELCOME, BotPool
 from referee.match.server import RefereeServer
 from referee.results.store import open_store

@@ -29,7 +29,7 @@ import grpc
 import pytest
 from bots.harness import BOTS_DIR, READ_BOTS, assert_no_processes, bot, new_marker, run
 
-from referee.match.sandbox import Sandbox
+from referee.jail.sandbox import Sandbox
 from referee.match.server import RefereeServer
 from sticheln.v1 import bot_pb2
 

@@ -23,7 +23,7 @@ from bots.harness import BOTS_DIR, READ_BOTS, assert_no_processes, new_marker
 from halfsent import HalfSender, rss_kib
 from leaguekit import bots, serving, wait_for, write_config
 
-from referee.match.bots import MAX_SEATS
+from referee.jail.bots import MAX_SEATS
 from referee.match.server import MESSAGE_LIMIT, TRANSPORT_LIMIT, Handshakes, Intake
 
 pytestmark = pytest.mark.timeout(240)

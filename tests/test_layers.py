@@ -16,6 +16,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("referee.rules",),
     ("referee.runtime",),
     ("referee.convert",),
+    ("referee.jail",),
     ("referee.match",),
     ("referee.config",),
     ("referee.results",),

@@ -8,7 +8,7 @@ import string
 from hypothesis import given
 from hypothesis import strategies as st
 
-from referee.match.bots import LOG_NAME_CHARS, LOG_PART, log_name, process_log_name
+from referee.jail.bots import LOG_NAME_CHARS, LOG_PART, log_name, process_log_name
 
 #: Names as config files allow them (letters, digits, '-', '_', '.'), and any text at all
 #: (``check-bot --name``).

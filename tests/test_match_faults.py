@@ -29,7 +29,7 @@ from bots.harness import (
     run_match,
 )
 
-from referee.match.bots import BotSpec
+from referee.jail.bots import BotSpec
 from referee.match.faults import FaultReason
 from referee.match.runner import Clock, MatchResult, MatchRunner
 from referee.match.server import RefereeServer

@@ -17,7 +17,7 @@ import pytest
 from bots.harness import BOTS_DIR, assert_no_processes, collect_reports, new_marker, run
 
 from referee.config.bots import bot_from_table
-from referee.match.bots import BotConfigError, BotSpec
+from referee.jail.bots import BotConfigError, BotSpec
 from referee.match.dealkey import DealKey
 from referee.match.pool import BotPool, StartFailed
 from referee.match.server import RefereeServer

@@ -25,7 +25,7 @@ from bots.harness import (
     toml_text,
 )
 
-from referee.match.bots import BotSpec
+from referee.jail.bots import BotSpec
 from referee.match.preflight import distinct, output_tail
 
 pytestmark = pytest.mark.timeout(120)

@@ -25,10 +25,9 @@ from bots.harness import (
 )
 
 from referee.config.bots import bot_from_table
-from referee.league.config import league_from_table
-from referee.match.bots import BotConfigError, BotProcess
-from referee.match.pool import await_handshake, start_bot
-from referee.match.sandbox import (
+from referee.jail.bots import BotConfigError
+from referee.jail.process import BotProcess
+from referee.jail.sandbox import (
     SOCKET_DIR,
     Sandbox,
     SandboxPolicy,
@@ -37,6 +36,8 @@ from referee.match.sandbox import (
     bwrap_command,
     bwrap_descriptors,
 )
+from referee.league.config import league_from_table
+from referee.match.pool import await_handshake, start_bot
 from referee.match.server import RefereeServer
 from referee.tournament.config import ConfigError, config_from_table
 
@@ -334,7 +335,7 @@ def test_killing_the_referee_also_kills_what_its_bots_started(
     tmp_path: Path, sandboxed: bool
 ) -> None:
     """The launcher's death signal reaches only the process it became; the watchdog
-    (referee/match/watchdog.py) kills each bot's whole process group, and removes the
+    (referee/jail/watchdog.py) kills each bot's whole process group, and removes the
     referee's private socket folder."""
     marker = new_marker()
     args = [sys.executable, "-m", "referee.cli", "match", "--out", str(tmp_path / "out")]

@@ -17,14 +17,14 @@ import pytest
 from bots.harness import BOTS_DIR, READ_BOTS, assert_no_processes, new_marker, processes_with
 
 from referee.config.bots import load_bot
-from referee.config.policy import (
+from referee.jail.bots import BotConfigError
+from referee.jail.policy import (
     SOCKET_ROOT_PREFIX,
     Grants,
     MaxLimits,
     never_readable,
     why_never,
 )
-from referee.match.bots import BotConfigError
 from referee.results.store import describe_changes
 from referee.tournament.config import ConfigError, load_config
 

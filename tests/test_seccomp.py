@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from referee.match import seccomp
-from referee.match.sandbox import Sandbox, bwrap_descriptors
-from referee.match.seccomp import PROFILE, ArgRule, SyscallProfile, compile_profile
+from referee.jail import seccomp
+from referee.jail.sandbox import Sandbox, bwrap_descriptors
+from referee.jail.seccomp import PROFILE, ArgRule, SyscallProfile, compile_profile
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -24,8 +24,8 @@ from bots.harness import (
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
+from referee.jail.sandbox import Sandbox
 from referee.match.faults import FaultReason
-from referee.match.sandbox import Sandbox
 from referee.match.server import RefereeServer, SeatStream, TlsConfig
 from referee.rules import preset
 from sticheln.v1 import bot_pb2

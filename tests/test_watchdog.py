@@ -18,7 +18,7 @@ from bots.harness import assert_no_processes, new_marker, processes_with
 OWNER = """
 import os, signal, subprocess, sys
 from pathlib import Path
-from referee.match import watchdog
+from referee.jail import watchdog
 marker = sys.argv[1]
 sleeper = f"import time; time.sleep(600)"
 parent = "import subprocess, sys, time; subprocess.Popen(sys.argv[1:]); time.sleep(600)"

@@ -87,7 +87,7 @@ def check_bot(args: argparse.Namespace) -> int:
     import tempfile
 
     from referee.config.bots import load_bot
-    from referee.match.bots import BotConfigError, BotSpec
+    from referee.jail.bots import BotConfigError, BotSpec
     from referee.match.checkbot import SEATS_SCENARIO, Outcome, check_bot, scenarios
     from referee.match.runner import Clock
     from referee.match.sameseed import SAME_SEED, scenario_note

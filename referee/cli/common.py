@@ -86,12 +86,12 @@ def add_bot_uids(parser: argparse.ArgumentParser) -> None:
 def sandbox_for(
     mode: str, bots: Sequence[Any], say: bool = True, bot_uids: str | None = None
 ) -> Any:
-    """The sandbox for ``bots`` (a :class:`referee.match.sandbox.Sandbox`), said on stderr
+    """The sandbox for ``bots`` (a :class:`referee.jail.sandbox.Sandbox`), said on stderr
     (``say``); when some bot is to be started and no sandbox can be made here, a one-line
     refusal. ``bot_uids`` (``--bot-uids``) becomes ``$STICHELN_BOT_UIDS`` for this process
     and the workers it starts, so that every sandbox of the run leases from that range."""
-    from referee.match.botusers import RANGE_ENV, parse_range
-    from referee.match.sandbox import Sandbox, SandboxUnavailable
+    from referee.jail.botusers import RANGE_ENV, parse_range
+    from referee.jail.sandbox import Sandbox, SandboxUnavailable
 
     if bot_uids is not None:
         try:
@@ -118,7 +118,7 @@ def sandbox_for(
 def _say_bounds(say: bool) -> None:
     """How started bots are bounded, in one line: always when no cgroup per bot can be
     made here (the referee falls back to resource limits), else with ``say``."""
-    from referee.match import cgroups
+    from referee.jail import cgroups
 
     if say or not isinstance(cgroups.system(), cgroups.Cgroups):
         print(cgroups.describe(), file=sys.stderr)
@@ -126,7 +126,7 @@ def _say_bounds(say: bool) -> None:
 
 def add_grant_flags(parser: argparse.ArgumentParser) -> None:
     """``--read`` and ``--max-limit``: the organiser's grants, for a command without an
-    organiser's file (:mod:`referee.config.policy`)."""
+    organiser's file (:mod:`referee.jail.policy`)."""
     parser.add_argument(
         "--read",
         action="append",
@@ -147,7 +147,7 @@ def add_grant_flags(parser: argparse.ArgumentParser) -> None:
 
 def grants_from_flags(args: argparse.Namespace) -> tuple[Any, list[tuple[str, Path]]]:
     """The grants of ``--read`` and ``--max-limit`` (a
-    :class:`referee.config.policy.Grants`), and each granted path with its flag; a
+    :class:`referee.jail.policy.Grants`), and each granted path with its flag; a
     one-line :class:`UsageError` for a path that does not exist or that no bot may read."""
     from referee.config.errors import ConfigFileError
     from referee.config.tables import MaxLimitsTable, granted_paths, validate
@@ -172,7 +172,7 @@ def grants_from_flags(args: argparse.Namespace) -> tuple[Any, list[tuple[str, Pa
             granted += granted_paths([path], Path.cwd(), "--read", "", ConfigFileError)
     except ConfigFileError as exc:
         raise UsageError(str(exc)) from None
-    from referee.config.policy import Grants
+    from referee.jail.policy import Grants
 
     grants = Grants(
         read=tuple(p for _, p in granted),
@@ -188,8 +188,8 @@ def check_reads(
     bots: Sequence[Any], granted: list[tuple[str, Path]], out: Path, sandboxed: bool
 ) -> None:
     """Refuse in one line a ``--read`` or a bot's path that no bot may read with this
-    output folder (:func:`referee.config.policy.check_run`)."""
-    from referee.config.policy import check_run, never_readable
+    output folder (:func:`referee.jail.policy.check_run`)."""
+    from referee.jail.policy import check_run, never_readable
 
     check_run(bots, granted, never_readable(out), "", UsageError, sandboxed)
 
@@ -220,8 +220,8 @@ async def preflight(
     handshake stops the command with one line per such bot (:class:`UsageError`)."""
     if getattr(args, "no_preflight", False):
         return
+    from referee.jail.sandbox import SandboxUnavailable
     from referee.match.preflight import check_starts, check_starts_on_own_server
-    from referee.match.sandbox import SandboxUnavailable
 
     try:
         if server is not None:
@@ -322,7 +322,7 @@ async def linger(seconds: float, host: str, port: int) -> None:
 def run_until_done(main: Coroutine[Any, Any, int], interrupted: str) -> int:
     """Run ``main`` on a new event loop; SIGINT or SIGTERM cancels it, prints
     ``interrupted`` and returns 130. Every bot process is killed on the way out."""
-    from referee.match.bots import kill_all_bots
+    from referee.jail.process import kill_all_bots
     from referee.runtime import eventloop
 
     loop = eventloop.new_event_loop()
@@ -358,7 +358,7 @@ def _wind_down(loop: asyncio.AbstractEventLoop, within: float = 2.0) -> None:
     for task in tasks:
         task.cancel()
     # The bots were just killed: reap them, so that no process transport outlives the loop.
-    from referee.match.bots import live_bots
+    from referee.jail.process import live_bots
 
     reaped = [loop.create_task(bot.proc.wait()) for bot in live_bots()]
     if tasks or reaped:

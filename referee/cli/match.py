@@ -90,7 +90,7 @@ def add_parsers(sub: Subparsers) -> None:
 def match(args: argparse.Namespace) -> int:
     """Play one match between bots declared in TOML files and print the result table."""
     from referee.config.bots import load_bot
-    from referee.match.bots import BotConfigError
+    from referee.jail.bots import BotConfigError
     from referee.match.runner import Clock, MatchRunner
     from referee.match.server import RefereeServer, TlsConfig
     from referee.runtime import logs

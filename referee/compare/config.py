@@ -20,7 +20,6 @@ from pydantic import Field, model_validator
 from referee.compare.sprt import Sprt
 from referee.config.bots import load_bot
 from referee.config.errors import Allowed, ConfigFileError, read_toml
-from referee.config.policy import Grants, check_run, never_readable
 from referee.config.tables import (
     ClockTable,
     FilePath,
@@ -33,9 +32,10 @@ from referee.config.tables import (
     resolve,
     validate,
 )
-from referee.match.bots import BotConfigError, BotSpec
+from referee.jail.bots import BotConfigError, BotSpec
+from referee.jail.policy import Grants, check_run, never_readable
+from referee.jail.sandbox import DEFAULT_MODE
 from referee.match.runner import Clock
-from referee.match.sandbox import DEFAULT_MODE
 from referee.rules import RuleError, RuleSet, deck_for
 
 

@@ -1,8 +1,8 @@
 """Bot files (``--bot FILE``, ``[[bots]] file = FILE``) read into a
-:class:`~referee.match.bots.BotSpec`, the declaration the match machinery starts or admits.
+:class:`~referee.jail.bots.BotSpec`, the declaration the match machinery starts or admits.
 
 A bot file is its author's: what it may read beyond its own folder, and how far its
-``[limits]`` may go, is the organiser's to say (:mod:`referee.config.policy`)."""
+``[limits]`` may go, is the organiser's to say (:mod:`referee.jail.policy`)."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Any
 
 from referee.config.errors import read_toml
-from referee.config.policy import Grants, confine_bot_file
 from referee.config.tables import BotTable, resolve, validate
-from referee.match.bots import BotConfigError, BotSpec, Limits
+from referee.jail.bots import BotConfigError, BotSpec, Limits
+from referee.jail.policy import Grants, confine_bot_file
 
 
 def load_bot(path: str | Path, grants: Grants | None = None) -> BotSpec:

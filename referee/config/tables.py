@@ -1,7 +1,7 @@
 """The tables that the tournament, league, comparison and bot files share, as typed models.
 
 A file type is a model built from these (:mod:`referee.tournament.config`,
-:mod:`referee.league.config`, :mod:`referee.compare.config`, :mod:`referee.match.bots`); its loader
+:mod:`referee.league.config`, :mod:`referee.compare.config`, :mod:`referee.jail.bots`); its loader
 validates the parsed TOML with :func:`validate` and builds the referee's own objects
 (:class:`~referee.rules.RuleSet`, :class:`~referee.match.runner.Clock`, ...) from the model. A
 model's field docstrings are the descriptions an editor shows from the JSON Schema
@@ -31,8 +31,8 @@ from pydantic import (
 )
 
 from referee.config.errors import Allowed, ConfigFileError, one_line
-from referee.config.policy import Grants, MaxLimits, never_readable, refuse_never
-from referee.match.bots import MAX_SEATS, Limits
+from referee.jail.bots import MAX_SEATS, Limits
+from referee.jail.policy import Grants, MaxLimits, never_readable, refuse_never
 from referee.match.runner import Clock
 from referee.rules import (
     AllZeroTrick,
@@ -82,7 +82,7 @@ Milliseconds = Annotated[int, Allowed("a whole number of milliseconds >= 1"), Fi
 
 #: The rules presets of docs/rules.md (:data:`referee.rules.PRESETS`).
 Preset = Literal["sticheln", "amigo", "sore-spot", "french-2-14", "stick-em-secret"]
-#: How started bots are confined (:data:`referee.match.sandbox.MODES`).
+#: How started bots are confined (:data:`referee.jail.sandbox.MODES`).
 SandboxMode = Literal["bubblewrap", "none"]
 
 
@@ -227,7 +227,7 @@ class SandboxTable(Table):
         self, base: Path, where: str, error: type[Exception]
     ) -> tuple[Grants, list[tuple[str, Path]]]:
         """The organiser's grants (paths read from ``base``), and each granted path with
-        its key, for :func:`referee.config.policy.check_run`; ``error`` in one line for a
+        its key, for :func:`referee.jail.policy.check_run`; ``error`` in one line for a
         path that does not exist or that no bot may ever read."""
         granted = granted_paths(self.read, base, "[sandbox] read", where, error)
         grants = Grants(

@@ -16,7 +16,6 @@ from typing import Annotated, Any
 from pydantic import Field, model_validator
 
 from referee.config.errors import read_toml
-from referee.config.policy import check_run, never_readable
 from referee.config.tables import (
     ClockTable,
     Count,
@@ -35,9 +34,10 @@ from referee.config.tables import (
     resolve,
     validate,
 )
+from referee.jail.policy import check_run, never_readable
+from referee.jail.sandbox import DEFAULT_MODE
 from referee.league.scheduler import SeatingRules
 from referee.match.runner import Clock
-from referee.match.sandbox import DEFAULT_MODE
 from referee.results.ratings import MIN_MATCHES
 from referee.rules import RuleError, RuleSet
 from referee.tournament.config import ConfigError

@@ -49,17 +49,18 @@ from typing import Any
 import grpc
 import structlog
 
+from referee.jail.bots import BotSpec
+from referee.jail.process import BotProcess
+from referee.jail.sandbox import Sandbox
 from referee.league.config import LeagueConfig
 from referee.league.feed import MatchFeed, replay_feed
 from referee.league.registry import BotEntry, BotRegistry, RegistryError
 from referee.league.scheduler import History, Marks, can_seat, choose_table
 from referee.league.standings import fit_in_child
-from referee.match.bots import BotProcess, BotSpec
 from referee.match.dealkey import DealKey
 from referee.match.metrics import RefereeMetrics
 from referee.match.record import ReplayError, read_record
 from referee.match.runner import MatchResult, MatchRunner
-from referee.match.sandbox import Sandbox
 from referee.match.server import (
     SERVICE_NAME,
     Intake,

@@ -32,11 +32,12 @@ from typing import Any
 import grpc
 
 from referee import __version__
-from referee.match.bots import BotProcess, BotSpec, log_name
+from referee.jail.bots import BotSpec, log_name
+from referee.jail.process import BotProcess
+from referee.jail.sandbox import Sandbox, SandboxUnavailable
 from referee.match.faults import Fault, FaultReason
 from referee.match.pool import await_handshake, start_bot
 from referee.match.runner import Clock, MatchResult, MatchRunner
-from referee.match.sandbox import Sandbox, SandboxUnavailable
 from referee.match.server import Malformed, RefereeServer, SeatRegistry, SeatSlot, SeatStream
 from referee.rules import PRESETS, RuleSet, card_str, cards_str, preset
 from sticheln.v1 import bot_pb2, bot_pb2_grpc

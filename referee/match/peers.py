@@ -17,7 +17,7 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
-from referee.match.bots import BotProcess, live_bots
+from referee.jail.process import BotProcess, live_bots
 
 _PROC = Path("/proc")
 

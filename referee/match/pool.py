@@ -30,8 +30,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from referee.match.bots import BotProcess, BotSpec, process_log_name
-from referee.match.sandbox import SOCKET_ADDRESS, SandboxUnavailable, unreadable
+from referee import jail
+from referee.jail.bots import BotSpec, process_log_name
+from referee.jail.process import BotProcess
+from referee.jail.sandbox import SOCKET_ADDRESS, SandboxUnavailable, unreadable
 from referee.match.server import RefereeServer, SeatSlot, SeatStream
 
 #: ``Welcome.message`` of a stream the pool keeps for several matches.
@@ -79,13 +81,13 @@ async def start_bot(
     its seats open only there, and the socket closes when the process ends. Without a
     sandbox it dials the server's TCP port (and trusts the port's certificate, if any).
     Raises :class:`OSError` when it cannot be started and
-    :class:`~referee.match.sandbox.SandboxUnavailable` when no sandbox can be made here.
+    :class:`~referee.jail.sandbox.SandboxUnavailable` when no sandbox can be made here.
     """
     token = slots[0].token
     sandbox = server.sandbox
     if not sandbox.enabled:
         tls = server.tls
-        return await BotProcess.start(
+        return await jail.start(
             spec,
             server.address,
             token,
@@ -121,7 +123,7 @@ async def start_bot(
             log_path.parent.mkdir(parents=True, exist_ok=True)
             with open(log_path, "a", encoding="utf-8") as log:
                 log.write(f"referee: {why}\n")
-        process = await BotProcess.start(
+        process = await jail.start(
             spec,
             SOCKET_ADDRESS,
             token,
@@ -139,7 +141,7 @@ async def start_bot(
 
 def moved_path(spec: BotSpec) -> str:
     """Why ``spec``'s folder or a read path no longer leads where it led when its file was
-    checked (:mod:`referee.config.policy`; a link put in its place since), or "".
+    checked (:mod:`referee.jail.policy`; a link put in its place since), or "".
     bubblewrap follows links when it binds a path: checked again just before the bot
     starts, a path swapped for a link to ``/proc`` or the output folder is refused rather
     than bound."""

@@ -23,9 +23,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from referee.match.bots import BotProcess, BotSpec, log_name
+from referee.jail.bots import BotSpec, log_name
+from referee.jail.process import BotProcess
+from referee.jail.sandbox import Sandbox, SandboxUnavailable
 from referee.match.pool import EXIT_GRACE_S, await_handshake, start_bot
-from referee.match.sandbox import Sandbox, SandboxUnavailable
 from referee.match.server import RefereeServer, SeatSlot, TlsConfig
 from referee.runtime.private import private_dir
 

@@ -27,7 +27,9 @@ from typing import Any, Protocol
 import structlog
 
 from referee.convert import round_result_to_proto, rules_to_proto, trick_to_proto, view_to_proto
-from referee.match.bots import BotProcess, BotSpec, log_name
+from referee.jail.bots import BotSpec, log_name
+from referee.jail.process import BotProcess
+from referee.jail.sandbox import SandboxUnavailable
 from referee.match.faults import (
     FORFEIT_AT_ONCE,
     NO_STRIKE,
@@ -38,7 +40,6 @@ from referee.match.faults import (
 )
 from referee.match.pool import EXIT_GRACE_S, StartFailed, await_handshake, start_bot
 from referee.match.record import RECORD_VERSION, SEED_DOMAIN, RecordWriter, cards_text
-from referee.match.sandbox import SandboxUnavailable
 from referee.match.server import Malformed, RefereeServer, SeatSlot, SeatStream
 from referee.rules import Action, Match, Phase, Round, RuleSet, Trick, card_str, view
 from referee.runtime.private import private_dir

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from referee.match.bots import BotSpec
+from referee.jail.bots import BotSpec
 from referee.match.record import read_record
 from referee.rules import preset
 

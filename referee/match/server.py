@@ -40,11 +40,11 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from referee import __version__
-from referee.match import watchdog
-from referee.match.bots import MAX_SEATS
+from referee.jail import watchdog
+from referee.jail.bots import MAX_SEATS
+from referee.jail.sandbox import Sandbox
 from referee.match.faults import FaultReason
 from referee.match.peers import blame
-from referee.match.sandbox import Sandbox
 from sticheln.v1 import bot_pb2
 
 PROTOCOL_VERSION = 1

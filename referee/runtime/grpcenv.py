@@ -48,7 +48,7 @@ def configure(environ: MutableMapping[str, str] = os.environ) -> None:
 
 def restore(environ: MutableMapping[str, str] = os.environ) -> None:
     """Undo :func:`configure`: the settings are the referee's own, and a process it starts
-    (a bot, through ``referee.match.launch``) gets the environment it was given."""
+    (a bot, through ``referee.jail.launch``) gets the environment it was given."""
     for name, value in _BEFORE.items():
         if value is None:
             environ.pop(name, None)

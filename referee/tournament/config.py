@@ -16,7 +16,6 @@ from pydantic import Field
 
 from referee.config.bots import bot_from_model, load_bot
 from referee.config.errors import ConfigFileError, read_toml
-from referee.config.policy import check_run, never_readable, with_grants
 from referee.config.tables import (
     BotEntry,
     BotFileRef,
@@ -38,9 +37,10 @@ from referee.config.tables import (
     resolve,
     validate,
 )
-from referee.match.bots import BotConfigError, BotSpec
+from referee.jail.bots import BotConfigError, BotSpec
+from referee.jail.policy import check_run, never_readable, with_grants
+from referee.jail.sandbox import DEFAULT_MODE
 from referee.match.runner import Clock
-from referee.match.sandbox import DEFAULT_MODE
 from referee.results.ratings import MIN_MATCHES
 from referee.rules import RuleError, RuleSet
 
@@ -81,7 +81,7 @@ class TournamentConfig:
 
     def check_reads(self, deal_key_file: Path | None = None) -> None:
         """Refuse in one line a grant or a bot's path that no bot may read with this output
-        folder, database and deal key file (:func:`referee.config.policy.check_run`)."""
+        folder, database and deal key file (:func:`referee.jail.policy.check_run`)."""
         rules = never_readable(self.out, self.database, deal_key_file)
         sandboxed = self.sandbox != "none"
         check_run(self.bots, self.granted, rules, str(self.source), ConfigError, sandboxed)

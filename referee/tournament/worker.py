@@ -14,7 +14,7 @@ import signal
 import sys
 from pathlib import Path
 
-from referee.match.bots import kill_all_bots
+from referee.jail.process import kill_all_bots
 from referee.runtime import eventloop, logs
 from referee.tournament.workers import serve_worker
 

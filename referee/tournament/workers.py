@@ -32,12 +32,12 @@ from typing import Any, Protocol
 
 import structlog
 
-from referee.match.bots import BotSpec
+from referee.jail.bots import BotSpec
+from referee.jail.sandbox import DEFAULT_MODE, Sandbox
 from referee.match.faults import FaultReason
 from referee.match.metrics import RefereeMetrics
 from referee.match.pool import BotPool
 from referee.match.runner import Clock, MatchResult, MatchRunner
-from referee.match.sandbox import DEFAULT_MODE, Sandbox
 from referee.match.server import RefereeServer
 from referee.rules import RuleSet
 

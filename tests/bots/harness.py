@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from referee.config.bots import bot_from_table
-from referee.match.bots import BotSpec
+from referee.jail.bots import BotSpec
 from referee.match.faults import fallback_action
 from referee.match.record import replay
 from referee.match.runner import Clock, MatchResult, MatchRunner

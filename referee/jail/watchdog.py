@@ -2,13 +2,13 @@
 however it went (SIGKILL and out-of-memory kills included).
 
 Each started bot leads a process group of its own. ``PR_SET_PDEATHSIG`` (set by
-:mod:`referee.match.launch`) kills only the process the referee started: a bot's
+:mod:`referee.jail.launch`) kills only the process the referee started: a bot's
 children live on, and so does a sandbox whose set-up was cut short (bubblewrap's pid-1
 process waits for a parent that is gone, without its own death signal yet). The
 watchdog closes both gaps. It is a small separate process, started with the first bot,
 that reads the process groups to guard from a pipe (``+PGID`` when a bot starts,
 ``-PGID`` once it has been stopped) and the folders to remove (the referee's private
-socket folders) and the referee's cgroups (:mod:`referee.match.cgroups`: every
+socket folders) and the referee's cgroups (:mod:`referee.jail.cgroups`: every
 process left in them is killed, then they are removed). The kernel closes the pipe when the referee ends, and at end of file the
 watchdog kills every group it still guards, removes those folders, and exits.
 

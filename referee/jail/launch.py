@@ -1,7 +1,7 @@
-"""Start a bot command under resource limits: ``python -m referee.match.launch [limits] -- CMD...``.
+"""Start a bot command under resource limits: ``python -m referee.jail.launch [limits] -- CMD...``.
 
 The referee starts every command bot through this small launcher, which joins the bot's
-control group (made by :mod:`referee.match.cgroups`), sets the limits on itself, closes
+control group (made by :mod:`referee.jail.cgroups`), sets the limits on itself, closes
 every descriptor but stdio and those it is told to pass on, and then replaces itself with
 the bot (``exec``), so the group and the limits apply to the bot and everything it
 starts. Doing it here rather than in a ``preexec_fn`` keeps the referee's own (threaded)
@@ -9,7 +9,7 @@ process safe; closing the descriptors here covers every way the referee may spaw
 event loop's ``close_fds`` is not to be relied on: uvloop's let the referee's inherited
 descriptors through). On Linux the bot is also killed if the referee
 dies (``PR_SET_PDEATHSIG``); what the bot started itself, and a sandbox cut short while
-it was being set up, are killed by :mod:`referee.match.watchdog`, so even a referee
+it was being set up, are killed by :mod:`referee.jail.watchdog`, so even a referee
 killed with SIGKILL leaves no bot behind.
 """
 
@@ -38,13 +38,13 @@ _MAX_FD = 1 << 20
 
 def main(argv: list[str] | None = None) -> None:
     """Apply the limits and exec the bot command."""
-    parser = argparse.ArgumentParser(prog="python -m referee.match.launch")
+    parser = argparse.ArgumentParser(prog="python -m referee.jail.launch")
     parser.add_argument("--cpu-seconds", type=int, required=True)
     parser.add_argument("--memory-mb", type=int, required=True)
     parser.add_argument("--pass-fd", type=int, action="append", default=[])
     # The referee's process id: gone between fork and prctl, this process's parent differs.
     parser.add_argument("--referee-pid", type=int, required=True)
-    # The bot's control group, one folder per hierarchy (referee.match.cgroups) ...
+    # The bot's control group, one folder per hierarchy (referee.jail.cgroups) ...
     parser.add_argument("--cgroup", action="append", default=[])
     # ... or, where none could be made, the resource limits that stand in for it.
     parser.add_argument("--nproc", type=int)
@@ -64,7 +64,7 @@ def main(argv: list[str] | None = None) -> None:
             with open(os.path.join(folder, "cgroup.procs"), "w", encoding="ascii") as f:
                 f.write(str(os.getpid()))
         except OSError as exc:
-            print(f"referee.match.launch: cannot join {folder}: {exc.strerror}", file=sys.stderr)
+            print(f"referee.jail.launch: cannot join {folder}: {exc.strerror}", file=sys.stderr)
             sys.exit(125)
     if args.nproc is not None:
         resource.setrlimit(resource.RLIMIT_NPROC, (args.nproc, args.nproc))
@@ -89,7 +89,7 @@ def main(argv: list[str] | None = None) -> None:
     try:
         os.execvp(command[0], command)
     except OSError as exc:
-        print(f"referee.match.launch: cannot start {command[0]!r}: {exc.strerror}", file=sys.stderr)
+        print(f"referee.jail.launch: cannot start {command[0]!r}: {exc.strerror}", file=sys.stderr)
         sys.exit(127)
 
 

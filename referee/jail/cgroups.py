@@ -18,12 +18,12 @@ started bot gets one group with
   honest bot woken for a decision waits behind it.
 
 What is written where is data (:func:`settings`, from a bot's
-:class:`~referee.match.bots.Limits`), tested on its own; :class:`Cgroups` is the one place
+:class:`~referee.jail.bots.Limits`), tested on its own; :class:`Cgroups` is the one place
 that applies it. The referee makes its groups under its own, in a subtree named for its
-process (``sticheln-referee-PID``); the bot's launcher (:mod:`referee.match.launch`) moves
+process (``sticheln-referee-PID``); the bot's launcher (:mod:`referee.jail.launch`) moves
 itself into the bot's group before it starts bubblewrap, so nothing of the bot runs
 outside it. A bot's group is emptied and removed when the bot has ended, and the
-:mod:`~referee.match.watchdog` removes what is left when the referee is killed.
+:mod:`~referee.jail.watchdog` removes what is left when the referee is killed.
 
 cgroup v2 is used where the referee's group has the memory and pids controllers delegated;
 otherwise cgroup v1, where that is what the host mounts. Where neither can be made (no
@@ -48,11 +48,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from referee.match.botlog import BotLog
+from referee.jail.botlog import BotLog
 
 if TYPE_CHECKING:
-    from referee.match.bots import Limits
-    from referee.match.sandbox import SandboxPolicy
+    from referee.jail.bots import Limits
+    from referee.jail.sandbox import SandboxPolicy
 
 #: Where the referee looks for the control group file systems.
 CGROUP_ROOT = Path("/sys/fs/cgroup")
@@ -440,7 +440,7 @@ class Cgroups:
         )
 
     def _make_subtree(self) -> None:
-        from referee.match import watchdog  # the watchdog imports nothing of this module
+        from referee.jail import watchdog  # the watchdog imports nothing of this module
 
         for hierarchy, subtree in zip(self.hierarchies, self.subtrees, strict=True):
             subtree.mkdir(exist_ok=True)
@@ -457,7 +457,7 @@ class Cgroups:
         :class:`OSError` when the kernel refuses)."""
         if not self._made:
             self._make_subtree()
-        from referee.match import watchdog  # the watchdog imports nothing of this module
+        from referee.jail import watchdog  # the watchdog imports nothing of this module
 
         name = f"bot-{next(self._numbers)}"
         folders = [
@@ -495,7 +495,7 @@ class Cgroups:
 
     def released(self, group: BotCgroup) -> None:
         """``group`` has been removed."""
-        from referee.match import watchdog
+        from referee.jail import watchdog
 
         for folder in group.folders:
             if folder.parent not in self.subtrees:

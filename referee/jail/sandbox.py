@@ -22,7 +22,7 @@ no flags of its own. :meth:`Sandbox.policy` builds the policy for one bot proces
 - its own PID, IPC, UTS and cgroup namespaces (it sees no other process), and its own user
   namespace when the referee is not root; of /proc, the machine-wide key lists and kernel
   internals are masked (:data:`MASKED_PROC`);
-- system calls: those of :data:`referee.match.seccomp.PROFILE` (Docker's default profile,
+- system calls: those of :data:`referee.jail.seccomp.PROFILE` (Docker's default profile,
   stricter); any other fails with ``EPERM``. Bubblewrap installs the filter just before it
   starts the bot, from a descriptor passed to it alone (:func:`bwrap_descriptors`);
 - descriptors: its stdio and nothing else (the launcher closes whatever the referee was
@@ -32,7 +32,7 @@ When the referee runs as root, bubblewrap sets the sandbox up with root's rights
 drops the bot to an unprivileged user and group with no capabilities and
 ``no_new_privs``: files the referee keeps private stay unreadable to the bot even if a
 path were bound by mistake. Every running bot process has a uid (and gid) of its own from
-:attr:`Sandbox.uids` (:mod:`referee.match.botusers`), so that nothing the kernel keeps per
+:attr:`Sandbox.uids` (:mod:`referee.jail.botusers`), so that nothing the kernel keeps per
 uid is shared between two bots. The bot's folder must then be readable by others. Run as
 any other user, the bot keeps the referee's uid inside a user namespace of its own, and
 the filter closes the per-user state that stays visible (the key facility).
@@ -55,7 +55,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from referee.match import botusers, seccomp
+from referee.jail import botusers, seccomp
 
 #: The sandbox modes: bubblewrap (the default) or none (trusted bots only).
 MODES = ("bubblewrap", "none")
@@ -158,7 +158,7 @@ class SandboxPolicy:
     #: Paths of the sandbox's /proc made unreadable (a device on a ``nodev`` mount: EACCES).
     masked: tuple[Path, ...] = ()
     #: The seccomp filter bubblewrap installs before it starts the bot (a compiled BPF
-    #: program, :func:`referee.match.seccomp.program`); empty: none.
+    #: program, :func:`referee.jail.seccomp.program`); empty: none.
     seccomp: bytes = b""
     #: Files made read-only in the sandbox from the referee's text, in place of the host's:
     #: (path, content) (:func:`account_files`).
@@ -322,7 +322,7 @@ def shared_paths() -> list[Path]:
     """The host paths every started bot may read, whatever its bot file says: the system
     (``/usr`` and its links, the parts of ``/etc``), the referee's interpreter and its
     packages. What a run keeps secret must not lie inside one of them
-    (:func:`referee.config.policy.check_run`)."""
+    (:func:`referee.jail.policy.check_run`)."""
     paths = [*SYSTEM_DIRS, *(Path("/etc") / name for name in ETC_FILES)]
     paths += [Path("/") / n for n in SYSTEM_LINKS if (Path("/") / n).is_dir()]
     return [Path(p).resolve() for p in (*paths, *_python_paths())]
@@ -357,9 +357,9 @@ class Sandbox:
     #: The size of each bot's ``/tmp``, in MiB.
     tmp_size_mb: int = TMP_SIZE_MB
     #: The uids (first, last) bot processes run as when the referee runs as root, one
-    #: of its own for each running process (:mod:`referee.match.botusers`).
+    #: of its own for each running process (:mod:`referee.jail.botusers`).
     uids: tuple[int, int] = dataclasses.field(default_factory=botusers.configured_range)
-    #: Filter system calls (:mod:`referee.match.seccomp`); off only to measure its cost.
+    #: Filter system calls (:mod:`referee.jail.seccomp`); off only to measure its cost.
     filter_syscalls: bool = True
 
     def __post_init__(self) -> None:

@@ -2,7 +2,7 @@
 
 A bot file is its author's; the tournament, league or comparison file (or the command
 line of ``referee match`` and ``referee check-bot``) is the organiser's. What a bot may
-read besides the system and the referee's own packages (:mod:`referee.match.sandbox`) is:
+read besides the system and the referee's own packages (:mod:`referee.jail.sandbox`) is:
 
 - its **folder** (the bot's ``workdir``) and the bot file's ``[sandbox] read`` paths: the
   author may name only paths inside the folder that holds the bot file (after following
@@ -33,7 +33,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
 
-from referee.match.bots import BotConfigError, BotSpec, Limits
+from referee.jail.bots import BotConfigError, BotSpec, Limits
 
 #: Host folders no bot may read, whoever grants them: a bot's sandbox has its own
 #: ``/proc`` and ``/dev``, and nothing of ``/sys`` or ``/run`` (where the referee's socket
@@ -170,7 +170,7 @@ def _inside(path: Path, roots: Iterable[Path]) -> bool:
 @dataclass(frozen=True)
 class MaxLimits:
     """The most a bot file's ``[limits]`` may ask for (the organiser's maxima); each name
-    is a field of :class:`~referee.match.bots.Limits`."""
+    is a field of :class:`~referee.jail.bots.Limits`."""
 
     cpu_seconds: int = Limits.cpu_seconds
     memory_mb: int = Limits.memory_mb
@@ -276,7 +276,7 @@ def with_grants(spec: BotSpec, grants: Grants) -> BotSpec:
 def _refuse_shared(rules: Sequence[Rule], where: str, error: type[Exception]) -> None:
     """``error`` in one line when the output folder, the database or the deal key lies
     inside a path every started bot reads (the system, the referee's interpreter)."""
-    from referee.match.sandbox import shared_paths  # the sandbox imports nothing of this
+    from referee.jail.sandbox import shared_paths  # the sandbox imports nothing of this
 
     for shared in shared_paths():
         for rule in rules:

@@ -1,0 +1,53 @@
+"""The jail: everything between a started bot and the machine it runs on, in one place.
+
+A bot the referee starts is a stranger's program. The match runner asks the jail for a
+process and gets one that is confined and bounded; it never builds a command line, a
+sandbox or a limit itself. The one way in is :func:`start`: a declared bot
+(:class:`~referee.jail.bots.BotSpec`: command, folder, environment, limits) and a declared
+:class:`~referee.jail.sandbox.SandboxPolicy` in, a started, bounded
+:class:`~referee.jail.process.BotProcess` out.
+
+The parts, each tested on its own:
+
+- :mod:`~referee.jail.policy`: who may widen a bot's view (its author, the organiser) and
+  what no one may (the host's ``/proc``, the output folder, the deal key...), as data;
+- :mod:`~referee.jail.sandbox`: the policy turned into a bubblewrap command (namespaces,
+  read-only binds, a private ``/tmp``, no network but the referee's socket);
+- :mod:`~referee.jail.seccomp`: the system calls a bot may make, compiled into a filter;
+- :mod:`~referee.jail.botusers`: a uid of its own for every bot under a root referee;
+- :mod:`~referee.jail.cgroups`: memory, processes and CPU bounds for the whole process tree;
+- :mod:`~referee.jail.botlog`: the bot's output, piped into its log up to a cap;
+- :mod:`~referee.jail.launch`: the small launcher that applies rlimits, joins the cgroup,
+  closes inherited descriptors and execs the sandbox;
+- :mod:`~referee.jail.watchdog`: kills every bot once the referee is gone, however it went;
+- :mod:`~referee.jail.process`: the started process, its end in words, and its stop.
+
+This module imports nothing heavy itself: the launcher (``python -I -m
+referee.jail.launch``) runs inside this package before every bot, and should load no
+more than it needs.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from referee.jail.bots import BotSpec
+    from referee.jail.process import BotProcess
+
+
+async def start(
+    spec: BotSpec,
+    address: str,
+    token: str,
+    log_path: Path,
+    extra_env: dict[str, str] | None = None,
+    **options: Any,
+) -> BotProcess:
+    """Start ``spec`` confined and bounded: see :meth:`referee.jail.process.BotProcess.start`
+    for ``options`` (``policy``, ``tls_ca``, ``on_exit``)."""
+    from referee.jail.process import BotProcess
+
+    return await BotProcess.start(spec, address, token, log_path, extra_env, **options)

@@ -96,6 +96,19 @@ def test_the_cpp_rules_agree_with_every_conformance_vector() -> None:
         assert f"{path.name}: {len(cases)} of {len(cases)} cases agree" in done.stdout
 
 
+def test_the_cpp_conformance_test_without_vectors_says_where_they_are(tmp_path: Path) -> None:
+    # A starter copied out of the repository: its ../../conformance is not there.
+    done = subprocess.run(
+        [str(CONFORMANCE_TEST), str(tmp_path / "conformance")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 77, done.stdout  # ctest's SKIP_RETURN_CODE: skipped, not passed
+    assert "no conformance vectors in" in done.stdout
+    assert "-DSTICHELN_CONFORMANCE_DIR=" in done.stdout
+
+
 def test_the_cpp_conformance_test_names_a_case_it_disagrees_with(tmp_path: Path) -> None:
     for path in (ROOT / "conformance").glob("*.json"):
         shutil.copy(path, tmp_path)

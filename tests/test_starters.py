@@ -131,5 +131,15 @@ def test_a_copied_cpp_starter_builds_with_plain_cmake_and_plays_a_match(elsewher
     ):
         done = subprocess.run(argv, capture_output=True, text=True, timeout=840, cwd=elsewhere)
         assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    # Its ctest: the vectors are not beside the copy, so the test is skipped and says how
+    # to point the build at them; pointed there, it runs and passes.
+    ctest = ["ctest", "--output-on-failure", "-V"]
+    done = subprocess.run(ctest, capture_output=True, text=True, timeout=120, cwd=folder / "build")
+    assert "No tests were found" not in done.stdout + done.stderr
+    assert "Skipped" in done.stdout and "-DSTICHELN_CONFORMANCE_DIR=" in done.stdout, done.stdout
+    vectors = f"-DSTICHELN_CONFORMANCE_DIR={ROOT / 'conformance'}"
+    subprocess.run(["cmake", "-S", str(folder), "-B", str(folder / "build"), vectors], check=True)
+    done = subprocess.run(ctest, capture_output=True, text=True, timeout=120, cwd=folder / "build")
+    assert done.returncode == 0 and "all vectors agree" in done.stdout, done.stdout[-3000:]
     bot = bot_file(elsewhere, "mine-cpp", ["cpp/build/sticheln-bot"])
     play_with(bot, elsewhere.parent / "out-cpp")

@@ -3,7 +3,8 @@
 // aside included), trick winners with their reason, whole rounds, whole matches (the
 // dealer's rotation, running totals, places) and match places.
 //
-//   conformance_test ../../conformance      # exit 0 when every case agrees
+//   conformance_test ../../conformance      # exit 0 when every case agrees, 77 when the
+//                                           # folder holds no vectors (ctest: skipped)
 //
 // The JSON is read with protobuf's own JSON parser into a google.protobuf.Struct, so the
 // test needs nothing beyond the bot's own libraries.
@@ -224,6 +225,16 @@ std::string check_places(const Struct& c) {
 
 int main(int argc, char** argv) {
   const std::string dir = argc > 1 ? argv[1] : "../../conformance";
+  if (!std::ifstream(dir + "/decks.json")) {
+    // A starter copied out of the repository has no vectors beside it: say where they are
+    // and how to point the build at them, and exit 77, which ctest reports as skipped
+    // (not as "no tests found", and not as a pass).
+    std::cout << "no conformance vectors in " << dir
+              << ": they are the repository's conformance/ folder; configure with "
+                 "-DSTICHELN_CONFORMANCE_DIR=/path/to/the/repository/conformance (or copy "
+                 "that folder) and run ctest again\n";
+    return 77;
+  }
   int failed = 0;
   failed += run_file(dir, "decks.json", check_deck);
   failed += run_file(dir, "deals.json", check_deal);

@@ -7,7 +7,8 @@ PY=${PYTHON:-python3}
 # Chromium (the web pages' browser tests), docker-compose (its `config` checks
 # deploy/compose.yaml; no Docker daemon needed), bubblewrap (the sandbox every bot the
 # referee starts runs in, with util-linux's setpriv), the C++ toolchain with gRPC's
-# development files for the C++ sample bot, protoc plugins, and Debian Python's venv module.
+# development files for the C++ sample bot, protoc plugins, Go with gRPC (the Go recipe of
+# docs/protocol-reference.md), and Debian Python's venv module.
 need=()
 command -v bwrap >/dev/null || need+=(bubblewrap)
 command -v setpriv >/dev/null || need+=(util-linux)
@@ -21,6 +22,12 @@ command -v docker-compose >/dev/null || need+=(docker-compose)
 # The Go and Java protoc plugins, to run the stub lines of docs/protocol-reference.md.
 { command -v protoc-gen-go && command -v protoc-gen-go-grpc && command -v grpc_java_plugin; } >/dev/null \
   || need+=(protoc-gen-go protoc-gen-go-grpc protobuf-compiler-grpc-java-plugin)
+# Go and Debian's Go packages, to build the Go bot of docs/protocol-reference.md offline as
+# the page says and play it (its first build takes about a minute, later ones are cached).
+# The 1.5 protobuf library by name: golang-google-grpc-dev alone pulls in 1.3, which cannot
+# encode the messages protoc-gen-go writes.
+{ command -v go && dpkg -s golang-google-grpc-dev golang-github-golang-protobuf-1-5-dev; } >/dev/null 2>&1 \
+  || need+=(golang-go golang-google-grpc-dev golang-github-golang-protobuf-1-5-dev)
 { command -v promtool && command -v prometheus; } >/dev/null || need+=(prometheus)
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need+=(postgresql)
 # The web pages' browser tests drive Debian's Chromium (Playwright is pointed at it).

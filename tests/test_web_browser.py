@@ -189,9 +189,15 @@ def test_the_viewer_steps_through_a_finished_match_as_recorded(
     }"""
     trick_number: dict[int, int] = {}
     for line in lines:
-        if line["type"] == "round_start" and line["round"] > 0:
-            page.keyboard.press("ArrowRight")  # the next round's deal
+        if line["type"] == "round_start":
+            if line["round"] > 0:
+                page.keyboard.press("ArrowRight")  # the next round's deal
             assert page.evaluate(state)["trick"] == -1
+            # The pain cards chosen face down, then revealed: each its own step.
+            page.keyboard.press("ArrowRight")
+            assert page.evaluate(state)["hash"] == f"#r{line['round'] + 1}pick"
+            page.keyboard.press("ArrowRight")
+            assert page.evaluate(state)["hash"] == f"#r{line['round'] + 1}reveal"
         if line["type"] != "trick":
             continue
         r = line["round"]
@@ -226,6 +232,9 @@ def test_the_viewer_steps_through_a_finished_match_as_recorded(
     assert page.evaluate(state)["trick"] == trick_number[len(ends) - 1] - 1
     page.select_option("#round-select", "0")
     assert page.text_content("#step-label") == "Round 1 · the deal"
+    page.click("#next")
+    assert page.text_content("#step-label") == "Round 1 · pain cards chosen, face down"
+    page.click("#next")
     page.click("#next")
     assert (
         page.text_content("#step-label")

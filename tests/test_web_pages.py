@@ -193,8 +193,14 @@ def _expected_scores(lines: list[dict[str, Any]]) -> list[tuple[str, list[int], 
             running = [
                 0 if kept else sum(points(card, s) for card in p) for s, p in enumerate(x["pain"])
             ]
+            # The deal and the choice face down: no round score yet, the match's so far.
+            out += [(f"#r{r + 1}", [], list(totals)), (f"#r{r + 1}pick", [], list(totals))]
             out.append(
-                (f"#r{r + 1}", list(running), [a + b for a, b in zip(totals, running, strict=True)])
+                (
+                    f"#r{r + 1}reveal",
+                    list(running),
+                    [a + b for a, b in zip(totals, running, strict=True)],
+                )
             )
             c = 0
         elif x["type"] == "play":

@@ -283,3 +283,112 @@ def test_the_step_bar_stays_in_reach_with_big_worded_buttons(
         page.tap("#next-trick")
         assert page.evaluate(HASH) == "#r1t2c8"
     assert chromium.errors == []
+
+
+SEATS = """() => [...document.querySelectorAll('.seat')].map(s => ({
+    pain: [...s.querySelectorAll('.painrow [data-card]')].map(c => c.dataset.card),
+    down: s.querySelectorAll('.painrow .card.hidden').length,
+    hand: [...s.querySelectorAll('[data-hand] [data-card]')].map(c => c.dataset.card),
+    outlined: s.querySelectorAll('[data-hand] .card.pain').length,
+    round: s.querySelector('.round-score') ? Number(s.querySelector('.round-score').dataset.score) : null,
+    hurt: s.querySelectorAll('.taken .chip.hurt').length,
+}))"""
+
+
+def _moments(lines: list[dict[str, Any]]) -> tuple[list[list[str]], list[list[str]], list[int]]:
+    """Round 1 from the record: the hands dealt, the pain picks, the round's scores."""
+    dealt = next(x["hands"] for x in lines if x["type"] == "round_start")
+    picks = next(x["pain"] for x in lines if x["type"] == "reveal" and x["round"] == 0)
+    scores = next(x["scores"] for x in lines if x["type"] == "round_end")
+    return dealt, picks, scores
+
+
+@pytest.mark.parametrize("phone", [True, False], ids=["phone", "desk"])
+def test_the_deal_the_choice_face_down_and_the_reveal_are_steps_of_their_own(
+    chromium: Chromium, folders: dict[str, Served], phone: bool
+) -> None:
+    served = folders["eight"]
+    dealt, picks, _ = _moments(served.record())
+    page = open_viewer(chromium, served, phone, "#r1")
+    label = "() => document.querySelector('#step-label').textContent"
+    # Dealt: every hand as dealt, no pain card chosen, marked or scored yet.
+    seats = page.evaluate(SEATS)
+    assert [s["hand"] for s in seats] == dealt
+    assert all(s["pain"] == [] and s["down"] == 0 and s["outlined"] == 0 for s in seats)
+    assert all(s["round"] is None for s in seats)
+    # Chosen, face down: a hidden card before every seat, the pick gone from its hand.
+    page.keyboard.press("ArrowRight")
+    assert page.evaluate(HASH) == "#r1pick"
+    assert page.evaluate(label) == "Round 1 · pain cards chosen, face down"
+    seats = page.evaluate(SEATS)
+    assert all(s["pain"] == [] and s["down"] == len(p) for s, p in zip(seats, picks, strict=True))
+    assert [s["hand"] for s in seats] == [
+        [c for c in h if c not in p] for h, p in zip(dealt, picks, strict=True)
+    ]
+    shot(page, f"moments-pick-{'phone' if phone else 'desk'}")
+    # Revealed, all at once: every pick face up, the round scores from them.
+    page.keyboard.press("ArrowRight")
+    assert page.evaluate(HASH) == "#r1reveal"
+    seats = page.evaluate(SEATS)
+    assert [s["pain"] for s in seats] == picks
+    assert all(s["down"] == 0 and s["round"] is not None for s in seats)
+    assert "revealed, all at once" in page.text_content("#trick-outcome")
+    page.keyboard.press("ArrowRight")
+    assert page.evaluate(HASH) == "#r1t1c1"
+    # ↑ from the first trick goes back to the deal.
+    page.keyboard.press("ArrowUp")
+    assert page.evaluate(HASH) == "#r1"
+    assert chromium.errors == []
+
+
+@pytest.mark.parametrize("phone", [True, False], ids=["phone", "desk"])
+def test_secret_pain_cards_stay_hidden_until_the_round_is_scored(
+    chromium: Chromium, folders: dict[str, Served], phone: bool
+) -> None:
+    served = folders["secret"]
+    lines = served.record()
+    dealt, picks, scores = _moments(lines)
+    tricks = sum(1 for x in lines if x["type"] == "trick" and x["round"] == 0)
+    n = len(dealt)
+    page = open_viewer(chromium, served, phone, "#r1")
+    page.keyboard.press("ArrowRight")
+    assert page.evaluate(HASH) == "#r1pick"
+    # The pain choice's fault (the picker's first answer broke a rule) is at this step.
+    outcome = page.text_content("#trick-outcome") or ""
+    assert "stay hidden until the round is scored" in outcome
+    assert "⚠ picker" in outcome
+    seats = page.evaluate(SEATS)
+    assert all(s["pain"] == [] and s["down"] == 1 for s in seats)
+    # Kept in the hand: the hands are the dealt ones, nothing marked.
+    assert [s["hand"] for s in seats] == dealt and all(s["outlined"] == 0 for s in seats)
+    # No reveal before the first lead: the next step is the first card.
+    page.keyboard.press("ArrowRight")
+    assert page.evaluate(HASH) == "#r1t1c1"
+    # Through every trick but the last, complete: no pain card, no round score, no
+    # points of a taken card (they would tell the pain suits).
+    for t in range(1, tricks):
+        page.evaluate(f"location.hash = '#r1t{t}c{n}'")
+        until(page, f"() => document.querySelector('#trick').dataset.trick === '{t - 1}'")
+        seats = page.evaluate(SEATS)
+        assert all(s["pain"] == [] and s["round"] is None and s["hurt"] == 0 for s in seats), t
+        assert page.locator("#trick .pts").count() == 0
+        assert "hidden" in (page.text_content("#trick-outcome") or "") or "Nobody" in (
+            page.text_content("#trick-outcome") or ""
+        )
+    if phone:
+        shot(page, "secret-phone")
+    # The round scored: every pain card face up, the scores as recorded.
+    page.keyboard.press("ArrowDown")
+    assert page.evaluate(HASH) == f"#r1t{tricks}c{n}"
+    seats = page.evaluate(SEATS)
+    assert [s["pain"] for s in seats] == picks
+    assert [s["round"] for s in seats] == scores
+    assert "secret pain cards are revealed" in (page.text_content("#trick-outcome") or "")
+    # An address of the reveal, which this preset has not, opens at the choice.
+    page.evaluate("location.hash = '#r2reveal'")
+    until(
+        page,
+        "() => location.hash === '#r2reveal' && document.querySelector('#trick').dataset.round === '1'",
+    )
+    assert page.text_content("#step-label") == "Round 2 · pain cards chosen, face down"
+    assert chromium.errors == []

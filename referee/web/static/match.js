@@ -41,7 +41,7 @@ function suitsOf(cards) {
 
 // -- a finished match ----------------------------------------------------------------------
 function viewer(doc, id) {
-  const replay = new Replay(doc);
+  const replay = new Replay(doc, { moments: true });
   const seating = doc.seating;
   const steps = replay.steps;
   const legend = suitLegend(suitsOf(doc.rounds.flatMap((r) => r.hands.flat())));
@@ -127,7 +127,7 @@ function viewer(doc, id) {
       if (i < st.r && x.scores) rows.push({ label: String(i + 1), values: x.scores, round: i });
     });
     const finished = st.lastTrick && st.complete && st.round.scores;
-    rows.push({ label: finished ? String(st.r + 1) : `${st.r + 1} so far`, values: st.running, cls: "cur", round: st.r });
+    rows.push({ label: finished ? String(st.r + 1) : `${st.r + 1} so far`, values: st.running || seating.map(() => null), cls: "cur", round: st.r });
     rows.push({ label: "Match", values: st.totals, head: true });
     scores.replaceChildren(el("h2", { text: "Scores" }), scoreTable(seating, rows));
     faultList.replaceChildren(...(st.faults.length ? st.faults.map((f) => el("div", { text: `Round ${f.round + 1}${f.card === null || f.card === undefined ? ", pain choice" : `, trick ${f.trick + 1}`}: ${seating[f.seat]} ${f.reason}${f.detail ? ` (${f.detail})` : ""}, strike ${f.strikes}${f.forfeited ? ", forfeited" : ""}` }))

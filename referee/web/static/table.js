@@ -36,7 +36,7 @@ export function suitLegend(letters) {
 // A taken card as a small chip with the points it brought.
 function takenChip(c, points) {
   const [sym] = SUITS[c[0]] || ["?"];
-  return el("span", { class: `chip suit-${c[0]}${points < 0 ? " hurt" : ""}`, "data-card": c, title: `${c.slice(1)} of ${suitName(c[0])}: ${signed(points)}` },
+  return el("span", { class: `chip suit-${c[0]}${points < 0 ? " hurt" : ""}`, "data-card": c, title: `${c.slice(1)} of ${suitName(c[0])}${points === null ? "" : `: ${signed(points)}`}` },
     `${sym}${c.slice(1)}`, points < 0 ? el("b", { text: ` ${signed(points)}` }) : null);
 }
 
@@ -51,15 +51,26 @@ export function seatPanel(s, name, p) {
     p.toPlay ? el("span", { class: "tag turn", text: p.toPlay === true ? "to play" : p.toPlay }) : null,
     p.forfeited ? el("span", { class: "tag forfeit", title: p.forfeited, text: "forfeited" }) : null,
   ];
-  const score = p.round === undefined || p.round === null ? null
+  const known = (x) => x !== undefined && x !== null;
+  const score = !known(p.round) && !known(p.total) ? null
     : el("div", { class: "score" },
-      "round ", el("b", { class: "round-score", "data-score": p.round, text: signed(p.round) }),
-      p.total === undefined || p.total === null ? null : [" · match ", el("b", { class: "match-total", "data-total": p.total, text: signed(p.total) })]);
+      known(p.round) ? ["round ", el("b", { class: "round-score", "data-score": p.round, text: signed(p.round) })]
+        : el("span", { class: "muted", title: "the round score is not known yet: it follows from the pain cards", text: "round ?" }),
+      known(p.total) ? [" · match ", el("b", { class: "match-total", "data-total": p.total, text: signed(p.total) })] : null);
+  // The pain card(s): face up, face down (chosen, not revealed: p.pain holds nulls), or
+  // not chosen yet (p.pain empty and p.painNote says so).
   const pain = el("div", { class: "painrow" }, el("span", { class: "label", text: "pain" }),
-    el("span", { class: "cards" }, (p.pain && p.pain.length ? p.pain : [null]).flatMap((c, i) => [card(c, "small pain"),
-      c && p.painPoints ? el("span", { class: "pts", text: signed(p.painPoints[i]) }) : null])));
+    p.painNote && !(p.pain && p.pain.length) ? el("span", { class: "label pain-note", text: p.painNote })
+      : el("span", { class: "cards" }, (p.pain && p.pain.length ? p.pain : [null]).flatMap((c, i) => [
+        c ? card(c, "small pain") : el("span", { class: "card hidden small pain", title: "chosen, face down", "aria-label": "a pain card, face down" }),
+        c && p.painPoints ? el("span", { class: "pts", text: signed(p.painPoints[i]) }) : null])));
   let taken = null;
-  if (p.taken) {
+  if (p.taken && p.taken.some(([, v]) => v === null)) {
+    // What the cards bring is hidden with the pain cards (secret pain visibility).
+    taken = el("div", { class: p.taken.length ? "taken" : "taken empty" },
+      el("div", { class: "label", text: `taken: ${p.taken.length} card(s), their points hidden until the round is scored` }),
+      el("div", { class: "chips" }, p.taken.map(([c]) => takenChip(c, null))));
+  } else if (p.taken) {
     const plus = p.taken.filter(([, v]) => v > 0), minus = p.taken.filter(([, v]) => v < 0);
     const zero = p.taken.length - plus.length - minus.length;
     const sum = (xs) => xs.reduce((a, [, v]) => a + v, 0);
@@ -105,20 +116,31 @@ export function table(panels, middle, n) {
 // A replay of a viewer document (GET /api/matches/ID): its positions (a round's deal, then
 // every card of every trick), their addresses (#r2, #r2t7c3), and the card table at any
 // of them. Two replays of the same deal step together by position (the same r, t, c).
+//
+// With `moments`, a round begins with the deal's moments as their own positions: the
+// hands as dealt (c 0, #r2), the pain cards chosen face down (c 1, #r2pick), and their
+// simultaneous reveal (c 2, #r2reveal). Under secret pain visibility there is no reveal
+// before the first lead: the pain cards, and what the cards taken bring, stay hidden
+// until the round is scored (its last trick complete). Without `moments` (the comparison)
+// the deal is one position with the pain cards shown.
 export class Replay {
-  constructor(doc) {
+  constructor(doc, { moments = false } = {}) {
     this.doc = doc;
     this.n = doc.seating.length;
     this.kept = String((doc.rules || {}).pain_card || "") === "kept_in_hand";
+    this.moments = moments;
+    this.secret = moments && /secret/i.test(String((doc.rules || {}).pain_visibility || ""));
     this.steps = [];
     doc.rounds.forEach((r, ri) => {
       this.steps.push({ r: ri, t: -1, c: 0 });
+      if (moments) this.steps.push({ r: ri, t: -1, c: 1 });
+      if (moments && !this.secret) this.steps.push({ r: ri, t: -1, c: 2 });
       r.tricks.forEach((tr, ti) => tr.cards.forEach((_, ci) => this.steps.push({ r: ri, t: ti, c: ci + 1 })));
     });
     // A fault is shown from the card it caused (or the deal, for one in the pain choice).
     this.faults = [];
     doc.rounds.forEach((r, ri) => r.faults.forEach((f) => {
-      let at = f.card === null || f.card === undefined ? this.indexOf(ri, -1, 0) : this.indexOf(ri, f.trick, f.card + 1);
+      let at = f.card === null || f.card === undefined ? this.indexOf(ri, -1, moments ? 1 : 0) : this.indexOf(ri, f.trick, f.card + 1);
       if (at < 0) at = this.steps.findLastIndex((s) => s.r === ri);  // after the round's last card
       this.faults.push({ ...f, round: ri, at });
     }));
@@ -135,8 +157,9 @@ export class Replay {
     return this.steps.findIndex((s) => s.r === r && s.t === t && s.c === c);
   }
 
+  // A stop of "next trick": a trick complete, or a round's deal.
   complete(s) {
-    return s.t < 0 || s.c === this.doc.rounds[s.r].tricks[s.t].cards.length;
+    return s.t < 0 ? s.c === 0 : s.c === this.doc.rounds[s.r].tricks[s.t].cards.length;
   }
 
   // The next (delta > 0) or previous complete trick from position `at`, or a round's deal:
@@ -152,17 +175,26 @@ export class Replay {
 
   hashOf(i) {
     const { r, t, c } = this.steps[i];
-    return t < 0 ? `r${r + 1}` : `r${r + 1}t${t + 1}c${c}`;
+    if (t < 0) return `r${r + 1}${["", "pick", "reveal"][c]}`;
+    return `r${r + 1}t${t + 1}c${c}`;
   }
 
   // The position an address names (#end: the last card), or -1.
   parse(hash) {
     if (hash === "#end") return this.last;
-    const m = /^#?r(\d+)(?:t(\d+)(?:c(\d+))?)?$/.exec(hash || "");
+    const m = /^#?r(\d+)(?:(pick|reveal)|t(\d+)(?:c(\d+))?)?$/.exec(hash || "");
     if (!m) return -1;
     const r = Number(m[1]) - 1;
     const round = this.doc.rounds[r];
     if (!round) return -1;
+    if (m[2]) {  // a moment of the deal, or the nearest one before it that there is
+      for (let c = m[2] === "pick" ? 1 : 2; c > 0; c -= 1) {
+        const i = this.indexOf(r, -1, c);
+        if (i >= 0) return i;
+      }
+      return this.indexOf(r, -1, 0);
+    }
+    m.splice(2, 1);
     if (m[2] === undefined) return this.indexOf(r, -1, 0);
     const t = Math.min(Number(m[2]), round.tricks.length) - 1;
     if (t < 0) return this.indexOf(r, -1, 0);
@@ -181,10 +213,14 @@ export class Replay {
     const complete = trick ? c === trick.cards.length : false;
     const lastTrick = Boolean(trick) && t === round.tricks.length - 1;
     const done = t < 0 ? 0 : (complete ? t + 1 : t);  // tricks taken by now
-    const running = done ? round.tricks[done - 1].scores_after : round.scores_start;
+    // The moment of the deal: 0 dealt, 1 chosen face down, 2 revealed (-1: no moments).
+    const moment = !this.moments ? -1 : (t < 0 ? c : 3);
+    const painShown = moment === -1 || moment === 2 || (moment === 3 && (!this.secret || (lastTrick && complete)));
+    const running = !painShown ? null : (done ? round.tricks[done - 1].scores_after : round.scores_start);
     const painSet = round.pain.map((p) => new Set(p));
     let hands;
-    if (t < 0) hands = round.hands;
+    if (t < 0 && (moment <= 0 || this.kept)) hands = round.hands;
+    else if (t < 0) hands = round.hands.map((h, s) => h.filter((x) => !painSet[s].has(x)));
     else {
       const before = t > 0 ? round.tricks[t - 1].hands_after : round.hands.map((h, s) => (this.kept ? h : h.filter((x) => !painSet[s].has(x))));
       const played = new Set(trick.cards.slice(0, c).map((x, i) => `${(trick.leader + i) % n}:${x}`));
@@ -192,15 +228,15 @@ export class Replay {
     }
     const taken = doc.seating.map(() => []);
     round.tricks.slice(0, done).forEach((tr) => {
-      if (tr.winner >= 0) tr.cards.forEach((x, i) => taken[tr.winner].push([x, tr.points[i]]));
+      if (tr.winner >= 0) tr.cards.forEach((x, i) => taken[tr.winner].push([x, painShown ? tr.points[i] : null]));
     });
     let toPlay = -1, leads = -1;
     if (t < 0) leads = round.tricks.length ? round.tricks[0].leader : -1;
     else if (!complete) { toPlay = (trick.leader + c) % n; leads = trick.leader; }
     else if (!lastTrick) leads = round.tricks[t + 1].leader;
     return {
-      r, t, c, round, trick, complete, lastTrick, running, hands, taken, toPlay, leads, painSet,
-      totals: round.totals_before.map((v, s) => v + running[s]),
+      r, t, c, round, trick, complete, lastTrick, running, hands, taken, toPlay, leads, painSet, moment, painShown,
+      totals: round.totals_before.map((v, s) => v + (running ? running[s] : 0)),
       faults: this.faults.filter((f) => f.at <= at),
       faultsHere: this.faults.filter((f) => f.at === at),
     };
@@ -212,17 +248,22 @@ export class Replay {
     const seating = doc.seating;
     const st = this.state(at);
     const { r, t, c, round, trick, complete } = st;
+    const { moment, painShown } = st;
+    // The pain card outlined in the hand: at the deal without moments, and at the reveal
+    // of a pain card kept in the hand.
+    const outline = t < 0 && (moment === -1 || (moment === 2 && this.kept));
     const panels = seating.map((name, s) => seatPanel(s, name, {
       dealer: round.dealer === s,
       leads: st.leads === s,
       toPlay: st.toPlay === s ? "to play" : false,
       forfeited: this.forfeitAt[s] <= at ? "forfeited: the referee plays its cards" : null,
-      round: st.running[s],
+      round: st.running ? st.running[s] : null,
       total: st.totals[s],
-      pain: round.pain[s],
-      painPoints: round.pain_points[s],
+      pain: moment === 0 ? [] : (painShown ? round.pain[s] : round.pain[s].map(() => null)),
+      painNote: moment === 0 ? "not chosen yet" : null,
+      painPoints: painShown ? round.pain_points[s] : null,
       taken: st.taken[s],
-      hand: st.hands[s].map((x) => card(x, `small${t < 0 && st.painSet[s].has(x) ? " pain" : ""}`)),
+      hand: st.hands[s].map((x) => card(x, `small${outline && st.painSet[s].has(x) ? " pain" : ""}`)),
     }));
     let plays = [], lines = [];
     if (trick) {
@@ -231,18 +272,33 @@ export class Replay {
         const here = this.faults.filter((x) => x.round === r && x.trick === t && x.card === i);
         const f = here.find((x) => x.seat === p.seat) || here[0];
         return { ...p, won: complete && p.seat === trick.winner,
-          points: complete && trick.points ? trick.points[i] : null,
+          points: complete && trick.points && painShown ? trick.points[i] : null,
           fault: f ? `${seating[f.seat]}: ${f.reason}${f.detail ? ` (${f.detail})` : ""}` : null };
       });
       const lead = trick.cards[0][0];
       if (complete) {
         const suits = trick.winner >= 0 ? round.pain_suits[trick.winner] : [];
-        lines = [el("div", {}, reasonLine(trick, seating)),
-          el("div", { class: "sub", text: trick.winner >= 0 ? `${seating[trick.winner]} takes ${signed(trick.points.reduce((a, b) => a + b, 0))} (its pain suit${suits.length > 1 ? "s" : ""}: ${suits.map(suitName).join(", ") || "–"})` : "The cards are set aside; the same seat leads again." })];
+        let takes = "The cards are set aside; the same seat leads again.";
+        if (trick.winner >= 0 && painShown) takes = `${seating[trick.winner]} takes ${signed(trick.points.reduce((a, b) => a + b, 0))} (its pain suit${suits.length > 1 ? "s" : ""}: ${suits.map(suitName).join(", ") || "–"})`;
+        else if (trick.winner >= 0) takes = `${seating[trick.winner]} takes ${trick.cards.length} cards; what they bring stays hidden with the pain cards until the round is scored`;
+        lines = [el("div", {}, reasonLine(trick, seating)), el("div", { class: "sub", text: takes })];
+        if (st.lastTrick && this.secret) lines.push(el("div", { class: "sub", text: "The round is over: the secret pain cards are revealed." }));
         if (st.lastTrick && round.scores) lines.push(el("div", { class: "sub", text: `Round ${r + 1} scored: ${round.scores.map((v, s) => `${seating[s]} ${signed(v)}`).join(", ")}` }));
       } else {
         lines = [el("div", {}, "Lead suit ", el("span", { class: `suit-${lead} lead-suit`, text: `${SUITS[lead][0]} ${suitName(lead)}` }), ` · ${seating[st.toPlay]} to play`)];
       }
+    } else if (moment === 0) {
+      const aside = (round.set_aside || []).length;
+      lines = [el("div", { text: `Round ${r + 1} dealt by ${seating[round.dealer]}${aside ? `; ${aside} card(s) set aside face down, unseen by all` : ""}` }),
+        el("div", { class: "sub", text: `Next, every seat chooses its pain card${round.pain[0] && round.pain[0].length > 1 ? "s" : ""} without seeing anyone else's choice.` })];
+    } else if (moment === 1) {
+      lines = [el("div", { text: `Every seat has chosen: the pain cards lie face down${this.kept ? " (each stays in its hand)" : ", set aside"}` }),
+        el("div", { class: "sub", text: this.secret ? "Secret pain cards: they stay hidden until the round is scored."
+          : "Next, all are revealed at once." })];
+      if (this.secret && st.leads >= 0) lines.push(el("div", { class: "sub", text: `${seating[st.leads]} leads the first trick` }));
+    } else if (moment === 2) {
+      lines = [el("div", { text: "The pain cards are revealed, all at once" }),
+        st.leads >= 0 ? el("div", { class: "sub", text: `${seating[st.leads]} leads the first trick` }) : null];
     } else {
       lines = [el("div", { text: `Round ${r + 1} dealt by ${seating[round.dealer]}; pain cards ${this.kept ? "chosen (kept in the hand)" : "chosen and set aside"}` }),
         st.leads >= 0 ? el("div", { class: "sub", text: `${seating[st.leads]} leads the first trick` }) : null];
@@ -255,6 +311,7 @@ export class Replay {
   label(at) {
     const { r, t, c } = this.steps[at];
     const round = this.doc.rounds[r];
-    return t < 0 ? `Round ${r + 1} · the deal` : `Round ${r + 1} · trick ${t + 1} / ${round.tricks.length} · card ${c} / ${round.tricks[t].cards.length}`;
+    if (t < 0) return `Round ${r + 1} · ${["the deal", "pain cards chosen, face down", "pain cards revealed"][this.moments ? c : 0]}`;
+    return `Round ${r + 1} · trick ${t + 1} / ${round.tricks.length} · card ${c} / ${round.tricks[t].cards.length}`;
   }
 }

@@ -35,6 +35,7 @@ from referee.jail.sandbox import (
     bot_environment,
     bwrap_command,
     bwrap_descriptors,
+    unreadable,
 )
 from referee.league.config import league_from_table
 from referee.match.pool import await_handshake, start_bot
@@ -536,3 +537,77 @@ def test_a_sandboxed_bot_knows_its_own_user_and_none_of_the_hosts() -> None:
     name, address, users = done.stdout.split()
     assert name == "bot" and address == "127.0.0.1"
     assert int(users) <= 3, "root, nobody and the bot: not the host's accounts"
+
+
+def _layout(root: Path, modes: dict[str, int]) -> None:
+    """Folders under ``root``, each with its mode, outer ones first."""
+    for name, mode in modes.items():
+        (root / name).mkdir(parents=True, exist_ok=True)
+        (root / name).chmod(mode)
+
+
+def _reads_its_folder(policy: SandboxPolicy) -> bool:
+    """Whether a process in the jail of ``policy`` lists its folder by its name (as a bot
+    does that runs a file of it by its full path, or imports from it)."""
+    probe = f"import os; os.listdir({str(policy.workdir)!r})"
+    with bwrap_descriptors(policy, [sys.executable, "-c", probe]) as (argv, fds):
+        done = subprocess.run(argv, pass_fds=fds, capture_output=True, text=True, timeout=60)
+    return done.returncode == 0
+
+
+# (the folders from the outermost, with their modes; read-only grants; the folder a warning
+# must name, "" for none). "home" stands for /root: closed to others, above the bot's folder.
+FOLDER_LAYOUTS = [
+    pytest.param(
+        {"home": 0o700, "home/clone": 0o755, "home/clone/bot": 0o755}, [], "", id="home-0700"
+    ),
+    pytest.param(
+        {"home": 0o700, "home/clone": 0o755, "home/clone/bot": 0o700},
+        [],
+        "home/clone/bot",
+        id="own-folder-0700-under-home-0700",
+    ),
+    pytest.param(
+        {"home": 0o755, "home/clone": 0o700, "home/clone/bot": 0o755},
+        ["home/clone"],
+        "home/clone",
+        id="granted-parent-0700",
+    ),
+    pytest.param(
+        {"home": 0o700, "home/clone": 0o755, "home/clone/bot": 0o755},
+        ["home/clone"],
+        "",
+        id="granted-parent-under-home-0700",
+    ),
+]
+
+
+@pytest.mark.skipif(
+    os.geteuid() != 0, reason="bots get uids of their own only under a root referee"
+)
+@pytest.mark.parametrize(("modes", "grants", "blocks"), FOLDER_LAYOUTS)
+def test_the_folder_warning_says_what_the_jail_shows(
+    modes: dict[str, int], grants: list[str], blocks: str
+) -> None:
+    sandbox = Sandbox()
+    sandbox.check()
+    user = sandbox.lease_user()
+    assert user is not None
+    # Not under /tmp, which the jail replaces with a private one of its own.
+    root = Path(tempfile.mkdtemp(prefix="folder-modes-", dir=ROOT))
+    try:
+        _layout(root, modes)
+        folder = root / "home/clone/bot"
+        policy = sandbox.policy(folder, [root / g for g in grants], user=user.ids)
+        why = unreadable(policy, sandbox.uids)
+        assert _reads_its_folder(policy) == (why == ""), why
+        if blocks:
+            assert f"{root / blocks}," in why or why.endswith(f"-R o+rX {root / blocks})"), why
+            assert str(root / "home,") not in why and "/home)" not in why
+        else:
+            assert why == ""
+    finally:
+        user.release()
+        for path in sorted(root.rglob("*"), reverse=True):
+            path.chmod(0o755)
+        shutil.rmtree(root)

@@ -501,21 +501,34 @@ class Sandbox:
         return dataclasses.replace(base, read_only=tuple(read_only), socket_dir=socket_dir)
 
 
-def unreadable(folder: Path, uids: tuple[int, int]) -> str:
-    """Why a bot running as one of ``uids`` could not read ``folder`` (users other than
-    its owner must be able to list and read it and enter every folder above it), in one
-    line; "" when it can."""
+def unreadable(policy: SandboxPolicy, uids: tuple[int, int]) -> str:
+    """Why a bot running as one of ``uids`` could not read its folder in the jail
+    ``policy`` makes, in one line; "" when it can.
+
+    Judged on what the jail shows, not on the host: a folder above the bot's that no mount
+    covers is made by bubblewrap (0755), whatever its mode on the host (a clone under a
+    0700 ``/root`` is fine). Only the bot's folder and the folders above it inside a bound
+    path keep their modes; the outermost of them that is closed to others is named.
+    """
+    folder = policy.workdir
+    covered = [*policy.system, *(link for link, _ in policy.links)]
+    shown = [*covered, *_outermost(policy.read_only, covered)]
+    blocked = None
     try:
-        mode = folder.stat().st_mode
-        blocked = next((p for p in folder.parents if not p.stat().st_mode & stat.S_IXOTH), None)
+        for path in [*reversed(folder.parents), folder]:
+            # The bot's folder must be listed and entered; a folder above it, entered.
+            need = stat.S_IXOTH | (stat.S_IROTH if path == folder else 0)
+            if _within(path, shown) and path.stat().st_mode & need != need:
+                blocked = path
+                break
     except OSError as exc:
         return f"bot folder {folder}: {exc.strerror}"
-    if blocked is None and mode & stat.S_IROTH and mode & stat.S_IXOTH:
+    if blocked is None:
         return ""
     where, fix = (
-        (f"the folder above it, {blocked}, is", f"chmod o+x {blocked}")
-        if blocked
-        else ("it is", f"chmod -R o+rX {folder}")
+        ("it is", f"chmod -R o+rX {folder}")
+        if blocked == folder
+        else (f"the folder above it, {blocked}, is", f"chmod o+x {blocked}")
     )
     return (
         f"bot folder {folder} cannot be read by the bot: bots run as uids {uids[0]}-{uids[1]} "

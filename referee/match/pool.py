@@ -117,7 +117,7 @@ async def start_bot(
         for slot in slots:
             slot.origin = socket.origin
         policy = sandbox.policy(spec.workdir, spec.read, socket.folder, user.ids if user else None)
-        if user is not None and (why := unreadable(spec.workdir, sandbox.uids)):
+        if user is not None and (why := unreadable(policy, sandbox.uids)):
             # Said where the bot's author looks first; a bot that never reads its folder
             # (a command given with full paths) still runs.
             log_path.parent.mkdir(parents=True, exist_ok=True)

@@ -8,6 +8,7 @@ import math
 import os
 import signal
 import sys
+from collections.abc import Iterator
 
 from referee.cli.common import (
     Subparsers,
@@ -66,8 +67,33 @@ def add_parsers(sub: Subparsers) -> None:
     ver.add_argument("--description", default="", help="what changed")
     rev = league_action("revoke", "revoke a bot's token")
     rev.add_argument("name", help="the bot's name")
-    league_action("bots", "list the bot entries")
+    bots = league_action("bots", "list the bot entries")
+    bots.add_argument(
+        "--json",
+        action="store_true",
+        help="one JSON object per line per entry (name, hosted, status, submission, sha256, "
+        "matches, refusal, ...)",
+    )
     league_action("standings", "print the published standings")
+    sbm = league_action(
+        "submit",
+        "upload a hosted bot's code (a folder, .tar.gz or .zip) with the entry's token in "
+        "$STICHELN_BOT_TOKEN",
+    )
+    sbm.add_argument("path", help="the bot's folder, or a .tar.gz or .zip of it")
+    sbm.add_argument(
+        "--bot-file",
+        required=True,
+        metavar="FILE",
+        help="the bot file, relative to the folder (or its path inside the archive)",
+    )
+    sbm.add_argument("--name", default="", help="the entry (checked against the token's)")
+    st = league_action(
+        "status",
+        "print an entry's latest submission and its validation report ($STICHELN_BOT_TOKEN "
+        "or $STICHELN_ADMIN_TOKEN)",
+    )
+    st.add_argument("name", help="the entry")
 
 
 def serve(args: argparse.Namespace) -> int:
@@ -150,9 +176,34 @@ def league(args: argparse.Namespace) -> int:
         if not token:
             raise UsageError("set STICHELN_ADMIN_TOKEN to the league's admin token")
         metadata = [("authorization", f"Bearer {token}")]
+    if args.action == "submit":
+        return submit(args)
+    if args.action == "status":
+        token = os.environ.get("STICHELN_BOT_TOKEN", "") or os.environ.get(
+            "STICHELN_ADMIN_TOKEN", ""
+        )
+        if not token:
+            raise UsageError("set STICHELN_BOT_TOKEN to the entry's token (or the admin token)")
+        metadata = [("authorization", f"Bearer {token}")]
     with grpc.insecure_channel(args.address) as channel:
         stub = league_pb2_grpc.LeagueStub(channel)  # type: ignore[no-untyped-call]
         try:
+            if args.action == "status":
+                subs = stub.SubmissionStatus(
+                    league_pb2.SubmissionStatusRequest(name=args.name),
+                    metadata=metadata,
+                    timeout=args.timeout,
+                ).submissions
+                if not subs:
+                    print(f"{args.name}: no submission")
+                    return 0
+                s = subs[0]
+                print(f"{s.bot}: submission {s.number}, sha256 {s.sha256}, {s.status}")
+                if s.refusal:
+                    print(f"refused: {s.refusal}")
+                if s.report:
+                    print(s.report)
+                return 0
             if args.action == "register":
                 reply = stub.RegisterBot(
                     league_pb2.RegisterBotRequest(
@@ -184,6 +235,27 @@ def league(args: argparse.Namespace) -> int:
                     timeout=args.timeout,
                 )
                 print(f"revoked the token of {revoked.bot.name}")
+            elif args.action == "bots" and args.json:
+                import json
+
+                for b in stub.ListBots(league_pb2.ListBotsRequest(), timeout=args.timeout).bots:
+                    print(
+                        json.dumps(
+                            {
+                                "name": b.name,
+                                "hosted": b.hosted,
+                                "status": b.status,
+                                "submission": b.submission,
+                                "sha256": b.sha256,
+                                "matches": b.matches,
+                                "refusal": b.refusal,
+                                "playing_submission": b.playing_submission,
+                                "version": b.version,
+                                "active": b.active,
+                                "connected_streams": b.connected_streams,
+                            }
+                        )
+                    )
             elif args.action == "bots":
                 bots = stub.ListBots(league_pb2.ListBotsRequest(), timeout=args.timeout).bots
                 print(f"{'bot':24} {'version':>7} {'active':>6} {'streams':>7}  previous  owner")
@@ -231,4 +303,69 @@ def league(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
             return 1
+    return 0
+
+
+#: The size of one chunk of an upload.
+CHUNK = 1 << 20
+
+
+def submit(args: argparse.Namespace) -> int:
+    """Upload a folder or archive over League.Submit; print the submission it made."""
+    from pathlib import Path
+
+    import grpc
+
+    from referee.league.archive import ArchiveRefused, format_of, pack_folder, sha256_hex
+    from sticheln.v1 import league_pb2, league_pb2_grpc
+
+    token = os.environ.get("STICHELN_BOT_TOKEN", "")
+    if not token:
+        raise UsageError("set STICHELN_BOT_TOKEN to the entry's bot token")
+    path = Path(args.path)
+    try:
+        if path.is_dir():
+            folder = path.resolve()
+            bot_file = (folder / args.bot_file).resolve()
+            if not bot_file.is_relative_to(folder) or bot_file == folder:
+                raise UsageError(f"--bot-file {args.bot_file}: outside the folder {path}")
+            if not bot_file.is_file():
+                raise UsageError(f"--bot-file {args.bot_file}: no such file in {path}")
+            inside = bot_file.relative_to(folder).as_posix()
+            fmt, data = "tar.gz", pack_folder(folder)
+        elif path.is_file():
+            fmt, data, inside = format_of(path), path.read_bytes(), args.bot_file
+        else:
+            raise UsageError(f"{path}: no such folder or archive")
+    except ArchiveRefused as exc:
+        raise UsageError(str(exc)) from None
+    except OSError as exc:
+        raise UsageError(f"{path}: {exc.strerror or exc}") from None
+    digest = sha256_hex(data)
+    header = league_pb2.SubmitHeader(
+        bot=args.name, format=fmt, size=len(data), sha256=digest, bot_file=inside
+    )
+
+    def requests() -> Iterator[league_pb2.SubmitRequest]:
+        yield league_pb2.SubmitRequest(header=header)
+        for start in range(0, len(data), CHUNK):
+            yield league_pb2.SubmitRequest(chunk=data[start : start + CHUNK])
+
+    with grpc.insecure_channel(args.address) as channel:
+        stub = league_pb2_grpc.LeagueStub(channel)  # type: ignore[no-untyped-call]
+        try:
+            reply = stub.Submit(
+                requests(),
+                metadata=[("authorization", f"Bearer {token}")],
+                timeout=max(args.timeout, 60.0),
+            )
+        except grpc.RpcError as exc:
+            code = exc.code()  # type: ignore[attr-defined]
+            print(
+                f"referee league submit: {code.name}: {exc.details()}",  # type: ignore[attr-defined]
+                file=sys.stderr,
+            )
+            return 1
+    s = reply.submission
+    print(f"{s.bot}: submission {s.number}, sha256 {s.sha256}, {s.status}")
     return 0

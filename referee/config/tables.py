@@ -318,6 +318,9 @@ class BotTable(Table):
     """Matches one process plays at once (one stream each)."""
     sandbox: BotSandboxTable = BotSandboxTable()
     """What the bot may read besides its own folder."""
+    build: str | list[str] = []
+    """A league hosting the bot runs this once in its folder, jailed and without network,
+    before it validates it (docs/hosting.md); nothing else runs it."""
 
     @model_validator(mode="after")
     def _started_or_external(self) -> BotTable:

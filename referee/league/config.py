@@ -34,13 +34,38 @@ from referee.config.tables import (
     resolve,
     validate,
 )
-from referee.jail.policy import check_run, never_readable
+from referee.jail.policy import check_run, never_readable, refuse_never
 from referee.jail.sandbox import DEFAULT_MODE
 from referee.league.scheduler import SeatingRules
 from referee.match.runner import Clock
 from referee.results.ratings import MIN_MATCHES
 from referee.rules import RuleError, RuleSet
 from referee.tournament.config import ConfigError
+
+
+@dataclass(frozen=True)
+class HostingConfig:
+    """``[hosting]``: bots uploaded to the league and run by it (docs/hosting.md)."""
+
+    enabled: bool = False
+    #: An upload larger than this is refused before a byte of it is read.
+    max_archive_mb: int = 64
+    #: Files (and folders) an archive may hold.
+    max_files: int = 10_000
+    #: What an archive may unpack to, and what a build may leave, in all.
+    max_unpacked_mb: int = 256
+    #: Seconds a build step gets, jailed and without network.
+    build_timeout_s: float = 600.0
+    #: Memory of a build step (its processes and its /tmp), in MiB.
+    build_memory_mb: int = 2048
+    #: Submissions one bot entry may make per 24 hours.
+    submissions_per_day: int = 20
+    #: Match workers this process starts; 0: external workers only.
+    workers: int = 2
+    #: Where uploaded code is unpacked and built, by hash (readable by the bots' uids).
+    code_dir: Path = Path("hosted-code")
+    #: Rounds of each validation scenario (``referee check-bot``).
+    validation_rounds: int = 1
 
 
 @dataclass(frozen=True)
@@ -82,6 +107,8 @@ class LeagueConfig:
     min_matches: int = MIN_MATCHES
     #: Who may sit at one table ([seating]): by default no two bots of one family or owner.
     seating: SeatingRules = field(default_factory=SeatingRules)
+    #: Hosted submissions ([hosting], docs/hosting.md): off unless enabled.
+    hosting: HostingConfig = field(default_factory=HostingConfig)
 
 
 Seconds = Annotated[float, Field(ge=0.0)]
@@ -158,6 +185,33 @@ class SeatingTable(Table):
     """Let two bots of one owner sit at one table (bots registered without an owner always may)."""
 
 
+class HostingTable(Table):
+    """``[hosting]``: bot authors upload code (``referee league submit``); the league
+    builds it, checks it and plays it, jailed (docs/hosting.md)."""
+
+    enabled: bool = False
+    """Accept uploads (League.Submit) and seat hosted bots."""
+    max_archive_mb: Annotated[int, Field(ge=1, le=1024)] = 64
+    """An upload larger than this is refused."""
+    max_files: Annotated[int, Field(ge=1, le=1_000_000)] = 10_000
+    """Files and folders an upload may hold."""
+    max_unpacked_mb: Annotated[int, Field(ge=1, le=16_384)] = 256
+    """What an upload may unpack to (and a build leave), in MiB."""
+    build_timeout_s: Annotated[float, Field(gt=0, le=86_400)] = 600.0
+    """Seconds a build step gets, jailed, without network."""
+    build_memory_mb: Annotated[int, Field(ge=64, le=65_536)] = 2048
+    """Memory of a build step, its /tmp included, in MiB."""
+    submissions_per_day: Annotated[int, Field(ge=1, le=10_000)] = 20
+    """Submissions per bot entry per 24 hours."""
+    workers: Annotated[int, Field(ge=0, le=256)] = 2
+    """Match workers this process starts; 0 = external workers only."""
+    code_dir: FilePath | None = None
+    """Where uploads are unpacked and built, by hash (default: OUT-code beside the
+    results folder; its files are readable by the bots' uids)."""
+    validation_rounds: Annotated[int, Field(ge=1, le=20)] = 1
+    """Rounds of each check-bot scenario a submission is validated with."""
+
+
 class LeagueFile(Table):
     """A league file (``referee serve --config FILE``)."""
 
@@ -166,6 +220,7 @@ class LeagueFile(Table):
     clock: ClockTable = ClockTable()
     sandbox: SandboxTable = SandboxTable()
     seating: SeatingTable = SeatingTable()
+    hosting: HostingTable = HostingTable()
 
 
 def load_league_config(path: str | Path, environ: dict[str, str] | None = None) -> LeagueConfig:
@@ -213,6 +268,34 @@ def league_from_table(data: dict[str, Any], base: Path, source: Path, environ: A
     # policy as a tournament's.
     _, granted = model.sandbox.grants(base, where, ConfigError)
     check_run((), granted, never_readable(out, database), where, ConfigError)
+    h = model.hosting
+    code_dir = (
+        resolve(base, h.code_dir) if h.code_dir is not None else out.with_name(out.name + "-code")
+    )
+    if h.enabled:
+        if model.sandbox.mode == "none":
+            raise ConfigError(
+                f"{where}: [hosting] enabled = true needs a sandbox: uploaded code always runs "
+                'jailed; remove [sandbox] mode = "none"'
+            )
+        refuse_never(
+            [("[hosting] code_dir", code_dir.resolve())],
+            where,
+            never_readable(out, database),
+            ConfigError,
+        )
+    hosting = HostingConfig(
+        enabled=h.enabled,
+        max_archive_mb=h.max_archive_mb,
+        max_files=h.max_files,
+        max_unpacked_mb=h.max_unpacked_mb,
+        build_timeout_s=h.build_timeout_s,
+        build_memory_mb=h.build_memory_mb,
+        submissions_per_day=h.submissions_per_day,
+        workers=h.workers,
+        code_dir=code_dir,
+        validation_rounds=h.validation_rounds,
+    )
     return LeagueConfig(
         name=name,
         seed=t.seed,
@@ -242,4 +325,5 @@ def league_from_table(data: dict[str, Any], base: Path, source: Path, environ: A
         sandbox=model.sandbox.mode,
         min_matches=t.min_matches,
         seating=SeatingRules(model.seating.same_family, model.seating.same_owner),
+        hosting=hosting,
     )

@@ -52,11 +52,23 @@ import structlog
 from referee.jail.bots import BotSpec
 from referee.jail.process import BotProcess
 from referee.jail.sandbox import Sandbox
+from referee.league.archive import FORMATS as ARCHIVE_FORMATS
+from referee.league.archive import ArchiveRefused
+from referee.league.archive import check_name as check_member_name
 from referee.league.config import LeagueConfig
 from referee.league.feed import MatchFeed, replay_feed
+from referee.league.hosting import Hosting
 from referee.league.registry import BotEntry, BotRegistry, RegistryError
 from referee.league.scheduler import History, Marks, can_seat, choose_table
 from referee.league.standings import fit_in_child
+from referee.league.submissions import (
+    REFUSED,
+    RETIRED,
+    MatchQueue,
+    QueuedMatch,
+    Submission,
+    Submissions,
+)
 from referee.match.dealkey import DealKey
 from referee.match.metrics import RefereeMetrics
 from referee.match.record import ReplayError, read_record
@@ -84,6 +96,11 @@ RECENT = 500
 LAST_ANSWER_S = 5.0
 #: While the database is away, how often the league tries again to store what it could not.
 STORE_RETRY_S = 5.0
+#: A worker's lease on a queued match, renewed while it plays (a dead worker's match is
+#: void once its lease has run out, and played again).
+LEASE_S = 30.0
+#: How often idle workers look at the queue, and the league at expired leases.
+QUEUE_POLL_S = 1.0
 
 
 @dataclass(eq=False)
@@ -126,6 +143,9 @@ class _Running:
     seating: tuple[str, ...]
     feed: MatchFeed
     task: asyncio.Task[None] | None = None
+    #: A queued match of hosted bots, until a worker takes it.
+    match: ScheduledMatch | None = None
+    replayed: bool = False
 
 
 @dataclass
@@ -174,9 +194,27 @@ class League:
         try:
             self.store.lock_league(config.name)
             self.registry = BotRegistry(self.store)
+            self.submissions = Submissions(self.store)
+            self.queue = MatchQueue(self.store, config.name)
         except BaseException:
             self.store.close()
             raise
+        #: Hosted code ([hosting] enabled), else None.
+        self.hosting: Hosting | None = None
+        if config.hosting.enabled:
+            self.hosting = Hosting(
+                config.hosting,
+                self.submissions,
+                Sandbox(config.sandbox),
+                config.out / "validation",
+                config.clock.startup_ms / 1000,
+            )
+            self.hosting.on_decided.append(lambda bot: self._hosted_changed())
+        #: The playing submission of each hosted entry (from the database).
+        self._playing: dict[str, Submission] = {}
+        self._workers: list[asyncio.Task[None]] = []
+        self._queue_wake = asyncio.Event()
+        self._lease_timer: asyncio.Task[None] | None = None
         self.servicer = LeagueServicer(self)
         self.server = RefereeServer(
             handshake_timeout=config.handshake_timeout_s,
@@ -282,9 +320,18 @@ class League:
             self.metrics.elo.labels(bot).set(value)
         if results:
             await self._publish()
+        voided = self.queue.void_unfinished()
+        self._playing = self.submissions.playing_by_bot()
+        revalidating = self.hosting.resume() if self.hosting is not None else 0
         tls = TlsConfig(c.tls_cert, c.tls_key) if c.tls_cert and c.tls_key else None
         await self.server.start(c.host, c.port, tls)
         self._scheduler = asyncio.ensure_future(self._schedule_loop())
+        if self.hosting is not None:
+            self._workers = [
+                asyncio.ensure_future(self._work(f"{c.name}-worker-{i}"))
+                for i in range(c.hosting.workers)
+            ]
+            self._lease_timer = asyncio.ensure_future(self._expire_leases())
         log.info(
             "league_start",
             league=c.name,
@@ -295,6 +342,10 @@ class League:
             replays=len(self._replays),
             replaying_interrupted=interrupted,
             bots=len(self.registry.entries()),
+            hosting=c.hosting.enabled,
+            hosted=len(self._playing),
+            revalidating=revalidating,
+            queue_voided=len(voided),
         )
 
     async def stop(self) -> None:
@@ -305,6 +356,15 @@ class League:
             await self.server.set_serving(service, False)
         if self._scheduler is not None:
             await self._scheduler
+        if self.hosting is not None:
+            await self.hosting.stop()
+        if self._lease_timer is not None:
+            self._lease_timer.cancel()
+        self._queue_wake.set()
+        # A worker waits on its match without owning it: the match gets the grace period
+        # below like every other.
+        for worker in self._workers:
+            worker.cancel()
         tasks = [r.task for r in self._running.values() if r.task is not None]
         if tasks:
             log.info("league_stopping", running=len(tasks), grace_s=self.config.shutdown_grace_s)
@@ -455,15 +515,29 @@ class League:
     # -- scheduling ---------------------------------------------------------------------------
 
     def _idle(self) -> dict[str, list[_Stream]]:
+        """The bots that may be seated now: those with an idle stream, and every hosted
+        entry that plays (its processes are started per match; an empty list)."""
         idle: dict[str, list[_Stream]] = {}
         for bot, streams in self._open.items():
             entry = self.registry.get(bot)
-            if entry is None or not entry.active:
+            if entry is None or not entry.active or bot in self._playing:
                 continue
             free = [s for s in streams if s.alive and not s.busy]
             if free:
                 idle[bot] = free
+        for bot in self._playing:
+            entry = self.registry.get(bot)
+            if entry is not None and entry.active:
+                idle[bot] = []
         return idle
+
+    def _hosted_changed(self) -> None:
+        """A submission was decided: the playing set may have changed."""
+        try:
+            self._playing = self.submissions.playing_by_bot()
+        except StoreError as exc:
+            log.error("store_failed", doing="read the playing submissions", error=str(exc))
+        self._wake.set()
 
     async def _schedule_loop(self) -> None:
         while not self._stopping:
@@ -565,23 +639,133 @@ class League:
         return deal
 
     def _launch(self, m: ScheduledMatch, idle: dict[str, list[_Stream]], replayed: bool) -> None:
-        streams = {bot: idle[bot].pop(0) for bot in m.seating}
+        hosted = {bot: self._playing[bot] for bot in m.seating if bot in self._playing}
+        streams = {bot: idle[bot].pop(0) for bot in m.seating if bot not in hosted}
         for s in streams.values():
             s.busy = True
         match_id = match_id_of(self.config.name, m.index)
         running = _Running(m.index, match_id, m.seating, MatchFeed(match_id))
         self._running[match_id] = running
         self.metrics.running.set(len(self._running))
-        running.task = asyncio.ensure_future(self._play(m, running, streams, replayed))
+        if hosted and not streams:
+            # Only hosted bots: a worker plays it (this process's, or one elsewhere).
+            running.match = m
+            running.replayed = replayed
+            code = {
+                bot: {"bot": bot, "submission": s.number, "sha256": s.code_sha256,
+                      "format": s.code_format, "bot_file": s.bot_file}
+                for bot, s in hosted.items()
+            }  # fmt: skip
+            try:
+                self.queue.put(m.index, match_id, m.seating, code)
+            except StoreError as exc:
+                log.error("store_failed", doing=f"queue {match_id}", error=str(exc))
+                del self._running[match_id]
+                self._replays.append(m)
+                self._retry_store_later()
+                return
+            log.info("match_queued", match_id=match_id, seating=list(m.seating))
+            self._queue_wake.set()
+            return
+        running.task = asyncio.ensure_future(self._play(m, running, streams, replayed, hosted))
+
+    # -- workers: matches of hosted bots -----------------------------------------------------
+
+    async def _work(self, worker: str) -> None:
+        """One in-process worker: take queued matches and play them, one at a time."""
+        while not self._stopping:
+            try:
+                taken = self.queue.take(worker, LEASE_S)
+            except StoreError as exc:
+                log.error("store_failed", doing="take a queued match", error=str(exc))
+                taken = None
+            if taken is None:
+                self._queue_wake.clear()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._queue_wake.wait(), QUEUE_POLL_S)
+                continue
+            running = self._running.get(taken.match_id)
+            if running is None or running.match is None or running.task is not None:
+                # Queued by an earlier run of the league: it is void, replayed anew.
+                self.queue.done(taken.idx)
+                continue
+            renew = asyncio.ensure_future(self._renew(taken, worker))
+            hosted = {bot: self._playing_as_queued(taken, bot) for bot in taken.seating}
+            running.task = asyncio.ensure_future(
+                self._play(running.match, running, {}, running.replayed, hosted)
+            )
+            log.info("match_taken", match_id=taken.match_id, worker=worker)
+            try:
+                await asyncio.wait([running.task])
+            finally:
+                renew.cancel()
+            with contextlib.suppress(StoreError):
+                self.queue.done(taken.idx)
+
+    def _playing_as_queued(self, taken: QueuedMatch, bot: str) -> Submission:
+        """The submission a queued match seats for ``bot`` (the one queued with it)."""
+        code = taken.code[bot]
+        found = self.submissions.get(bot, int(code["submission"]))
+        assert found is not None
+        return found
+
+    async def _renew(self, taken: QueuedMatch, worker: str) -> None:
+        while True:
+            await asyncio.sleep(LEASE_S / 3)
+            try:
+                self.queue.renew(taken.idx, worker, LEASE_S)
+            except StoreError as exc:
+                log.error(
+                    "store_failed", doing=f"renew the lease of {taken.match_id}", error=str(exc)
+                )
+
+    async def _expire_leases(self) -> None:
+        """Matches whose worker died (its lease ran out) are void: played again."""
+        while not self._stopping:
+            await asyncio.sleep(QUEUE_POLL_S)
+            try:
+                voided = self.queue.expire()
+            except StoreError:
+                continue
+            for idx in voided:
+                match_id = match_id_of(self.config.name, idx)
+                running = self._running.pop(match_id, None)
+                log.warning("match_void", match_id=match_id, why="its worker's lease expired")
+                if running is not None and running.match is not None:
+                    m = running.match
+                    deal = self._take_deal()
+                    assert self.key is not None
+                    with contextlib.suppress(StoreError):
+                        self.store.reset_interrupted(self.config.name, [idx])
+                        self.store.set_deal(self.config.name, idx, deal, self.key.match_seed(deal))
+                    self._replays.append(dataclasses.replace(m, deal=deal))
+            if voided:
+                self.metrics.running.set(len(self._running))
+                self._wake.set()
 
     async def _play(
-        self, m: ScheduledMatch, running: _Running, streams: dict[str, _Stream], replayed: bool
+        self,
+        m: ScheduledMatch,
+        running: _Running,
+        streams: dict[str, _Stream],
+        replayed: bool,
+        hosted: dict[str, Submission] | None = None,
     ) -> None:
         c = self.config
         assert self.key is not None
+        specs = []
+        for bot in m.seating:
+            spec = BotSpec(name=bot)
+            if hosted and bot in hosted and self.hosting is not None:
+                try:
+                    spec = self.hosting.spec(hosted[bot])
+                except Exception as exc:  # its code cannot be unpacked here: the seat faults
+                    log.error("hosted_code_failed", bot=bot, error=repr(exc))
+                    spec = BotSpec(name=bot, command=("/nonexistent/hosted-code-missing",))
+            specs.append(spec)
         runner = MatchRunner(
             self.server,
-            [BotSpec(name=bot) for bot in m.seating],
+            specs,
             c.rules,
             seed=self.key.match_seed(m.deal),
             deal=m.deal,
@@ -616,7 +800,7 @@ class League:
             for s in streams.values():
                 if s.busy:  # the runner did not get to lend it (a failure while seating)
                     self._release(s)
-            del self._running[running.match_id]
+            self._running.pop(running.match_id, None)
             self.metrics.running.set(len(self._running))
             self._wake.set()
         if result.aborted:  # fewer than two streams were there: not a result to rate
@@ -813,17 +997,50 @@ class League:
                 grpc.StatusCode.DATA_LOSS, f"the record of {match_id!r} cannot be read: {exc}"
             ) from None
 
-    def bot_message(self, entry: BotEntry) -> league_pb2.Bot:
-        """The ``Bot`` message of an entry."""
-        return league_pb2.Bot(
+    def bot_message(
+        self, entry: BotEntry, latest: dict[str, Submission] | None = None
+    ) -> league_pb2.Bot:
+        """The ``Bot`` message of an entry (``latest``: every entry's latest submission,
+        read once for a list)."""
+        if latest is None:
+            latest = self.submissions.latest_by_bot()
+        sub = latest.get(entry.name)
+        connected = self.connected(entry.name)
+        msg = league_pb2.Bot(
             name=entry.name,
             owner=entry.owner,
             description=entry.description,
             previous_version=entry.previous,
             version=entry.version,
             active=entry.active,
-            connected_streams=self.connected(entry.name),
+            connected_streams=connected,
             registered_at=entry.registered_at,
+            matches=self._history.matches.get(entry.name, 0),
+            status="connected" if connected else "offline",
+        )
+        if sub is not None:
+            playing = self._playing.get(entry.name)
+            msg.hosted = True
+            msg.submission = sub.number
+            msg.sha256 = sub.sha256
+            msg.status = sub.status if entry.active else RETIRED
+            msg.refusal = sub.refusal if sub.status == REFUSED else ""
+            msg.playing_submission = playing.number if playing is not None else 0
+        return msg
+
+    def submission_message(self, s: Submission) -> league_pb2.Submission:
+        """The ``Submission`` message of a stored submission."""
+        return league_pb2.Submission(
+            bot=s.bot,
+            number=s.number,
+            sha256=s.sha256,
+            status=s.status,
+            refusal=s.refusal,
+            report=s.report,
+            submitted_at=s.submitted_at,
+            decided_at=s.decided_at or 0.0,
+            build_sha256=s.build_sha256,
+            bot_file=s.bot_file,
         )
 
 
@@ -916,8 +1133,150 @@ class LeagueServicer:
     async def ListBots(
         self, request: league_pb2.ListBotsRequest, context: Context
     ) -> league_pb2.ListBotsResponse:
+        latest = self.league.submissions.latest_by_bot()
         return league_pb2.ListBotsResponse(
-            bots=[self.league.bot_message(e) for e in self.league.registry.entries()]
+            bots=[self.league.bot_message(e, latest) for e in self.league.registry.entries()]
+        )
+
+    def _bearer(self, context: Context) -> str:
+        metadata = {k.lower(): v for k, v in (context.invocation_metadata() or ())}
+        auth = metadata.get("authorization", "")
+        if isinstance(auth, bytes):
+            auth = auth.decode("utf-8", "replace")
+        return str(auth[7:]).strip() if auth.startswith("Bearer ") else ""
+
+    def _entry_of_token(self, context: Context, what: str) -> BotEntry:
+        """The active entry whose bot token the call carries; UNAUTHENTICATED otherwise."""
+        token = self._bearer(context)
+        if not token:
+            raise Refused(
+                grpc.StatusCode.UNAUTHENTICATED,
+                f"{what} needs the entry's bot token as metadata 'authorization: Bearer "
+                "<token>' (STICHELN_BOT_TOKEN for referee league submit)",
+            )
+        entry = self.league.registry.by_token(token)
+        if entry is None:
+            raise Refused(grpc.StatusCode.UNAUTHENTICATED, "the bot token is not valid")
+        if not entry.active:
+            raise Refused(
+                grpc.StatusCode.UNAUTHENTICATED,
+                f"the token of bot {entry.name!r} was revoked; ask the league's administrator "
+                "for a new version",
+            )
+        return entry
+
+    async def Submit(
+        self, requests: AsyncIterator[league_pb2.SubmitRequest], context: Context
+    ) -> league_pb2.SubmitResponse:
+        try:
+            return await self._submit(requests, context)
+        except Refused as exc:
+            await context.abort(exc.code, exc.message)
+        except StoreError as exc:
+            await context.abort(grpc.StatusCode.UNAVAILABLE, str(exc))
+        raise AssertionError("unreachable")  # abort raises
+
+    async def _submit(
+        self, requests: AsyncIterator[league_pb2.SubmitRequest], context: Context
+    ) -> league_pb2.SubmitResponse:
+        league = self.league
+        hosting = league.hosting
+        if hosting is None:
+            raise Refused(
+                grpc.StatusCode.FAILED_PRECONDITION,
+                "this league hosts no bots ([hosting] enabled = false); connect your bot instead",
+            )
+        entry = self._entry_of_token(context, "a submission")
+        limits = hosting.config
+        first = await anext(aiter(requests), None)
+        if first is None or first.WhichOneof("part") != "header":
+            raise Refused(
+                grpc.StatusCode.INVALID_ARGUMENT, "a Submit stream begins with its SubmitHeader"
+            )
+        h = first.header
+        if h.bot and h.bot != entry.name:
+            raise Refused(
+                grpc.StatusCode.PERMISSION_DENIED,
+                f"this token belongs to bot {entry.name!r}, not {h.bot!r}",
+            )
+        if h.format not in ARCHIVE_FORMATS:
+            raise Refused(
+                grpc.StatusCode.INVALID_ARGUMENT,
+                f"format {h.format!r} is not allowed; allowed: {', '.join(ARCHIVE_FORMATS)}",
+            )
+        most = limits.max_archive_mb << 20
+        if h.size > most:
+            raise Refused(
+                grpc.StatusCode.INVALID_ARGUMENT,
+                f"the archive is {h.size} bytes, more than this league's max_archive_mb = "
+                f"{limits.max_archive_mb}",
+            )
+        if not h.bot_file:
+            raise Refused(grpc.StatusCode.INVALID_ARGUMENT, "SubmitHeader.bot_file is empty")
+        since = time.time() - 86_400
+        made = league.submissions.count_since(entry.name, since)
+        if made >= limits.submissions_per_day:
+            raise Refused(
+                grpc.StatusCode.RESOURCE_EXHAUSTED,
+                f"bot {entry.name!r} made {made} submissions in the last 24 hours, this league's "
+                f"submissions_per_day; try again later",
+            )
+        data = bytearray()
+        async for msg in requests:
+            if msg.WhichOneof("part") != "chunk":
+                raise Refused(
+                    grpc.StatusCode.INVALID_ARGUMENT, "only chunks follow the SubmitHeader"
+                )
+            data.extend(msg.chunk)
+            if len(data) > h.size:
+                raise Refused(
+                    grpc.StatusCode.INVALID_ARGUMENT,
+                    f"the stream sent more than the {h.size} bytes its header declared",
+                )
+        if len(data) != h.size:
+            raise Refused(
+                grpc.StatusCode.INVALID_ARGUMENT,
+                f"the stream ended after {len(data)} of the {h.size} bytes its header "
+                "declared; nothing was stored (submit again)",
+            )
+        digest = hashlib.sha256(data).hexdigest()
+        if h.sha256 and h.sha256.lower() != digest:
+            raise Refused(
+                grpc.StatusCode.INVALID_ARGUMENT,
+                f"the archive's SHA-256 is {digest}, not the {h.sha256} its header declared",
+            )
+        try:
+            bot_file = check_member_name(h.bot_file)
+        except ArchiveRefused as exc:
+            raise Refused(
+                grpc.StatusCode.INVALID_ARGUMENT, f"the bot file is not inside the archive: {exc}"
+            ) from None
+        league.submissions.put_archive(digest, bytes(data))
+        sub = league.submissions.add(entry.name, digest, h.format, bot_file)
+        log.info("submission", bot=entry.name, submission=sub.number, sha256=digest, size=h.size)
+        hosting.validate_later(sub)
+        return league_pb2.SubmitResponse(submission=league.submission_message(sub))
+
+    async def SubmissionStatus(
+        self, request: league_pb2.SubmissionStatusRequest, context: Context
+    ) -> league_pb2.SubmissionStatusResponse:
+        token = self._bearer(context)
+        admin = self.league.config.admin_token
+        if not (token and secrets.compare_digest(token.encode(), admin.encode())):
+            entry = self.league.registry.by_token(token) if token else None
+            if entry is None or entry.name != request.name:
+                raise Refused(
+                    grpc.StatusCode.PERMISSION_DENIED
+                    if entry is not None
+                    else grpc.StatusCode.UNAUTHENTICATED,
+                    f"the submissions of {request.name!r} are read with its bot token or the "
+                    "admin token ('authorization: Bearer <token>')",
+                )
+        if self.league.registry.get(request.name) is None:
+            raise RegistryError(f"no bot named {request.name!r} is registered", "not_found")
+        history = self.league.submissions.history(request.name)
+        return league_pb2.SubmissionStatusResponse(
+            submissions=[self.league.submission_message(s) for s in history]
         )
 
     async def Standings(
@@ -959,6 +1318,7 @@ class LeagueServicer:
             "Standings": (self.Standings, league_pb2.StandingsRequest),
             "RecentMatches": (self.RecentMatches, league_pb2.RecentMatchesRequest),
             "GetMatchRecord": (self.GetMatchRecord, league_pb2.GetMatchRecordRequest),
+            "SubmissionStatus": (self.SubmissionStatus, league_pb2.SubmissionStatusRequest),
         }
         methods: dict[str, grpc.RpcMethodHandler[Any, Any]] = {
             name: grpc.unary_unary_rpc_method_handler(
@@ -968,6 +1328,11 @@ class LeagueServicer:
             )
             for name, (fn, message) in unary.items()
         }
+        methods["Submit"] = grpc.stream_unary_rpc_method_handler(
+            self.Submit,
+            request_deserializer=league_pb2.SubmitRequest.FromString,
+            response_serializer=lambda m: m.SerializeToString(),
+        )
         methods["WatchMatch"] = grpc.unary_stream_rpc_method_handler(
             self.WatchMatch,
             request_deserializer=league_pb2.WatchMatchRequest.FromString,

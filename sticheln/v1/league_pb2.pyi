@@ -8,7 +8,7 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class Bot(_message.Message):
-    __slots__ = ("name", "owner", "description", "previous_version", "version", "active", "connected_streams", "registered_at")
+    __slots__ = ("name", "owner", "description", "previous_version", "version", "active", "connected_streams", "registered_at", "hosted", "status", "submission", "sha256", "matches", "refusal", "playing_submission")
     NAME_FIELD_NUMBER: _ClassVar[int]
     OWNER_FIELD_NUMBER: _ClassVar[int]
     DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
@@ -17,6 +17,13 @@ class Bot(_message.Message):
     ACTIVE_FIELD_NUMBER: _ClassVar[int]
     CONNECTED_STREAMS_FIELD_NUMBER: _ClassVar[int]
     REGISTERED_AT_FIELD_NUMBER: _ClassVar[int]
+    HOSTED_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    SUBMISSION_FIELD_NUMBER: _ClassVar[int]
+    SHA256_FIELD_NUMBER: _ClassVar[int]
+    MATCHES_FIELD_NUMBER: _ClassVar[int]
+    REFUSAL_FIELD_NUMBER: _ClassVar[int]
+    PLAYING_SUBMISSION_FIELD_NUMBER: _ClassVar[int]
     name: str
     owner: str
     description: str
@@ -25,7 +32,14 @@ class Bot(_message.Message):
     active: bool
     connected_streams: int
     registered_at: float
-    def __init__(self, name: _Optional[str] = ..., owner: _Optional[str] = ..., description: _Optional[str] = ..., previous_version: _Optional[str] = ..., version: _Optional[int] = ..., active: _Optional[bool] = ..., connected_streams: _Optional[int] = ..., registered_at: _Optional[float] = ...) -> None: ...
+    hosted: bool
+    status: str
+    submission: int
+    sha256: str
+    matches: int
+    refusal: str
+    playing_submission: int
+    def __init__(self, name: _Optional[str] = ..., owner: _Optional[str] = ..., description: _Optional[str] = ..., previous_version: _Optional[str] = ..., version: _Optional[int] = ..., active: _Optional[bool] = ..., connected_streams: _Optional[int] = ..., registered_at: _Optional[float] = ..., hosted: _Optional[bool] = ..., status: _Optional[str] = ..., submission: _Optional[int] = ..., sha256: _Optional[str] = ..., matches: _Optional[int] = ..., refusal: _Optional[str] = ..., playing_submission: _Optional[int] = ...) -> None: ...
 
 class RegisterBotRequest(_message.Message):
     __slots__ = ("name", "owner", "description")
@@ -280,3 +294,67 @@ class MatchEnded(_message.Message):
     seed: int
     seed_nonce: bytes
     def __init__(self, totals: _Optional[_Iterable[int]] = ..., places: _Optional[_Iterable[int]] = ..., reason: _Optional[str] = ..., seed: _Optional[int] = ..., seed_nonce: _Optional[bytes] = ...) -> None: ...
+
+class SubmitHeader(_message.Message):
+    __slots__ = ("bot", "format", "size", "sha256", "bot_file")
+    BOT_FIELD_NUMBER: _ClassVar[int]
+    FORMAT_FIELD_NUMBER: _ClassVar[int]
+    SIZE_FIELD_NUMBER: _ClassVar[int]
+    SHA256_FIELD_NUMBER: _ClassVar[int]
+    BOT_FILE_FIELD_NUMBER: _ClassVar[int]
+    bot: str
+    format: str
+    size: int
+    sha256: str
+    bot_file: str
+    def __init__(self, bot: _Optional[str] = ..., format: _Optional[str] = ..., size: _Optional[int] = ..., sha256: _Optional[str] = ..., bot_file: _Optional[str] = ...) -> None: ...
+
+class SubmitRequest(_message.Message):
+    __slots__ = ("header", "chunk")
+    HEADER_FIELD_NUMBER: _ClassVar[int]
+    CHUNK_FIELD_NUMBER: _ClassVar[int]
+    header: SubmitHeader
+    chunk: bytes
+    def __init__(self, header: _Optional[_Union[SubmitHeader, _Mapping]] = ..., chunk: _Optional[bytes] = ...) -> None: ...
+
+class Submission(_message.Message):
+    __slots__ = ("bot", "number", "sha256", "status", "refusal", "report", "submitted_at", "decided_at", "build_sha256", "bot_file")
+    BOT_FIELD_NUMBER: _ClassVar[int]
+    NUMBER_FIELD_NUMBER: _ClassVar[int]
+    SHA256_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    REFUSAL_FIELD_NUMBER: _ClassVar[int]
+    REPORT_FIELD_NUMBER: _ClassVar[int]
+    SUBMITTED_AT_FIELD_NUMBER: _ClassVar[int]
+    DECIDED_AT_FIELD_NUMBER: _ClassVar[int]
+    BUILD_SHA256_FIELD_NUMBER: _ClassVar[int]
+    BOT_FILE_FIELD_NUMBER: _ClassVar[int]
+    bot: str
+    number: int
+    sha256: str
+    status: str
+    refusal: str
+    report: str
+    submitted_at: float
+    decided_at: float
+    build_sha256: str
+    bot_file: str
+    def __init__(self, bot: _Optional[str] = ..., number: _Optional[int] = ..., sha256: _Optional[str] = ..., status: _Optional[str] = ..., refusal: _Optional[str] = ..., report: _Optional[str] = ..., submitted_at: _Optional[float] = ..., decided_at: _Optional[float] = ..., build_sha256: _Optional[str] = ..., bot_file: _Optional[str] = ...) -> None: ...
+
+class SubmitResponse(_message.Message):
+    __slots__ = ("submission",)
+    SUBMISSION_FIELD_NUMBER: _ClassVar[int]
+    submission: Submission
+    def __init__(self, submission: _Optional[_Union[Submission, _Mapping]] = ...) -> None: ...
+
+class SubmissionStatusRequest(_message.Message):
+    __slots__ = ("name",)
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    def __init__(self, name: _Optional[str] = ...) -> None: ...
+
+class SubmissionStatusResponse(_message.Message):
+    __slots__ = ("submissions",)
+    SUBMISSIONS_FIELD_NUMBER: _ClassVar[int]
+    submissions: _containers.RepeatedCompositeFieldContainer[Submission]
+    def __init__(self, submissions: _Optional[_Iterable[_Union[Submission, _Mapping]]] = ...) -> None: ...

@@ -75,6 +75,16 @@ class LeagueStub:
                 request_serializer=sticheln_dot_v1_dot_league__pb2.WatchMatchRequest.SerializeToString,
                 response_deserializer=sticheln_dot_v1_dot_league__pb2.WatchMatchResponse.FromString,
                 _registered_method=True)
+        self.Submit = channel.stream_unary(
+                '/sticheln.v1.League/Submit',
+                request_serializer=sticheln_dot_v1_dot_league__pb2.SubmitRequest.SerializeToString,
+                response_deserializer=sticheln_dot_v1_dot_league__pb2.SubmitResponse.FromString,
+                _registered_method=True)
+        self.SubmissionStatus = channel.unary_unary(
+                '/sticheln.v1.League/SubmissionStatus',
+                request_serializer=sticheln_dot_v1_dot_league__pb2.SubmissionStatusRequest.SerializeToString,
+                response_deserializer=sticheln_dot_v1_dot_league__pb2.SubmissionStatusResponse.FromString,
+                _registered_method=True)
 
 
 class LeagueServicer:
@@ -140,6 +150,31 @@ class LeagueServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Submit(self, request_iterator, context):
+        """Bot author, in a league with `[hosting] enabled`: upload a new submission of the
+        entry whose token the call carries as metadata `authorization: Bearer <bot token>`.
+        The first message is a `SubmitHeader` (the archive's size, declared up front and
+        checked, its SHA-256 and the bot file's path in it), then the archive in `chunk`s
+        (1 MiB each is a good size). A stream that ends before `size` bytes arrived, or
+        sends more, is refused (`INVALID_ARGUMENT`) and stores nothing. The reply is the new
+        submission, `validating`: the league builds and checks it in its jail, then it is
+        `playing` (the previous one `retired`) or `refused` with a report
+        (`SubmissionStatus`). A wrong or revoked token is `UNAUTHENTICATED`, a token of
+        another entry than `SubmitHeader.bot` `PERMISSION_DENIED`, the daily quota
+        `RESOURCE_EXHAUSTED`, hosting switched off `FAILED_PRECONDITION`.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def SubmissionStatus(self, request, context):
+        """An entry's submissions, newest first, each with its validation report; the call
+        carries the entry's token or the admin token (`authorization: Bearer <token>`).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_LeagueServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -182,6 +217,16 @@ def add_LeagueServicer_to_server(servicer, server):
                     servicer.WatchMatch,
                     request_deserializer=sticheln_dot_v1_dot_league__pb2.WatchMatchRequest.FromString,
                     response_serializer=sticheln_dot_v1_dot_league__pb2.WatchMatchResponse.SerializeToString,
+            ),
+            'Submit': grpc.stream_unary_rpc_method_handler(
+                    servicer.Submit,
+                    request_deserializer=sticheln_dot_v1_dot_league__pb2.SubmitRequest.FromString,
+                    response_serializer=sticheln_dot_v1_dot_league__pb2.SubmitResponse.SerializeToString,
+            ),
+            'SubmissionStatus': grpc.unary_unary_rpc_method_handler(
+                    servicer.SubmissionStatus,
+                    request_deserializer=sticheln_dot_v1_dot_league__pb2.SubmissionStatusRequest.FromString,
+                    response_serializer=sticheln_dot_v1_dot_league__pb2.SubmissionStatusResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -401,6 +446,60 @@ class League:
             '/sticheln.v1.League/WatchMatch',
             sticheln_dot_v1_dot_league__pb2.WatchMatchRequest.SerializeToString,
             sticheln_dot_v1_dot_league__pb2.WatchMatchResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Submit(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_unary(
+            request_iterator,
+            target,
+            '/sticheln.v1.League/Submit',
+            sticheln_dot_v1_dot_league__pb2.SubmitRequest.SerializeToString,
+            sticheln_dot_v1_dot_league__pb2.SubmitResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SubmissionStatus(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/sticheln.v1.League/SubmissionStatus',
+            sticheln_dot_v1_dot_league__pb2.SubmissionStatusRequest.SerializeToString,
+            sticheln_dot_v1_dot_league__pb2.SubmissionStatusResponse.FromString,
             options,
             channel_credentials,
             insecure,

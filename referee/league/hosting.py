@@ -1,0 +1,406 @@
+"""Hosted bots: code uploaded to the league (``League.Submit``), built, validated and
+played by the league itself, always in the jail (docs/hosting.md).
+
+A submission goes ``validating`` → ``playing`` (the entry's previous playing submission
+``retired``) or ``refused`` with a report. Validation, one submission at a time:
+
+1. the archive is unpacked from the store into the code folder, by hash
+   (:mod:`referee.league.archive`: every hostile archive is refused there);
+2. its bot file is read and held to the league's policy like any bot file
+   (:func:`referee.config.bots.load_bot`: paths inside its folder only, limits within
+   the maxima); a bot file without a ``command`` is refused;
+3. the bot file's ``build`` runs once in the jail (:func:`run_build`): its folder
+   read-only, a copy in the jail's private ``/tmp`` to build in, no network, the
+   league's ``build_timeout_s`` and ``build_memory_mb``; what it leaves there comes out
+   as a tar stream, which is unpacked under the same rules and kept in the store by its
+   hash, so that no worker builds it again;
+4. the start check and the ``referee check-bot`` scenarios, jailed
+   (:mod:`referee.match.preflight`, :mod:`referee.match.checkbot`).
+
+Nothing an upload holds runs outside the jail, and a hosted bot's sandbox binds its own
+folder only: no upload can read another's code.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import gzip
+import io
+import os
+import shlex
+import shutil
+import signal
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import structlog
+
+from referee.config.bots import load_bot
+from referee.config.errors import read_toml
+from referee.jail import cgroups
+from referee.jail.bots import BotConfigError, BotSpec, Limits
+from referee.jail.process import BotProcess
+from referee.jail.sandbox import Sandbox, bot_environment, bwrap_descriptors
+from referee.league.archive import (
+    ArchiveRefused,
+    Bounds,
+    bot_file_in,
+    sha256_hex,
+    unpack,
+)
+from referee.league.config import HostingConfig
+from referee.league.submissions import Submission, Submissions
+from referee.match.checkbot import check_bot, scenarios
+from referee.match.preflight import check_starts_on_own_server
+from referee.runtime.private import private_dir
+
+log = structlog.get_logger("referee.hosting")
+
+#: What a build leaves in its jail comes out as a tar stream of /tmp/build.
+#: It runs in a copy of the archive's folder, in the bot file's folder ($1) of that copy.
+BUILD_SCRIPT = (
+    'set -e; mkdir /tmp/build; cp -R . /tmp/build; cd "/tmp/build/$1"; shift; "$@" >&2; '
+    "cd /tmp/build; exec tar -cf - --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner ."
+)
+#: How long a hosted bot has to start and greet in validation and in a match.
+STARTUP_S = 10.0
+#: The most lines of a report shown for one failure.
+REPORT_TAIL = 20
+
+
+class Refusal(Exception):
+    """A submission that fails validation; the message is its one-line refusal."""
+
+    def __init__(self, line: str, report: list[str] | None = None) -> None:
+        super().__init__(line)
+        self.report = report or []
+
+
+@dataclass
+class BuildResult:
+    """A build's output (a tar stream) or why it failed."""
+
+    tar: bytes
+    error: str
+    log_path: Path
+
+
+def read_build(bot_file: Path) -> list[str]:
+    """The ``build`` command of a bot file, as an argument list ([] when it has none)."""
+    data = read_toml(bot_file, "bot file", BotConfigError)
+    build = data.get("build", [])
+    if isinstance(build, str):
+        return ["/bin/sh", "-c", build] if build.strip() else []
+    return [str(x) for x in build]
+
+
+async def run_build(
+    sandbox: Sandbox,
+    folder: Path,
+    where: str,
+    command: list[str],
+    *,
+    timeout_s: float,
+    memory_mb: int,
+    max_output: int,
+    log_path: Path,
+) -> BuildResult:
+    """Run ``command`` in the folder ``where`` of a copy of ``folder`` in the jail (read-only folder, a private
+    /tmp of ``max_output`` bytes, no network, ``memory_mb`` for all of it, ``timeout_s``);
+    the tar of what it leaves, or why it failed (stderr and the command's output go to
+    ``log_path``)."""
+    sandbox.check()
+    limits = Limits(
+        cpu_seconds=max(1, int(timeout_s)), memory_mb=memory_mb, processes=256, log_mb=1
+    )
+    jail = dataclasses.replace(sandbox, tmp_size_mb=max(1, max_output >> 20))
+    user = jail.lease_user()
+    try:
+        policy = jail.policy(folder, (), None, user.ids if user else None)
+        argv_in = ["/bin/sh", "-c", BUILD_SCRIPT, "build", where, *command]
+        env = bot_environment(
+            {}, os.environ, home="/tmp", referee={}, interpreter_bin=os.path.dirname(sys.executable)
+        )
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        with bwrap_descriptors(policy, argv_in) as (argv, fds):
+            bounds = cgroups.bound(limits, policy, log_path)
+            launcher = [
+                sys.executable,
+                "-I",
+                "-m",
+                "referee.jail.launch",
+                f"--cpu-seconds={limits.cpu_seconds}",
+                f"--memory-mb={limits.memory_mb}",
+                f"--referee-pid={os.getpid()}",
+                *(f"--pass-fd={fd}" for fd in fds),
+                *bounds.launch_arguments,
+                "--",
+                *argv,
+            ]
+            try:
+                proc = await asyncio.create_subprocess_exec(
+                    *launcher,
+                    cwd=folder,
+                    env=env,
+                    stdin=asyncio.subprocess.DEVNULL,
+                    stdout=asyncio.subprocess.PIPE,
+                    stderr=bounds.log.write_end,
+                    start_new_session=True,
+                    pass_fds=fds,
+                )
+            except BaseException:
+                bounds.abandon()
+                raise
+        bounds.log.start()
+        process = BotProcess(BotSpec(name="build"), proc, log_path, bounds)
+        process.sandboxed = True
+        out = bytearray()
+        error = ""
+
+        async def read() -> None:
+            nonlocal error
+            assert proc.stdout is not None
+            while True:
+                chunk = await proc.stdout.read(1 << 16)
+                if not chunk:
+                    return
+                out.extend(chunk)
+                if len(out) > max_output + (1 << 20):
+                    error = f"the build left more than {max_output >> 20} MiB (max_unpacked_mb)"
+                    return
+
+        try:
+            await asyncio.wait_for(asyncio.gather(read(), proc.wait()), timeout_s)
+        except TimeoutError:
+            error = f"the build ran past build_timeout_s = {timeout_s:g} s and was stopped"
+        if error:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGKILL)
+        await process.stop(0.5)
+        ended = bounds.describe_end()
+        await bounds.close()
+        if not error and proc.returncode != 0:
+            code = proc.returncode or 0
+            how = ended or (
+                f"killed by signal {code - 128}" if code > 128 else f"exited with status {code}"
+            )
+            error = f"the build failed ({how})"
+        return BuildResult(bytes(out), error, log_path)
+    finally:
+        if user is not None:
+            user.release()
+
+
+def _gzip(tar: bytes) -> bytes:
+    buffer = io.BytesIO()
+    with gzip.GzipFile(filename="", mode="wb", fileobj=buffer, mtime=0) as gz:
+        gz.write(tar)
+    return buffer.getvalue()
+
+
+def _tail(path: Path, lines: int = REPORT_TAIL) -> list[str]:
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return []
+    from referee.match.preflight import printable
+
+    return ["    | " + printable(line) for line in text.splitlines()[-lines:]]
+
+
+class Hosting:
+    """The league's hosted code: the submissions in its store, the code folder, and
+    validation (one submission at a time)."""
+
+    def __init__(
+        self,
+        config: HostingConfig,
+        submissions: Submissions,
+        sandbox: Sandbox,
+        logs: Path,
+        startup_s: float = STARTUP_S,
+    ) -> None:
+        self.config = config
+        self.submissions = submissions
+        self.sandbox = sandbox
+        self.logs = logs
+        self.startup_s = startup_s
+        self.bounds = Bounds(config.max_files, config.max_unpacked_mb << 20)
+        self._turn = asyncio.Lock()
+        self._tasks: set[asyncio.Task[None]] = set()
+        #: Hosted entries' playing specs, by (bot, submission number).
+        self._specs: dict[tuple[str, int], BotSpec] = {}
+        #: The latest validation time of each entry, in seconds (for the metrics).
+        self.validation_s: dict[str, float] = {}
+        self.on_decided: list[Any] = []
+        # Readable by the bots' uids (the referee runs with umask 077).
+        config.code_dir.mkdir(parents=True, exist_ok=True)
+        os.chmod(config.code_dir, 0o755)
+
+    # -- the code folder ---------------------------------------------------------------
+
+    def folder(self, sha256: str, fmt: str) -> Path:
+        """The unpacked archive ``sha256`` (from the store, unpacked once per machine)."""
+        target = self.config.code_dir / sha256
+        if target.is_dir():
+            return target
+        data = self.submissions.archive(sha256)
+        if data is None:
+            raise ArchiveRefused(f"archive {sha256} is not in the league's store")
+        if sha256_hex(data) != sha256:
+            raise ArchiveRefused(f"archive {sha256} in the store does not match its hash")
+        staging = Path(tempfile.mkdtemp(prefix=f".{sha256[:12]}-", dir=self.config.code_dir))
+        try:
+            os.chmod(staging, 0o755)
+            unpack(data, fmt, staging / "code", self.bounds)
+            with contextlib.suppress(FileExistsError, OSError):
+                os.rename(staging / "code", target)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+        return target
+
+    def spec(self, s: Submission) -> BotSpec:
+        """The bot a playing submission starts (its folder unpacked here if needed)."""
+        key = (s.bot, s.number)
+        found = self._specs.get(key)
+        if found is not None and found.workdir.exists():
+            return found
+        folder = self.folder(s.code_sha256, s.code_format)
+        spec = dataclasses.replace(load_bot(folder / s.bot_file), name=s.bot)
+        self._specs[key] = spec
+        return spec
+
+    # -- validation -----------------------------------------------------------------------
+
+    def validate_later(self, s: Submission) -> None:
+        """Validate ``s`` in the background (after the submissions before it)."""
+        task = asyncio.ensure_future(self._validate(s))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def stop(self) -> None:
+        """Stop validating (a stopped one is validated again at the next start)."""
+        for task in list(self._tasks):
+            task.cancel()
+        if self._tasks:
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    async def _validate(self, s: Submission) -> None:
+        async with self._turn:
+            started = time.monotonic()
+            build_sha = ""
+            try:
+                report, build_sha = await self.check(s)
+            except Refusal as exc:
+                line = str(exc)
+                report = [f"REFUSED: {line}", *exc.report]
+                self.submissions.refuse(s, line, "\n".join(report), build_sha)
+                log.warning("submission_refused", bot=s.bot, submission=s.number, why=line)
+            except Exception as exc:  # the league's own failure: said, and refused
+                line = f"the league could not validate it: {exc!r}"
+                self.submissions.refuse(s, line, line)
+                log.error("submission_failed", bot=s.bot, submission=s.number, error=repr(exc))
+            else:
+                self.submissions.accept(s, "\n".join(report), build_sha)
+                log.info("submission_playing", bot=s.bot, submission=s.number, sha256=s.sha256)
+            self.validation_s[s.bot] = time.monotonic() - started
+            for callback in self.on_decided:
+                callback(s.bot)
+
+    async def check(self, s: Submission) -> tuple[list[str], str]:
+        """Validate ``s``: its report lines and its build's hash (""), or :class:`Refusal`."""
+        report: list[str] = []
+        try:
+            folder = self.folder(s.sha256, s.format)
+            bot_file = bot_file_in(_members(folder), s.bot_file)
+        except ArchiveRefused as exc:
+            raise Refusal(f"archive refused: {exc}") from None
+        report.append(f"archive {s.sha256}: unpacked")
+        spec, build = self._load(folder / bot_file, s)
+        build_sha = ""
+        logs = private_dir(self.logs / f"{s.bot}-{s.number}")
+        if build:
+            result = await run_build(
+                self.sandbox,
+                folder,
+                Path(bot_file).parent.as_posix(),
+                build,
+                timeout_s=self.config.build_timeout_s,
+                memory_mb=self.config.build_memory_mb,
+                max_output=self.config.max_unpacked_mb << 20,
+                log_path=logs / "build.log",
+            )
+            if result.error:
+                raise Refusal(result.error, ["build output (last lines):", *_tail(result.log_path)])
+            data = _gzip(result.tar)
+            build_sha = sha256_hex(data)
+            self.submissions.put_archive(build_sha, data)
+            try:
+                built = self.folder(build_sha, "tar.gz")
+            except ArchiveRefused as exc:
+                raise Refusal(f"the build's output was refused: {exc}") from None
+            report.append(f"build: done, output {build_sha}")
+            # The build's copy of the archive's folder is the bot's folder from now on.
+            spec, _ = self._load(built / bot_file, s)
+        failures = await check_starts_on_own_server([spec], self.sandbox, self.startup_s, logs)
+        if failures:
+            f = failures[0]
+            raise Refusal(
+                f"start check: {f.what}" + (f"; its output ends: {f.output}" if f.output else ""),
+                ["its output (last lines):", *_tail(f.log_path)],
+            )
+        report.append("start check: started and greeted")
+        chosen = scenarios(rounds=self.config.validation_rounds, seats=spec.seats)
+        outcomes = await check_bot(spec, chosen, out_dir=logs / "check-bot", sandbox=self.sandbox)
+        for o in outcomes:
+            report.extend(o.lines())
+        failed = [o.scenario.name for o in outcomes if not o.passed]
+        if failed:
+            first = next(o for o in outcomes if not o.passed)
+            why = first.error or (first.findings[0].line() if first.findings else "failed")
+            raise Refusal(
+                f"check-bot: {len(failed)} of {len(outcomes)} scenarios failed, first "
+                f"{failed[0]}: {why}",
+                report,
+            )
+        return report, build_sha
+
+    def _load(self, bot_file: Path, s: Submission) -> tuple[BotSpec, list[str]]:
+        try:
+            spec = load_bot(bot_file)
+            build = read_build(bot_file)
+        except BotConfigError as exc:
+            raise Refusal(f"bot file: {_relative(str(exc), self.config.code_dir)}") from None
+        if spec.external:
+            raise Refusal(
+                f"bot file {s.bot_file}: no 'command'; a hosted bot is started by the league"
+            )
+        if not shlex.join(spec.command):
+            raise Refusal(f"bot file {s.bot_file}: an empty command")
+        return dataclasses.replace(spec, name=s.bot), build
+
+    def resume(self) -> int:
+        """At a start: validate again what was being validated when the league stopped."""
+        pending = self.submissions.validating()
+        for s in pending:
+            self.validate_later(s)
+        return len(pending)
+
+
+def _members(folder: Path) -> list[str]:
+    out = []
+    for root, dirs, files in os.walk(folder):
+        for name in [*dirs, *files]:
+            out.append((Path(root) / name).relative_to(folder).as_posix())
+    return out
+
+
+def _relative(text: str, code_dir: Path) -> str:
+    """A message without the league's code folder in it (the author knows the archive)."""
+    return text.replace(f"{code_dir}/", "")

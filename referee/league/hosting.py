@@ -29,7 +29,6 @@ import dataclasses
 import gzip
 import io
 import os
-import shlex
 import shutil
 import signal
 import sys
@@ -253,17 +252,39 @@ class Hosting:
         data = self.submissions.archive(sha256)
         if data is None:
             raise ArchiveRefused(f"archive {sha256} is not in the league's store")
+        return self.unpack_cached(sha256, fmt, data)
+
+    def unpack_cached(self, sha256: str, fmt: str, data: bytes) -> Path:
+        """``data`` unpacked into the code folder under its hash (checked), once."""
+        target = self.config.code_dir / sha256
+        if target.is_dir():
+            return target
         if sha256_hex(data) != sha256:
-            raise ArchiveRefused(f"archive {sha256} in the store does not match its hash")
+            raise ArchiveRefused(f"archive {sha256} does not match its hash")
         staging = Path(tempfile.mkdtemp(prefix=f".{sha256[:12]}-", dir=self.config.code_dir))
         try:
             os.chmod(staging, 0o755)
             unpack(data, fmt, staging / "code", self.bounds)
-            with contextlib.suppress(FileExistsError, OSError):
+            with contextlib.suppress(OSError):  # another worker unpacked it meanwhile
                 os.rename(staging / "code", target)
         finally:
             shutil.rmtree(staging, ignore_errors=True)
         return target
+
+    def precheck(self, sha256: str, fmt: str, data: bytes, bot_file: str, bot: str) -> str:
+        """What an upload is refused for at once, before anything is stored: an archive
+        the rules refuse, a bot file that is not in it or cannot be used. The bot file's
+        normalised path; :class:`ArchiveRefused` or :class:`Refusal` in one line."""
+        fresh = not (self.config.code_dir / sha256).is_dir()
+        folder = self.unpack_cached(sha256, fmt, data)
+        try:
+            name = bot_file_in(_members(folder), bot_file)
+            self._load(folder / name, bot, name)
+        except BaseException:
+            if fresh:
+                shutil.rmtree(folder, ignore_errors=True)
+            raise
+        return name
 
     def spec(self, s: Submission) -> BotSpec:
         """The bot a playing submission starts (its folder unpacked here if needed)."""
@@ -322,7 +343,7 @@ class Hosting:
         except ArchiveRefused as exc:
             raise Refusal(f"archive refused: {exc}") from None
         report.append(f"archive {s.sha256}: unpacked")
-        spec, build = self._load(folder / bot_file, s)
+        spec, build = self._load(folder / bot_file, s.bot, s.bot_file)
         build_sha = ""
         logs = private_dir(self.logs / f"{s.bot}-{s.number}")
         if build:
@@ -347,7 +368,7 @@ class Hosting:
                 raise Refusal(f"the build's output was refused: {exc}") from None
             report.append(f"build: done, output {build_sha}")
             # The build's copy of the archive's folder is the bot's folder from now on.
-            spec, _ = self._load(built / bot_file, s)
+            spec, _ = self._load(built / bot_file, s.bot, s.bot_file)
         failures = await check_starts_on_own_server([spec], self.sandbox, self.startup_s, logs)
         if failures:
             f = failures[0]
@@ -371,19 +392,15 @@ class Hosting:
             )
         return report, build_sha
 
-    def _load(self, bot_file: Path, s: Submission) -> tuple[BotSpec, list[str]]:
+    def _load(self, bot_file: Path, bot: str, shown: str) -> tuple[BotSpec, list[str]]:
         try:
             spec = load_bot(bot_file)
             build = read_build(bot_file)
         except BotConfigError as exc:
             raise Refusal(f"bot file: {_relative(str(exc), self.config.code_dir)}") from None
         if spec.external:
-            raise Refusal(
-                f"bot file {s.bot_file}: no 'command'; a hosted bot is started by the league"
-            )
-        if not shlex.join(spec.command):
-            raise Refusal(f"bot file {s.bot_file}: an empty command")
-        return dataclasses.replace(spec, name=s.bot), build
+            raise Refusal(f"bot file {shown}: no 'command'; a hosted bot is started by the league")
+        return dataclasses.replace(spec, name=bot), build
 
     def resume(self) -> int:
         """At a start: validate again what was being validated when the league stopped."""

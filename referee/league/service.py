@@ -54,10 +54,9 @@ from referee.jail.process import BotProcess
 from referee.jail.sandbox import Sandbox
 from referee.league.archive import FORMATS as ARCHIVE_FORMATS
 from referee.league.archive import ArchiveRefused
-from referee.league.archive import check_name as check_member_name
 from referee.league.config import LeagueConfig
 from referee.league.feed import MatchFeed, replay_feed
-from referee.league.hosting import Hosting
+from referee.league.hosting import Hosting, Refusal
 from referee.league.registry import BotEntry, BotRegistry, RegistryError
 from referee.league.scheduler import History, Marks, can_seat, choose_table
 from referee.league.standings import fit_in_child
@@ -1246,11 +1245,12 @@ class LeagueServicer:
                 f"the archive's SHA-256 is {digest}, not the {h.sha256} its header declared",
             )
         try:
-            bot_file = check_member_name(h.bot_file)
-        except ArchiveRefused as exc:
-            raise Refused(
-                grpc.StatusCode.INVALID_ARGUMENT, f"the bot file is not inside the archive: {exc}"
-            ) from None
+            bot_file = await asyncio.to_thread(
+                hosting.precheck, digest, h.format, bytes(data), h.bot_file, entry.name
+            )
+        except (ArchiveRefused, Refusal) as exc:
+            log.warning("submission_refused", bot=entry.name, sha256=digest, why=str(exc))
+            raise Refused(grpc.StatusCode.INVALID_ARGUMENT, f"refused: {exc}") from None
         league.submissions.put_archive(digest, bytes(data))
         sub = league.submissions.add(entry.name, digest, h.format, bot_file)
         log.info("submission", bot=entry.name, submission=sub.number, sha256=digest, size=h.size)

@@ -1,0 +1,322 @@
+"""Hosted bots end to end, with real processes: a ``referee serve`` league with
+``[hosting]`` on (SQLite and PostgreSQL), real ``referee league submit`` uploads of the
+Python sample bot (a folder, a .tar.gz, a .zip), a refused broken bot, the daily quota,
+every hostile upload refused in one line with nothing stored, and builds run in the jail.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import re
+import shutil
+import subprocess
+import tarfile
+import tempfile
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import grpc
+import pytest
+from leaguekit import (
+    REFEREE,
+    ROOT,
+    SAMPLES,
+    LeagueDb,
+    Serve,
+    query,
+    serving,
+    wait_for,
+    write_config,
+)
+from test_hosting_archive import HOSTILE_TARS, HOSTILE_ZIPS
+
+from sticheln.v1 import league_pb2
+
+PYTHON_BOT = SAMPLES / "python"
+#: Validation plays a dozen check-bot matches per submission.
+VALIDATED_S = 120
+
+
+@pytest.fixture
+def code_dir() -> Iterator[Path]:
+    """A code folder the bots' uids can reach (pytest's own folders are closed to others)."""
+    folder = Path(tempfile.mkdtemp(prefix="hosted-code-", dir="/tmp"))
+    folder.chmod(0o755)
+    yield folder / "code"
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def league_file(tmp_path: Path, db: LeagueDb, code: Path, **hosting: Any) -> Path:
+    path = write_config(
+        tmp_path / "hosted.toml",
+        {"name": "hosted", "table_size": 3, **db.table},
+        rules={"preset": "sticheln", "rounds": 2},
+    )
+    table = {"enabled": True, "code_dir": str(code), "workers": 1, **hosting}
+    lines = ["[hosting]", *(f"{k} = {json.dumps(v)}" for k, v in table.items())]
+    path.write_text(path.read_text() + "\n".join(lines) + "\n")
+    return path
+
+
+def cli(address: str, *args: str, token: str = "") -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("STICHELN_")}
+    if token:
+        env["STICHELN_BOT_TOKEN"] = token
+    return subprocess.run(
+        [*REFEREE, "league", *args, "--address", address],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        cwd=ROOT,
+    )
+
+
+def bots_json(address: str) -> dict[str, dict[str, Any]]:
+    done = cli(address, "bots", "--json")
+    assert done.returncode == 0, done.stderr
+    rows = [json.loads(line) for line in done.stdout.splitlines()]
+    return {r["name"]: r for r in rows}
+
+
+def submitted(done: subprocess.CompletedProcess[str], bot: str, number: int) -> str:
+    assert done.returncode == 0, done.stderr
+    line = done.stdout.strip()
+    found = re.fullmatch(rf"{bot}: submission {number}, sha256 ([0-9a-f]{{64}}), validating", line)
+    assert found, line
+    return found.group(1)
+
+
+def python_bot_tar(path: Path) -> Path:
+    """The Python sample bot as a .tar.gz made by tar itself (not by submit's packer)."""
+    with tarfile.open(path, "w:gz") as tar:
+        for f in [*sorted(PYTHON_BOT.glob("*.py")), PYTHON_BOT / "bot.toml"]:
+            tar.add(f, arcname=f"bot/{f.name}")
+    return path
+
+
+def python_bot_zip(path: Path) -> Path:
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
+        for f in [*sorted(PYTHON_BOT.glob("*.py")), PYTHON_BOT / "bot.toml"]:
+            z.write(f, f.name)
+    return path
+
+
+def broken_bot(folder: Path) -> Path:
+    folder.mkdir()
+    (folder / "bot.toml").write_text(
+        'name = "broken"\ncommand = ["python3", "-c", '
+        "\"import sys; print('boom: the bot cannot find its model'); sys.exit(3)\"]\n"
+    )
+    return folder
+
+
+def test_hosted_bots_are_submitted_validated_and_played(
+    tmp_path: Path, league_db: LeagueDb, code_dir: Path
+) -> None:
+    config = league_file(tmp_path, league_db, code_dir, submissions_per_day=2)
+    with serving(config, tmp_path / "serve.log") as s:
+        tokens = {n: s.register(n) for n in ("alpha", "beta", "gamma", "broken")}
+        shas = {
+            "alpha": submitted(
+                cli(s.address, "submit", str(PYTHON_BOT), "--bot-file", "bot.toml",
+                    token=tokens["alpha"]), "alpha", 1),
+            "beta": submitted(
+                cli(s.address, "submit", str(python_bot_tar(tmp_path / "beta.tar.gz")),
+                    "--bot-file", "bot/bot.toml", token=tokens["beta"]), "beta", 1),
+            "gamma": submitted(
+                cli(s.address, "submit", str(python_bot_zip(tmp_path / "gamma.zip")),
+                    "--bot-file", "bot.toml", "--name", "gamma", token=tokens["gamma"]),
+                "gamma", 1),
+        }  # fmt: skip
+        assert len(set(shas.values())) == 3
+        assert shas["beta"] == hashlib.sha256((tmp_path / "beta.tar.gz").read_bytes()).hexdigest()
+        broken = broken_bot(tmp_path / "broken")
+        submitted(
+            cli(s.address, "submit", str(broken), "--bot-file", "bot.toml", token=tokens["broken"]),
+            "broken",
+            1,
+        )
+
+        def decided() -> dict[str, dict[str, Any]] | None:
+            rows = bots_json(s.address)
+            return rows if all(r["status"] != "validating" for r in rows.values()) else None
+
+        rows = wait_for(decided, VALIDATED_S * 2, "the four submissions to be decided", every=1)
+        for bot in ("alpha", "beta", "gamma"):
+            assert rows[bot]["status"] == "playing", (rows[bot], s.tail())
+            assert rows[bot]["hosted"] is True
+            assert rows[bot]["sha256"] == shas[bot]
+            assert rows[bot]["submission"] == 1
+        assert rows["broken"]["status"] == "refused"
+        assert rows["broken"]["refusal"].startswith("start check:"), rows["broken"]
+        assert "\n" not in rows["broken"]["refusal"]
+
+        # The broken bot's owner reads why, with what the bot printed.
+        status = cli(s.address, "status", "broken", token=tokens["broken"])
+        assert status.returncode == 0, status.stderr
+        assert status.stdout.startswith("broken: submission 1, sha256 ")
+        assert "refused: start check" in status.stdout
+        assert "boom: the bot cannot find its model" in status.stdout
+        ok = cli(s.address, "status", "alpha", token=tokens["alpha"])
+        assert "start check: started and greeted" in ok.stdout
+        assert "PASS preset-sticheln" in ok.stdout
+        other = cli(s.address, "status", "alpha", token=tokens["beta"])
+        assert other.returncode == 1 and "PERMISSION_DENIED" in other.stderr
+
+        # The three hosted bots play one another, started fresh per match by the worker.
+        wait_for(
+            lambda: all(
+                r["matches"] >= 2 for n, r in bots_json(s.address).items() if n != "broken"
+            ),
+            120,
+            "hosted bots to play two matches",
+            every=1,
+        )
+        queue = query(league_db.target, "SELECT status, attempts FROM match_queue")
+        assert queue and all(a <= 1 for _, a in queue), queue  # each match taken once
+        assert {st for st, _ in queue} <= {"done", "leased", "queued"}
+        started = query(league_db.target, "SELECT COUNT(*) FROM matches WHERE status = 'finished'")[
+            0
+        ][0]
+        assert started >= 2
+        logs = list((tmp_path / "out" / "logs").glob("hosted-*-seat*-alpha*.log"))
+        assert len(logs) >= 2, "one process per match and seat"
+
+        # A second submission replaces the first once it passes; the quota then refuses.
+        again = submitted(
+            cli(s.address, "submit", str(broken), "--bot-file", "bot.toml", token=tokens["broken"]),
+            "broken",
+            2,
+        )
+        assert (
+            again
+            == query(
+                league_db.target,
+                "SELECT sha256 FROM league_submissions WHERE bot = 'broken' AND number = 1",
+            )[0][0]
+        ), "the same code is the same hash"
+        third = cli(
+            s.address, "submit", str(broken), "--bot-file", "bot.toml", token=tokens["broken"]
+        )
+        assert third.returncode == 1
+        lines = third.stderr.strip().splitlines()
+        assert len(lines) == 1 and "RESOURCE_EXHAUSTED" in lines[0]
+        assert "submissions_per_day" in lines[0]
+        archives = query(league_db.target, "SELECT sha256, size FROM league_archives")
+        assert {sha for sha, _ in archives} == {*shas.values(), again}
+
+
+def raw_submit(
+    s: Serve,
+    token: str,
+    data: bytes,
+    *,
+    fmt: str = "tar.gz",
+    bot_file: str = "bot.toml",
+    size: int | None = None,
+    sha256: str = "",
+    bot: str = "",
+) -> grpc.RpcError | league_pb2.SubmitResponse:
+    header = league_pb2.SubmitHeader(
+        bot=bot, format=fmt, size=len(data) if size is None else size, sha256=sha256,
+        bot_file=bot_file,
+    )  # fmt: skip
+
+    def requests() -> Iterator[league_pb2.SubmitRequest]:
+        yield league_pb2.SubmitRequest(header=header)
+        for at in range(0, len(data), 1 << 20):
+            yield league_pb2.SubmitRequest(chunk=data[at : at + (1 << 20)])
+
+    metadata = [("authorization", f"Bearer {token}")] if token else []
+    try:
+        reply: league_pb2.SubmitResponse = s.league.Submit(
+            requests(), metadata=metadata, timeout=60
+        )
+    except grpc.RpcError as exc:
+        return exc
+    return reply
+
+
+def refusal(result: Any, code: grpc.StatusCode, words: str) -> str:
+    assert isinstance(result, grpc.RpcError), f"accepted: {result}"
+    assert result.code() == code, (result.code(), result.details())
+    details = str(result.details())
+    assert words in details, details
+    assert "\n" not in details
+    return details
+
+
+def test_every_hostile_upload_is_refused_in_one_line_and_stores_nothing(
+    tmp_path: Path, league_db: LeagueDb, code_dir: Path
+) -> None:
+    config = league_file(
+        tmp_path, league_db, code_dir, max_archive_mb=1, max_files=50, max_unpacked_mb=16
+    )
+    good = io.BytesIO()
+    with tarfile.open(fileobj=good, mode="w:gz") as tar:
+        info = tarfile.TarInfo("bot.toml")
+        text = b'name = "x"\ncommand = ["python3", "bot.py"]\n'
+        info.size = len(text)
+        tar.addfile(info, io.BytesIO(text))
+    data = good.getvalue()
+    with serving(config, tmp_path / "serve.log") as s:
+        alpha, beta, gone = s.register("alpha"), s.register("beta"), s.register("gone")
+        s.league.RevokeToken(
+            league_pb2.RevokeTokenRequest(name="gone"),
+            metadata=(("authorization", "Bearer test-admin-token-0123456789"),),
+            timeout=10,
+        )
+        unauthenticated = grpc.StatusCode.UNAUTHENTICATED
+        denied = grpc.StatusCode.PERMISSION_DENIED
+        invalid = grpc.StatusCode.INVALID_ARGUMENT
+        refusal(raw_submit(s, "", data), unauthenticated, "needs the entry's bot token")
+        refusal(raw_submit(s, "stb_not-a-token", data), unauthenticated, "not valid")
+        refusal(raw_submit(s, gone, data), unauthenticated, "revoked")
+        refusal(raw_submit(s, alpha, data, bot="beta"), denied, "belongs to bot 'alpha'")
+        refusal(raw_submit(s, alpha, data, size=2 << 20), invalid, "max_archive_mb = 1")
+        refusal(raw_submit(s, alpha, data, size=len(data) + 10), invalid, "ended after")
+        refusal(raw_submit(s, alpha, data, size=len(data) - 10), invalid, "more than the")
+        refusal(raw_submit(s, alpha, data, sha256="0" * 64), invalid, "SHA-256")
+        refusal(raw_submit(s, alpha, data, fmt="rar"), invalid, "format 'rar'")
+        refusal(
+            raw_submit(s, alpha, data, bot_file="../bot.toml"), invalid, "not inside the archive"
+        )
+        refusal(raw_submit(s, alpha, data, bot_file="other.toml"), invalid, "not in the archive")
+        for name, (make, words) in sorted(HOSTILE_TARS.items()):
+            if name == "size":  # larger than this league's 1 MiB uploads
+                continue
+            refusal(raw_submit(s, beta, make()), invalid, words)
+        for name, (make, words) in sorted(HOSTILE_ZIPS.items()):
+            if name == "size":
+                continue
+            refusal(raw_submit(s, beta, make(), fmt="zip"), invalid, words)
+        # A bot file that dials in instead of being started is no hosted bot.
+        external = io.BytesIO()
+        with zipfile.ZipFile(external, "w") as z:
+            z.writestr("bot.toml", 'name = "x"\ntoken = "t"\n')
+        refusal(raw_submit(s, beta, external.getvalue(), fmt="zip"), invalid, "no 'command'")
+        # Nothing was stored, nothing left in the code folder, and the league serves on.
+        assert query(league_db.target, "SELECT COUNT(*) FROM league_archives")[0][0] == 0
+        assert query(league_db.target, "SELECT COUNT(*) FROM league_submissions")[0][0] == 0
+        assert [p.name for p in code_dir.iterdir()] == []
+        names = [b.name for b in s.league.ListBots(league_pb2.ListBotsRequest(), timeout=10).bots]
+        assert names == ["alpha", "beta", "gone"]
+        # The command line says a refusal in one line, with a non-zero exit.
+        link = tmp_path / "linked"
+        link.mkdir()
+        (link / "bot.toml").write_text('name = "x"\ncommand = ["true"]\n')
+        (link / "passwd").symlink_to("/etc/passwd")
+        done = cli(s.address, "submit", str(link), "--bot-file", "bot.toml", token=alpha)
+        assert done.returncode != 0 and len(done.stderr.strip().splitlines()) == 1
+        assert "symbolic link" in done.stderr
+        tar = tmp_path / "abs.tar.gz"
+        tar.write_bytes(HOSTILE_TARS["absolute"][0]())
+        done = cli(s.address, "submit", str(tar), "--bot-file", "bot.toml", token=alpha)
+        assert done.returncode == 1 and len(done.stderr.strip().splitlines()) == 1
+        assert "INVALID_ARGUMENT" in done.stderr and "absolute" in done.stderr

@@ -78,7 +78,7 @@ def test_a_match_prints_the_result_table_and_a_record_that_replays(
     assert played.returncode == 0, played.stderr
     lines = played.stdout.splitlines()
     assert "seed 42" in lines[0] and "rules sticheln" in lines[0]
-    assert lines[1].split() == ["place", "seat", "bot", "total", "faults"]
+    assert lines[1].split() == ["place", "seat", "bot", "total", "strikes"]
     table = [line.split() for line in lines[2:5]]
     assert sorted(row[2] for row in table) == ["ann", "ben", "cy"]
     assert all(row[4] == "0" for row in table)

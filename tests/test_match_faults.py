@@ -16,6 +16,7 @@ from typing import Any
 import grpc
 import pytest
 from bots.harness import (
+    FAST,
     assert_no_processes,
     bot,
     check_decisions,
@@ -95,6 +96,16 @@ def test_a_bot_past_its_deadline_times_out_and_its_late_answer_is_dropped(
         assert late.strikes == sum(1 for f in faults[: faults.index(late)] if f in timeouts)
     assert faults[-1].strikes == 2
     assert not result.seats[1].forfeited
+    # Its result counts the strikes (2), not the faults (4); its think times hold the two
+    # timed-out decisions at their limit, with the answers it made in time.
+    assert result.seats[1].strikes == 2
+    limit = FAST.decision_ms / 1000  # run_match's clock
+    answered = sum(
+        1 for x in lines if x["type"] in ("pain", "play") and x["seat"] == 1 and not x["fallback"]
+    )
+    think = result.seats[1].think_s
+    assert len(think) == answered + 2
+    assert sum(1 for t in think if t >= limit) == 2
     # The slow seat's late answers (its highest card) were never applied: every decision
     # in the record is either the fallback for a timeout or its own lowest card.
     own = check_decisions(lines, lowest_seats=[0, 2])

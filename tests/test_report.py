@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import array
 import csv
 import json
 import math
@@ -22,6 +23,8 @@ from referee.results.report import (
     write_report_html,
     write_results_csv,
 )
+from referee.results.stats import bot_stats
+from referee.results.store import StoredResult
 
 STANDINGS = [
     Standing("<script>", 1612.345678901234, 1580.1, 1650.9, 120),
@@ -304,3 +307,21 @@ def test_anchor_and_unidentified_intervals_are_flagged_in_every_export(tmp_path:
     # The anchor has no bar; an unidentified one is drawn dashed.
     assert page.count('class="errorbar unidentified"') == 2
     assert page.count('class="errorbar"') == 1
+
+
+def test_a_bot_with_no_think_time_shows_none_not_zero() -> None:
+    # A seat that made no decision at all (it never started) has no think time: "–", not 0.
+    rows = [
+        StoredResult(0, "m-0", 0, "absent", -30, 2, True, 0, 1, array.array("I")),
+        StoredResult(0, "m-0", 1, "plain", 30, 1, False, 1, 0, array.array("I", [2000, 4000])),
+    ]
+    stats = bot_stats(rows)
+    assert math.isnan(stats["absent"].think_p50_ms) and math.isnan(stats["absent"].think_p99_ms)
+    standings = [
+        Standing("plain", 1510.0, 1400.0, 1600.0, 1),
+        Standing("absent", 1490.0, 1400.0, 1600.0, 1),
+    ]
+    table = standings_table(standings, stats, {})
+    assert table.splitlines()[0].split()[-4:] == ["strikes", "think", "p50/p99", "ms"]
+    absent = next(line for line in table.splitlines() if " absent " in line)
+    assert absent.rstrip().endswith("–/–")

@@ -30,7 +30,7 @@ def add_parsers(sub: Subparsers) -> None:
         "match",
         help="play one match between bots and print the result",
         description="Start the bots of the given bot files (one per seat, in seat order), "
-        "play one match between them, print each seat's place, total and faults, and write "
+        "play one match between them, print each seat's place, total and strikes, and write "
         "the match record (replay it with `referee replay`). Exit status 1 when fewer than "
         "two bots connected and the match was not played; 2 when a bot does not start.",
     )
@@ -146,10 +146,10 @@ def match(args: argparse.Namespace) -> int:
         print(
             f"match {result.match_id}  rules {rules.preset}  seed {result.seed}  {result.duration_s:.1f} s"
         )
-        print(f"{'place':>5}  {'seat':>4}  {'bot':<16} {'total':>6}  {'faults':>6}")
+        print(f"{'place':>5}  {'seat':>4}  {'bot':<16} {'total':>6}  {'strikes':>7}")
         for s in sorted(result.seats, key=lambda s: (s.place, s.seat)):
             note = "  forfeited" if s.forfeited else ""
-            print(f"{s.place:>5}  {s.seat:>4}  {s.bot:<16} {s.total:>+6}  {len(s.faults):>6}{note}")
+            print(f"{s.place:>5}  {s.seat:>4}  {s.bot:<16} {s.total:>+6}  {s.strikes:>7}{note}")
         print(f"record: {result.record_path}")
         return 0
 

@@ -141,7 +141,12 @@ class SeatResult:
     forfeited: bool
     positive_rounds: int
     faults: list[Fault]
+    #: Every decision's think time in seconds; a decision that timed out counts at its
+    #: limit (the time the seat had), so a bot that never answers in time shows it.
     think_s: list[float]
+    #: The strikes the seat's faults cost (a late answer to a request already struck as a
+    #: timeout costs none; faults beyond the record's cap still count).
+    strikes: int = 0
 
 
 @dataclass
@@ -572,6 +577,7 @@ class MatchRunner:
                 f"no answer to request {rid} within {limit * 1000:.0f} ms",
                 rid,
             )
+            seat.think.append(limit)
             return fallback_action(rnd, seat.index), limit, True
         except ConnectionError:
             stream.settle()
@@ -796,7 +802,9 @@ class MatchRunner:
         return MatchResult(
             match_id=self.match_id,
             seats=[
-                SeatResult(s.index, s.spec.name, 0, 0, s.stream is None, 0, s.faults, [])
+                SeatResult(
+                    s.index, s.spec.name, 0, 0, s.stream is None, 0, s.faults, [], s.strikes
+                )
                 for s in self.seats
             ],
             record_path=self.record_path,
@@ -860,6 +868,7 @@ class MatchRunner:
                     positive[s.index],
                     s.faults,
                     s.think,
+                    s.strikes,
                 )
                 for s in self.seats
             ],

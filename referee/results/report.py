@@ -65,7 +65,8 @@ class ResultRow:
     Columns, in order: ``tournament`` (its name or id), ``match_index`` (0-based order of
     the match in the tournament), ``match_id``, ``seat`` (0-based), ``bot``, ``total``
     (the seat's match score), ``place`` (1 = best, competition ranking, forfeited seats
-    last), ``forfeited`` (``true``/``false``), ``faults`` (number of faults of the seat).
+    last), ``forfeited`` (``true``/``false``), ``faults`` (the strikes the seat's faults
+    cost: a late answer to a request already struck as a timeout costs none).
     """
 
     tournament: str
@@ -213,7 +214,7 @@ def standings_table(
         "matches",
         "mean score",
         "mean place",
-        "faults",
+        "strikes",
         "think p50/p99 ms",
     )
     lines: list[tuple[str, ...]] = [header]

@@ -3,6 +3,7 @@ outcomes (places by seat, in finishing order) and per-bot figures."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 from referee.results.ratings import BotStats, MatchOutcome, quantile
@@ -42,7 +43,8 @@ def bot_stats(results: Sequence[StoredResult]) -> dict[str, BotStats]:
             mean_score=sum(r.total for r in rows) / len(rows),
             mean_place=sum(r.place for r in rows) / len(rows),
             faults=sum(r.faults for r in rows),
-            think_p50_ms=quantile(think, 0.5) if think else 0.0,
-            think_p99_ms=quantile(think, 0.99) if think else 0.0,
+            # No decision at all is no think time ("–"), not 0 ms.
+            think_p50_ms=quantile(think, 0.5) if think else math.nan,
+            think_p99_ms=quantile(think, 0.99) if think else math.nan,
         )
     return stats

@@ -168,6 +168,7 @@ class StoredResult:
     place: int
     forfeited: bool
     positive_rounds: int
+    #: The strikes the seat's faults cost (not a late answer to a timed-out request).
     faults: int
     think_us: array.array[int]
     #: The match's position in finishing order (1 is the first to finish); 0 where not
@@ -604,7 +605,7 @@ class Store:
                     s.place,
                     int(s.forfeited),
                     s.positive_rounds,
-                    len(s.faults),
+                    s.strikes,
                     think.tobytes(),
                 )
             )

@@ -802,9 +802,7 @@ class MatchRunner:
         return MatchResult(
             match_id=self.match_id,
             seats=[
-                SeatResult(
-                    s.index, s.spec.name, 0, 0, s.stream is None, 0, s.faults, [], s.strikes
-                )
+                SeatResult(s.index, s.spec.name, 0, 0, s.stream is None, 0, s.faults, [], s.strikes)
                 for s in self.seats
             ],
             record_path=self.record_path,

@@ -134,3 +134,34 @@ def test_referee_match_reports_an_aborted_match_with_exit_status_1(
     assert "protocol version 2 is not supported" in ran.stderr
     assert "refused with UNAUTHENTICATED" in ran.stderr
     assert "Traceback" not in ran.stderr
+
+
+def test_a_duplicate_tournament_whose_seatings_are_refused_ends_instead_of_stalling(
+    tmp_path: Path, marker: str
+) -> None:
+    """Every seating of both deals is aborted (two of its three bots are refused): a
+    deal's last seating, held until the deal's other seatings have ended, must not wait
+    for seatings that ended aborted, or the run stops making progress and never ends."""
+    bots = "".join(
+        _bot_file(name, marker, {"MODE": "version"} if name.startswith("old") else {})
+        for name in ("good1", "old1", "old2")
+    )
+    path = tmp_path / "t.toml"
+    path.write_text(
+        '[tournament]\nname = "t"\nseed = 2\nmode = "duplicate"\ntable_size = 3\n'
+        f'matches_per_table = 6\nparallel = 2\nout = "{tmp_path / "out"}"\n'
+        "[clock]\ndecision_ms = 2000\nstartup_ms = 30000\n" + bots
+    )
+    ran = subprocess.run(
+        [sys.executable, "-m", "referee.cli", "tournament", str(path), *NO_CHECK, "--workers", "1"],
+        capture_output=True,
+        text=True,
+        timeout=100,
+        cwd=BOTS_DIR,
+    )
+    assert ran.returncode == 1, ran.stderr
+    last = ran.stdout.strip().splitlines()[-1]
+    assert last.startswith("0/6 matches finished; 6 aborted, each played twice"), last
+    with sqlite3.connect(tmp_path / "out" / "tournament.db") as db:
+        status = [s for (s,) in db.execute("SELECT status FROM matches").fetchall()]
+    assert status == ["aborted"] * 6

@@ -447,9 +447,9 @@ class _TournamentRun:
         ]
         if others and self.store.finished_among(self.config.name, others) != set(others):
             return (
-                f"deal {m.deal} is still being played by another seating (another "
-                "shard's); its seed follows from the deal key the tournament publishes "
-                "when its last match has ended"
+                f"deal {m.deal} is still to be played by another seating (another shard's, "
+                "or one of this run's that was aborted); its seed follows from the deal key "
+                "the tournament publishes when its last match has ended"
             )
         return ""
 
@@ -461,6 +461,8 @@ class _TournamentRun:
             self.store.mark_aborted(config.name, m.index, result.record_path)
             self.aborted.append(result.match_id)
             log.warning("match_aborted", match_id=result.match_id, why=result.reason)
+            # Its deal's last seating no longer waits for it (it is played on a later run).
+            self.queue.gave_up(m)
             return
         self.store.save_result(config.name, m.index, result)
         self.queue.finished(m)
@@ -594,6 +596,16 @@ class DealQueue:
     def finished(self, m: ScheduledMatch) -> None:
         """``m`` has finished: a deal's last seating may now be due."""
         self.played.add(m.index)
+        self._release(m)
+
+    def gave_up(self, m: ScheduledMatch) -> None:
+        """``m`` ended unplayed (aborted): a deal's last seating waits for it no longer,
+        or a run whose seatings are refused again and again would hold that seating, and
+        itself, for ever. The last seating then keeps the deal's seed (see
+        :meth:`_TournamentRun._withheld`), since ``m`` is still to be played."""
+        self._release(m)
+
+    def _release(self, m: ScheduledMatch) -> None:
         waiting = self._waiting[m.deal]
         waiting.discard(m.index)
         if not waiting and m.deal in self._held:

@@ -357,3 +357,40 @@ def test_a_fault_belongs_to_the_card_recorded_after_it(record: list[dict[str, An
     lines.insert(first_pain, {**fault, "seat": 0})
     faults = data.viewer_document(lines)["rounds"][0]["faults"]
     assert [(f["trick"], f["card"]) for f in faults] == [(0, None), (1, 2)]
+
+
+def test_every_decision_carries_the_clock_it_was_against(record: list[dict[str, Any]]) -> None:
+    """The time allowed (with the startup time on a seat's first decision) and the bank
+    left, replayed as the runner keeps them: over-time draws on the bank, a timeout
+    empties it, a forfeited seat is asked no more."""
+    lines = copy.deepcopy(record)
+    lines[0]["clock"] = {"decision_ms": 100, "time_bank_ms": 500, "startup_ms": 1000}
+    seat0 = [x for x in lines if x["type"] in ("pain", "play") and x["seat"] == 0]
+    # 1200 ms against 1100: 100 from the bank; 250 against 100: 150 more; then a timeout
+    # (all it had: 100 + 250 ms) empties it.
+    for x, think_ms, fallback in zip(
+        seat0, (1200, 50, 250, 350, 10), (False, False, False, True, False), strict=False
+    ):
+        x["think_us"], x["fallback"] = think_ms * 1000, fallback
+    # Seat 1 forfeits at its 3rd play: that play was asked, the later ones are not.
+    plays1 = [i for i, x in enumerate(lines) if x["type"] == "play" and x["seat"] == 1]
+    fault = {"type": "fault", "round": 0, "seat": 1, "reason": "timeout", "detail": "",
+             "strikes": 3, "forfeited": True}  # fmt: skip
+    lines.insert(plays1[2], fault)
+    doc = data.viewer_document(lines)
+    r0 = doc["rounds"][0]
+    mine = [r0["pain_plays"][0]] + [p for t in r0["tricks"] for p in t["plays"] if p["seat"] == 0]
+    assert [(p["clock_ms"], p["bank_ms"]) for p in mine[:5]] == [
+        (1100, 500),
+        (100, 400),
+        (100, 400),
+        (100, 250),
+        (100, 0),
+    ]
+    theirs = [p for t in r0["tricks"] for p in t["plays"] if p["seat"] == 1]
+    assert r0["pain_plays"][1]["clock_ms"] == 1100
+    assert [p["clock_ms"] for p in theirs[:4]] == [100, 100, 100, None]
+    assert all(p["clock_ms"] is None for t in doc["rounds"][1:] for p in t["pain_plays"][1:2])
+    # Without a bank, no bank is named.
+    plain = data.viewer_document(record)
+    assert plain["rounds"][0]["tricks"][0]["plays"][0]["bank_ms"] is None

@@ -392,3 +392,127 @@ def test_secret_pain_cards_stay_hidden_until_the_round_is_scored(
     )
     assert page.text_content("#step-label") == "Round 2 · pain cards chosen, face down"
     assert chromium.errors == []
+
+
+def _think_text(us: int) -> str:
+    """The viewer's words for a think time (table.js thinkText)."""
+    if us == 0:
+        return "0 ms"
+    if us < 1000:
+        return f"{us / 1000:.{2 if us < 100 else 1}f} ms"
+    if us < 1_000_000:
+        return f"{round(us / 1000)} ms"
+    return f"{us / 1e6:.1f} s"
+
+
+@pytest.mark.parametrize("phone", [True, False], ids=["phone", "desk"])
+def test_a_bot_author_jumps_by_trick_reads_think_times_and_finds_faults(
+    chromium: Chromium, folders: dict[str, Served], phone: bool
+) -> None:
+    served = folders["eight"]
+    lines = served.record()
+    n = len(lines[0]["seating"])
+    plays = [x for x in lines if x["type"] == "play" and x["round"] == 0]
+    tricks = sum(1 for x in lines if x["type"] == "trick" and x["round"] == 0)
+    page = open_viewer(chromium, served, phone, "#r1")
+    # The list of round 1's tricks: the deal, the reveal, then every trick.
+    entries = page.eval_on_selector_all(
+        "#trick-list a", "as => as.map(a => a.getAttribute('href'))"
+    )
+    assert entries == ["#r1", "#r1reveal"] + [f"#r1t{t}" for t in range(1, tricks + 1)]
+    link = page.locator('#trick-list a[href="#r1t3"]')
+    link.tap() if phone else link.click()
+    assert page.evaluate(HASH) == f"#r1t3c{n}"
+    assert page.get_attribute('#trick-list a[href="#r1t3"]', "aria-current") == "step"
+    # The list scrolls inside its own box: the page stayed where it was.
+    # Each card of the trick with its think time and the clock it was against: 2000 ms a
+    # decision and the 500 ms bank (no decision of these bots ran over).
+    shown = page.eval_on_selector_all(
+        "#trick .played",
+        "ps => ps.map(p => [p.querySelector('.think-ms').textContent,"
+        " Number(p.querySelector('meter').max), p.querySelector('.think').title])",
+    )
+    third = plays[2 * n : 3 * n]
+    assert [s[0] for s in shown] == [_think_text(x["think_us"]) for x in third]
+    assert all(s[1] == 2500 and "of the 2000 ms allowed and a 500 ms bank" in s[2] for s in shown)
+    # The pain choice's think time, at the choice (the first decision: with the startup time).
+    page.evaluate("location.hash = '#r1pick'")
+    until(page, "() => document.querySelectorAll('.painrow .think').length > 0")
+    assert "of the 12000 ms allowed" in page.get_attribute(".painrow .think", "title")
+    # Faults at their card: the list links to it, the card says what was wrong.
+    page.keyboard.press("End")
+    faults = page.eval_on_selector_all("#faults a", "as => as.map(a => a.getAttribute('href'))")
+    r = t = c = 0
+    expected: list[str] = []
+    pending = False
+    for x in lines:
+        if x["type"] == "round_start":
+            r, t, c = x["round"], 0, 0
+        elif x["type"] == "fault":
+            pending = True
+        elif x["type"] == "trick":
+            t, c = t + 1, 0
+        elif x["type"] == "play":
+            c += 1
+            if pending:
+                expected.append(f"#r{r + 1}t{t + 1}c{c}")
+                pending = False
+    assert len(expected) == 2 and faults == expected
+    first = page.locator("#faults a").first
+    first.tap() if phone else first.click()
+    assert page.evaluate(HASH) == expected[0]
+    # The table came back into view, clear of the step bar.
+    trick, bar = page.evaluate(
+        "() => [document.querySelector('#trick').getBoundingClientRect().toJSON(),"
+        " document.querySelector('#stepbar').getBoundingClientRect().toJSON()]"
+    )
+    if phone:
+        assert trick["top"] >= 0 and trick["bottom"] <= bar["top"], (trick, bar)
+    else:
+        assert trick["top"] >= bar["bottom"] and trick["bottom"] <= DESK["height"], (trick, bar)
+    here = page.locator("#trick .played.faulted")
+    assert here.count() == 1 and "illegal card" in (
+        here.locator(".fault-mark").text_content() or ""
+    )
+    assert "not in the hand" in (page.text_content("#trick-outcome") or "")
+    # The trick with the fault is marked in the list.
+    fault_trick = expected[0].split("c")[0]
+    assert page.locator(f'#trick-list a[href="{fault_trick}"] .fault-mark').count() == 1
+    shot(page, f"author-{'phone' if phone else 'desk'}")
+    assert chromium.errors == []
+
+
+@pytest.mark.parametrize("phone", [True, False], ids=["phone", "desk"])
+def test_the_result_can_be_hidden_and_stays_hidden(
+    chromium: Chromium, folders: dict[str, Served], phone: bool
+) -> None:
+    served = folders["eight"]
+    page = open_viewer(chromium, served, phone, "#r1t2c3")
+    assert page.is_visible("#result")
+    box = page.locator("#hide-result")
+    box.tap() if phone else box.check()
+    assert page.is_checked("#hide-result")
+    assert not page.is_visible("#result")
+    # No trick after the one being played is listed.
+    assert page.eval_on_selector_all(
+        "#trick-list a", "as => as.map(a => a.getAttribute('href'))"
+    ) == ["#r1", "#r1reveal", "#r1t1", "#r1t2"]
+    page.evaluate("document.activeElement.blur()")
+    page.keyboard.press("ArrowDown")
+    assert page.locator("#trick-list a").count() == 4
+    page.keyboard.press("ArrowRight")
+    assert page.locator("#trick-list a").count() == 5
+    # Opened again, without the script even: the server's result line is not shown.
+    page.route("**/static/match.js", lambda route: route.abort())
+    page.goto(served.match("#r1"))
+    page.wait_for_selector("#result", state="attached")
+    assert page.evaluate("getComputedStyle(document.querySelector('#result')).display") == "none"
+    page.unroute("**/static/match.js")
+    page.goto(served.match("#r1"))
+    page.wait_for_selector("#main[data-drawn] #trick")
+    assert not page.is_visible("#result") and page.is_checked("#hide-result")
+    box = page.locator("#hide-result")
+    box.tap() if phone else box.uncheck()
+    assert page.is_visible("#result")
+    chromium.errors[:] = [e for e in chromium.errors if "match.js" not in e]
+    assert chromium.errors == []

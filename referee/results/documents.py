@@ -458,6 +458,46 @@ class RecordShapeError(ValueError):
     """A record that cannot be shown; the message names the line and what is wrong."""
 
 
+class _Clocks:
+    """The clock each decision of a match was against, replayed from its record as the
+    runner keeps it (docs/bot-protocol.md, section 4): ``decision_ms``, plus ``startup_ms``
+    on a seat's first decision of the match, plus what is left of the seat's time bank,
+    which a decision over its time draws on and a timeout empties. A seat that has
+    forfeited is asked no more: its fallback cards had no clock."""
+
+    def __init__(self, clock: Mapping[str, Any], n: int) -> None:
+        self.decision_ms = int(clock.get("decision_ms") or 0)
+        self.startup_ms = int(clock.get("startup_ms") or 0)
+        self.has_bank = bool(clock.get("time_bank_ms"))
+        self.bank = [float(clock.get("time_bank_ms") or 0)] * n
+        self.asked = [False] * n
+        self.out: set[int] = set()
+        self.leaving: set[int] = set()
+
+    def fault(self, seat: int, forfeited: bool) -> None:
+        if forfeited:  # recorded before the (fallback) decision that forfeited it
+            self.leaving.add(seat)
+
+    def decision(self, seat: int, think_us: Any, fallback: bool) -> dict[str, Any]:
+        """``clock_ms`` (the time allowed, without the bank) and ``bank_ms`` (the bank left
+        before it); both null when the seat was not asked or the clock is not known."""
+        if not self.decision_ms or seat in self.out:
+            return {"clock_ms": None, "bank_ms": None}
+        if seat in self.leaving:
+            self.leaving.discard(seat)
+            self.out.add(seat)
+        allowed = self.decision_ms + (0 if self.asked[seat] else self.startup_ms)
+        self.asked[seat] = True
+        before = self.bank[seat]
+        if isinstance(think_us, int):
+            think = think_us / 1000
+            if fallback and think >= allowed + before - 0.001:  # a timeout
+                self.bank[seat] = 0.0 if self.has_bank else before
+            elif think > allowed:
+                self.bank[seat] = max(0.0, before - (think - allowed))
+        return {"clock_ms": allowed, "bank_ms": round(before) if self.has_bank else None}
+
+
 def record_seed(lines: Sequence[Mapping[str, Any]]) -> str | None:
     """The match seed as a decimal string: from the header, or from the last line that
     carries one (a record may reveal it only at its end); None when it is not there."""
@@ -483,6 +523,7 @@ def viewer_document(lines: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         raise RecordShapeError(f"line 1: bad header: {exc}") from None
     n = len(seating)
     kept = str(rules.get("pain_card", "set_aside")) == "kept_in_hand"
+    clocks = _Clocks(header.get("clock") or {}, n)
     rounds: list[dict[str, Any]] = []
     current: dict[str, Any] | None = None
     hands: list[list[str]] = [[] for _ in range(n)]
@@ -500,6 +541,7 @@ def viewer_document(lines: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
                     "hands": [list(h) for h in hands],
                     "set_aside": [str(c) for c in line.get("set_aside", [])],
                     "pain": [[] for _ in range(n)],
+                    "pain_plays": [None for _ in range(n)],
                     "tricks": [],
                     "faults": [],
                     "scores": None,
@@ -515,6 +557,12 @@ def viewer_document(lines: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
             elif kind == "pain":
                 seat = int(line["seat"])
                 current["pain"][seat] = [str(c) for c in line["cards"]]
+                fallback = bool(line.get("fallback", False))
+                current["pain_plays"][seat] = {
+                    "think_us": line.get("think_us"),
+                    "fallback": fallback,
+                    **clocks.decision(seat, line.get("think_us"), fallback),
+                }
                 if not kept:
                     for c in current["pain"][seat]:
                         if c in hands[seat]:
@@ -524,12 +572,14 @@ def viewer_document(lines: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
                 revealed = True
             elif kind == "play":
                 seat, card = int(line["seat"]), str(line["card"])
+                fallback = bool(line.get("fallback", False))
                 plays.append(
                     {
                         "seat": seat,
                         "card": card,
                         "think_us": line.get("think_us"),
-                        "fallback": bool(line.get("fallback", False)),
+                        "fallback": fallback,
+                        **clocks.decision(seat, line.get("think_us"), fallback),
                     }
                 )
                 if card in hands[seat]:
@@ -548,6 +598,7 @@ def viewer_document(lines: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
                 )
                 plays = []
             elif kind == "fault":
+                clocks.fault(int(line["seat"]), bool(line.get("forfeited", False)))
                 current["faults"].append(
                     {
                         "seat": int(line["seat"]),

@@ -4,7 +4,7 @@
 // (cards as they are played, pain cards once revealed, never a hand) and becomes the
 // replay by itself when it ends.
 import { api, el, botLink, frame, showError, query, signed, SUITS, fill } from "/static/common.js";
-import { Replay, reasonLine, reasonText, seatPanel, suitLegend, suitName, table, trickArea } from "/static/table.js";
+import { Replay, faultWords, reasonLine, reasonText, seatPanel, suitLegend, suitName, table, trickArea } from "/static/table.js";
 
 const main = document.getElementById("main");
 const SPEEDS = [["0.5", "½×"], ["1", "1×"], ["2", "2×"], ["4", "4×"]];
@@ -20,6 +20,23 @@ function header(doc, live) {
       el("a", { href: "/rules", text: "how a trick is won and a round scored" }),
       `) · commitment ${(doc.commitment || "").slice(0, 16)}…${doc.seed ? ` · seed ${doc.seed}` : ""}`),
   ];
+}
+
+// Whether the result is hidden (it spoils a replay); kept in this browser. spoiler.js reads
+// it before the page is drawn, so the server's result line never flashes.
+const HIDE_KEY = "sticheln.hideResult";
+function hidingResult() {
+  try { return localStorage.getItem(HIDE_KEY) === "1"; } catch { return false; }
+}
+
+function resultToggle(onChange) {
+  const box = el("input", { type: "checkbox", id: "hide-result", checked: hidingResult() ? "checked" : null,
+    onchange: () => {
+      try { localStorage.setItem(HIDE_KEY, box.checked ? "1" : "0"); } catch { /* private mode: this page only */ }
+      document.documentElement.classList.toggle("hide-result", box.checked);
+      onChange();
+    } });
+  return el("p", { class: "result-toggle" }, el("label", {}, box, " hide the result and the tricks still to come (no spoilers)"));
 }
 
 function result(doc) {
@@ -56,6 +73,10 @@ function viewer(doc, id) {
     SPEEDS.map(([v, t]) => el("option", { value: v, text: t, selected: v === "1" ? "selected" : null })));
   const scores = el("div");
   const faultList = el("div", { class: "events", id: "faults" });
+  const trickList = el("ol", { class: "trick-list", id: "trick-list" });
+  const trickBox = el("nav", { class: "trick-box", "aria-labelledby": "trick-list-title" },
+    el("h2", { id: "trick-list-title", text: "Tricks" }), trickList);
+  let listed = "";
   const permalink = el("a", { href: "#r1", id: "permalink", text: "link to this moment" });
   // A button: a clear icon and a word on it, the whole step and its key in its name.
   const button = (bid, icon, word, title, fn, cls = "") => el("button", { id: bid, class: cls || null, title, "aria-label": title, onclick: fn },
@@ -115,8 +136,60 @@ function viewer(doc, id) {
     const hash = replay.hashOf(at);
     if (!keepHash && location.hash !== `#${hash}`) history.replaceState(null, "", `#${hash}`);
   }
+  // The round's tricks as a list to jump from (as a chess site lists the moves): each its
+  // cards, the winner and what it took, a fault marked; the one shown now is current.
+  function drawTrickList(st) {
+    const hide = hidingResult();
+    const r = st.r, round = doc.rounds[r];
+    const upTo = hide ? (st.t < 0 ? -1 : st.t) : round.tricks.length - 1;
+    const key = `${r}:${upTo}`;
+    if (key !== listed) {
+      listed = key;
+      document.getElementById("trick-list-title").textContent = `Round ${r + 1}, trick by trick`;
+      const entry = (i, href, ...content) => el("li", {}, el("a", { href, "data-step": i, onclick: (e) => { e.preventDefault(); go(i); intoView(); } }, ...content));
+      const items = [entry(replay.indexOf(r, -1, 0), `#r${r + 1}`, "the deal")];
+      const moment = replay.indexOf(r, -1, replay.secret ? 1 : 2);
+      if (moment >= 0) items.push(entry(moment, `#${replay.hashOf(moment)}`, replay.secret ? "pain cards chosen (secret)" : "pain cards revealed"));
+      round.tricks.slice(0, upTo + 1).forEach((tr, t) => {
+        const i = replay.indexOf(r, t, tr.cards.length);
+        const faulted = replay.faults.some((f) => f.round === r && f.trick === t && f.card !== null && f.card !== undefined);
+        const seatOf = (k) => (tr.plays[k] ? tr.plays[k].seat : (tr.leader + k) % seating.length);
+        const shown = !replay.secret || t === round.tricks.length - 1 || (st.lastTrick && st.complete);
+        const points = tr.winner >= 0 && tr.points && (!replay.secret || (st.lastTrick && st.complete)) ? ` ${signed(tr.points.reduce((a, b) => a + b, 0))}` : "";
+        items.push(entry(i, `#r${r + 1}t${t + 1}`,
+          el("span", { class: "num", text: `${t + 1}.` }),
+          el("span", { class: "list-cards" }, tr.cards.map((c, k) => el("span", {
+            class: `chip suit-${c[0]}${seatOf(k) === tr.winner ? " took" : ""}`, title: `${seating[seatOf(k)]}: ${c.slice(1)} of ${suitName(c[0])}`,
+            text: `${SUITS[c[0]][0]}${c.slice(1)}` }))),
+          el("span", { class: "taker", text: tr.winner >= 0 ? `→ ${seating[tr.winner]}${shown ? points : ""}` : "→ nobody" }),
+          faulted ? el("span", { class: "fault-mark", title: "a fault in this trick", text: "⚠" }) : null));
+      });
+      if (hide && upTo < round.tricks.length - 1) items.push(el("li", { class: "muted", text: "(the tricks still to come are hidden)" }));
+      trickList.replaceChildren(...items);
+    }
+    // The current entry: the trick being played or shown, or the deal's moment.
+    let current = replay.indexOf(st.r, -1, 0);
+    if (st.t >= 0) current = replay.indexOf(st.r, st.t, st.round.tricks[st.t].cards.length);
+    else if (st.c > 0) current = replay.indexOf(st.r, -1, replay.secret ? 1 : 2);
+    for (const a of trickList.querySelectorAll("a")) {
+      if (Number(a.dataset.step) === current) {
+        a.setAttribute("aria-current", "step");
+        // Keep it in view inside the list's own box, never scrolling the page.
+        const li = a.parentElement;
+        if (li.offsetTop < trickList.scrollTop || li.offsetTop + li.offsetHeight > trickList.scrollTop + trickList.clientHeight) {
+          trickList.scrollTop = li.offsetTop - trickList.clientHeight / 3;
+        }
+      } else a.removeAttribute("aria-current");
+    }
+  }
+  // After a jump from a list below it, the table is brought back into view.
+  function intoView() {
+    const top = tableBox.getBoundingClientRect().top;
+    if (top < 0 || top > window.innerHeight / 2) tableBox.scrollIntoView({ block: "start" });
+  }
   function draw() {
     const st = replay.state(at);
+    drawTrickList(st);
     tableBox.replaceChildren(replay.table(at));
     label.textContent = replay.label(at);
     roundSelect.value = String(st.r);
@@ -130,7 +203,11 @@ function viewer(doc, id) {
     rows.push({ label: finished ? String(st.r + 1) : `${st.r + 1} so far`, values: st.running || seating.map(() => null), cls: "cur", round: st.r });
     rows.push({ label: "Match", values: st.totals, head: true });
     scores.replaceChildren(el("h2", { text: "Scores" }), scoreTable(seating, rows));
-    faultList.replaceChildren(...(st.faults.length ? st.faults.map((f) => el("div", { text: `Round ${f.round + 1}${f.card === null || f.card === undefined ? ", pain choice" : `, trick ${f.trick + 1}`}: ${seating[f.seat]} ${f.reason}${f.detail ? ` (${f.detail})` : ""}, strike ${f.strikes}${f.forfeited ? ", forfeited" : ""}` }))
+    // Each fault links to its card (or the pain choice).
+    faultList.replaceChildren(...(st.faults.length ? st.faults.map((f) => el("div", {},
+      el("a", { href: `#${replay.hashOf(f.at)}`, onclick: (e) => { e.preventDefault(); go(f.at); intoView(); },
+        text: `Round ${f.round + 1}${f.card === null || f.card === undefined ? ", pain choice" : `, trick ${f.trick + 1}, card ${f.card + 1}`}` }),
+      `: ${seating[f.seat]} ${faultWords(f.reason)}${f.detail ? ` (${f.detail})` : ""}, strike ${f.strikes}${f.forfeited ? ", forfeited" : ""}`))
       : [el("div", { class: "muted", text: "No fault so far." })]));
   }
   document.addEventListener("keydown", (e) => {
@@ -144,8 +221,8 @@ function viewer(doc, id) {
     if (keys[e.key]) { keys[e.key](); e.preventDefault(); }
   });
   window.addEventListener("hashchange", () => { const i = replay.parse(location.hash); if (i >= 0 && i !== at) go(i, { keepHash: true }); });
-  fill(main, ...header(doc, false), result(doc),
-    el("div", { class: "viewer" }, controls, legend, tableBox, links, scores, el("h2", { text: "Faults" }), faultList));
+  fill(main, ...header(doc, false), result(doc), resultToggle(() => { listed = ""; draw(); }),
+    el("div", { class: "viewer" }, controls, legend, tableBox, links, trickBox, scores, el("h2", { text: "Faults" }), faultList));
   document.body.classList.add("stepping");
   go(Math.max(0, replay.parse(location.hash)));
 }

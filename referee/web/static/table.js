@@ -33,6 +33,31 @@ export function suitLegend(letters) {
     letters.map((s) => el("span", { class: `legend-item suit-${s}` }, el("span", { class: "sym", text: SUITS[s][0] }), ` ${SUITS[s][1]}`)));
 }
 
+// A think time in words: "0.4 ms", "12 ms", "1.3 s".
+export function thinkText(us) {
+  if (us === null || us === undefined) return "–";
+  if (us === 0) return "0 ms";
+  if (us < 1000) return `${(us / 1000).toFixed(us < 100 ? 2 : 1)} ms`;
+  if (us < 1e6) return `${Math.round(us / 1000)} ms`;
+  return `${(us / 1e6).toFixed(1)} s`;
+}
+
+// A decision's think time against the clock it was against (p: think_us, clock_ms,
+// bank_ms): the time as text and a meter of the share of its limit it used.
+export function thinkMeter(p) {
+  if (p.think_us === null || p.think_us === undefined) return null;
+  const limit = p.clock_ms === null || p.clock_ms === undefined ? null : p.clock_ms + (p.bank_ms || 0);
+  const words = `thought ${thinkText(p.think_us)}${limit === null ? "" : ` of the ${p.clock_ms} ms allowed${p.bank_ms ? ` and a ${p.bank_ms} ms bank` : ""}`}`;
+  return el("span", { class: "think", title: words },
+    el("span", { class: "think-ms", text: thinkText(p.think_us) }),
+    limit ? el("meter", { min: 0, max: limit, low: limit * 0.5, high: limit * 0.8, optimum: 0, value: Math.min(limit, p.think_us / 1000), "aria-label": words }) : null);
+}
+
+// A fault's reason in words ("illegal_card" → "illegal card").
+export function faultWords(reason) {
+  return String(reason || "").replaceAll("_", " ").toLowerCase();
+}
+
 // A taken card as a small chip with the points it brought.
 function takenChip(c, points) {
   const [sym] = SUITS[c[0]] || ["?"];
@@ -63,7 +88,8 @@ export function seatPanel(s, name, p) {
     p.painNote && !(p.pain && p.pain.length) ? el("span", { class: "label pain-note", text: p.painNote })
       : el("span", { class: "cards" }, (p.pain && p.pain.length ? p.pain : [null]).flatMap((c, i) => [
         c ? card(c, "small pain") : el("span", { class: "card hidden small pain", title: "chosen, face down", "aria-label": "a pain card, face down" }),
-        c && p.painPoints ? el("span", { class: "pts", text: signed(p.painPoints[i]) }) : null])));
+        c && p.painPoints ? el("span", { class: "pts", text: signed(p.painPoints[i]) }) : null]),
+      p.painThink ? thinkMeter(p.painThink) : null));
   let taken = null;
   if (p.taken && p.taken.some(([, v]) => v === null)) {
     // What the cards bring is hidden with the pain cards (secret pain visibility).
@@ -101,7 +127,8 @@ export function trickArea(plays, seating, lines, attrs) {
     card(p.card, `small${p.won ? " won" : ""}`),
     el("span", { class: "who", text: seating[p.seat] }),
     p.points !== undefined && p.points !== null ? el("span", { class: "pts", text: signed(p.points) }) : null,
-    p.fault ? el("span", { class: "fault-mark", text: "⚠ fault" }) : null))),
+    p.think_us !== undefined ? thinkMeter(p) : null,
+    p.fault ? el("span", { class: "fault-mark", text: `⚠ ${p.faultWords || "fault"}` }) : null))),
     el("div", { class: "outcome", id: "trick-outcome" }, lines || ""));
 }
 
@@ -261,6 +288,7 @@ export class Replay {
       total: st.totals[s],
       pain: moment === 0 ? [] : (painShown ? round.pain[s] : round.pain[s].map(() => null)),
       painNote: moment === 0 ? "not chosen yet" : null,
+      painThink: moment === 1 && round.pain_plays ? round.pain_plays[s] : null,
       painPoints: painShown ? round.pain_points[s] : null,
       taken: st.taken[s],
       hand: st.hands[s].map((x) => card(x, `small${outline && st.painSet[s].has(x) ? " pain" : ""}`)),
@@ -273,7 +301,8 @@ export class Replay {
         const f = here.find((x) => x.seat === p.seat) || here[0];
         return { ...p, won: complete && p.seat === trick.winner,
           points: complete && trick.points && painShown ? trick.points[i] : null,
-          fault: f ? `${seating[f.seat]}: ${f.reason}${f.detail ? ` (${f.detail})` : ""}` : null };
+          fault: f ? `${seating[f.seat]}: ${f.reason}${f.detail ? ` (${f.detail})` : ""}` : null,
+          faultWords: f ? faultWords(f.reason) : null };
       });
       const lead = trick.cards[0][0];
       if (complete) {
@@ -303,7 +332,7 @@ export class Replay {
       lines = [el("div", { text: `Round ${r + 1} dealt by ${seating[round.dealer]}; pain cards ${this.kept ? "chosen (kept in the hand)" : "chosen and set aside"}` }),
         st.leads >= 0 ? el("div", { class: "sub", text: `${seating[st.leads]} leads the first trick` }) : null];
     }
-    lines.push(...st.faultsHere.map((f) => el("div", { class: "fault-line", text: `⚠ ${seating[f.seat]}: ${f.reason}, strike ${f.strikes}${f.forfeited ? " — forfeited" : ""}` })));
+    lines.push(...st.faultsHere.map((f) => el("div", { class: "fault-line", text: `⚠ ${seating[f.seat]}: ${faultWords(f.reason)}${f.detail ? ` (${f.detail})` : ""}, strike ${f.strikes}${f.forfeited ? " — forfeited" : ""}` })));
     return table(panels, trickArea(plays, seating, lines, { "data-round": r, "data-trick": t, "data-card": c }), n);
   }
 

@@ -230,8 +230,8 @@ def raw_submit(
 
     def requests() -> Iterator[league_pb2.SubmitRequest]:
         yield league_pb2.SubmitRequest(header=header)
-        for at in range(0, len(data), 1 << 20):
-            yield league_pb2.SubmitRequest(chunk=data[at : at + (1 << 20)])
+        for at in range(0, len(data), 32 << 10):
+            yield league_pb2.SubmitRequest(chunk=data[at : at + (32 << 10)])
 
     metadata = [("authorization", f"Bearer {token}")] if token else []
     try:
@@ -320,3 +320,74 @@ def test_every_hostile_upload_is_refused_in_one_line_and_stores_nothing(
         done = cli(s.address, "submit", str(tar), "--bot-file", "bot.toml", token=alpha)
         assert done.returncode == 1 and len(done.stderr.strip().splitlines()) == 1
         assert "INVALID_ARGUMENT" in done.stderr and "absolute" in done.stderr
+
+
+def build_bot(folder: Path, build: str, command: str = '["python3", "generated_bot.py"]') -> Path:
+    """The Python sample bot with a bot file whose build makes the file it runs."""
+    shutil.copytree(PYTHON_BOT, folder, ignore=shutil.ignore_patterns("bot.toml", "__pycache__"))
+    (folder / "bot.toml").write_text(
+        f'name = "built"\ncommand = {command}\nbuild = {json.dumps(build)}\n'
+    )
+    return folder
+
+
+def test_a_build_runs_once_in_the_jail_and_its_output_plays(tmp_path: Path, code_dir: Path) -> None:
+    db = LeagueDb("sqlite", tmp_path / "out" / "league.db")
+    config = league_file(tmp_path, db, code_dir, build_timeout_s=4, max_unpacked_mb=16, workers=0)
+    with serving(config, tmp_path / "serve.log") as s:
+        port = s.address.rsplit(":", 1)[1]
+        builds = {
+            "built": "cp heuristic_bot.py generated_bot.py && echo built >&2",
+            "slow": "sleep 60",
+            "filling": "dd if=/dev/zero of=big bs=1M count=64",
+            "online": f"python3 -c \"import socket; socket.create_connection(('127.0.0.1', {port}), 2)\"",
+            "forking": "python3 -c 'import os\nwhile True: os.fork()'",
+            "escaping": "cp heuristic_bot.py generated_bot.py && touch ../../escaped",
+        }
+        for name, build in builds.items():
+            token = s.register(name)
+            folder = build_bot(tmp_path / name, build)
+            submitted(
+                cli(s.address, "submit", str(folder), "--bot-file", "bot.toml", token=token),
+                name,
+                1,
+            )
+
+        def decided() -> dict[str, dict[str, Any]] | None:
+            rows = bots_json(s.address)
+            return rows if all(r["status"] != "validating" for r in rows.values()) else None
+
+        rows = wait_for(decided, VALIDATED_S * 2, "the builds to be decided", every=1)
+        assert rows["built"]["status"] == "playing", rows["built"]
+        why = {name: rows[name]["refusal"] for name in builds if name != "built"}
+        assert "ran past build_timeout_s = 4 s" in why["slow"], why
+        for name in ("filling", "online"):
+            assert why[name].startswith("the build failed"), why
+        # A fork bomb stops at the build's process bound; it fails, or spins till its time.
+        assert why["forking"].startswith("the build"), why
+        assert rows["escaping"]["status"] == "refused", why
+        report = cli(s.address, "status", "filling", token="").stdout
+        assert report == "" or "No space left" in report
+        admin = subprocess.run(
+            [*REFEREE, "league", "status", "filling", "--address", s.address],
+            capture_output=True, text=True, timeout=60, cwd=ROOT,
+            env={**os.environ, "STICHELN_ADMIN_TOKEN": "test-admin-token-0123456789"},
+        )  # fmt: skip
+        assert "No space left on device" in admin.stdout, admin.stdout
+        online = subprocess.run(
+            [*REFEREE, "league", "status", "online", "--address", s.address],
+            capture_output=True, text=True, timeout=60, cwd=ROOT,
+            env={**os.environ, "STICHELN_ADMIN_TOKEN": "test-admin-token-0123456789"},
+        ).stdout  # fmt: skip
+        assert "Network is unreachable" in online or "Connection refused" in online, online
+        assert not Path("/escaped").exists() and not (tmp_path / "escaped").exists()
+        # The build's output is stored by hash and is the bot's folder from now on.
+        sha, build_sha = query(
+            db.target,
+            "SELECT sha256, build_sha256 FROM league_submissions WHERE bot = 'built'",
+        )[0]
+        assert build_sha and build_sha != sha
+        stored = query(db.target, "SELECT sha256 FROM league_archives")
+        assert (build_sha,) in stored
+        assert (code_dir / build_sha / "generated_bot.py").is_file()
+        assert not (code_dir / sha / "generated_bot.py").exists(), "the upload stays as it came"

@@ -306,8 +306,8 @@ def league(args: argparse.Namespace) -> int:
     return 0
 
 
-#: The size of one chunk of an upload.
-CHUNK = 1 << 20
+#: The size of one chunk of an upload (the league's port takes no message over 64 KiB).
+CHUNK = 32 << 10
 
 
 def submit(args: argparse.Namespace) -> int:

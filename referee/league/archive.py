@@ -167,6 +167,11 @@ def check_name(name: str, raw: bytes | None = None) -> str:
     return "/".join(parts)
 
 
+def _is_root(name: str) -> bool:
+    """``name`` is the archive's folder itself ("./", ".")."""
+    return all(part in ("", ".") for part in name.split("/"))
+
+
 def _mode_bits(mode: int, name: str) -> None:
     if mode & (stat.S_ISUID | stat.S_ISGID | stat.S_ISVTX):
         raise ArchiveRefused(f"member {name!r} has a setuid, setgid or sticky bit")
@@ -268,6 +273,8 @@ def _untar(data: bytes, dest: Path, bounds: Bounds) -> list[str]:
             names = []
             for member in tar:
                 counter.member()
+                if member.isdir() and _is_root(member.name):
+                    continue  # "./": the folder itself (tar -c . writes it)
                 name = check_name(member.name)
                 if member.issym() or member.islnk():
                     raise ArchiveRefused(
@@ -311,6 +318,8 @@ def _unzip(data: bytes, dest: Path, bounds: Bounds) -> list[str]:
                 raise ArchiveRefused(
                     f"member name {raw!r} is not valid UTF-8 (the zip does not mark it UTF-8)"
                 )
+            if info.is_dir() and _is_root(info.filename):
+                continue
             name = check_name(info.filename)
             unix = info.external_attr >> 16
             kind = stat.S_IFMT(unix)

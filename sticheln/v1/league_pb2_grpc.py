@@ -155,8 +155,9 @@ class LeagueServicer:
         entry whose token the call carries as metadata `authorization: Bearer <bot token>`.
         The first message is a `SubmitHeader` (the archive's size, declared up front and
         checked, its SHA-256 and the bot file's path in it), then the archive in `chunk`s
-        (1 MiB each is a good size). A stream that ends before `size` bytes arrived, or
-        sends more, is refused (`INVALID_ARGUMENT`) and stores nothing. The reply is the new
+        (32 KiB each: the port takes no message over 64 KiB). A stream that ends before
+        `size` bytes arrived, or sends more, is refused (`INVALID_ARGUMENT`) and stores
+        nothing; so is an archive or bot file the league refuses. The reply is the new
         submission, `validating`: the league builds and checks it in its jail, then it is
         `playing` (the previous one `retired`) or `refused` with a report
         (`SubmissionStatus`). A wrong or revoked token is `UNAUTHENTICATED`, a token of

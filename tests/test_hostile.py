@@ -72,6 +72,13 @@ ROUTES = {
     "shared_file_lock": "a lock on a file every sandbox reads: a message to another bot",
     "watch_files": "a watch (inotify) on files another bot reads",
     "page_cache": "whether another bot read a shared file's page (RWF_NOWAIT)",
+    "page_cache_aio": "the same RWF_NOWAIT read inside an asynchronous-I/O request (io_submit), "
+    "where the filter cannot see the flag",
+    "page_cache_readahead": "a shared file's page loaded into the host's page cache at will "
+    "(readahead): a bit for a later seat",
+    "page_cache_advice": "a shared file's pages loaded or dropped at will (fadvise WILLNEED, "
+    "DONTNEED)",
+    "page_cache_mincore": "whether a mapped shared file's page is cached (mincore)",
     "netlink_uevent": "the kernel's device events, sent to every network namespace of the "
     "host's user namespace (what happens on the host)",
     "folder_links": "links in the bot's own folder to host files (the database, a record)",
@@ -354,6 +361,8 @@ def test_without_the_sandbox_the_same_routes_are_open(world: Path, marker: str) 
     # The kernel's own routes: open to an unconfined process of the referee's user.
     kernel = {"ptrace", "personality", "signal_others", "userfaultfd", "io_uring"}
     kernel |= {"shared_file_lock", "watch_files", "page_cache", "netlink_uevent"}
+    kernel |= {"page_cache_aio", "page_cache_readahead", "page_cache_advice"}
+    kernel |= {"page_cache_mincore"}
     if os.geteuid() == 0:
         kernel |= {"keyring", "new_namespace", "perf_event"}
     assert kernel <= opened, kernel - opened

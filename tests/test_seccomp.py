@@ -35,6 +35,9 @@ MUST_REFUSE = {
     "clone3", "pidfd_getfd", "kcmp", "socketcall", "fsopen", "move_mount", "open_tree",
     # messages between sandboxes through a file both read
     "flock", "inotify_init", "inotify_init1", "inotify_add_watch", "fanotify_mark", "cachestat",
+    # the host's page cache, asked or moved at will (a mailbox between seatings)
+    "mincore", "readahead", "io_setup", "io_submit", "io_getevents", "io_pgetevents",
+    "io_cancel", "io_destroy",
 }  # fmt: skip
 
 
@@ -44,12 +47,17 @@ def test_the_profile_refuses_every_call_a_hostile_bot_would_use() -> None:
     assert refused >= MUST_REFUSE, MUST_REFUSE - refused
     assert not allowed & refused
     assert PROFILE.default_errno == errno.EPERM, "refused, not killed: runtimes carry on"
-    assert dict(PROFILE.errnos) == {"clone3": errno.ENOSYS}, "clone3 callers fall back to clone"
+    assert dict(PROFILE.errnos)["clone3"] == errno.ENOSYS, "clone3 callers fall back to clone"
+    # As a kernel without AIO answers: callers fall back to threads.
+    aio = {"io_setup", "io_submit", "io_getevents", "io_pgetevents", "io_cancel", "io_destroy"}
+    assert dict(PROFILE.errnos) == {"clone3": errno.ENOSYS} | dict.fromkeys(aio, errno.ENOSYS)
 
 
 def test_only_harmless_arguments_pass_the_conditional_calls() -> None:
     rules = {rule.call: rule for rule in PROFILE.allowed_when}
-    assert set(rules) == {"clone", "socket", "personality", "fcntl", "fcntl64", "preadv2"}
+    assert set(rules) == {
+        *("clone", "socket", "personality", "fcntl", "fcntl64", "preadv2", "fadvise64")
+    }
     # clone without any namespace flag (CLONE_NEWNS|NEWCGROUP|NEWUTS|NEWIPC|NEWUSER|NEWPID|NEWNET).
     assert rules["clone"].mask == 0x7E020000 and rules["clone"].values == ()
     assert set(rules["socket"].values) == {1, 2, 10, 16}, "unix, inet, inet6, netlink"
@@ -62,6 +70,8 @@ def test_only_harmless_arguments_pass_the_conditional_calls() -> None:
         assert rules[name].index == 1 and {1, 2, 3, 4, 1030} <= set(rules[name].values)
         assert not (locks | leases_and_notify) & set(rules[name].values)
     assert rules["preadv2"].values == (0,), "no RWF_NOWAIT page-cache probe"
+    # NORMAL, RANDOM, SEQUENTIAL, NOREUSE: not WILLNEED (3), DONTNEED (4), pages moved at will.
+    assert rules["fadvise64"].index == 3 and rules["fadvise64"].values == (0, 1, 2, 5)
 
 
 def test_every_named_call_is_known_to_libseccomp() -> None:
@@ -147,6 +157,9 @@ PROBE = textwrap.dedent(
         ("fcntl_getfl", lambda: fcntl.fcntl(shared, fcntl.F_GETFL)),
         ("preadv2_nowait", lambda: os.preadv(shared, [bytearray(16)], 0, os.RWF_NOWAIT)),
         ("preadv2", lambda: os.preadv(shared, [bytearray(16)], 0)),
+        ("fadvise_sequential", lambda: os.posix_fadvise(shared, 0, 0, os.POSIX_FADV_SEQUENTIAL)),
+        ("fadvise_dontneed", lambda: os.posix_fadvise(shared, 0, 0, os.POSIX_FADV_DONTNEED)),
+        ("fadvise_willneed", lambda: os.posix_fadvise(shared, 0, 0, os.POSIX_FADV_WILLNEED)),
     ):
         try:
             action()
@@ -154,6 +167,9 @@ PROBE = textwrap.dedent(
         except OSError as exc:
             seen[name] = exc.errno
     seen["inotify"] = call(294, 0)  # inotify_init1
+    seen["io_setup"] = call(206, 1, ctypes.byref(ctypes.c_ulong(0)))
+    seen["readahead"] = call(187, shared, 0, 4096)
+    seen["mincore"] = call(27, 0, 4096, ctypes.create_string_buffer(1))
     done = []
     thread = threading.Thread(target=lambda: done.append(1))
     thread.start()
@@ -228,6 +244,12 @@ def test_in_the_sandbox_keyrings_and_tracing_are_refused_on_every_abi(world: Pat
         assert seen[name] == errno.EPERM, (name, seen[name])
     assert seen["inotify"] == eperm
     assert seen["fcntl_getfl"] == 0 and seen["preadv2"] == 0
+    # Nor through the page cache: no asynchronous I/O (ENOSYS, as a kernel without it), no
+    # page loaded, dropped or asked about at will; advice on its own reads still passes.
+    assert seen["io_setup"] == [-1, errno.ENOSYS]
+    assert seen["readahead"] == eperm and seen["mincore"] == eperm
+    assert seen["fadvise_dontneed"] == errno.EPERM and seen["fadvise_willneed"] == errno.EPERM
+    assert seen["fadvise_sequential"] == 0
 
 
 def test_without_the_filter_the_same_probe_reaches_the_kernel(world: Path) -> None:
@@ -240,6 +262,8 @@ def test_without_the_filter_the_same_probe_reaches_the_kernel(world: Path) -> No
     assert seen["clone3"] != [-1, errno.ENOSYS]
     assert seen["i386_keyctl"] != -errno.EPERM
     assert seen["flock"] == 0 and seen["fcntl_lock"] == 0 and seen["inotify"][0] >= 0
+    assert seen["io_setup"] == [0, 0] and seen["readahead"] == [0, 0]
+    assert seen["fadvise_dontneed"] == 0 and seen["mincore"][1] != errno.EPERM
 
 
 JAVA = textwrap.dedent(

@@ -11,9 +11,12 @@ setting and the i386 ``socketcall`` multiplexer (its arguments are in memory, ou
 filter's sight) are refused too, and sockets are limited to the families a gRPC client
 uses. So are the ways two sandboxes could pass messages through a file both may read (the
 interpreter, a system library, the folder of a bot seated twice): file locks, file
-watches (inotify, fanotify, F_NOTIFY) and page-cache queries (``cachestat``,
-``RWF_NOWAIT``). A bot that keeps a database in its ``/tmp`` opens it without locking
-(SQLite: ``?nolock=1``).
+watches (inotify, fanotify, F_NOTIFY) and the page cache, which is the host's and outlives
+every process: no query of it (``cachestat``, ``mincore``, ``RWF_NOWAIT`` whether passed
+to ``preadv2`` or inside an asynchronous-I/O request, where a filter cannot look: the AIO
+calls are refused as a kernel without AIO refuses them), and no loading or dropping of a
+page at will (``readahead``, ``fadvise64``'s ``WILLNEED`` and ``DONTNEED``). A bot that
+keeps a database in its ``/tmp`` opens it without locking (SQLite: ``?nolock=1``).
 
 The profile is data (:data:`PROFILE`, a :class:`SyscallProfile`) with a test of its own;
 :func:`program` compiles it with libseccomp (through ``pyseccomp``, a ctypes binding to the
@@ -63,13 +66,17 @@ FCNTL_COMMANDS = (
 #: ADDR_NO_RANDOMIZE, READ_IMPLIES_EXEC) would weaken the process's own protections.
 PERSONALITIES = (0x0, 0x8, 0x20000, 0x20008, 0xFFFFFFFF)
 
+#: ``fadvise64`` advice a bot may give about its own reads: POSIX_FADV_NORMAL, RANDOM,
+#: SEQUENTIAL and NOREUSE. Not WILLNEED and DONTNEED: they load and drop a file's pages in
+#: the host's page cache, where another bot reading the same file would see them.
+FADVISE_ADVICE = (0, 1, 2, 5)
+
 #: Calls an unprivileged process needs, as in Docker's default profile (the 32-bit names
 #: are for the i386 ABI on x86-64).
 ALLOWED = (
     # files and folders
     "access", "chdir", "chmod", "chown", "chown32", "close", "close_range", "copy_file_range",
-    "creat", "dup", "dup2", "dup3", "faccessat", "faccessat2", "fadvise64", "fadvise64_64",
-    "fallocate", "fchdir", "fchmod", "fchmodat", "fchmodat2", "fchown", "fchown32",
+    "creat", "dup", "dup2", "dup3", "faccessat", "faccessat2", "fallocate", "fchdir", "fchmod", "fchmodat", "fchmodat2", "fchown", "fchown32",
     "fchownat", "fdatasync", "fgetxattr", "flistxattr",
     "fremovexattr", "fsetxattr", "fstat", "fstat64", "fstatat64", "fstatfs", "fstatfs64",
     "fsync", "ftruncate", "ftruncate64", "futimesat", "getcwd", "getdents", "getdents64",
@@ -77,22 +84,21 @@ ALLOWED = (
     "listxattrat", "llistxattr", "_llseek", "lremovexattr", "lseek", "lsetxattr", "lstat",
     "lstat64", "mkdir", "mkdirat", "mknod", "mknodat", "newfstatat", "open", "openat",
     "openat2", "pread64", "preadv", "pwrite64", "pwritev", "pwritev2", "read",
-    "readahead", "readlink", "readlinkat", "readv", "removexattr", "removexattrat", "rename",
+    "readlink", "readlinkat", "readv", "removexattr", "removexattrat", "rename",
     "renameat", "renameat2", "rmdir", "sendfile", "sendfile64", "setxattr", "setxattrat",
     "splice", "stat", "stat64", "statfs", "statfs64", "statx", "symlink", "symlinkat",
     "sync", "sync_file_range", "syncfs", "tee", "truncate", "truncate64", "umask", "unlink",
     "unlinkat", "utime", "utimensat", "utimensat_time64", "utimes", "vmsplice", "write",
     "writev",
-    # waiting on many descriptors, events, asynchronous I/O (not io_uring)
+    # waiting on many descriptors, events
     "epoll_create", "epoll_create1", "epoll_ctl", "epoll_ctl_old", "epoll_pwait",
     "epoll_pwait2", "epoll_wait", "epoll_wait_old", "eventfd", "eventfd2", "poll", "ppoll",
     "ppoll_time64", "pselect6", "pselect6_time64", "select", "_newselect", "signalfd",
     "signalfd4", "timerfd_create", "timerfd_gettime", "timerfd_gettime64",
-    "timerfd_settime", "timerfd_settime64", "io_cancel", "io_destroy", "io_getevents",
-    "io_pgetevents", "io_pgetevents_time64", "io_setup", "io_submit", "pipe", "pipe2",
+    "timerfd_settime", "timerfd_settime64", "pipe", "pipe2",
     # memory
     "brk", "madvise", "map_shadow_stack", "membarrier", "memfd_create", "memfd_secret",
-    "mincore", "mlock", "mlock2", "mlockall", "mmap", "mmap2", "mprotect", "mremap", "mseal",
+    "mlock", "mlock2", "mlockall", "mmap", "mmap2", "mprotect", "mremap", "mseal",
     "msync", "munlock", "munlockall", "munmap", "pkey_alloc", "pkey_free", "pkey_mprotect",
     "remap_file_pages",
     # processes and threads (clone is allowed below without namespace flags)
@@ -205,6 +211,15 @@ DENIED = {
     "inotify_rm_watch": "watch files",
     "flock": "a lock on a file two sandboxes share is a message between them",
     "cachestat": "whether another bot read a shared file (the page cache, asked directly)",
+    "mincore": "whether a page of a mapped shared file is in the page cache",
+    "readahead": "load a shared file's page into the page cache: a bit another bot reads",
+    "io_setup": "asynchronous I/O: a read's RWF_NOWAIT travels in memory, out of the "
+    "filter's sight (ENOSYS, as a kernel without AIO: callers fall back to threads)",
+    "io_submit": "asynchronous I/O",
+    "io_getevents": "asynchronous I/O",
+    "io_pgetevents": "asynchronous I/O",
+    "io_cancel": "asynchronous I/O",
+    "io_destroy": "asynchronous I/O",
     "socketcall": "i386 multiplexer: its arguments are in memory, out of the filter's sight",
     "get_mempolicy": "NUMA memory policy (CAP_SYS_NICE in Docker's profile)",
     "set_mempolicy": "NUMA memory policy",
@@ -221,6 +236,20 @@ DENIED = {
     "vm86": "obsolete",
     "vm86old": "obsolete",
 }
+
+
+#: Refused calls that fail with another errno than EPERM: ``clone3`` and the AIO calls
+#: answer as a kernel without them would (ENOSYS), so that callers fall back (to
+#: ``clone``, to threads).
+ERRNOS = {
+    "clone3": errno.ENOSYS,
+    **{
+        name: errno.ENOSYS
+        for name in (
+            "io_setup", "io_submit", "io_getevents", "io_pgetevents", "io_cancel", "io_destroy",
+        )
+    },
+}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -266,9 +295,10 @@ PROFILE = SyscallProfile(
         ArgRule("fcntl64", 1, values=FCNTL_COMMANDS),
         # No RWF_NOWAIT: it says whether another bot has read a shared file's page.
         ArgRule("preadv2", 5, values=(0,)),
+        ArgRule("fadvise64", 3, values=FADVISE_ADVICE),
     ),
-    denied=tuple(name for name in DENIED if name != "clone3"),
-    errnos=(("clone3", errno.ENOSYS),),
+    denied=tuple(name for name in DENIED if name not in ERRNOS),
+    errnos=tuple(ERRNOS.items()),
 )
 
 

@@ -59,6 +59,12 @@ NR = {
     "personality": 135,
     "shmget": 29,
     "inotify_init1": 294,
+    "mincore": 27,
+    "readahead": 187,
+    "io_setup": 206,
+    "io_destroy": 207,
+    "io_getevents": 208,
+    "io_submit": 209,
 }
 KEY_SPEC_USER_KEYRING = -4
 KEYCTL_READ = 11
@@ -376,6 +382,64 @@ def try_shared_files() -> None:
     _fd_route("watch_files", syscall("inotify_init1", os.O_CLOEXEC))
 
 
+def _aio_nowait_read(fd: int) -> str:
+    """A read of ``fd`` with RWF_NOWAIT inside an asynchronous-I/O request (the flag lies
+    in memory, where no filter looks): its result says whether the page was cached."""
+    context = ctypes.c_ulong(0)
+    made, err = syscall("io_setup", 1, ctypes.byref(context))
+    if made != 0:
+        return f"blocked: io_setup {os.strerror(err)}"
+    try:
+        buffer = ctypes.create_string_buffer(4096)
+        # struct iocb: data, key, rw_flags (RWF_NOWAIT), opcode (PREAD), priority, fd,
+        # buffer, size, offset, reserved, flags, resfd.
+        iocb = bytearray(64)
+        iocb[12:16] = (8).to_bytes(4, "little")  # aio_rw_flags = RWF_NOWAIT
+        iocb[20:24] = fd.to_bytes(4, "little")
+        iocb[24:32] = ctypes.addressof(buffer).to_bytes(8, "little")
+        iocb[32:40] = (4096).to_bytes(8, "little")
+        request = ctypes.create_string_buffer(bytes(iocb), 64)
+        pointer = ctypes.c_void_p(ctypes.addressof(request))
+        sent, err = syscall("io_submit", context, 1, ctypes.byref(pointer))
+        if sent != 1:
+            return f"blocked: io_submit {os.strerror(err)}"
+        event = ctypes.create_string_buffer(32)
+        got, err = syscall("io_getevents", context, 1, 1, event, None)
+        if got != 1:
+            return f"blocked: io_getevents {os.strerror(err)}"
+        result = int.from_bytes(event.raw[16:24], "little", signed=True)
+        return f"OPEN: {'cached' if result >= 0 else 'not cached'} ({result})"
+    finally:
+        syscall("io_destroy", context)
+
+
+def try_page_cache() -> None:
+    """The host's page cache as a mailbox: a seat loads or drops a page of a file every
+    sandbox reads (this script), a later one asks whether it is cached. Every way to ask
+    or to move a page at will."""
+    fd = os.open(__file__, os.O_RDONLY)
+    try:
+        said = _aio_nowait_read(fd)
+        route("page_cache_aio", said.startswith("OPEN"), said)
+        done, err = syscall("readahead", fd, 0, 4096)
+        route("page_cache_readahead", done == 0, "loaded" if done == 0 else os.strerror(err))
+        advised = []
+        for name in ("POSIX_FADV_WILLNEED", "POSIX_FADV_DONTNEED"):
+            with contextlib.suppress(OSError):
+                os.posix_fadvise(fd, 0, 0, getattr(os, name))
+                advised.append(name)
+        route("page_cache_advice", bool(advised), f"advised: {advised}")
+        LIBC.mmap.restype = ctypes.c_void_p
+        LIBC.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int]
+        LIBC.mmap.argtypes += [ctypes.c_int, ctypes.c_long]
+        address = LIBC.mmap(None, 4096, 1, 1, fd, 0)  # PROT_READ, MAP_SHARED
+        vector = ctypes.create_string_buffer(1)
+        done, err = syscall("mincore", ctypes.c_void_p(address), 4096, vector)
+        route("page_cache_mincore", done == 0, "answered" if done == 0 else os.strerror(err))
+    finally:
+        os.close(fd)
+
+
 def try_signals() -> None:
     """Signal 0 to every process it may signal (kill -1): any other bot, the referee..."""
     try:
@@ -585,6 +649,7 @@ def main() -> None:
     # Before any thread starts (unshare(CLONE_NEWUSER) refuses a threaded process).
     for attempt in (try_keyring, try_tracing, try_kernel_interfaces, try_shared_files, try_uevents):
         attempt()
+    try_page_cache()
     try_network()
     meet_others()
     try_memory()

@@ -43,8 +43,31 @@ def signed(x: Any, digits: int = 0) -> str:
     return f"+{text}" if float(x) > 0 else text
 
 
+#: In place of an interval the bootstrap cannot measure (``unidentified``), and of the
+#: anchor's, which is the scale's definition: words a reader understands, not a flag.
+UNMEASURED = "not measurable"
+ANCHOR = "none: the anchor"
+#: What the standings' two numbers are, written beside them.
+TERMS = (
+    ("Rating", "fitted to every finished match at once (Bradley–Terry on the Elo scale), "
+     "with its 95% interval; it ranks the bots."),
+    ("Live Elo", "updated match by match in the order they finished: it follows recent "
+     "form and ranks nothing."),
+)  # fmt: skip
+UNMEASURED_NOTE = (
+    f"“{UNMEASURED}”: the bootstrap cannot measure this rating's spread (every resample "
+    "gave the same order, or a match or two are all that link the bot to the others), so "
+    "no interval is claimed. The anchor's rating is the scale's fixed point (1500), not "
+    "an estimate."
+)
+
+
 def interval(r: Mapping[str, Any]) -> str:
     """A 95% interval; an end the data cannot bound is open ("> 1850")."""
+    if r.get("anchor"):
+        return ANCHOR
+    if r.get("unidentified"):
+        return UNMEASURED
     low, high = r.get("ci_low"), r.get("ci_high")
     if low is not None and high is not None:
         return f"{fmt(low)}–{fmt(high)}"
@@ -72,10 +95,14 @@ def nav_links(path: str, items: Sequence[tuple[str, str]] = NAV) -> str:
 
 
 def header(path: str, where: str) -> str:
-    """The navigation bar (the scripts keep it)."""
+    """The navigation bar (the scripts keep it), after a skip link: on the match page to
+    its first step button (the script moves the focus there; without script, to the
+    content), elsewhere to the content."""
     links = nav_links(path)
+    skip = "the step buttons" if path == "/match" else "the content"
     return (
-        '<header><span class="brand">Sticheln referee</span>'
+        f'<header><a class="skip" href="#main" data-skip=".controls button">Skip to {skip}</a>'
+        '<span class="brand">Sticheln referee</span>'
         f'<nav>{links}</nav><span class="where">{e(where)}</span></header>'
     )
 
@@ -117,14 +144,37 @@ def duration(seconds: Any) -> str:
     return f"{h}h{m:02d}m" if h else f"{m}m{r:02d}s"
 
 
-def _table(table_id: str, heads: Sequence[str], rows: Iterable[str], text_cols: set[int]) -> str:
-    th = "".join(
-        f"<th{' class=text' if i in text_cols else ''}>{e(h)}</th>" for i, h in enumerate(heads)
-    )
+def _table(
+    table_id: str,
+    heads: Sequence[str],
+    rows: Iterable[str],
+    text_cols: set[int],
+    more_cols: frozenset[int] = frozenset(),
+) -> str:
+    def cls(i: int) -> str:
+        names = " ".join(n for n, on in (("text", i in text_cols), ("more", i in more_cols)) if on)
+        return f' class="{names}"' if names else ""
+
+    th = "".join(f"<th{cls(i)}>{e(h)}</th>" for i, h in enumerate(heads))
     return (
         f'<div class="table-wrap"><table id="{table_id}"><thead><tr>{th}</tr></thead>'
         f"<tbody>{''.join(rows)}</tbody></table></div>"
     )
+
+
+def more_toggle(toggle_id: str, hidden: int) -> str:
+    """On a phone the columns marked ``more`` wait behind this switch (a checkbox, so that
+    it works without script); on a desk it is not shown and every column is."""
+    return (
+        f'<input type="checkbox" class="more-toggle" id="{toggle_id}">'
+        f'<label class="more-label" for="{toggle_id}">Show {hidden} more columns</label>'
+    )
+
+
+def terms() -> str:
+    """What Rating and Live Elo are, where the two stand."""
+    items = "".join(f"<dt>{e(k)}</dt><dd>{e(v)}</dd>" for k, v in TERMS)
+    return f'<dl class="terms" id="terms">{items}</dl>'
 
 
 def standings(doc: Mapping[str, Any], info_progress: Mapping[str, Any], bots: Sequence[str]) -> str:
@@ -134,10 +184,10 @@ def standings(doc: Mapping[str, Any], info_progress: Mapping[str, Any], bots: Se
     out = ["<h1>Standings</h1>", progress(info_progress)]
     out.append(
         f'<p class="muted" id="standings-meta" data-matches="{e(doc.get("matches", 0))}">'
-        f"Bradley–Terry ratings on the Elo scale with 95% bootstrap intervals, from "
-        f"{e(doc.get('matches', 0))} finished matches; live Elo after the same matches. "
+        f"From {e(doc.get('matches', 0))} finished matches. "
         "Provisional bots (too few matches) are listed after the others, unranked.</p>"
     )
+    out.append(terms())
     if rows:
         body = []
         for r in rows:
@@ -147,15 +197,20 @@ def standings(doc: Mapping[str, Any], info_progress: Mapping[str, Any], bots: Se
             body.append(
                 f'<tr data-bot="{e(r.get("bot"))}"><td>{"–" if r.get("rank") is None else e(r["rank"])}</td>'
                 f'<td class="text">{bot_link(str(r.get("bot")))}{provisional if r.get("provisional") else ""}</td>'
-                f"<td>{fmt(r.get('rating'))}</td><td>{e(interval(r))}</td>"
+                f'<td>{fmt(r.get("rating"))}</td><td class="more">{e(interval(r))}</td>'
                 f'<td class="live-elo">{fmt(r.get("live_elo"))}</td>'
-                f'<td class="matches">{fmt(r.get("matches"))}</td>'
-                f"<td>{signed(r.get('mean_score'), 1)}</td><td>{fmt(r.get('mean_place'), 2)}</td>"
-                f"<td>{fmt(r.get('faults'))}</td></tr>"
+                f'<td class="matches more">{fmt(r.get("matches"))}</td>'
+                f'<td class="more">{signed(r.get("mean_score"), 1)}</td>'
+                f'<td class="more">{fmt(r.get("mean_place"), 2)}</td>'
+                f'<td class="more">{fmt(r.get("faults"))}</td></tr>'
             )
         heads = ["Rank", "Bot", "Rating", "95% interval", "Live Elo", "Matches", "Mean score",
                  "Mean place", "Faults"]  # fmt: skip
-        out.append(_table("standings", heads, body, {1}))
+        more = frozenset({3, 5, 6, 7, 8})
+        out.append(more_toggle("all-columns", len(more)))
+        out.append(_table("standings", heads, body, {1}, more))
+        if any(r.get("unidentified") or r.get("anchor") for r in rows):
+            out.append(f'<p class="muted" id="interval-note">{e(UNMEASURED_NOTE)}</p>')
     else:
         out.append('<p class="muted" id="no-standings">No finished match yet.</p>')
     unrated = sorted(set(bots) - {str(r.get("bot")) for r in rows})
@@ -171,13 +226,23 @@ def standings(doc: Mapping[str, Any], info_progress: Mapping[str, Any], bots: Se
 def _seats(
     seating: Sequence[str], places: Sequence[int] | None, totals: Sequence[int] | None
 ) -> str:
+    """The seats in order, each kept on one line; with the result, each seat's place and
+    score, and the winners (place 1) marked."""
     parts = []
     for s, bot in enumerate(seating):
-        extra = ""
-        if places is not None and totals is not None:
-            extra = f' <span class="muted">({places[s]}. {signed(totals[s])})</span>'
-        parts.append(bot_link(bot) + extra)
-    return ", ".join(parts)
+        comma = "," if s < len(seating) - 1 else ""
+        if places is None or totals is None:
+            parts.append(f'<span class="seat-entry">{bot_link(bot)}{comma}</span>')
+            continue
+        won = places[s] == 1
+        mark = '<span class="win-mark" aria-hidden="true">★</span> ' if won else ""
+        parts.append(
+            f'<span class="seat-entry{" winner" if won else ""}"'
+            f"{' title=winner' if won else ''}>{mark}{bot_link(bot)}"
+            f' <span class="result">({places[s]}. {signed(totals[s])})</span>'
+            f"{'<span class=sr-only> (winner)</span>' if won else ''}{comma}</span>"
+        )
+    return " ".join(parts)
 
 
 def matches(doc: Mapping[str, Any], before: str | None) -> str:
@@ -185,7 +250,7 @@ def matches(doc: Mapping[str, Any], before: str | None) -> str:
     out = ["<h1>Matches</h1>", progress(doc["progress"]), "<h2>Running now</h2>"]
     if doc["running"]:
         rows = (
-            f'<tr data-match="{e(m["match_id"])}"><td class="text">{match_link(m["match_id"])} '
+            f'<tr data-match="{e(m["match_id"])}"><td class="text id">{match_link(m["match_id"])} '
             f'<span class="pill live">live</span></td><td class="text">{_seats(m["seating"], None, None)}</td></tr>'
             for m in doc["running"]
         )
@@ -195,12 +260,13 @@ def matches(doc: Mapping[str, Any], before: str | None) -> str:
     out.append("<h2>Finished, newest first</h2>")
     if doc["finished"]:
         rows = (
-            f'<tr data-match="{e(m["match_id"])}"><td class="text">{match_link(m["match_id"])}</td>'
+            f'<tr data-match="{e(m["match_id"])}"><td class="text id">{match_link(m["match_id"])}</td>'
             f'<td class="text">{_seats(m["seating"], m["places"], m["totals"])}</td>'
             f"<td>{sum(m['faults'])}</td></tr>"
             for m in doc["finished"]
         )
         out.append(_table("finished", ["Match", "Seating (place, score)", "Faults"], rows, {0, 1}))
+        out.append('<p class="muted" id="winner-key">★ the winner (place 1)</p>')
     else:
         out.append(
             f'<p class="muted">{"No older match." if before else "No finished match yet."}</p>'
@@ -276,7 +342,7 @@ def bot(doc: Mapping[str, Any]) -> str:
         for m in recent:
             seat = m["seating"].index(doc["bot"]) if doc["bot"] in m["seating"] else 0
             body_rows.append(
-                f'<tr><td class="text">{match_link(m["match_id"])}</td>'
+                f'<tr><td class="text id">{match_link(m["match_id"])}</td>'
                 f'<td class="text">{_seats(m["seating"], None, None)}</td>'
                 f"<td>{m['places'][seat]}</td><td>{signed(m['totals'][seat])}</td></tr>"
             )
@@ -287,7 +353,8 @@ def bot(doc: Mapping[str, Any]) -> str:
 
 
 def head_to_head(doc: Mapping[str, Any]) -> str:
-    """The head-to-head matrix (the script adds the colours)."""
+    """The head-to-head matrix (the script adds the colours), and on a phone each bot's
+    row as a list, the matrix behind a switch."""
     bots = doc.get("bots") or []
     out = ["<h1>Head to head</h1>"]
     if not bots:
@@ -301,23 +368,38 @@ def head_to_head(doc: Mapping[str, Any]) -> str:
     head = '<th class="text">row against column</th>' + "".join(
         f"<th>{bot_link(b)}</th>" for b in bots
     )
-    rows = []
+    rows, lists = [], []
     for i, a in enumerate(bots):
-        cells = []
-        for j, _ in enumerate(bots):
+        cells, items = [], []
+        for j, b in enumerate(bots):
             c = doc["cells"][i][j]
             if i == j:
                 cells.append('<td class="self"></td>')
             elif not c:
                 cells.append('<td class="none">–</td>')
             else:
+                share = fmt(c["better_share"] * 100)
+                diff = f"{signed(c['score_diff'], 1)} pts · {c['matches']}"
                 cells.append(
-                    f'<td><span class="share">{fmt(c["better_share"] * 100)}%</span>'
-                    f'<span class="diff">{signed(c["score_diff"], 1)} pts · {c["matches"]}</span></td>'
+                    f'<td data-share="{e(c["better_share"])}"><span class="share">{share}%</span>'
+                    f'<span class="diff">{diff}</span></td>'
+                )
+                items.append(
+                    f"<li>against {bot_link(b)}: "
+                    f'<b class="share" data-share="{e(c["better_share"])}">{share}%</b> better places, '
+                    f"{signed(c['score_diff'], 1)} points, {c['matches']} matches</li>"
                 )
         rows.append(f'<tr><th class="text">{bot_link(a)}</th>{"".join(cells)}</tr>')
+        lists.append(
+            f'<details><summary>{e(a)} <span class="muted">against {len(items)} bots</span>'
+            f"</summary><ul>{''.join(items) or '<li>met no other bot</li>'}</ul></details>"
+        )
+    out.append(f'<div class="h2h-list" id="h2h-list">{"".join(lists)}</div>')
     out.append(
-        f'<div class="table-wrap"><table class="matrix" id="matrix"><thead><tr>{head}</tr></thead>'
+        '<input type="checkbox" class="more-toggle" id="whole-matrix">'
+        '<label class="more-label" for="whole-matrix">Show the whole table '
+        "(it scrolls sideways)</label>"
+        f'<div class="table-wrap matrix-wrap"><table class="matrix" id="matrix"><thead><tr>{head}</tr></thead>'
         f"<tbody>{''.join(rows)}</tbody></table></div>"
     )
     return "".join(out)

@@ -17,8 +17,13 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import gzip
+import hashlib
+import itertools
 import json
+import re
 import time
+import zlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from importlib import resources
@@ -66,6 +71,17 @@ KEPT_BROADCASTS = 64
 #: At most this many matches per ``/api/matches`` page: the first page at its largest is
 #: always in the snapshot's memory.
 MAX_LIMIT = data.KEPT_MATCHES
+#: Bodies at least this long are sent compressed to a client that accepts it; a shorter
+#: one would gain less than its headers weigh.
+COMPRESS_MIN = 512
+#: Compressed bodies kept for their next asks, by ETag and coding (a finished match's
+#: document is compressed once, not for every viewer).
+KEPT_COMPRESSED = 128
+#: The content types worth compressing (pictures other than SVG are compressed already).
+COMPRESSIBLE = ("text/", "application/json", "application/jsonl", "image/svg+xml")
+#: A versioned static file (``/static/app.css?v=…``, the version the server's own pages
+#: link to) never changes under its address: a browser keeps it for a year unasked.
+IMMUTABLE = "public, max-age=31536000, immutable"
 STATIC_TYPES = {
     ".html": "text/html; charset=utf-8",
     ".css": "text/css; charset=utf-8",
@@ -123,15 +139,67 @@ def _error(status: int, message: str) -> web.Response:
     return _json({"error": message}, status)
 
 
-def _static_files() -> dict[str, tuple[bytes, str]]:
-    """The shipped pages, scripts and styles, read once."""
-    out: dict[str, tuple[bytes, str]] = {}
+#: A reference to a shipped file in a page, a script's import or a stylesheet.
+_STATIC_REF = re.compile(rb"(?<=[\"'(])/static/([\w.-]+\.(?:js|css|svg))(?=[\"')])")
+
+
+def _static_files() -> tuple[dict[str, tuple[bytes, str]], str]:
+    """The shipped pages, scripts and styles, read once, and their version: every
+    reference to ``/static/NAME`` in them carries ``?v=VERSION``, a digest of all of them,
+    so that a browser may keep each for good and still gets the new ones after an
+    upgrade (one version for the set: a script and the modules it imports change
+    together)."""
+    files: dict[str, tuple[bytes, str]] = {}
     folder = resources.files("referee.web") / "static"
-    for entry in folder.iterdir():
+    for entry in sorted(folder.iterdir(), key=lambda x: x.name):
         suffix = Path(entry.name).suffix
         if entry.is_file() and suffix in STATIC_TYPES:
-            out[entry.name] = (entry.read_bytes(), STATIC_TYPES[suffix])
-    return out
+            files[entry.name] = (entry.read_bytes(), STATIC_TYPES[suffix])
+    digest = hashlib.blake2b(digest_size=6)
+    for name, (body, _) in files.items():
+        digest.update(name.encode() + b"\0" + body + b"\0")
+    version = digest.hexdigest()
+    versioned = f"?v={version}".encode()
+    out = {
+        name: (_STATIC_REF.sub(lambda m: m.group(0) + versioned, body), kind)
+        for name, (body, kind) in files.items()
+    }
+    return out, version
+
+
+def _etag(body: bytes) -> str:
+    """A weak entity tag of a body: weak, as the same tag names its compressed forms."""
+    return f'W/"{hashlib.blake2b(body, digest_size=12).hexdigest()}"'
+
+
+def _matches_tag(header: str, etag: str) -> bool:
+    """Whether an If-None-Match header names ``etag`` (compared weakly, as RFC 9110 asks)."""
+    bare = etag.removeprefix("W/")
+    return any(t.strip() == "*" or t.strip().removeprefix("W/") == bare for t in header.split(","))
+
+
+def _coding(accept: str) -> str | None:
+    """The compression a client accepts: gzip, else deflate, else none."""
+    wanted: dict[str, float] = {}
+    for part in accept.lower().split(","):
+        name, _, params = part.strip().partition(";")
+        q = 1.0
+        if params.strip().startswith("q="):
+            try:
+                q = float(params.strip()[2:])
+            except ValueError:
+                q = 0.0
+        wanted[name.strip()] = q
+    for coding in ("gzip", "deflate"):
+        if wanted.get(coding, wanted.get("*", 0.0)) > 0:
+            return coding
+    return None
+
+
+def _compress(body: bytes, coding: str) -> bytes:
+    if coding == "gzip":
+        return gzip.compress(body, 6, mtime=0)
+    return zlib.compress(body, 6)  # HTTP's "deflate" is the zlib format
 
 
 class WebServer:
@@ -146,7 +214,10 @@ class WebServer:
         self.source = source
         self.options = options or WebOptions()
         self.metrics = WebMetrics(registry)
-        self.static = _static_files()
+        self.static, self.static_version = _static_files()
+        self._compressed: collections.OrderedDict[tuple[str, str], bytes] = (
+            collections.OrderedDict()
+        )
         self.app = web.Application(middlewares=[self._middleware])
         self._runner: web.AppRunner | None = None
         self._closing = asyncio.Event()
@@ -271,7 +342,50 @@ class WebServer:
             response = _error(500, f"the server failed to answer: {type(exc).__name__}")
         if not response.prepared:
             self._secure(response)
+            if isinstance(response, web.Response) and response.status == 200:
+                response = await self._conditional(request, response)
         self.metrics.requests.labels(route, str(response.status)).inc()
+        return response
+
+    async def _conditional(self, request: web.Request, response: web.Response) -> web.Response:
+        """Every whole answer carries an ETag: a client that has it already gets 304 and no
+        body (the pages' scripts refetch through the browser's cache, so an unchanged
+        document costs a few hundred bytes); a body worth it goes gzip- or
+        deflate-compressed, each compressed form made once per ETag."""
+        body = response.body
+        if not isinstance(body, bytes):
+            return response
+        h = response.headers
+        etag = h.get("ETag") or _etag(body)
+        h["ETag"] = etag
+        kind = h.get("Content-Type", "")
+        compressible = len(body) >= COMPRESS_MIN and kind.startswith(COMPRESSIBLE)
+        if compressible:
+            h["Vary"] = "Accept-Encoding"
+        if _matches_tag(request.headers.get("If-None-Match", ""), etag):
+            kept = {k: h[k] for k in ("ETag", "Cache-Control", "Vary") if k in h}
+            not_modified = web.Response(status=304, headers=kept)
+            self._secure(not_modified)
+            return not_modified
+        coding = _coding(request.headers.get("Accept-Encoding", "")) if compressible else None
+        if coding is not None:
+            key = (etag, coding)
+            packed = self._compressed.get(key)
+            if packed is None:
+                # A large body is compressed off the loop: the league does not wait for it.
+                packed = (
+                    await asyncio.to_thread(_compress, body, coding)
+                    if len(body) > 65536
+                    else _compress(body, coding)
+                )
+                self._compressed[key] = packed
+                while len(self._compressed) > KEPT_COMPRESSED:
+                    self._compressed.popitem(last=False)
+            else:
+                self._compressed.move_to_end(key)
+            if len(packed) < len(body):
+                response.body = packed
+                h["Content-Encoding"] = coding
         return response
 
     @staticmethod
@@ -301,7 +415,10 @@ class WebServer:
         found = self.static.get(request.match_info["file"])
         if found is None:
             raise NotFound(f"no file {request.match_info['file']!r}")
-        return web.Response(body=found[0], headers={"Content-Type": found[1]})
+        headers = {"Content-Type": found[1]}
+        if request.query.get("v") == self.static_version:
+            headers["Cache-Control"] = IMMUTABLE
+        return web.Response(body=found[0], headers=headers)
 
     # -- the API --------------------------------------------------------------------------------
 
@@ -379,20 +496,47 @@ class WebServer:
                 before = 0
             if before < 1:
                 raise BadRequest(f"before={text!r} is not allowed; allowed: 1 or more")
-        # The latest matches are in the snapshot; older pages are read from the store.
-        finished = self.source.snap.page(before, limit)
-        if finished is None:
-            assert before is not None  # the snapshot keeps at least the first page
-            finished = self.source.older_matches(before, limit)
-        return _json(
-            {
-                "progress": self.source.progress(),
-                "running": self.source.running(),
-                "embargoed": self.source.embargoed(),
-                "finished": finished,
-                "next_before": finished[-1]["finish_order"] if len(finished) == limit else None,
-            }
-        )
+        after = self._after(request)
+        if after is not None and before is not None:
+            raise BadRequest("after and before cannot be asked together")
+        summaries = self.source.snap.summaries
+        if after is not None:
+            # A page left open asks only for what finished since the newest it shows.
+            finished = list(
+                itertools.islice(
+                    itertools.takewhile(lambda m: m["finish_order"] > after, summaries), limit
+                )
+            )
+        else:
+            # The latest matches are in the snapshot; older pages are read from the store.
+            found = self.source.snap.page(before, limit)
+            if found is None:
+                assert before is not None  # the snapshot keeps at least the first page
+                found = self.source.older_matches(before, limit)
+            finished = found
+        doc = {
+            "progress": self.source.progress(),
+            "running": self.source.running(),
+            "embargoed": self.source.embargoed(),
+            "finished": finished,
+            "next_before": finished[-1]["finish_order"] if len(finished) == limit else None,
+        }
+        if after is not None:
+            doc["newest"] = summaries[0]["finish_order"] if summaries else 0
+        return _json(doc)
+
+    @staticmethod
+    def _after(request: web.Request) -> int | None:
+        if "after" not in request.query:
+            return None
+        text = request.query["after"]
+        try:
+            after = int(text)
+        except ValueError:
+            after = -1
+        if after < 0:
+            raise BadRequest(f"after={text!r} is not allowed; allowed: 0 or more")
+        return after
 
     async def match(self, request: web.Request) -> web.StreamResponse:
         body = self._viewer_body(request.match_info["match_id"])

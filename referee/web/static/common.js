@@ -14,6 +14,20 @@ export async function api(path) {
 }
 
 // An element with attributes and children; strings become text nodes.
+// The skip link the server writes first in the header: to the first step button where
+// there is one (the match page, a compared pair), else to the content; the address (a
+// viewer's position) is left as it is.
+document.addEventListener("click", (event) => {
+  const link = event.target instanceof Element && event.target.closest("a.skip");
+  if (!link) return;
+  const target = document.querySelector(link.dataset.skip || "#main") || document.getElementById("main");
+  if (!target) return;
+  event.preventDefault();
+  if (!target.matches("button, a[href], input, select")) target.setAttribute("tabindex", "-1");
+  target.focus();
+  target.scrollIntoView({ block: "nearest" });
+});
+
 export function el(tag, attrs = {}, ...children) {
   const node = document.createElement(tag);
   for (const [key, value] of Object.entries(attrs)) {
@@ -35,10 +49,14 @@ export function fmt(x, digits = 0) {
   return Number(x).toFixed(digits);
 }
 
+// In place of an interval the bootstrap cannot measure, and of the anchor's (as the
+// server writes them, referee/web/render.py).
+export const UNMEASURED = "not measurable", ANCHOR = "none: the anchor";
+
 // A 95% interval as text; an end the data cannot bound is open ("> 1850", "< 1160").
 export function interval(r) {
-  if (r.anchor) return "anchor";
-  if (r.unidentified) return "unidentified";
+  if (r.anchor) return ANCHOR;
+  if (r.unidentified) return UNMEASURED;
   const low = r.ci_low ?? null, high = r.ci_high ?? null;
   if (low !== null && high !== null) return `${fmt(low)}–${fmt(high)}`;
   if (low !== null && r.ci_high_open) return `> ${fmt(low)}`;

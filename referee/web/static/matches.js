@@ -1,49 +1,82 @@
-// Running and recent matches, with the progress of a tournament.
+// Running and recent matches, with the progress of a tournament. Left open, the page asks
+// only for what finished since the newest match it shows (/api/matches?after=N).
 import { api, el, fmt, signed, botLink, matchLink, frame, showError, progressLine, query, scrollable, fill } from "/static/common.js";
 
 const main = document.getElementById("main");
+const LIMIT = 100;
 
+// The seats in order, each on one line; with the result, each seat's place and score,
+// the winners (place 1) marked.
 function seatList(seating, places, totals) {
-  return el("span", {}, seating.flatMap((bot, s) => [
-    s ? ", " : "",
-    botLink(bot),
-    places ? el("span", { class: "muted", text: ` (${places[s]}. ${signed(totals[s])})` }) : "",
-  ]));
+  return el("span", {}, seating.flatMap((bot, s) => {
+    const comma = s < seating.length - 1 ? "," : "";
+    if (!places) return [s ? " " : "", el("span", { class: "seat-entry" }, botLink(bot), comma)];
+    const won = places[s] === 1;
+    return [s ? " " : "", el("span", { class: `seat-entry${won ? " winner" : ""}`, title: won ? "winner" : null },
+      won ? [el("span", { class: "win-mark", "aria-hidden": "true", text: "★" }), " "] : null,
+      botLink(bot), " ", el("span", { class: "result", text: `(${places[s]}. ${signed(totals[s])})` }),
+      won ? el("span", { class: "sr-only", text: " (winner)" }) : null, comma)];
+  }));
 }
 
 // ?before=N: the page of older matches that finished before the N-th.
 const before = query("before");
+let shown = [];  // the finished matches on the page, newest first
 
-async function render() {
-  const doc = await api(`/api/matches?limit=100${before ? `&before=${encodeURIComponent(before)}` : ""}`);
+function draw(doc) {
   const running = doc.running.length
     ? scrollable(el("table", { id: "running" }, el("thead", {}, el("tr", {}, el("th", { class: "text", text: "Match" }), el("th", { class: "text", text: "Seating" }))),
       el("tbody", {}, doc.running.map((m) => el("tr", { "data-match": m.match_id },
-        el("td", { class: "text" }, matchLink(m.match_id), " ", el("span", { class: "pill live", text: "live" })),
+        el("td", { class: "text id" }, matchLink(m.match_id), " ", el("span", { class: "pill live", text: "live" })),
         el("td", { class: "text" }, seatList(m.seating)))))))
     : el("p", { class: "muted", text: "No match is running." });
-  const finished = doc.finished.length
-    ? scrollable(el("table", { id: "finished" }, el("thead", {}, el("tr", {}, el("th", { class: "text", text: "Match" }), el("th", { class: "text", text: "Seating (place, score)" }), el("th", { text: "Faults" }))),
-      el("tbody", {}, doc.finished.map((m) => el("tr", { "data-match": m.match_id },
-        el("td", { class: "text" }, matchLink(m.match_id)),
+  const finished = shown.length
+    ? [scrollable(el("table", { id: "finished" }, el("thead", {}, el("tr", {}, el("th", { class: "text", text: "Match" }), el("th", { class: "text", text: "Seating (place, score)" }), el("th", { text: "Faults" }))),
+      el("tbody", {}, shown.map((m) => el("tr", { "data-match": m.match_id },
+        el("td", { class: "text id" }, matchLink(m.match_id)),
         el("td", { class: "text" }, seatList(m.seating, m.places, m.totals)),
-        el("td", { text: fmt(m.faults.reduce((a, b) => a + b, 0)) }))))))
+        el("td", { text: fmt(m.faults.reduce((a, b) => a + b, 0)) })))))),
+      el("p", { class: "muted", id: "winner-key", text: "★ the winner (place 1)" })]
     : el("p", { class: "muted", text: before ? "No older match." : "No finished match yet." });
+  const nextBefore = shown.length === LIMIT ? shown[LIMIT - 1].finish_order : null;
   const pages = el("p", { id: "pages" },
     before ? el("a", { href: "/matches", text: "← newest" }) : "",
-    before && doc.next_before ? " · " : "",
-    doc.next_before ? el("a", { id: "older", href: `/matches?before=${doc.next_before}`, text: "older →" }) : "");
+    before && nextBefore ? " · " : "",
+    nextBefore ? el("a", { id: "older", href: `/matches?before=${nextBefore}`, text: "older →" }) : "");
   fill(main, el("h1", { text: "Matches" }), progressLine(doc.progress),
     el("h2", { text: "Running now" }), running, el("h2", { text: "Finished, newest first" }), finished, pages);
 }
 
-async function refresh() {
-  try { await render(); } catch (e) { showError(main, e); }
+async function render() {
+  const doc = await api(`/api/matches?limit=${LIMIT}${before ? `&before=${encodeURIComponent(before)}` : ""}`);
+  shown = doc.finished;
+  draw(doc);
+}
+
+// What changed since the newest match shown: the progress, the running matches and the
+// matches finished since (the whole first page again only when more than a page came, or
+// the server's numbering moved under the page).
+async function update() {
+  const newest = shown.length ? shown[0].finish_order : 0;
+  const doc = await api(`/api/matches?limit=${LIMIT}&after=${newest}`);
+  if (doc.newest < newest || doc.finished.length === LIMIT) return render();
+  shown = [...doc.finished, ...shown].slice(0, LIMIT);
+  draw(doc);
+}
+
+async function refresh(step) {
+  try { await step(); } catch (e) { showError(main, e); }
 }
 
 await frame("Matches · Sticheln referee");
-await refresh();
+await refresh(render);
 if (!before) {  // an older page does not change
   const updates = new EventSource("/api/updates");
-  updates.onmessage = () => refresh();
+  let busy = false, again = false;
+  updates.onmessage = async () => {
+    if (busy) { again = true; return; }  // one request at a time: the next asks for the rest
+    busy = true;
+    do { again = false; await refresh(update); } while (again);
+    busy = false;
+  };
 }

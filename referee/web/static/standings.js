@@ -1,35 +1,49 @@
 // The standings: published ratings with their intervals, live Elo and statistics;
 // fetched again whenever a match finishes.
-import { api, el, fmt, interval, signed, botLink, frame, showError, errorBarChart, progressLine, scrollable, chartWidth, fill } from "/static/common.js";
+import { api, el, fmt, interval, signed, botLink, frame, showError, errorBarChart, progressLine, scrollable, chartWidth, fill, UNMEASURED } from "/static/common.js";
 
 const main = document.getElementById("main");
+// What Rating and Live Elo are: the server writes it; kept across redraws.
+const terms = document.getElementById("terms");
+const HEADS = ["Rank", "Bot", "Rating", "95% interval", "Live Elo", "Matches", "Mean score", "Mean place", "Faults"];
+// On a phone these wait behind the "more columns" switch (its state survives a redraw).
+const MORE = new Set([3, 5, 6, 7, 8]);
+let progress = null;
 
 async function render() {
-  const [standings, info, bots] = await Promise.all([api("/api/standings"), api("/api/info"), api("/api/bots")]);
+  // Through the browser's cache: an unchanged document comes back as 304, no body.
+  const [standings, bots] = await Promise.all([api("/api/standings"), api("/api/bots")]);
+  if (!progress) progress = (await api("/api/info")).progress;
   const rows = standings.standings;
+  const more = (i) => (MORE.has(i) ? "more" : null);
   const body = rows.map((r) => el("tr", { "data-bot": r.bot },
     el("td", { text: r.rank ?? "–" }),
     el("td", { class: "text" }, botLink(r.bot), r.provisional ? [" ", el("span", { class: "pill", title: "too few matches to be ranked", text: "provisional" })] : null),
     el("td", { text: fmt(r.rating) }),
-    el("td", { text: interval(r) }),
+    el("td", { class: "more", text: interval(r) }),
     el("td", { class: "live-elo", text: fmt(r.live_elo) }),
-    el("td", { class: "matches", text: fmt(r.matches) }),
-    el("td", { text: signed(r.mean_score, 1) }),
-    el("td", { text: fmt(r.mean_place, 2) }),
-    el("td", { text: fmt(r.faults) })));
+    el("td", { class: "matches more", text: fmt(r.matches) }),
+    el("td", { class: "more", text: signed(r.mean_score, 1) }),
+    el("td", { class: "more", text: fmt(r.mean_place, 2) }),
+    el("td", { class: "more", text: fmt(r.faults) })));
   const table = el("table", { id: "standings" },
-    el("thead", {}, el("tr", {}, ["Rank", "Bot", "Rating", "95% interval", "Live Elo", "Matches", "Mean score", "Mean place", "Faults"]
-      .map((h, i) => el("th", { class: i === 1 ? "text" : null, text: h })))),
+    el("thead", {}, el("tr", {}, HEADS.map((h, i) => el("th", { class: [i === 1 ? "text" : "", more(i) || ""].join(" ").trim() || null, text: h })))),
     el("tbody", {}, body));
+  const open = document.getElementById("all-columns")?.checked;
+  const toggle = [el("input", { type: "checkbox", class: "more-toggle", id: "all-columns", checked: open ? "checked" : null }),
+    el("label", { class: "more-label", for: "all-columns", text: `Show ${MORE.size} more columns` })];
   const published = standings.published_at ? new Date(standings.published_at * 1000).toLocaleTimeString() : "not yet";
   const rated = new Set(rows.map((r) => r.bot));
   const unrated = bots.bots.map((b) => b.name).filter((b) => !rated.has(b)).sort();
-  fill(main, 
+  const unmeasured = rows.some((r) => r.unidentified || r.anchor);
+  fill(main,
     el("h1", { text: "Standings" }),
-    progressLine(info.progress),
+    progressLine(progress),
     el("p", { class: "muted", id: "standings-meta", "data-matches": standings.matches,
-      text: `Bradley–Terry ratings on the Elo scale with 95% bootstrap intervals, from ${standings.matches} finished matches (published ${published}); live Elo after the same matches. Provisional bots (too few matches) are listed after the others, unranked.` }),
-    rows.length ? scrollable(table) : el("p", { class: "muted", id: "no-standings", text: "No finished match yet." }),
+      text: `From ${standings.matches} finished matches (published ${published}). Provisional bots (too few matches) are listed after the others, unranked.` }),
+    terms,
+    rows.length ? [toggle, scrollable(table)] : el("p", { class: "muted", id: "no-standings", text: "No finished match yet." }),
+    unmeasured ? el("p", { class: "muted", id: "interval-note", text: `“${UNMEASURED}”: the bootstrap cannot measure this rating's spread (every resample gave the same order, or a match or two are all that link the bot to the others), so no interval is claimed. The anchor's rating is the scale's fixed point (1500), not an estimate.` }) : null,
     unrated.length ? [el("h2", { text: "No rated match yet" }), el("p", { id: "unrated" }, unrated.flatMap((b, i) => [i ? ", " : "", botLink(b)]))] : null,
     rows.length ? el("h2", { text: "Ratings with their 95% intervals" }) : null,
     rows.length ? errorBarChart(rows, chartWidth(main, 770)) : null);
@@ -39,12 +53,15 @@ async function refresh() {
   try { await render(); } catch (e) { showError(main, e); }
 }
 
-await frame("Standings · Sticheln referee");
+const info = await frame("Standings · Sticheln referee");
+if (info) progress = info.progress;
 await refresh();
 // Live: the server sends an event whenever a match starts or finishes or standings change.
 const updates = new EventSource("/api/updates");
 let pending = null;
-updates.onmessage = () => {
+updates.onmessage = (event) => {
+  // The event is the progress itself; the standings are asked again (304 when unchanged).
+  try { progress = JSON.parse(event.data); } catch { /* keep the last */ }
   clearTimeout(pending);
   pending = setTimeout(refresh, 100);
 };

@@ -13,6 +13,8 @@ The parts, each tested on its own:
   what no one may (the host's ``/proc``, the output folder, the deal key...), as data;
 - :mod:`~referee.jail.sandbox`: the policy turned into a bubblewrap command (namespaces,
   read-only binds, a private ``/tmp``, no network but the referee's socket);
+- :mod:`~referee.jail.held`: the bot's folder and read paths, each held by one descriptor
+  from its check to its bind (a link swapped in meanwhile is refused, never followed);
 - :mod:`~referee.jail.seccomp`: the system calls a bot may make, compiled into a filter;
 - :mod:`~referee.jail.botusers`: a uid of its own for every bot under a root referee;
 - :mod:`~referee.jail.cgroups`: memory, processes and CPU bounds for the whole process tree;

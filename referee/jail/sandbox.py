@@ -14,7 +14,8 @@ no flags of its own. :meth:`Sandbox.policy` builds the policy for one bot proces
   groups and host names are the sandbox's own, not the host's), the referee's interpreter
   (its prefixes, with grpcio and protobuf), the generated ``sticheln`` stubs and the referee's own package (the rules engine a bot may
   simulate with), the bot's own folder (its ``workdir``), and the paths its bot file
-  declares under ``[sandbox] read``;
+  declares under ``[sandbox] read``, these two bound by descriptor, never by name
+  (:mod:`referee.jail.held`);
 - writable: a private ``/tmp`` (a size-limited tmpfs that disappears with the process),
   which is also ``HOME``;
 - reachable: only its own Unix socket at :data:`SOCKET_PATH`, served by the referee for
@@ -56,6 +57,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from referee.jail import botusers, seccomp
+from referee.jail.held import open_held
 
 #: The sandbox modes: bubblewrap (the default) or none (trusted bots only).
 MODES = ("bubblewrap", "none")
@@ -137,6 +139,10 @@ class SandboxPolicy:
     workdir: Path
     #: Paths bound read-only at the same place; each must exist.
     read_only: tuple[Path, ...] = ()
+    #: Those of ``read_only`` the bot's author may change while the referee runs (its
+    #: folder, what its bot file reads): held by one descriptor, opened without following
+    #: links, and bound through it (:mod:`referee.jail.held`), never by name.
+    held: tuple[Path, ...] = ()
     #: System paths bound read-only at the same place when they exist.
     system: tuple[Path, ...] = ()
     #: Symbolic links made in the sandbox: (link, target).
@@ -191,14 +197,19 @@ def bwrap_command(
     command: Sequence[str],
     seccomp_fd: int | None = None,
     file_fds: Sequence[int] = (),
+    held_fds: Mapping[Path, int] | None = None,
 ) -> list[str]:
     """The command line that runs ``command`` confined by ``policy``; ``seccomp_fd`` is the
     descriptor bubblewrap reads the policy's filter from, ``file_fds`` those it reads the
-    policy's made files from, in order (see :func:`bwrap_descriptors`)."""
+    policy's made files from, in order, ``held_fds`` those of its held paths that are
+    bound (:func:`held_binds`; see :func:`bwrap_descriptors`)."""
     if bool(policy.seccomp) != (seccomp_fd is not None):
         raise ValueError("a policy's seccomp filter needs a descriptor, and only then")
     if len(file_fds) != len(policy.files):
         raise ValueError("each of a policy's made files needs a descriptor")
+    held_fds = held_fds or {}
+    if set(held_fds) != set(held_binds(policy)):
+        raise ValueError("each bound held path needs a descriptor, and only those")
     argv = [policy.bwrap, "--unshare-pid", "--unshare-ipc", "--unshare-uts"]
     argv.append("--unshare-cgroup-try")
     if not policy.network:
@@ -226,7 +237,10 @@ def bwrap_command(
     for link, target in policy.links:
         argv += ["--symlink", target, str(link)]
     for path in binds:
-        argv += ["--ro-bind", str(path), str(path)]
+        if path in held_fds:
+            argv += ["--ro-bind-fd", str(held_fds[path]), str(path)]
+        else:
+            argv += ["--ro-bind", str(path), str(path)]
     if policy.socket_dir is not None:
         argv += ["--ro-bind", str(policy.socket_dir), str(SOCKET_DIR)]
     argv += ["--chdir", str(policy.workdir)]
@@ -258,10 +272,21 @@ def bwrap_descriptors(
         filter_fd = seccomp.program_fd(policy.seccomp) if policy.seccomp else None
         if filter_fd is not None:
             fds.append(filter_fd)
-        yield bwrap_command(policy, command, filter_fd, fds[: len(policy.files)]), tuple(fds)
+        held: dict[Path, int] = {}
+        for path in held_binds(policy):
+            held[path] = open_held(path, folder=path == policy.workdir)
+            fds.append(held[path])
+        argv = bwrap_command(policy, command, filter_fd, fds[: len(policy.files)], held)
+        yield argv, tuple(fds)
     finally:
         for fd in fds:
             os.close(fd)
+
+
+def held_binds(policy: SandboxPolicy) -> list[Path]:
+    """The held paths bound on their own (not inside another bound path)."""
+    covered = [*policy.system, *(link for link, _ in policy.links)]
+    return [p for p in _outermost(policy.read_only, covered) if p in policy.held]
 
 
 def _within(path: Path, roots: Sequence[Path]) -> bool:
@@ -498,7 +523,9 @@ class Sandbox:
         code = seccomp.program() if self.filter_syscalls else b""
         base = self._base_policy(self.check(), workdir, code, user if self.as_root else None)
         read_only = [*_python_paths(), workdir, *read]
-        return dataclasses.replace(base, read_only=tuple(read_only), socket_dir=socket_dir)
+        return dataclasses.replace(
+            base, read_only=tuple(read_only), held=(workdir, *read), socket_dir=socket_dir
+        )
 
 
 def unreadable(policy: SandboxPolicy, uids: tuple[int, int]) -> str:

@@ -277,7 +277,14 @@ def test_the_step_bar_stays_in_reach_with_big_worded_buttons(
         )
         swipe_v.send("Input.dispatchTouchEvent", {"type": "touchEnd", "touchPoints": []})
         swipe_v.detach()
-        page.wait_for_timeout(100)
+        # Once the scroll it started has come to rest (a tap in a fling only stops it):
+        last: list[float] = []
+        wait_for(
+            lambda: last.append(page.evaluate("scrollY")) or last[-3:] == [last[-1]] * 3,
+            10,
+            "the scroll to rest",
+            every=0.1,
+        )
         assert page.evaluate(HASH) == "#r1t2c4"
         # A tap on a bar button steps.
         page.tap("#next-trick")
@@ -515,4 +522,63 @@ def test_the_result_can_be_hidden_and_stays_hidden(
     box.tap() if phone else box.uncheck()
     assert page.is_visible("#result")
     chromium.errors[:] = [e for e in chromium.errors if "match.js" not in e]
+    assert chromium.errors == []
+
+
+SUIT_WORDS = {"C": "clubs", "S": "spades", "H": "hearts", "D": "diamonds", "K": "caps"}
+SUIT_WORDS |= {"W": "switches", "P": "planets", "R": "stars"}
+
+
+@pytest.mark.parametrize("phone", [True, False], ids=["phone", "desk"])
+def test_keys_step_wherever_the_focus_is_and_each_card_is_announced(
+    chromium: Chromium, folders: dict[str, Served], phone: bool
+) -> None:
+    served = folders["eight"]
+    lines = served.record()
+    seating = lines[0]["seating"]
+    plays = [x for x in lines if x["type"] == "play" and x["round"] == 0]
+    page = open_viewer(chromium, served, phone, "#r1t1c1")
+    said = "() => document.querySelector('#announce').textContent"
+    # A focused round drop-down: → is the next card, not the next round.
+    page.focus("#round-select")
+    page.keyboard.press("ArrowRight")
+    assert page.evaluate(HASH) == "#r1t1c2"
+    assert page.input_value("#round-select") == "0"
+    page.keyboard.press("ArrowLeft")
+    assert page.evaluate(HASH) == "#r1t1c1"
+    # A round chosen in it: the keys step again from there.
+    page.select_option("#round-select", "1")
+    assert page.evaluate(HASH) == "#r2"
+    page.keyboard.press("ArrowRight")
+    assert page.evaluate(HASH) == "#r2pick"
+    page.keyboard.press("ArrowDown")
+    assert page.evaluate(HASH).startswith("#r2t1c")
+    # Space on a focused button presses that button only (it does not also start play).
+    page.evaluate("location.hash = '#r1t1c1'")
+    until(page, "() => location.hash === '#r1t1c1'")
+    page.focus("#next")
+    page.keyboard.press("Space")
+    assert page.evaluate(HASH) == "#r1t1c2"
+    assert page.text_content("#play .word") == "play"
+    # The checkbox keeps its space; the arrows still step.
+    page.focus("#hide-result")
+    page.keyboard.press("ArrowRight")
+    assert page.evaluate(HASH) == "#r1t1c3"
+    # The scrubber says where it is in words, and the card played is announced.
+    label = page.text_content("#step-label")
+    assert page.get_attribute("#scrubber", "aria-valuetext") == label
+    card = plays[2]["card"]
+    assert page.evaluate(said) == (
+        f"{seating[plays[2]['seat']]} plays {card[1:]} of {SUIT_WORDS[card[0]]}."
+        f" {seating[plays[3]['seat']]} to play."
+    )
+    assert page.get_attribute("#announce", "role") == "status"
+    page.keyboard.press("ArrowDown")
+    winner = next(x["winner"] for x in lines if x["type"] == "trick")
+    assert f"{seating[winner]} wins the trick" in page.evaluate(said)
+    page.evaluate("location.hash = '#r1reveal'")
+    until(page, "() => location.hash === '#r1reveal'")
+    assert page.evaluate(said).startswith("Pain cards revealed: ")
+    # The position is no longer read out as a bare number on every step.
+    assert page.get_attribute("#step-label", "aria-live") is None
     assert chromium.errors == []

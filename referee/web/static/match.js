@@ -64,12 +64,15 @@ function viewer(doc, id) {
   const legend = suitLegend(suitsOf(doc.rounds.flatMap((r) => r.hands.flat())));
   let at = 0, timer = null;
   const tableBox = el("div", { class: "table-box" });
-  const label = el("span", { class: "step", id: "step-label", "aria-live": "polite" });
+  const label = el("span", { class: "step", id: "step-label" });
+  // What a step shows, said to a screen reader ("Ada plays 7 of spades"): the position
+  // alone says nothing of the card.
+  const announce = el("div", { class: "sr-only", id: "announce", role: "status", "aria-live": "polite", "aria-atomic": "true" });
   const scrubber = el("input", { type: "range", id: "scrubber", min: 0, max: replay.last, value: 0, step: 1, "aria-label": "position in the match",
     oninput: () => go(Number(scrubber.value)) });
-  const roundSelect = el("select", { id: "round-select", "aria-label": "jump to round", onchange: () => go(replay.indexOf(Number(roundSelect.value), -1, 0)) },
+  const roundSelect = el("select", { id: "round-select", "aria-label": "jump to round", onchange: () => { go(replay.indexOf(Number(roundSelect.value), -1, 0)); roundSelect.blur(); } },
     doc.rounds.map((r, i) => el("option", { value: i, text: `Round ${i + 1}` })));
-  const speed = el("select", { id: "speed", "aria-label": "play speed", onchange: () => { if (timer) { toggle(); toggle(); } } },
+  const speed = el("select", { id: "speed", "aria-label": "play speed", onchange: () => { if (timer) { toggle(); toggle(); } speed.blur(); } },
     SPEEDS.map(([v, t]) => el("option", { value: v, text: t, selected: v === "1" ? "selected" : null })));
   const scores = el("div");
   const faultList = el("div", { class: "events", id: "faults" });
@@ -182,6 +185,24 @@ function viewer(doc, id) {
       } else a.removeAttribute("aria-current");
     }
   }
+  function spoken(st) {
+    const { r, t, c, round, trick, complete } = st;
+    const words = (x) => `${x.slice(1)} of ${suitName(x[0])}`;
+    const faults = st.faultsHere.map((f) => ` Fault: ${seating[f.seat]}, ${faultWords(f.reason)}${f.forfeited ? ", forfeited" : ""}.`).join("");
+    if (t < 0) {
+      if (st.moment === 1) return `Round ${r + 1}: the pain cards are chosen, face down.${faults}`;
+      if (st.moment === 2) return `Pain cards revealed: ${round.pain.map((p, s) => `${seating[s]} ${p.map(words).join(" and ")}`).join(", ")}.`;
+      return `Round ${r + 1} dealt by ${seating[round.dealer]}.`;
+    }
+    const play = trick.plays[c - 1] || { seat: (trick.leader + c - 1) % seating.length, card: trick.cards[c - 1] };
+    let text = `${seating[play.seat]} ${c === 1 ? "leads" : "plays"} ${words(play.card)}${play.fallback ? " (a fallback card)" : ""}.${faults}`;
+    if (complete) {
+      text += trick.winner < 0 ? " Nobody wins the trick." : ` ${seating[trick.winner]} wins the trick${st.painShown && trick.points ? `, ${signed(trick.points.reduce((a, b) => a + b, 0))}` : ""}.`;
+      if (st.lastTrick && round.scores) text += ` Round ${r + 1} scored.`;
+      if (st.lastTrick && replay.secret) text += ` The pain cards: ${round.pain.map((p, s) => `${seating[s]} ${p.map(words).join(" and ")}`).join(", ")}.`;
+    } else text += ` ${seating[st.toPlay]} to play.`;
+    return text;
+  }
   // After a jump from a list below it, the table is brought back into view.
   function intoView() {
     const top = tableBox.getBoundingClientRect().top;
@@ -192,6 +213,8 @@ function viewer(doc, id) {
     drawTrickList(st);
     tableBox.replaceChildren(replay.table(at));
     label.textContent = replay.label(at);
+    scrubber.setAttribute("aria-valuetext", replay.label(at));
+    announce.textContent = spoken(st);
     roundSelect.value = String(st.r);
     scrubber.value = String(at);
     permalink.setAttribute("href", `#${replay.hashOf(at)}`);
@@ -210,8 +233,15 @@ function viewer(doc, id) {
       `: ${seating[f.seat]} ${faultWords(f.reason)}${f.detail ? ` (${f.detail})` : ""}, strike ${f.strikes}${f.forfeited ? ", forfeited" : ""}`))
       : [el("div", { class: "muted", text: "No fault so far." })]));
   }
+  // The step keys work wherever the focus is, except where a key means something there:
+  // a drop-down keeps ↑ ↓ (its choices; ← → still step a card, not a round), the
+  // scrubber its arrows, and a button, link or box its space and Enter.
   document.addEventListener("keydown", (e) => {
-    if (e.target instanceof HTMLSelectElement || e.target instanceof HTMLInputElement || e.altKey || e.ctrlKey || e.metaKey) return;
+    if (e.altKey || e.ctrlKey || e.metaKey) return;
+    const t = e.target;
+    if (t instanceof HTMLSelectElement && !["ArrowLeft", "ArrowRight"].includes(e.key)) return;
+    if (t instanceof HTMLInputElement && t.type !== "checkbox") return;
+    if (e.key === " " && t instanceof Element && t.closest("button, a, input, select, summary")) return;
     const keys = {
       ArrowRight: () => go(at + 1), ArrowLeft: () => go(at - 1),
       ArrowDown: () => jumpTrick(1), ArrowUp: () => jumpTrick(-1),
@@ -222,7 +252,7 @@ function viewer(doc, id) {
   });
   window.addEventListener("hashchange", () => { const i = replay.parse(location.hash); if (i >= 0 && i !== at) go(i, { keepHash: true }); });
   fill(main, ...header(doc, false), result(doc), resultToggle(() => { listed = ""; draw(); }),
-    el("div", { class: "viewer" }, controls, legend, tableBox, links, trickBox, scores, el("h2", { text: "Faults" }), faultList));
+    el("div", { class: "viewer" }, controls, announce, legend, tableBox, links, trickBox, scores, el("h2", { text: "Faults" }), faultList));
   document.body.classList.add("stepping");
   go(Math.max(0, replay.parse(location.hash)));
 }

@@ -79,6 +79,9 @@ ROUTES = {
     "page_cache_advice": "a shared file's pages loaded or dropped at will (fadvise WILLNEED, "
     "DONTNEED)",
     "page_cache_mincore": "whether a mapped shared file's page is cached (mincore)",
+    "i386_socketcall": "a system call through int 0x80 (the i386 socketcall: an AF_VSOCK "
+    "socket, past the network namespace, where native socket() is refused)",
+    "x32_call": "a system call through the x32 interface (numbers with bit 0x40000000)",
     "netlink_uevent": "the kernel's device events, sent to every network namespace of the "
     "host's user namespace (what happens on the host)",
     "folder_links": "links in the bot's own folder to host files (the database, a record)",
@@ -362,7 +365,7 @@ def test_without_the_sandbox_the_same_routes_are_open(world: Path, marker: str) 
     kernel = {"ptrace", "personality", "signal_others", "userfaultfd", "io_uring"}
     kernel |= {"shared_file_lock", "watch_files", "page_cache", "netlink_uevent"}
     kernel |= {"page_cache_aio", "page_cache_readahead", "page_cache_advice"}
-    kernel |= {"page_cache_mincore"}
+    kernel |= {"page_cache_mincore", "i386_socketcall", "x32_call"}
     if os.geteuid() == 0:
         kernel |= {"keyring", "new_namespace", "perf_event"}
     assert kernel <= opened, kernel - opened

@@ -23,6 +23,13 @@ from referee.jail import cgroups, watchdog
 from referee.jail.bots import REFEREE_VARIABLES, BotSpec
 from referee.jail.sandbox import SandboxPolicy, bot_environment, bwrap_descriptors
 
+#: What SIGSYS means for a sandboxed bot: its filter ends a process that enters the kernel
+#: through another interface than the native one (:mod:`referee.jail.seccomp`).
+SIGSYS_MEANS = (
+    "a system call through an interface the sandbox refuses: bots are 64-bit programs, "
+    "with no int 0x80 (i386) or x32 calls"
+)
+
 # Every live bot process group, so that an exiting referee kills them all (no orphans).
 _LIVE: weakref.WeakSet[BotProcess] = weakref.WeakSet()
 
@@ -158,6 +165,8 @@ class BotProcess:
         ended_by = self._ended_by or (self.bounds.describe_end() if self.bounds else "")
         if ended_by:
             return ended_by
+        if code == -signal.SIGSYS and self.sandboxed:
+            return f"killed by SIGSYS ({SIGSYS_MEANS})"
         if code < 0:
             try:
                 return f"killed by {signal.Signals(-code).name}"

@@ -7,9 +7,7 @@ a call, see it refused and carry on), and the allowed calls are those an unprivi
 program needs. It is stricter than Docker's where a bot has even less need than a
 container: tracing and reading other processes, the kernel's keyrings (kept per uid and not
 per namespace, so a key would outlive the bot and meet a later one), file handles, clock
-setting and the i386 ``socketcall`` multiplexer (its arguments are in memory, out of the
-filter's sight) are refused too, and sockets are limited to the families a gRPC client
-uses. So are the ways two sandboxes could pass messages through a file both may read (the
+setting are refused too, and sockets are limited to the families a gRPC client uses. So are the ways two sandboxes could pass messages through a file both may read (the
 interpreter, a system library, the folder of a bot seated twice): file locks, file
 watches (inotify, fanotify, F_NOTIFY) and the page cache, which is the host's and outlives
 every process: no query of it (``cachestat``, ``mincore``, ``RWF_NOWAIT`` whether passed
@@ -21,9 +19,12 @@ keeps a database in its ``/tmp`` opens it without locking (SQLite: ``?nolock=1``
 The profile is data (:data:`PROFILE`, a :class:`SyscallProfile`) with a test of its own;
 :func:`program` compiles it with libseccomp (through ``pyseccomp``, a ctypes binding to the
 system's ``libseccomp2``) once per referee process, and :func:`program_fd` hands the bytes
-to one bubblewrap start. The filter covers the native ABI and, on x86-64, the i386 and x32
-ABIs a process may also enter the kernel through (as Docker's does); any other ABI kills
-the process.
+to one bubblewrap start. The filter covers the native ABI alone: bots are 64-bit programs,
+and a call through any other interface a process may enter the kernel by (on x86-64,
+``int 0x80`` into the i386 ABI, or an x32 number, with bit 0x40000000) ends the process
+with SIGSYS. Docker's profile filters those ABIs call by call instead; there the i386
+``socketcall`` multiplexer, whose arguments lie in memory, opened every socket family the
+native ``socket`` rule refuses.
 """
 
 from __future__ import annotations
@@ -32,7 +33,6 @@ import contextlib
 import errno
 import functools
 import os
-import platform
 from dataclasses import dataclass
 
 #: Namespace flags of ``clone``: a bot makes no namespaces of its own (bubblewrap has made
@@ -71,8 +71,8 @@ PERSONALITIES = (0x0, 0x8, 0x20000, 0x20008, 0xFFFFFFFF)
 #: the host's page cache, where another bot reading the same file would see them.
 FADVISE_ADVICE = (0, 1, 2, 5)
 
-#: Calls an unprivileged process needs, as in Docker's default profile (the 32-bit names
-#: are for the i386 ABI on x86-64).
+#: Calls an unprivileged process needs, as in Docker's default profile (its names of 32-bit
+#: ABIs' calls, which the native ABI lacks, compile to nothing).
 ALLOWED = (
     # files and folders
     "access", "chdir", "chmod", "chown", "chown32", "close", "close_range", "copy_file_range",
@@ -220,7 +220,8 @@ DENIED = {
     "io_pgetevents": "asynchronous I/O",
     "io_cancel": "asynchronous I/O",
     "io_destroy": "asynchronous I/O",
-    "socketcall": "i386 multiplexer: its arguments are in memory, out of the filter's sight",
+    "socketcall": "i386 multiplexer: its arguments are in memory, out of the filter's sight "
+    "(and the i386 ABI itself ends the process)",
     "get_mempolicy": "NUMA memory policy (CAP_SYS_NICE in Docker's profile)",
     "set_mempolicy": "NUMA memory policy",
     "mbind": "NUMA memory policy",
@@ -306,17 +307,6 @@ class SeccompUnavailable(RuntimeError):
     """No seccomp filter can be compiled here; the message says why, in one line."""
 
 
-def _arches(seccomp: object) -> list[int]:
-    """The ABIs besides the native one that a process on this machine can call through."""
-    arch = seccomp.Arch  # type: ignore[attr-defined]
-    machine = platform.machine()
-    if machine == "x86_64":
-        return [arch.X86, arch.X32]
-    if machine == "aarch64":
-        return [arch.ARM]
-    return []
-
-
 def compile_profile(profile: SyscallProfile) -> bytes:
     """``profile`` as a classic BPF program for ``bwrap --seccomp`` (raises
     :class:`SeccompUnavailable` in one line when libseccomp is missing).
@@ -335,10 +325,9 @@ def compile_profile(profile: SyscallProfile) -> bytes:
             f"cannot filter system calls: {exc}; install the pyseccomp package and the "
             "system's libseccomp2 (apt-get install libseccomp2)"
         ) from None
+    # The native ABI only (libseccomp's filter for x86-64 also takes x32's numbers for a
+    # foreign ABI): a process that enters the kernel through another one ends, SIGSYS.
     rules = sc.SyscallFilter(sc.ERRNO(profile.default_errno))
-    for arch in _arches(sc):
-        rules.add_arch(arch)
-    # A process that enters the kernel through an ABI the filter does not cover ends.
     rules.set_attr(sc.Attr.ACT_BADARCH, sc.KILL_PROCESS)
     # A binary search over the call numbers rather than a list every call walks through.
     with contextlib.suppress(OSError):

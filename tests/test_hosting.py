@@ -15,6 +15,7 @@ import shutil
 import subprocess
 import tarfile
 import tempfile
+import urllib.request
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -120,7 +121,9 @@ def test_hosted_bots_are_submitted_validated_and_played(
     tmp_path: Path, league_db: LeagueDb, code_dir: Path
 ) -> None:
     config = league_file(tmp_path, league_db, code_dir, submissions_per_day=2)
+    config.write_text(config.read_text().replace("[league]\n", "[league]\nweb_port = 0\n", 1))
     with serving(config, tmp_path / "serve.log") as s:
+        web = s.lines.get(timeout=30).rsplit(" ", 1)[1].strip().rstrip("/")
         tokens = {n: s.register(n) for n in ("alpha", "beta", "gamma", "broken")}
         shas = {
             "alpha": submitted(
@@ -168,6 +171,18 @@ def test_hosted_bots_are_submitted_validated_and_played(
         assert "PASS preset-sticheln" in ok.stdout
         other = cli(s.address, "status", "alpha", token=tokens["beta"])
         assert other.returncode == 1 and "PERMISSION_DENIED" in other.stderr
+
+        # The web bot page shows the status and the submission history (not the report).
+        with urllib.request.urlopen(f"{web}/api/bot?name=broken", timeout=30) as r:
+            doc = json.load(r)
+        assert doc["entry"]["hosted"] and doc["entry"]["status"] == "refused"
+        assert [u["status"] for u in doc["submissions"]] == ["refused"]
+        assert doc["submissions"][0]["refusal"] == rows["broken"]["refusal"]
+        with urllib.request.urlopen(f"{web}/bot?name=alpha", timeout=30) as r:
+            page = r.read().decode()
+        assert "hosted: playing" in page and "<h2>Submissions</h2>" in page
+        assert shas["alpha"][:12] in page
+        assert "boom" not in json.dumps(doc), "the report is its owner's"
 
         # The three hosted bots play one another, started fresh per match by the worker.
         wait_for(

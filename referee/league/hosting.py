@@ -373,7 +373,8 @@ class Hosting:
         if failures:
             f = failures[0]
             raise Refusal(
-                f"start check: {f.what}" + (f"; its output ends: {f.output}" if f.output else ""),
+                # The line is public (ListBots); what the bot printed is its owner's.
+                f"start check: {f.what}",
                 ["its output (last lines):", *_tail(f.log_path)],
             )
         report.append("start check: started and greeted")

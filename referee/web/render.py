@@ -326,6 +326,19 @@ def bot(doc: Mapping[str, Any]) -> str:
         f'<h1 id="bot-name">{e(doc["bot"])}</h1>',
         f'<table class="entry"><tbody>{rows}</tbody></table>',
     ]
+    if entry.get("hosted"):
+        out.append(f'<p id="bot-status">hosted: {e(entry.get("status", ""))}</p>')
+    subs = doc.get("submissions") or []
+    if subs:
+        sub_rows = [
+            f'<tr><td class="text">{u["number"]}</td><td class="text">{e(u["status"])}</td>'
+            f'<td class="text">{e(u["sha256"][:12])}</td><td class="text">{e(u["refusal"])}</td></tr>'
+            for u in subs
+        ]
+        out.append("<h2>Submissions</h2>")
+        out.append(
+            _table("submissions", ["#", "Status", "SHA-256", "Refusal"], sub_rows, {0, 1, 2, 3})
+        )
     out.append("<h2>Faults by reason</h2>")
     faults = doc.get("faults") or {}
     if faults:

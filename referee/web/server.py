@@ -466,7 +466,13 @@ class WebServer:
         standing = next(
             (s for s in self.source.standings()["standings"] if s.get("bot") == name), None
         )
-        return {**detail, "entry": entry, "versions": versions, "standing": standing}
+        return {
+            **detail,
+            "entry": entry,
+            "versions": versions,
+            "standing": standing,
+            "submissions": self.source.submissions(name),
+        }
 
     def _snapshot_body(self, key: str, make: Callable[[data.Snapshot], Any]) -> web.Response:
         """A document of the current snapshot, serialized once per snapshot."""

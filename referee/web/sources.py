@@ -157,6 +157,10 @@ class Source(ABC):
         names = set(self.snap.bots) | {b for m in self.running() for b in m["seating"]}
         return [{"name": n} for n in sorted(names)]
 
+    def submissions(self, name: str) -> list[dict[str, Any]]:
+        """A hosted bot's submissions, newest first (none but a league's)."""
+        return []
+
     def info(self) -> dict[str, Any]:
         """What is being served: its kind, name and clock."""
         return {"kind": self.kind, "name": self.name, "decision_ms": self.decision_ms}
@@ -289,9 +293,17 @@ class LeagueSource(Source):
 
     def bots(self) -> list[dict[str, Any]]:
         out = []
+        latest = self.league.submissions.latest_by_bot()
         for e in self.league.registry.entries():
+            b = self.league.bot_message(e, latest)
             out.append(
                 {
+                    "hosted": b.hosted,
+                    "status": b.status,
+                    "submission": b.submission,
+                    "sha256": b.sha256,
+                    "refusal": b.refusal,
+                    "playing_submission": b.playing_submission,
                     # The owner (an e-mail address) stays private: not on public pages.
                     "name": e.name,
                     "description": e.description,
@@ -304,6 +316,21 @@ class LeagueSource(Source):
                 }
             )
         return out
+
+    def submissions(self, name: str) -> list[dict[str, Any]]:
+        # The public part: the validation report is its owner's (League.SubmissionStatus).
+        return [
+            {
+                "number": s.number,
+                "sha256": s.sha256,
+                "status": s.status,
+                "refusal": s.refusal,
+                "submitted_at": s.submitted_at,
+                "decided_at": s.decided_at,
+                "built": bool(s.build_sha256),
+            }
+            for s in self.league.submissions.history(name)
+        ]
 
     def info(self) -> dict[str, Any]:
         c = self.league.config

@@ -17,7 +17,9 @@ async function render(name) {
   parts.push(definitionList([
     ["Description", e.description ? el("span", { id: "bot-description", text: e.description }) : null],
     ["Registered", e.registered_at ? new Date(e.registered_at * 1000).toLocaleString() : null],
-    ["Status", e.active === undefined ? null : `${e.active ? "active" : "revoked"}, ${e.connected_streams || 0} stream(s) connected`],
+    ["Status", e.active === undefined ? null : e.hosted
+      ? el("span", { id: "bot-status", text: `hosted: ${e.status}${e.playing_submission ? `, playing submission ${e.playing_submission}` : ""}${e.refusal ? ` (submission ${e.submission} refused: ${e.refusal})` : ""}` })
+      : `${e.active ? "active" : "revoked"}, ${e.connected_streams || 0} stream(s) connected`],
     ["Rating", s ? `${fmt(s.rating)} (95% interval ${interval(s)}), ${s.rank === null || s.rank === undefined ? "provisional, not ranked" : `rank ${s.rank}`}` : "not rated yet"],
     ["Live Elo", s ? fmt(s.live_elo) : null],
     ["Matches", String(doc.matches)],
@@ -31,6 +33,15 @@ async function render(name) {
         el("td", { class: "text", text: `v${v.version}` }), el("td", { class: "text" }, botLink(v.name)),
         el("td", { class: "text" }, v.previous_version ? botLink(v.previous_version) : "–"),
         el("td", { class: "text", text: v.description || "" }), el("td", { class: "text", text: v.active ? "yes" : "no" })))))));
+  }
+  if (doc.submissions && doc.submissions.length) {
+    const when = (t) => (t ? new Date(t * 1000).toLocaleString() : "–");
+    parts.push(el("h2", { text: "Submissions" }), scrollable(el("table", { id: "submissions" },
+      el("thead", {}, el("tr", {}, ["#", "Status", "Submitted", "Decided", "SHA-256", "Refusal"].map((h) => el("th", { class: "text", text: h })))),
+      el("tbody", {}, doc.submissions.map((u) => el("tr", {},
+        el("td", { class: "text", text: String(u.number) }), el("td", { class: "text", text: u.status }),
+        el("td", { class: "text", text: when(u.submitted_at) }), el("td", { class: "text", text: when(u.decided_at) }),
+        el("td", { class: "text", title: u.sha256, text: u.sha256.slice(0, 12) }), el("td", { class: "text", text: u.refusal || "" })))))));
   }
   parts.push(el("h2", { text: "Live Elo over its matches" }));
   parts.push(doc.rating_history.length

@@ -387,3 +387,30 @@ def test_the_seats_scenario_needs_a_bot_file_with_seats(tmp_path: Path) -> None:
     assert done.stderr.strip() == (
         "referee check-bot: scenario 'seats' is for a bot file that declares seats (more than 1)"
     )
+
+
+@pytest.mark.timeout(120)
+def test_a_bot_that_times_out_everywhere_plays_one_scenario_per_family(tmp_path: Path) -> None:
+    # Every answer comes after the 1 s decision limit: one timeout per family proves it.
+    bot = _bot_file(tmp_path, "sleepy", "lowest_bot.py", SLEEP_MS="1500")
+    done = check_bot("--bot", str(bot), "--rounds", "1", "--strikes", "1")
+    assert done.returncode == 1, done.stdout + done.stderr
+    out = done.stdout.splitlines()
+    heads = [line.split()[:2] for line in out if line.split()[:1] in (["FAIL"], ["SKIP"], ["PASS"])]
+    played = [name for verdict, name in heads if verdict != "SKIP"]
+    families: dict[str, list[str]] = {}
+    for s in scenarios(rounds=1):
+        families.setdefault(s.family, []).append(s.name)
+    # The first scenario of each family fails with a timeout; the rest are not played.
+    assert played == [names[0] for names in families.values()], done.stdout
+    assert all(verdict == "FAIL" for verdict, name in heads if name in played)
+    for family, names in families.items():
+        for name in names[1:]:
+            (line,) = [x for x in out if x.startswith(f"SKIP {name} ")]
+            assert line.endswith(
+                f"not played: the bot timed out in {names[0]}, of the same family ({family})"
+            )
+    assert f"SKIP same-seed: not played: the bot timed out in {played[0]}" in out
+    assert "timeout" in done.stdout
+    total = len(scenarios(rounds=1))
+    assert out[-2].startswith(f"{len(played)} of {total} scenarios FAILED: {', '.join(played)}; ")

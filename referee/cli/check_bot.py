@@ -190,10 +190,16 @@ def check_bot(args: argparse.Namespace) -> int:
             on_outcome=show,
             sandbox=sandbox,
             same_seed=(lambda line: print(line, flush=True)) if probe else None,
+            # Scenarios named on the command line are all played.
+            skip_after_timeout=not args.scenario,
         )
-        failed = [o.scenario.name for o in outcomes if not o.passed]
+        failed = [o.scenario.name for o in outcomes if not o.passed and not o.skipped]
+        skipped = [o.scenario.name for o in outcomes if o.skipped]
         if failed:
-            print(f"{len(failed)} of {len(outcomes)} scenarios FAILED: {', '.join(failed)}")
+            text = f"{len(failed)} of {len(outcomes)} scenarios FAILED: {', '.join(failed)}"
+            if skipped:
+                text += f"; {len(skipped)} not played after a timeout: {', '.join(skipped)}"
+            print(text)
             print(f"match records and bot logs: {out}")
             return 1
         if outcomes:

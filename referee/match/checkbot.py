@@ -61,6 +61,10 @@ class Scenario:
     clock: Clock = field(default_factory=Clock)
     #: Matches played at once on streams of one bot process (the ``seats`` scenario).
     parallel: int = 1
+    #: Scenarios that test one thing in several ways (presets, table sizes, pain cards):
+    #: once the bot timed out in one, the rest of its family is not played (another
+    #: timeout there would only take the time the clock allows, again).
+    family: str = ""
 
 
 def scenarios(rounds: int = 2, seats: int = 1) -> list[Scenario]:
@@ -73,18 +77,21 @@ def scenarios(rounds: int = 2, seats: int = 1) -> list[Scenario]:
         return preset(name, rounds=rounds, **overrides)
 
     out = [
-        Scenario(f"preset-{name}", f"preset {name}, 4 players", rules(name), 4, i % 4)
+        Scenario(
+            f"preset-{name}", f"preset {name}, 4 players", rules(name), 4, i % 4, family="presets"
+        )
         for i, name in enumerate(PRESETS)
     ]
     out += [
-        Scenario("players-3", "sticheln, 3 players", rules("sticheln"), 3, 2),
-        Scenario("players-8", "sticheln, 8 players", rules("sticheln"), 8, 5),
+        Scenario("players-3", "sticheln, 3 players", rules("sticheln"), 3, 2, family="players"),
+        Scenario("players-8", "sticheln, 8 players", rules("sticheln"), 8, 5, family="players"),
         Scenario(
             "secret-pain",
             "pain suits secret until the round is scored, 5 players",
             rules("sticheln", pain_visibility="secret"),
             5,
             1,
+            family="pain",
         ),
         Scenario(
             "two-pain-cards",
@@ -92,6 +99,7 @@ def scenarios(rounds: int = 2, seats: int = 1) -> list[Scenario]:
             rules("sticheln", pain_cards_per_player=2),
             4,
             3,
+            family="pain",
         ),
         Scenario(
             "pain-kept-in-hand",
@@ -99,6 +107,7 @@ def scenarios(rounds: int = 2, seats: int = 1) -> list[Scenario]:
             rules("sticheln", pain_card="kept_in_hand"),
             4,
             0,
+            family="pain",
         ),
         Scenario(
             "two-pain-cards-kept-secret",
@@ -111,6 +120,7 @@ def scenarios(rounds: int = 2, seats: int = 1) -> list[Scenario]:
             ),
             3,
             1,
+            family="pain",
         ),
         Scenario(
             "short-clock",
@@ -174,15 +184,24 @@ class Outcome:
     #: What went wrong on the referee's side (a house seat's fault): said, not held
     #: against the bot.
     notes: list[str] = field(default_factory=list)
+    #: Why the scenario was not played (the bot timed out in one of its family), or "".
+    skipped: str = ""
 
     @property
     def passed(self) -> bool:
         """True when the bot answered every request as the rules ask."""
-        return not self.findings and not self.error
+        return not self.findings and not self.error and not self.skipped
+
+    @property
+    def timed_out(self) -> bool:
+        """True when the bot did not answer a request in time."""
+        return any(f.fault.reason is FaultReason.TIMEOUT for f in self.findings)
 
     def lines(self) -> list[str]:
-        """The report of this scenario: a PASS or FAIL line, then one line per finding."""
+        """The report of this scenario: a PASS, FAIL or SKIP line, then one line per finding."""
         s = self.scenario
+        if self.skipped:
+            return [f"SKIP {s.name} ({s.about}; seat {s.seat}): {self.skipped}"]
         head = f"{'PASS' if self.passed else 'FAIL'} {s.name} ({s.about}; seat {s.seat})"
         if self.passed:
             head += f": {self.decisions} decisions, slowest {self.slowest_ms:.0f} ms"
@@ -607,19 +626,43 @@ async def check_bot(
     on_outcome: Callable[[Outcome], None] | None = None,
     sandbox: Sandbox | None = None,
     same_seed: Callable[[str], None] | None = None,
+    skip_after_timeout: bool = True,
 ) -> list[Outcome]:
     """Play ``bot`` through ``chosen`` on one server; ``on_ready`` gets its address. A
     started bot runs in ``sandbox`` (default: bubblewrap). With ``same_seed``, then play
     the same match twice with the same bot seeds and tell it whether the bot played the
-    same cards (:mod:`referee.match.sameseed`; information, not a finding)."""
+    same cards (:mod:`referee.match.sameseed`; information, not a finding).
+
+    With ``skip_after_timeout``, once the bot timed out in a scenario the rest of that
+    scenario's family, and the same-seed probe, are not played: a bot that is too slow
+    everywhere is told so in seconds, not after every scenario's clock has run out."""
     registry = _TappingRegistry()
     server = RefereeServer(registry, sandbox=sandbox)
     await server.start(host, port)
-    outcomes = []
+    outcomes: list[Outcome] = []
     try:
         if on_ready is not None:
             on_ready(server.address)
         for i, scenario in enumerate(chosen):
+            slow = next(
+                (
+                    o.scenario.name
+                    for o in outcomes
+                    if o.timed_out and scenario.family and o.scenario.family == scenario.family
+                ),
+                None,
+            )
+            if skip_after_timeout and slow is not None:
+                outcome = Outcome(
+                    scenario,
+                    [],
+                    skipped=f"not played: the bot timed out in {slow}, of the same family "
+                    f"({scenario.family})",
+                )
+                outcomes.append(outcome)
+                if on_outcome is not None:
+                    on_outcome(outcome)
+                continue
             play = run_seats_scenario if scenario.parallel > 1 else run_scenario
             outcome = await play(
                 server,
@@ -634,7 +677,12 @@ async def check_bot(
             outcomes.append(outcome)
             if on_outcome is not None:
                 on_outcome(outcome)
-        if same_seed is not None:
+        slow = next((o.scenario.name for o in outcomes if o.timed_out), None)
+        if same_seed is not None and skip_after_timeout and slow is not None:
+            from referee.match.sameseed import SAME_SEED
+
+            same_seed(f"SKIP {SAME_SEED}: not played: the bot timed out in {slow}")
+        elif same_seed is not None:
             from referee.match.sameseed import check_same_seed
 
             same_seed(

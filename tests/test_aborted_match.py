@@ -84,7 +84,11 @@ def test_a_tournament_retries_an_aborted_match_once_then_reports_it(
         "startup_ms = 30000\n" + bots
     )
     ran = subprocess.run(
-        [sys.executable, "-m", "referee.cli", "tournament", str(path), *NO_CHECK, "--workers", "1"],
+        # An explicit level: the log off a terminal is JSON lines, read below.
+        [
+            *(sys.executable, "-m", "referee.cli", "tournament", str(path), *NO_CHECK),
+            *("--workers", "1", "--log-level", "warning"),
+        ],
         capture_output=True,
         text=True,
         timeout=120,

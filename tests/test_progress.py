@@ -145,10 +145,31 @@ def test_interrupted_is_said_on_a_line_of_its_own_below_the_bar(tmp_path: Path) 
     assert "Traceback" not in raw and "exception was never retrieved" not in raw
 
 
-def test_progress_as_json_lines_off_a_terminal(tmp_path: Path) -> None:
-    path = league(tmp_path, "lines", parallel=2, matches_per_table=1)
+def test_a_piped_run_prints_what_a_terminal_prints(tmp_path: Path) -> None:
+    # `scripts/demo.sh | tee`: at the default level, the progress a line per match and
+    # the standings, with no JSON log lines (and no terminal codes).
+    path = league(tmp_path, "piped", parallel=2, matches_per_table=1)
     proc = subprocess.run(
         [sys.executable, "-m", "referee.cli", "tournament", str(path)],
+        capture_output=True,
+        timeout=150,
+        check=True,
+    )
+    err = proc.stderr.decode().splitlines()
+    assert not [line for line in err if line.startswith("{")], err
+    assert any(line.startswith("tournament piped: deal key commitment ") for line in err), err
+    assert any(line.startswith("sandbox: ") for line in err), err
+    progress = [line for line in err if " matches  ETA " in line]
+    assert [int(line.split("/")[0]) for line in progress] == [1, 2, 3, 4], err
+    assert re.fullmatch(r"4/4 matches  ETA 0:00  leader \w+ \(\d+\)  running 0", progress[-1])
+    assert b"\x1b" not in proc.stderr + proc.stdout and b"\r" not in proc.stderr
+    assert b"4/4 matches finished" in proc.stdout and b"rank  bot" in proc.stdout
+
+
+def test_progress_as_json_lines_off_a_terminal_when_a_log_level_is_given(tmp_path: Path) -> None:
+    path = league(tmp_path, "lines", parallel=2, matches_per_table=1)
+    proc = subprocess.run(
+        [sys.executable, "-m", "referee.cli", "tournament", str(path), "--log-level", "info"],
         capture_output=True,
         timeout=150,
         check=True,

@@ -50,5 +50,7 @@ ENTRYPOINT ["referee"]
 # A fixed --port: the health check knows where to ask, and every match runs in this one
 # process (scale out with shards, see docs/sharding.md). --metrics-linger inf keeps the
 # final metrics and the health service up after the tournament, until the container stops.
+# --log-level info: the log is JSON lines, progress included, for the log collector.
 CMD ["tournament", "deploy/league.toml", "--host", "0.0.0.0", "--port", "50051", \
-     "--metrics-addr", "0.0.0.0", "--metrics-port", "9464", "--metrics-linger", "inf"]
+     "--metrics-addr", "0.0.0.0", "--metrics-port", "9464", "--metrics-linger", "inf", \
+     "--log-level", "info"]

@@ -69,7 +69,9 @@ def add_parsers(sub: Subparsers) -> None:
     add_log_level(
         tour,
         None,
-        said="default: warning on a terminal (the progress bar shows), info elsewhere (JSON lines, progress included)",
+        said="default: warning, as text, with the progress (a bar on a terminal, a line per "
+        "match elsewhere); given, off a terminal the log is JSON lines, progress included "
+        "(at info)",
     )
     tour.add_argument(
         "--workers",
@@ -129,8 +131,13 @@ def tournament(args: argparse.Namespace) -> int:
     from referee.tournament.run import Shard, run_tournament
     from referee.tournament.schedule import make_schedule, pair_counts, seat_balance
 
-    level = args.log_level or ("warning" if sys.stderr.isatty() else "info")
-    logs.configure(level)
+    # At the default level a piped run (scripts/demo.sh | tee) prints what a terminal
+    # shows: the progress a line per match, warnings as text, the standings. JSON log
+    # lines (the progress among them) come with an explicit --log-level off a terminal.
+    tty = sys.stderr.isatty()
+    plain = not tty and args.log_level is None
+    level = args.log_level or "warning"
+    logs.configure(level, json=False if plain else None)
     config = load_tournament(args)
     if args.parallel:
         import dataclasses
@@ -177,9 +184,7 @@ def tournament(args: argparse.Namespace) -> int:
             print(f"{m.index:5d}  deal {m.deal:4d}  {' '.join(m.seating)}")
         return 0
     # In the tournament_start log line and the report; on a terminal, said here too.
-    sandbox = sandbox_for(
-        config.sandbox, config.bots, say=sys.stderr.isatty(), bot_uids=args.bot_uids
-    )
+    sandbox = sandbox_for(config.sandbox, config.bots, say=tty or plain, bot_uids=args.bot_uids)
     metrics = RefereeMetrics()
     metrics.planned.set(len(schedule))  # known before the first scrape
     if args.metrics_port is not None:
@@ -231,6 +236,7 @@ def tournament(args: argparse.Namespace) -> int:
             shard=shard,
             deal_key=deal_key,
             live_records=args.web_port is not None,
+            plain_progress=plain,
         )
         if shard is not None:
             print(

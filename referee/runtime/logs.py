@@ -1,7 +1,8 @@
 """structlog, configured once at the entry point.
 
 On a terminal: readable key=value lines on stderr. Elsewhere (CI, containers, pipes):
-one JSON object per line. Context such as ``match_id`` and ``seat`` is bound by the code
+one JSON object per line, unless the command asks for text (``referee tournament`` at its
+default level prints what a terminal shows). Context such as ``match_id`` and ``seat`` is bound by the code
 that knows it (``log.bind`` or ``structlog.contextvars.bind_contextvars``).
 """
 

@@ -141,7 +141,8 @@ class TournamentOutcome:
 
 
 class Progress:
-    """Matches done / planned, ETA and the current leader: a live line on a terminal, log
+    """Matches done / planned, ETA and the current leader: a live line on a terminal, the
+    same words a line per match when ``plain`` (a piped run at the default level), log
     lines elsewhere.
 
     On a terminal the line is drawn by rich, which also takes over ``sys.stderr`` while it
@@ -149,12 +150,15 @@ class Progress:
     it, instead of on the end of the bar. :meth:`close` leaves the last state on screen.
     """
 
-    def __init__(self, planned: int, done: int, tty: bool | None = None) -> None:
+    def __init__(
+        self, planned: int, done: int, tty: bool | None = None, plain: bool = False
+    ) -> None:
         self.planned = planned
         self.done = done
         self.start_done = done
         self.started = time.monotonic()
         self.tty = sys.stderr.isatty() if tty is None else tty
+        self.plain = plain and not self.tty
         self._bar: Any = None
         if self.tty:
             from rich.console import Console
@@ -190,6 +194,14 @@ class Progress:
         elapsed = time.monotonic() - self.started
         new = done - self.start_done
         eta = elapsed / new * (self.planned - done) if new else float("nan")
+        if self.plain:
+            left = "-:--" if eta != eta else f"{int(eta) // 60}:{int(eta) % 60:02d}"
+            sys.stderr.write(
+                f"{done}/{self.planned} matches  ETA {left}  leader {leader} "
+                f"({leader_elo:.0f})  running {running}\n"
+            )
+            sys.stderr.flush()
+            return
         log.info(
             "progress",
             done=done,
@@ -220,6 +232,7 @@ async def run_tournament(
     shard: Shard | None = None,
     deal_key: DealKey | None = None,
     live_records: bool = False,
+    plain_progress: bool = False,
 ) -> TournamentOutcome:
     """Play every unfinished match of ``config`` (or of ``indices``, or of ``shard``) and,
     once the whole tournament is finished in the database, export the standings.
@@ -237,14 +250,14 @@ async def run_tournament(
     bar: Progress | None = None
     try:
         run = _TournamentRun.open(config, store, full, schedule, deal_key, shard, metrics)
-        if sys.stderr.isatty() if progress is None else progress:
+        if (sys.stderr.isatty() if progress is None else progress) or plain_progress:
             # The start's log line is below a terminal's log level: say it here, before
             # the progress line (which would fold it at the terminal's width).
             sys.stderr.write(
                 f"tournament {config.name}: deal key commitment {run.key.commitment()} "
                 "(the key is published when the last match has ended)\n"
             )
-        run.bar = bar = Progress(len(schedule), run.done, progress)
+        run.bar = bar = Progress(len(schedule), run.done, progress, plain_progress)
         run.live_records = live_records
         player = await start_player(
             _worker_count(config, workers, port, len(run.todo)),

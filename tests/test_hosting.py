@@ -406,3 +406,67 @@ def test_a_build_runs_once_in_the_jail_and_its_output_plays(tmp_path: Path, code
         assert (build_sha,) in stored
         assert (code_dir / build_sha / "generated_bot.py").is_file()
         assert not (code_dir / sha / "generated_bot.py").exists(), "the upload stays as it came"
+
+
+def test_a_killed_league_resumes_with_its_hosted_bots(tmp_path: Path, code_dir: Path) -> None:
+    db = LeagueDb("sqlite", tmp_path / "out" / "league.db")
+    config = league_file(tmp_path, db, code_dir)
+    first = Serve(config, tmp_path / "serve.log")
+    try:
+        tokens = {n: first.register(n) for n in ("alpha", "beta", "gamma", "delta")}
+        for name in ("alpha", "beta", "gamma"):
+            submitted(
+                cli(first.address, "submit", str(PYTHON_BOT), "--bot-file", "bot.toml",
+                    token=tokens[name]), name, 1,
+            )  # fmt: skip
+        wait_for(
+            lambda: first.recent().running and first.recent().matches,
+            VALIDATED_S * 3,
+            "a hosted match to finish and another to run",
+            every=0.2,
+        )
+        # delta's submission is being validated when the league is killed.
+        submitted(
+            cli(first.address, "submit", str(PYTHON_BOT), "--bot-file", "bot.toml",
+                token=tokens["delta"]), "delta", 1,
+        )  # fmt: skip
+    finally:
+        first.proc.kill()
+        first.proc.wait(30)
+        first.channel.close()
+    before = query(db.target, "SELECT COUNT(*) FROM matches WHERE status = 'finished'")[0][0]
+    leased = query(db.target, "SELECT idx FROM match_queue WHERE status = 'leased'")
+    assert leased, "a match was being played when the league was killed"
+    with serving(config, tmp_path / "serve2.log") as s:
+        rows = wait_for(
+            lambda: (r := bots_json(s.address))["delta"]["status"] != "validating" and r,
+            VALIDATED_S,
+            "delta's validation, begun again",
+            every=1,
+        )
+        assert {rows[n]["status"] for n in ("alpha", "beta", "gamma", "delta")} == {"playing"}
+        wait_for(
+            lambda: (
+                query(db.target, "SELECT COUNT(*) FROM matches WHERE status = 'finished'")[0][0]
+                >= before + 2
+            ),
+            120,
+            "the resumed league to play on with its hosted bots",
+            every=0.5,
+        )
+        # The match the killed league's worker held is void in the queue and played again
+        # (same index, a new deal) by the new worker.
+        (idx,) = leased[0]
+        assert query(db.target, "SELECT status FROM matches WHERE idx = ?", (idx,))[0][0] in (
+            "finished", "running", "planned",
+        )  # fmt: skip
+        wait_for(
+            lambda: (
+                query(db.target, "SELECT status FROM matches WHERE idx = ?", (idx,))[0][0]
+                == "finished"
+            ),
+            120,
+            "the interrupted match to be played again",
+            every=0.5,
+        )
+        assert len(bots_json(s.address)) == 4

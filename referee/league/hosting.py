@@ -332,7 +332,7 @@ class Hosting:
                 log.info("submission_playing", bot=s.bot, submission=s.number, sha256=s.sha256)
             self.validation_s[s.bot] = time.monotonic() - started
             for callback in self.on_decided:
-                callback(s.bot)
+                callback(s.bot, self.validation_s[s.bot])
 
     async def check(self, s: Submission) -> tuple[list[str], str]:
         """Validate ``s``: its report lines and its build's hash (""), or :class:`Refusal`."""

@@ -208,12 +208,14 @@ class League:
                 config.out / "validation",
                 config.clock.startup_ms / 1000,
             )
-            self.hosting.on_decided.append(lambda bot: self._hosted_changed())
+            self.hosting.on_decided.append(self._hosted_decided)
         #: The playing submission of each hosted entry (from the database).
         self._playing: dict[str, Submission] = {}
         self._workers: list[asyncio.Task[None]] = []
         self._queue_wake = asyncio.Event()
         self._lease_timer: asyncio.Task[None] | None = None
+        #: Matches of hosted bots waiting for a worker (read once a second).
+        self.queued = 0
         self.servicer = LeagueServicer(self)
         self.server = RefereeServer(
             handshake_timeout=config.handshake_timeout_s,
@@ -530,12 +532,14 @@ class League:
                 idle[bot] = []
         return idle
 
-    def _hosted_changed(self) -> None:
+    def _hosted_decided(self, bot: str, seconds: float) -> None:
         """A submission was decided: the playing set may have changed."""
         try:
             self._playing = self.submissions.playing_by_bot()
         except StoreError as exc:
             log.error("store_failed", doing="read the playing submissions", error=str(exc))
+        self.metrics.submissions.labels("playing" if bot in self._playing else "refused").inc()
+        self.metrics.validation.observe(seconds)
         self._wake.set()
 
     async def _schedule_loop(self) -> None:
@@ -724,8 +728,11 @@ class League:
             await asyncio.sleep(QUEUE_POLL_S)
             try:
                 voided = self.queue.expire()
+                self.queued = self.queue.depth()
             except StoreError:
                 continue
+            self.metrics.queue_depth.set(self.queued)
+            self.metrics.voids.inc(len(voided))
             for idx in voided:
                 match_id = match_id_of(self.config.name, idx)
                 running = self._running.pop(match_id, None)

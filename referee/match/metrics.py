@@ -79,6 +79,29 @@ class RefereeMetrics:
             "The clock's per-decision time limit (what think times are measured against).",
             registry=r,
         )
+        # A league's hosted bots (docs/hosting.md).
+        self.queue_depth = Gauge(
+            "sticheln_hosted_queue_depth",
+            "Matches of hosted bots waiting for a worker.",
+            registry=r,
+        )
+        self.voids = Counter(
+            "sticheln_hosted_voids",
+            "Matches of hosted bots void because their worker's lease ran out.",
+            registry=r,
+        )
+        self.submissions = Counter(
+            "sticheln_hosted_submissions",
+            "Hosted submissions decided, by outcome (playing, refused).",
+            ["status"],
+            registry=r,
+        )
+        self.validation = Histogram(
+            "sticheln_hosted_validation_seconds",
+            "Wall time of a submission's validation, its build included.",
+            buckets=(1, 2, 5, 10, 20, 30, 60, 120, 300, 600, 1200),
+            registry=r,
+        )
         self._decision_children: dict[tuple[str, str], tuple[Counter, Histogram]] = {}
         self._fault_children: dict[tuple[str, str], Counter] = {}
 

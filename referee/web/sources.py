@@ -340,6 +340,7 @@ class LeagueSource(Source):
             "rules": c.rules.to_table(),
             "delay_rounds": c.web_delay_rounds,
             "waiting": self.league.waiting or None,
+            "queued_matches": self.league.queued if self.league.hosting is not None else None,
         }
 
     def record_path(self, match_id: str) -> Path:

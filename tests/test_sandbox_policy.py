@@ -6,6 +6,7 @@ Refusals are one line, given before any bot starts (no record, no log, no proces
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -14,10 +15,19 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from bots.harness import BOTS_DIR, READ_BOTS, assert_no_processes, new_marker, processes_with
+from bots.harness import (
+    BOTS_DIR,
+    READ_BOTS,
+    assert_no_processes,
+    new_marker,
+    processes_with,
+    run,
+)
 
+from referee import jail
 from referee.config.bots import load_bot
-from referee.jail.bots import BotConfigError
+from referee.jail import launch
+from referee.jail.bots import BotConfigError, BotSpec
 from referee.jail.policy import (
     SOCKET_ROOT_PREFIX,
     Grants,
@@ -25,6 +35,8 @@ from referee.jail.policy import (
     never_readable,
     why_never,
 )
+from referee.jail.sandbox import Sandbox
+from referee.jail.seccomp import program_fd
 from referee.results.store import describe_changes
 from referee.tournament.config import ConfigError, load_config
 
@@ -445,6 +457,122 @@ def test_a_bot_file_may_not_set_what_the_dynamic_loader_reads(tmp_path: Path) ->
     # Trusted bots without a sandbox may; so may the bot's own variables.
     path.write_text('name = "b"\ncommand = "./bot"\n[env]\nLD_PRELOAD = "x"\nMINE = "1"\n')
     assert load_bot(path, Grants(sandboxed=False)).env["LD_PRELOAD"] == "x"
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("TZ", "/some/path"),
+        ("TZ", ":/dev/kmsg"),
+        ("TZ", "../../../dev/kmsg"),
+        ("TZ", "Europe/../../../../dev/kmsg"),
+        ("LANG", "/tmp/locale"),
+        ("LC_ALL", "./my-locale/C"),
+        ("LANGUAGE", "de:../../../tmp/x"),
+    ],
+)
+def test_a_bot_files_time_zone_and_locale_are_names_not_paths(
+    tmp_path: Path, key: str, value: str
+) -> None:
+    """The C library opens the file a ``TZ`` or a locale names, in whatever process reads
+    it (bubblewrap and setpriv start the bot as root): a bot file gives a name."""
+    path = tmp_path / "b.toml"
+    path.write_text(f'name = "b"\ncommand = "./bot"\n[env]\n{key} = {json.dumps(value)}\n')
+    with pytest.raises(BotConfigError) as refused:
+        load_bot(path)
+    assert str(refused.value) == (
+        f"{path}: [env] {key} = {value!r} is a path; a time zone or locale is a name the "
+        'system resolves (TZ = "Europe/Berlin", LANG = "C.UTF-8")'
+    )
+    assert load_bot(path, Grants(sandboxed=False)).env[key] == value, "trusted bots may"
+
+
+def test_time_zone_and_locale_names_pass(tmp_path: Path) -> None:
+    path = tmp_path / "b.toml"
+    for key, value in (
+        ("TZ", ":Europe/Berlin"),
+        ("TZ", "Europe/Berlin"),
+        ("TZ", "CET-1CEST,M3.5.0,M10.5.0/3"),
+        ("TZ", "UTC"),
+        ("LANG", "C.UTF-8"),
+        ("LC_ALL", "de_DE.UTF-8@euro"),
+        ("LANGUAGE", "de:en"),
+    ):
+        path.write_text(f'name = "b"\ncommand = "./bot"\n[env]\n{key} = {json.dumps(value)}\n')
+        assert load_bot(path).env[key] == value
+
+
+def test_the_launcher_reads_nothing_the_bots_environment_names(tmp_path: Path) -> None:
+    """The launcher runs as the referee's user (root) outside the jail: it starts with an
+    environment of its own, so a ``TZ`` naming a FIFO (Python's start opens it) holds
+    nothing up, and the bot still gets its whole environment. Built without the bot-file
+    loader, whose check would refuse it, as a bug there would let it through."""
+    folder = tmp_path / "bot"
+    folder.mkdir()
+    folder.chmod(0o755)
+    tmp_path.chmod(0o755)
+    fifo = tmp_path / "tz"  # outside the bot's folder: the bot's own Python would wait too
+    os.mkfifo(fifo)
+    spec = BotSpec(
+        name="tz",
+        command=(
+            sys.executable,
+            "-c",
+            "import os; print('TZ', os.environ['TZ'], os.environ['MINE'])",
+        ),
+        workdir=folder,
+        env={"TZ": str(fifo), "LANG": str(folder), "MINE": "kept"},
+    )
+
+    async def main() -> tuple[int | None, str]:
+        sandbox = Sandbox()
+        user = sandbox.lease_user()
+        try:
+            policy = sandbox.policy(folder, (), None, user.ids if user else None)
+            process = await jail.start(
+                spec, "unix:/nowhere", "t", tmp_path / "tz.log", policy=policy
+            )
+            try:
+                await asyncio.wait_for(process.proc.wait(), 30)
+            finally:
+                await process.stop(grace=0)
+            return process.returncode, process.describe_exit()
+        finally:
+            if user is not None:
+                user.release()
+
+    code, end = run(main())
+    assert code == 0, (end, (tmp_path / "tz.log").read_text())
+    assert f"TZ {fifo} kept" in (tmp_path / "tz.log").read_text()
+
+
+def test_the_launcher_hands_on_the_environment_it_is_given_on_a_descriptor() -> None:
+    env = {"A": "1", "TZ": "Europe/Berlin", "EMPTY": "", "EQUALS": "x=y", "UNICODE": "é"}
+    fd = program_fd(launch.environment_bytes(env))
+    try:
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-I",
+                "-m",
+                "referee.jail.launch",
+                "--cpu-seconds=10",
+                "--memory-mb=512",
+                f"--referee-pid={os.getpid()}",
+                f"--env-fd={fd}",
+                "--",
+                "/usr/bin/env",
+                "-0",
+            ],
+            env={**launch.ENVIRONMENT, "NOT_PASSED": "1"},
+            pass_fds=(fd,),
+            capture_output=True,
+            timeout=30,
+            check=True,
+        )
+    finally:
+        os.close(fd)
+    assert launch.read_environment(program_fd(done.stdout)) == env
 
 
 def test_a_referee_package_in_the_bots_folder_is_not_run_by_its_launcher(

@@ -4,7 +4,14 @@ The referee starts every command bot through this small launcher, which joins th
 control group (made by :mod:`referee.jail.cgroups`), sets the limits on itself, closes
 every descriptor but stdio and those it is told to pass on, and then replaces itself with
 the bot (``exec``), so the group and the limits apply to the bot and everything it
-starts. Doing it here rather than in a ``preexec_fn`` keeps the referee's own (threaded)
+starts.
+
+The launcher runs as the referee's user (root, often), outside the sandbox, so it starts
+with an environment of its own (:data:`ENVIRONMENT`), never the bot's: what the bot's
+environment names (a ``TZ`` or a locale that is a path, opened when Python starts) is
+opened by no process outside the jail. The bot's environment comes on a descriptor
+(``--env-fd``, ``NAME=value`` items ended by NUL bytes) and is handed to the command it
+execs: bubblewrap, which reads none of it, and through it the bot. Doing it here rather than in a ``preexec_fn`` keeps the referee's own (threaded)
 process safe; closing the descriptors here covers every way the referee may spawn it (an
 event loop's ``close_fds`` is not to be relied on: uvloop's let the referee's inherited
 descriptors through). On Linux the bot is also killed if the referee
@@ -21,10 +28,11 @@ import os
 import resource
 import signal
 import sys
-
-from referee.runtime import grpcenv
+from collections.abc import Mapping
 
 _PR_SET_PDEATHSIG = 1
+#: The launcher's own environment (the referee starts it with this one, whatever the bot's).
+ENVIRONMENT = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL": "C"}
 #: Limits every bot gets whatever the host grants the referee (``docker run --ulimit``,
 #: systemd's ``LimitNICE=``): no core dump (handed to the host's core handler, it costs
 #: the host's disk and CPU), and no priority above the other seats' (a nice value below
@@ -42,6 +50,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--cpu-seconds", type=int, required=True)
     parser.add_argument("--memory-mb", type=int, required=True)
     parser.add_argument("--pass-fd", type=int, action="append", default=[])
+    # The bot's environment (:func:`environment_bytes`), read and closed before anything else.
+    parser.add_argument("--env-fd", type=int, required=True)
     # The referee's process id: gone between fork and prctl, this process's parent differs.
     parser.add_argument("--referee-pid", type=int, required=True)
     # The bot's control group, one folder per hierarchy (referee.jail.cgroups) ...
@@ -54,9 +64,7 @@ def main(argv: list[str] | None = None) -> None:
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not command:
         parser.error("no bot command given after --")
-    # Importing the referee package tuned gRPC through the environment; the bot gets the
-    # environment the referee gave it, and nothing of that tuning.
-    grpcenv.restore()
+    env = read_environment(args.env_fd)
     close_inherited(args.pass_fd)
     # Into the bot's group before anything of the bot runs or forks.
     for folder in args.cgroup:
@@ -87,10 +95,30 @@ def main(argv: list[str] | None = None) -> None:
         except OSError:
             pass
     try:
-        os.execvp(command[0], command)
+        os.execvpe(command[0], command, env)
     except OSError as exc:
         print(f"referee.jail.launch: cannot start {command[0]!r}: {exc.strerror}", file=sys.stderr)
         sys.exit(127)
+
+
+def environment_bytes(env: Mapping[str, str]) -> bytes:
+    """``env`` as the launcher reads it from ``--env-fd``: ``NAME=value`` items, each ended
+    by a NUL byte (no name or value holds one: an environment cannot)."""
+    return b"".join(
+        f"{key}={value}".encode("utf-8", "surrogateescape") + b"\0" for key, value in env.items()
+    )
+
+
+def read_environment(fd: int) -> dict[str, str]:
+    """The environment on descriptor ``fd`` (read to its end, then closed)."""
+    with os.fdopen(fd, "rb") as f:
+        data = f.read()
+    env = {}
+    for item in data.split(b"\0"):
+        if item:
+            key, _, value = item.decode("utf-8", "surrogateescape").partition("=")
+            env[key] = value
+    return env
 
 
 def close_inherited(keep: list[int]) -> None:

@@ -17,8 +17,11 @@ read besides the system and the referee's own packages (:mod:`referee.jail.sandb
 
 A bot file's ``[limits]`` are held to the organiser's maxima (:class:`MaxLimits`):
 asking for more is refused, in one line, before any bot starts. Its ``[env]`` may not set
-what the dynamic loader reads (:data:`LOADER_VARIABLES`, ``LD_*``): the programs that
-start the bot run outside the sandbox with the bot's environment.
+what the dynamic loader reads (:data:`LOADER_VARIABLES`, ``LD_*``), and its time zone and
+locale are names, not paths (:func:`path_variable`): the launcher runs outside the
+sandbox with an environment of its own, but bubblewrap (outside it, as the referee's
+user) and ``setpriv`` (inside it, as root, for a root referee) start the bot with the
+bot's.
 
 Every refusal is one line naming the file (or flag) and the path. docs/bot-protocol.md
 ("Who may change what") is the same policy as a table.
@@ -65,6 +68,28 @@ LOADER_VARIABLES = (
     "RES_OPTIONS",
     "TZDIR",
 )
+
+#: Variables that name a file the C library opens (a time zone, a locale, a message
+#: catalogue): a bot file gives them as names, which the system's files resolve.
+NAME_VARIABLES = ("TZ", "LANG", "LANGUAGE")
+
+
+def path_variable(env: dict[str, str]) -> str:
+    """The first of ``env``'s time zone and locale variables (``TZ``, ``LANG``,
+    ``LANGUAGE``, ``LC_*``) whose value is a path rather than a name, or "". ``TZ`` is a
+    name (``Europe/Berlin``, ``:Europe/Berlin``, ``CET-1CEST,M3.5.0,M10.5.0/3``) unless it
+    begins with ``/`` (after an optional ``:``) or climbs with ``..``: the C library opens
+    it under /usr/share/zoneinfo. A locale name has no ``/`` at all (glibc takes one with
+    a ``/`` for a folder)."""
+    for key, value in env.items():
+        if key == "TZ":
+            name = value.removeprefix(":")
+            if name.startswith("/") or ".." in name.split("/"):
+                return key
+        elif (key in NAME_VARIABLES or key.startswith("LC_")) and "/" in value:
+            return key
+    return ""
+
 
 #: The name the referee's private socket folders begin with, in the temporary folder
 #: (:meth:`referee.match.server.RefereeServer.open_bot_socket`).
@@ -225,6 +250,12 @@ def confine_bot_file(
             f"{where}: [env] {loader[0]} is not allowed: the programs that start the bot "
             "outside its sandbox would read it too; set it in the command instead, e.g. "
             f'command = ["env", "{loader[0]}=...", "./bot"]'
+        )
+    named = path_variable(spec.env) if grants.sandboxed else ""
+    if named:
+        raise BotConfigError(
+            f"{where}: [env] {named} = {spec.env[named]!r} is a path; a time zone or locale "
+            'is a name the system resolves (TZ = "Europe/Berlin", LANG = "C.UTF-8")'
         )
     checked = zip(asked, (spec.workdir, *spec.read), strict=True) if grants.sandboxed else ()
     for (key, written), path in checked:

@@ -19,7 +19,7 @@ import weakref
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-from referee.jail import cgroups, watchdog
+from referee.jail import cgroups, launch, seccomp, watchdog
 from referee.jail.bots import REFEREE_VARIABLES, BotSpec
 from referee.jail.sandbox import SandboxPolicy, bot_environment, bwrap_descriptors
 
@@ -104,6 +104,9 @@ class BotProcess:
                 if policy is None
                 else held.enter_context(bwrap_descriptors(policy, spec.command))
             )
+            # The bot's environment reaches the launcher on a descriptor, never as its own.
+            env_fd = seccomp.program_fd(launch.environment_bytes(env))
+            held.callback(os.close, env_fd)
             bounds = cgroups.bound(spec.limits, policy, log_path)
             argv = [
                 sys.executable,
@@ -116,6 +119,7 @@ class BotProcess:
                 f"--cpu-seconds={spec.limits.cpu_seconds}",
                 f"--memory-mb={spec.limits.memory_mb}",
                 f"--referee-pid={os.getpid()}",
+                f"--env-fd={env_fd}",
                 *(f"--pass-fd={fd}" for fd in fds),
                 *bounds.launch_arguments,
                 "--",
@@ -125,12 +129,12 @@ class BotProcess:
                 proc = await asyncio.create_subprocess_exec(
                     *argv,
                     cwd=spec.workdir,
-                    env=env,
+                    env=launch.ENVIRONMENT,
                     stdin=asyncio.subprocess.DEVNULL,
                     stdout=bounds.log.write_end,
                     stderr=bounds.log.write_end,
                     start_new_session=True,
-                    pass_fds=fds,
+                    pass_fds=(*fds, env_fd),
                 )
             except BaseException:
                 bounds.abandon()

@@ -42,7 +42,7 @@ import structlog
 
 from referee.config.bots import load_bot
 from referee.config.errors import read_toml
-from referee.jail import cgroups
+from referee.jail import cgroups, launch, seccomp
 from referee.jail.bots import BotConfigError, BotSpec, Limits
 from referee.jail.process import BotProcess
 from referee.jail.sandbox import Sandbox, bot_environment, bwrap_descriptors
@@ -127,7 +127,10 @@ async def run_build(
             {}, os.environ, home="/tmp", referee={}, interpreter_bin=os.path.dirname(sys.executable)
         )
         log_path.parent.mkdir(parents=True, exist_ok=True)
-        with bwrap_descriptors(policy, argv_in) as (argv, fds):
+        with (
+            bwrap_descriptors(policy, argv_in) as (argv, fds),
+            os.fdopen(seccomp.program_fd(launch.environment_bytes(env)), "rb") as env_file,
+        ):
             bounds = cgroups.bound(limits, policy, log_path)
             launcher = [
                 sys.executable,
@@ -137,6 +140,7 @@ async def run_build(
                 f"--cpu-seconds={limits.cpu_seconds}",
                 f"--memory-mb={limits.memory_mb}",
                 f"--referee-pid={os.getpid()}",
+                f"--env-fd={env_file.fileno()}",
                 *(f"--pass-fd={fd}" for fd in fds),
                 *bounds.launch_arguments,
                 "--",
@@ -146,12 +150,12 @@ async def run_build(
                 proc = await asyncio.create_subprocess_exec(
                     *launcher,
                     cwd=folder,
-                    env=env,
+                    env=launch.ENVIRONMENT,
                     stdin=asyncio.subprocess.DEVNULL,
                     stdout=asyncio.subprocess.PIPE,
                     stderr=bounds.log.write_end,
                     start_new_session=True,
-                    pass_fds=fds,
+                    pass_fds=(*fds, env_file.fileno()),
                 )
             except BaseException:
                 bounds.abandon()

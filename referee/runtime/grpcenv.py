@@ -34,23 +34,9 @@ def experiments(current: str) -> str:
     return ",".join(names)
 
 
-#: The variables :func:`configure` sets, with their values before (None: unset).
-_BEFORE: dict[str, str | None] = {}
-
-
 def configure(environ: MutableMapping[str, str] = os.environ) -> None:
-    """Put the referee's gRPC settings into ``environ`` (the process environment)."""
-    for name in ("GRPC_ENABLE_FORK_SUPPORT", "GRPC_EXPERIMENTS"):
-        _BEFORE.setdefault(name, environ.get(name))
+    """Put the referee's gRPC settings into ``environ`` (the process environment). They
+    are the referee's own: a bot's environment is an allowlist
+    (:func:`referee.jail.sandbox.bot_environment`) that never holds them."""
     environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
     environ["GRPC_EXPERIMENTS"] = experiments(environ.get("GRPC_EXPERIMENTS", ""))
-
-
-def restore(environ: MutableMapping[str, str] = os.environ) -> None:
-    """Undo :func:`configure`: the settings are the referee's own, and a process it starts
-    (a bot, through ``referee.jail.launch``) gets the environment it was given."""
-    for name, value in _BEFORE.items():
-        if value is None:
-            environ.pop(name, None)
-        else:
-            environ[name] = value

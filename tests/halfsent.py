@@ -43,9 +43,21 @@ class HalfSender:
     """One HTTP/2 connection to ``address`` (``unix:PATH`` or ``HOST:PORT`` on loopback)
     that opens ``streams`` gRPC calls of ``path``, each declaring a message of ``length``
     bytes and sending all but its last byte as far as flow control allows; then holds
-    them open until :meth:`close`. Runs on a thread of its own."""
+    them open until :meth:`close`. Runs on a thread of its own.
 
-    def __init__(self, address: str, streams: int, length: int, path: str = PLAY) -> None:
+    ``length`` None opens empty streams (headers only, not a byte of message); ``source``
+    is the loopback address to connect from (``127.0.0.2``...: another client for the
+    server); ``reopen`` opens a new stream whenever the server ends one."""
+
+    def __init__(
+        self,
+        address: str,
+        streams: int,
+        length: int | None,
+        path: str = PLAY,
+        source: str = "",
+        reopen: bool = False,
+    ) -> None:
         if address.startswith("unix:"):
             self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
             self.sock.connect(address.removeprefix("unix:"))
@@ -53,8 +65,16 @@ class HalfSender:
         else:
             host, _, port = address.rpartition(":")
             assert host in ("127.0.0.1", "[::1]", "localhost"), "loopback only"
-            self.sock = socket.create_connection((host.strip("[]"), int(port)), timeout=10)
+            assert not source or source.startswith("127."), "loopback only"
+            self.sock = socket.create_connection(
+                (host.strip("[]"), int(port)),
+                timeout=10,
+                source_address=(source, 0) if source else None,
+            )
             authority = address
+        self._reopen = reopen
+        #: Streams ended by the server, opened again at the next beat (every 0.2 s).
+        self._to_reopen = 0
         # Blocking sends (a full socket buffer waits for the server to read); reads are
         # polled with select, so that the sender never stops on a slow server.
         self.sock.settimeout(30)
@@ -86,14 +106,19 @@ class HalfSender:
         if data:
             self.sock.sendall(data)
 
-    def _open(self) -> None:
-        message = bytes([0]) + self._length.to_bytes(4, "big") + b"\x00" * self._length
-        for _ in range(self._streams):
+    def _open(self, streams: int | None = None) -> None:
+        length = self._length
+        message = b"" if length is None else bytes([0]) + length.to_bytes(4, "big") + bytes(length)
+        for _ in range(self._streams if streams is None else streams):
             stream_id = self.conn.get_next_available_stream_id()
             self.conn.send_headers(stream_id, self._headers)
             self._left[stream_id] = message[:-1]
             self.tally.opened += 1
         self._flush()
+
+    def _ended(self, stream_id: int) -> None:
+        if self._left.pop(stream_id, None) is not None and self._reopen:
+            self._to_reopen += 1
 
     def _push(self) -> bool:
         """Send what flow control allows; whether anything was sent."""
@@ -136,6 +161,9 @@ class HalfSender:
                     for event in self.conn.receive_data(data):
                         self._on(event)
                     self._flush()
+                if self._to_reopen and not readable:
+                    self._open(self._to_reopen)
+                    self._to_reopen = 0
                 if moved or data:
                     quiet_since = time.monotonic()
                 elif time.monotonic() - quiet_since > 1.0:
@@ -148,13 +176,13 @@ class HalfSender:
     def _on(self, event: h2.events.Event) -> None:
         if isinstance(event, h2.events.StreamReset):
             self.tally.end(f"reset:{event.error_code.name}")
-            self._left.pop(event.stream_id, None)
+            self._ended(event.stream_id)
         elif isinstance(event, h2.events.TrailersReceived | h2.events.ResponseReceived):
             headers = dict(event.headers)
             status = headers.get("grpc-status")
             if status is not None:
                 self.tally.end(f"status:{status}")
-                self._left.pop(event.stream_id, None)
+                self._ended(event.stream_id)
         elif isinstance(event, h2.events.ConnectionTerminated):
             self.tally.closed = f"goaway:{event.error_code}"
 

@@ -11,20 +11,29 @@ as if nothing happened. ``benchmarks/intake.py`` prints the same figures.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+import grpc
 import pytest
 from bots.harness import BOTS_DIR, READ_BOTS, assert_no_processes, new_marker
 from halfsent import HalfSender, rss_kib
 from leaguekit import bots, serving, wait_for, write_config
 
 from referee.jail.bots import MAX_SEATS
-from referee.match.server import MESSAGE_LIMIT, TRANSPORT_LIMIT, Handshakes, Intake
+from referee.match.server import (
+    MESSAGE_LIMIT,
+    TRANSPORT_LIMIT,
+    Handshakes,
+    Intake,
+    client_address,
+)
+from sticheln.v1 import bot_pb2, bot_pb2_grpc
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -40,11 +49,21 @@ def marker() -> Iterator[str]:
     assert_no_processes(mark, within=10)
 
 
-def half_send(address: str, streams: int, connections: int) -> list[HalfSender]:
-    """``streams`` half-sent maximal messages over ``connections`` connections, once the
-    referee's flow control has let through all it will."""
+def half_send(
+    address: str,
+    streams: int,
+    connections: int,
+    sources: Sequence[str] = ("",),
+    reopen: bool = False,
+) -> list[HalfSender]:
+    """``streams`` half-sent maximal messages over ``connections`` connections (connection
+    ``i`` from ``sources[i % len(sources)]``), once the referee's flow control has let
+    through all it will."""
     per = [streams // connections + (i < streams % connections) for i in range(connections)]
-    senders = [HalfSender(address, n, TRANSPORT_LIMIT) for n in per]
+    senders = [
+        HalfSender(address, n, TRANSPORT_LIMIT, source=sources[i % len(sources)], reopen=reopen)
+        for i, n in enumerate(per)
+    ]
     for sender in senders:
         assert sender.settled.wait(90), "the half-sent streams never settled"
     return senders
@@ -128,13 +147,16 @@ def test_half_sent_messages_on_the_league_port_cost_little_and_matches_go_on(
 
         wait_for(finished, 120, "a first finished match")
         before = rss_kib(league.proc.pid)
-        senders = half_send(league.address, STREAMS, connections=4)
+        # Four clients, each within its address's share; reopened as the port ends them.
+        sources = [f"127.0.0.{i}" for i in range(2, 6)]
+        senders = half_send(league.address, STREAMS, connections=4, sources=sources, reopen=True)
         try:
             grown = rss_kib(league.proc.pid) - before
             held = sum(s.open_streams for s in senders)
             print(f"league port: VmRSS {before} KiB + {grown} KiB, {held} of {STREAMS} held")
             assert grown < BOUND_KIB, f"the league grew by {grown} KiB"
-            assert held == STREAMS  # within the bounds: 50 a connection, 200 in all
+            # Those over the port's room for strangers are refused and opened again.
+            assert sum(s.tally.opened for s in senders) >= STREAMS
             # The league plays on while they are held.
             done = finished()
             wait_for(lambda: finished() > done, 120, "a match finished during the attack")
@@ -164,11 +186,22 @@ def test_streams_beyond_a_connections_bounds_are_refused(tmp_path: Path) -> None
             assert resets >= over  # the streams over the HTTP/2 limit, reset unread
         finally:
             one.close()
-        # Five connections of 60: the port holds 256 streams waiting, refuses the rest.
-        many = half_send(league.address, 300, connections=5)
+        # Five connections of 60 from one client: it holds its address's share.
+        many = half_send(league.address, 300, connections=5, sources=["127.0.0.2"])
         try:
-            assert sum(s.open_streams for s in many) == intake.handshaking_total
-            assert refused(many, "status:8") == 300 - intake.handshaking_total
+            assert sum(s.open_streams for s in many) == intake.handshaking_per_address
+            assert refused(many, "status:8") == 300 - intake.handshaking_per_address
+        finally:
+            for sender in many:
+                sender.close()
+        # Five clients of 60: strangers hold the port's room but what is kept for clients
+        # that presented a valid token before; the rest is refused.
+        sources = [f"127.0.0.{i}" for i in range(2, 7)]
+        many = half_send(league.address, 300, connections=5, sources=sources)
+        try:
+            room = intake.handshaking_total - intake.reserved_for_known
+            assert sum(s.open_streams for s in many) == room
+            assert refused(many, "status:8") == 300 - room
         finally:
             for sender in many:
                 sender.close()
@@ -197,6 +230,12 @@ def test_the_intake_bounds_are_data() -> None:
     assert MESSAGE_LIMIT < TRANSPORT_LIMIT == intake.message_bytes
     # A bot with the most seats opens them all at once on its socket, and then some.
     assert intake.handshaking_per_connection >= MAX_SEATS
+    assert intake.handshaking_per_address >= MAX_SEATS
+    # One client holds less than strangers may, and known clients keep room of their own.
+    assert intake.handshaking_per_address < intake.handshaking_total - intake.reserved_for_known
+    assert 0 < intake.silent_s <= 10
+    assert intake.handshaking_per_address == SHARE
+    assert intake.handshaking_total - intake.reserved_for_known == STRANGERS
     assert intake.socket_calls > MAX_SEATS
     assert intake.streams_per_connection > intake.handshaking_per_connection
     # The worst a stranger costs: one message per waiting stream.
@@ -204,7 +243,9 @@ def test_the_intake_bounds_are_data() -> None:
 
 
 def test_streams_waiting_for_their_handshake_are_counted_by_connection() -> None:
-    waiting = Handshakes(Intake(handshaking_per_connection=2, handshaking_total=3))
+    waiting = Handshakes(
+        Intake(handshaking_per_connection=2, handshaking_total=3, reserved_for_known=0)
+    )
     assert waiting.enter("ipv4:127.0.0.1:1", on_port=True) == ""
     assert waiting.enter("ipv4:127.0.0.1:1", on_port=True) == ""
     said = waiting.enter("ipv4:127.0.0.1:1", on_port=True)
@@ -220,3 +261,96 @@ def test_streams_waiting_for_their_handshake_are_counted_by_connection() -> None
         waiting.leave(connection, on_port=True)
     waiting.leave("/run/a.sock", on_port=False)
     assert waiting.on_port == 0 and waiting.waiting("/run/a.sock") == 0
+
+
+def test_waiting_streams_are_held_to_a_share_per_client_address() -> None:
+    assert client_address("ipv4:127.0.0.2:4711") == "127.0.0.2"
+    assert client_address("ipv6:[2001:db8::7]:4711") == "2001:db8::/64"
+    assert client_address("ipv6:%5B2001:db8::7%5D:4711") == "2001:db8::/64"
+    assert client_address("ipv6:[::ffff:10.0.0.1]:1") == "10.0.0.1"
+    assert client_address("unix:/run/a.sock") == "unix:/run/a.sock"
+    intake = Intake(
+        handshaking_per_connection=3,
+        handshaking_per_address=4,
+        handshaking_total=8,
+        reserved_for_known=3,
+    )
+    waiting = Handshakes(intake)
+    for port in (1, 1, 1, 2):  # one client, two connections
+        assert waiting.enter(f"ipv4:127.0.0.2:{port}", on_port=True) == ""
+    said = waiting.enter("ipv4:127.0.0.2:3", on_port=True)
+    assert said.startswith("4 streams from your address are already waiting")
+    # Strangers share what is not kept for known clients: 8 - 3.
+    assert waiting.enter("ipv4:127.0.0.3:1", on_port=True) == ""
+    said = waiting.enter("ipv4:127.0.0.4:1", on_port=True)
+    assert said.startswith("5 streams are already waiting")
+    # An address that presented a valid token takes the room kept for it.
+    waiting.vouch("ipv4:127.0.0.9:1")
+    for _ in range(3):
+        assert waiting.enter("ipv4:127.0.0.9:2", on_port=True) == ""
+    assert waiting.enter("ipv4:127.0.0.9:3", on_port=True).startswith("8 streams")
+    # A stream on the port has a short deadline for its first message; a bot socket's
+    # stream the handshake's.
+    assert waiting.deadline(True, 30) == intake.silent_s
+    assert waiting.deadline(False, 30) == 30
+
+
+#: One client's share of the port's waiting streams, and all strangers' together.
+SHARE = MAX_SEATS
+STRANGERS = 256 - 64
+
+
+def test_one_client_holding_empty_streams_keeps_no_registered_bot_out(tmp_path: Path) -> None:
+    """300 empty streams (headers, not a byte of message) from one client, reopened as the
+    league ends them, and then as many from five clients: a registered bot's stream is
+    admitted at every attempt (it was refused in 23 of 26 before, issue 32 route 5)."""
+    config = write_config(tmp_path / "league.toml", {"name": "lockout", "table_size": 3})
+    with serving(config, tmp_path / "serve.log") as league:
+        token = league.register("honest")
+
+        async def attempt() -> str:
+            async with grpc.aio.insecure_channel(league.address) as channel:
+                call = bot_pb2_grpc.RefereeStub(channel).Play(timeout=20)
+                hello = bot_pb2.Hello(protocol_version=1, token=token, bot_name="honest")
+                try:
+                    await call.write(bot_pb2.BotMessage(hello=hello))
+                    reply = await call.read()
+                except grpc.aio.AioRpcError as exc:
+                    return f"{exc.code().name}: {exc.details()}"
+                call.cancel()
+                return "welcome" if reply.WhichOneof("kind") == "welcome" else str(reply)
+
+        async def attempts(n: int) -> list[str]:
+            return [await attempt() for _ in range(n)]
+
+        assert asyncio.run(attempts(1)) == ["welcome"]
+        one = [
+            HalfSender(league.address, 50, None, source="127.0.0.2", reopen=True) for _ in range(6)
+        ]
+        try:
+            # Every stream opened, and those over the client's share refused (and reopened).
+            wait_for(
+                lambda: refused(one, "status:8") >= 300 - SHARE,
+                60,
+                "the streams over the client's share refused",
+            )
+            said = asyncio.run(attempts(10))
+            assert said == ["welcome"] * 10, said
+        finally:
+            for sender in one:
+                sender.close()
+        many = [
+            HalfSender(league.address, 60, None, source=f"127.0.0.{i}", reopen=True)
+            for i in range(2, 7)
+        ]
+        try:
+            wait_for(
+                lambda: refused(many, "status:8") >= 300 - STRANGERS,
+                60,
+                "the port full for strangers",
+            )
+            said = asyncio.run(attempts(10))
+            assert said == ["welcome"] * 10, said
+        finally:
+            for sender in many:
+                sender.close()

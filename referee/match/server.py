@@ -14,15 +14,19 @@ back through the same object. Domain errors map to gRPC status codes in one plac
 
 What the server takes in before it knows who is speaking is bounded (:class:`Intake`): the
 size of a message, the streams of one connection, and the streams still waiting for their
-handshake, per connection (per bot socket) and in all, so that clients with no token cannot
-make the referee hold more than a few MiB for them.
+handshake, per connection (per bot socket), per client address and in all, so that clients
+with no token cannot make the referee hold more than a few MiB for them, nor one client
+keep the others out: a stream on the port that has sent nothing is ended after a few
+seconds, and room is kept for clients that have presented a valid token.
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import functools
+import ipaddress
 import itertools
 import math
 import os
@@ -30,6 +34,7 @@ import secrets
 import shutil
 import tempfile
 import time
+import urllib.parse
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -106,10 +111,16 @@ class Intake:
 
     Before its handshake a stream costs at most :attr:`message_bytes` (gRPC holds one
     message at a time and refuses a longer one at its length prefix); a connection (a bot's
-    socket) holds at most :attr:`handshaking_per_connection` such streams, the TCP port at
-    most :attr:`handshaking_total`: 4 MiB per connection and 16 MiB in all by default.
+    socket) holds at most :attr:`handshaking_per_connection` such streams, one client
+    address on the TCP port at most :attr:`handshaking_per_address`, the port at most
+    :attr:`handshaking_total`: 4 MiB per connection and 16 MiB in all by default.
     What a stream may take is bounded by time as well: the handshake deadline
-    (``handshake_timeout``)."""
+    (``handshake_timeout``), and on the port :attr:`silent_s` for its first message.
+
+    One client cannot keep the others out (a league's registered bots): it holds at most
+    its address's share, a stream that sends nothing holds it only seconds, and
+    :attr:`reserved_for_known` of the port's room is kept for addresses that have
+    presented a valid token before (a bot that reconnects)."""
 
     #: The largest message gRPC accepts (the length prefix says more: refused unread).
     message_bytes: int = TRANSPORT_LIMIT
@@ -121,6 +132,16 @@ class Intake:
     handshaking_per_connection: int = MAX_SEATS
     #: Streams on the TCP port waiting for their handshake, all connections together.
     handshaking_total: int = 256
+    #: Streams on the TCP port waiting for their handshake from one client address (an
+    #: IPv6 client: its /64), all its connections together: a bot with the most seats
+    #: opens them all at once.
+    handshaking_per_address: int = MAX_SEATS
+    #: Of :attr:`handshaking_total`, the room only addresses that have presented a valid
+    #: token may take (the last :data:`KNOWN_ADDRESSES` such addresses).
+    reserved_for_known: int = 64
+    #: Seconds a stream on the TCP port may wait for its first message (the Hello a bot
+    #: sends as soon as the stream is open), when that is less than the handshake deadline.
+    silent_s: float = 5.0
     #: Calls at once on one bot's private socket, whatever their state (a process has at
     #: most ``seats`` streams; a few more for a stream being replaced).
     socket_calls: int = MAX_SEATS + 8
@@ -133,47 +154,106 @@ class Intake:
         ]
 
 
+#: How many client addresses that presented a valid token are remembered (the latest).
+KNOWN_ADDRESSES = 4096
+
+
+def client_address(peer: str) -> str:
+    """The client of a gRPC peer string: the IPv4 address of ``ipv4:A:PORT``, the /64
+    of ``ipv6:[A]:PORT`` (one host usually has a whole /64), the peer itself otherwise."""
+    kind, _, rest = peer.partition(":")
+    host = urllib.parse.unquote(rest).rpartition(":")[0].strip("[]")
+    try:
+        if kind == "ipv4":
+            return str(ipaddress.IPv4Address(host))
+        if kind == "ipv6":
+            address = ipaddress.IPv6Address(host)
+            if address.ipv4_mapped is not None:
+                return str(address.ipv4_mapped)
+            return str(ipaddress.IPv6Network(f"{host}/64", strict=False))
+    except ValueError:
+        pass
+    return peer
+
+
 class Handshakes:
     """The streams waiting for their handshake, by connection (a bot socket's path, or the
-    peer address of a TCP connection), held to an :class:`Intake`."""
+    peer address of a TCP connection) and, on the port, by client address, held to an
+    :class:`Intake`."""
 
     def __init__(self, intake: Intake) -> None:
         self.intake = intake
         self._by_connection: dict[str, int] = {}
+        self._by_address: dict[str, int] = {}
+        #: Addresses that presented a valid token, the latest last.
+        self._known: collections.OrderedDict[str, None] = collections.OrderedDict()
         #: Streams waiting on the TCP port, all connections together.
         self.on_port = 0
 
     def enter(self, connection: str, on_port: bool) -> str:
         """Count a new stream on ``connection``; "" when it may wait for its Hello, else
         why not (it is not counted then)."""
+        intake = self.intake
         waiting = self._by_connection.get(connection, 0)
-        if waiting >= self.intake.handshaking_per_connection:
+        if waiting >= intake.handshaking_per_connection:
             return (
                 f"{waiting} streams of this connection are already waiting for their "
-                f"handshake (at most {self.intake.handshaking_per_connection}); send each "
+                f"handshake (at most {intake.handshaking_per_connection}); send each "
                 "stream's Hello at once"
             )
-        if on_port and self.on_port >= self.intake.handshaking_total:
-            return (
-                f"{self.on_port} streams are already waiting for their handshake on this "
-                "port; try again shortly"
-            )
+        address = client_address(connection)
+        if on_port:
+            mine = self._by_address.get(address, 0)
+            if mine >= intake.handshaking_per_address:
+                return (
+                    f"{mine} streams from your address are already waiting for their "
+                    f"handshake (at most {intake.handshaking_per_address}); send each "
+                    "stream's Hello at once"
+                )
+            room = intake.handshaking_total
+            if address not in self._known:
+                room -= intake.reserved_for_known
+            if self.on_port >= room:
+                return (
+                    f"{self.on_port} streams are already waiting for their handshake on this "
+                    "port; try again shortly"
+                )
+            self._by_address[address] = mine + 1
         self._by_connection[connection] = waiting + 1
         self.on_port += on_port
         return ""
 
     def leave(self, connection: str, on_port: bool) -> None:
         """A stream counted by :meth:`enter` has its first message, or has ended."""
-        waiting = self._by_connection.get(connection, 0) - 1
-        if waiting > 0:
-            self._by_connection[connection] = waiting
-        else:
-            self._by_connection.pop(connection, None)
+        _drop(self._by_connection, connection)
+        if on_port:
+            _drop(self._by_address, client_address(connection))
         self.on_port -= on_port
+
+    def vouch(self, connection: str) -> None:
+        """A stream of ``connection`` on the port presented a valid token: its address may
+        take the room kept for known clients from now on."""
+        address = client_address(connection)
+        self._known[address] = None
+        self._known.move_to_end(address)
+        while len(self._known) > KNOWN_ADDRESSES:
+            self._known.popitem(last=False)
+
+    def deadline(self, on_port: bool, handshake_timeout: float) -> float:
+        """How long a new stream may wait for its first message."""
+        return min(handshake_timeout, self.intake.silent_s) if on_port else handshake_timeout
 
     def waiting(self, connection: str) -> int:
         """Streams of ``connection`` waiting for their handshake."""
         return self._by_connection.get(connection, 0)
+
+
+def _drop(counts: dict[str, int], key: str) -> None:
+    left = counts.get(key, 0) - 1
+    if left > 0:
+        counts[key] = left
+    else:
+        counts.pop(key, None)
 
 
 def _parse_bot_message(data: bytes) -> bot_pb2.BotMessage | Malformed | Oversized:
@@ -471,8 +551,9 @@ class RefereeServicer:
         if crowded:
             await refuse(context, grpc.StatusCode.RESOURCE_EXHAUSTED, crowded)
             return
+        deadline = self.handshakes.deadline(not origin, self.handshake_timeout)
         try:
-            first = await asyncio.wait_for(context.read(), self.handshake_timeout)
+            first = await asyncio.wait_for(context.read(), deadline)
         except TimeoutError:
             first = None
         finally:
@@ -481,7 +562,7 @@ class RefereeServicer:
             await refuse(
                 context,
                 grpc.StatusCode.DEADLINE_EXCEEDED,
-                f"no Hello within {self.handshake_timeout:g} s of opening the stream",
+                f"no Hello within {deadline:g} s of opening the stream",
             )
             return
         if first is _EOF:
@@ -508,6 +589,7 @@ class RefereeServicer:
             except Refused as exc:
                 await refuse(context, exc.code, exc.message)
                 return
+            self.handshakes.vouch(connection)
             try:
                 await self._serve(slot, hello, context, self.lobby)
             finally:
@@ -521,6 +603,8 @@ class RefereeServicer:
                 f"{what}: send the token the referee gave this seat (STICHELN_TOKEN) in Hello.token",
             )
             return
+        if not origin:
+            self.handshakes.vouch(connection)
         await self._serve(slot, hello, context)
 
     async def _serve(

@@ -5,12 +5,15 @@ common random numbers save, and how busy a comparison keeps the machine.
    for each shape of the pair differences and each pair of bounds, for compare's default
    test (``sprt``): the rate of accepting H1 when the true mean is ``lower`` (false H1;
    must be at most α + 0.01), the rate when it is ``upper`` (power; at least 1 − β − 0.01),
+   the rates of accepting H0 at ``lower`` (at least 1 − α − 0.01) and at ``upper`` (at most
+   β + 0.01: the test must reach the true hypothesis, not stall at the cap),
    the mean and 95th percentile of the pairs a test took at each; the same rates and the
    mean pairs of ``--sprt method=betting``; the pairs a fixed-size one-sided z-test needs
    for the same error rates; and for reference the false-H1 rate and power of the test
    compare used first (Wald's SPRT with the variance estimated, no corrections). Shapes:
-   normal, gamma-shaped with skewness −2 … +2 (clipped at ±10 standard deviations, as
-   Sticheln's scores are bounded), a coarse three-value lattice, half, eight and nine tenths of
+   normal, gamma-shaped with skewness −3 … +3 (clipped at ±10 standard deviations, as
+   Sticheln's scores are bounded), two values (a rare large loss, or gain, one pair in
+   twenty: skewness ∓4.1), a coarse three-value lattice, half, eight and nine tenths of
    the pairs exactly 0 (close versions of a bot with common random numbers), Student's
    t with 5 degrees of freedom, and the pair differences recorded from the sample bots
    (tests/vectors/compare_differences.json), resampled. Bounds are given as
@@ -95,6 +98,18 @@ def gamma_shape(skew: float) -> Callable[[float, float], Draw]:
     return make
 
 
+def two_point_shape(rare: float) -> Callable[[float, float], Draw]:
+    """Two values: a large loss with probability ``rare``, a small gain otherwise (skewness
+    −4.1 at 0.05; a bot that now and then loses big)."""
+
+    def make(mean: float, sd: float) -> Draw:
+        s = math.sqrt(rare * (1.0 - rare))
+        loss, gain = -(1.0 - rare) / s, rare / s
+        return lambda rng, shape: mean + sd * np.where(rng.random(shape) < rare, loss, gain)
+
+    return make
+
+
 def lattice_shape(mean: float, sd: float) -> Draw:
     step = sd * math.sqrt(1.5)
     return lambda rng, shape: mean + step * rng.integers(-1, 2, shape).astype(np.float64)
@@ -158,8 +173,11 @@ def normal_glr(
 
 def error_table(tests: int) -> None:
     shapes: list[tuple[str, Callable[[float, float], Draw], float, tuple[float, float] | None]] = [
-        (f"skew {g:+.0f}" if g else "normal", gamma_shape(g), 40.0, None) for g in (-2, -1, 0, 1, 2)
+        (f"skew {g:+.0f}" if g else "normal", gamma_shape(g), 40.0, None)
+        for g in (-3, -2, -1, 0, 1, 2, 3)
     ]
+    shapes.append(("two-point, rare loss 0.05", two_point_shape(0.05), 40.0, None))
+    shapes.append(("two-point, rare gain 0.05", two_point_shape(0.95), 40.0, None))
     shapes.append(("lattice of 3 values", lattice_shape, 40.0, None))
     shapes.append(("half the pairs 0", zeros_shape(0.5), 40.0, None))
     shapes.append(("eight in ten pairs 0", zeros_shape(0.8), 40.0, None))
@@ -180,12 +198,13 @@ def error_table(tests: int) -> None:
         "   the truth is lower / upper; fixed: a fixed-size z-test of the same error rates."
     )
     print(
-        f"{'shape':40} {'(up-lo)/sd':>10} {'sprt: false H1':>14} {'power':>6} {'pairs@lo':>8} "
+        f"{'shape':40} {'(up-lo)/sd':>10} {'sprt: false H1':>14} {'power':>6} {'H0@lo':>6} "
+        f"{'H0@up':>6} {'pairs@lo':>8} "
         f"{'p95@lo':>7} {'pairs@up':>8} {'p95@up':>7} {'betting: false H1':>17} {'power':>6} "
         f"{'pairs':>6} {'fixed':>6} {'old: false H1':>13} {'power':>6} {'pairs':>6}"
     )
     for name, make, sd, span in shapes:
-        for ratio in (0.1, 0.25, 0.5):
+        for ratio in (0.1, 0.25, 0.5, 1.0):
             delta = round(ratio * sd, 2)
             low, high = span if span else (-SPAN * sd - delta, SPAN * sd + delta)
             sprt = Sprt(0.0, delta, 0.05, 0.05, low=low, high=high)
@@ -197,9 +216,13 @@ def error_table(tests: int) -> None:
             b_up = simulate(betting, make(delta, sd), tests=min(tests, 1000), max_pairs=cap, seed=2)
             old_lo, old_n = normal_glr(sprt, make(0.0, sd), min(tests, 1000), cap, 3)
             old_up, _ = normal_glr(sprt, make(delta, sd), min(tests, 1000), cap, 4)
-            flag = "" if lo.accept_h1 <= 0.06 and up.accept_h1 >= 0.94 else "  <-- outside"
+            # Both hypotheses both ways: the true one must be reached, not the cap.
+            held = lo.accept_h1 <= 0.06 and up.accept_h1 >= 0.94
+            held = held and lo.accept_h0 >= 0.94 and up.accept_h0 <= 0.06
+            flag = "" if held else "  <-- outside"
             print(
                 f"{name:40} {ratio:>10} {lo.accept_h1:>14.3f} {up.accept_h1:>6.3f} "
+                f"{lo.accept_h0:>6.3f} {up.accept_h0:>6.3f} "
                 f"{lo.mean_pairs:>8.0f} {lo.p95_pairs:>7.0f} {up.mean_pairs:>8.0f} "
                 f"{up.p95_pairs:>7.0f} {b_lo.accept_h1:>17.3f} {b_up.accept_h1:>6.3f} "
                 f"{(b_lo.mean_pairs + b_up.mean_pairs) / 2:>6.0f} {fixed_size_pairs(sprt, sd):>6} "

@@ -575,6 +575,26 @@ def test_the_pilot_predicts_the_length_and_warns_when_the_cap_is_too_short(
     assert min_pairs_note(sure) is None and min_pairs_note(roomy) is None
 
 
+def test_the_pilot_notes_a_skewness_large_against_the_bounds(tmp_path: Path) -> None:
+    # Nineteen small gains and one large loss: skewness about -4, bounds 0/30 about two
+    # thirds of an sd apart: |g|·δ/s above 1, where the skew correction is held.
+    rare = [10] * 19 + [-190]
+    config = load_compare(None, flags(tmp_path, matches=4000, sprt=["upper=30"]))
+    plan = pilot(config, _pairs(rare))
+    assert plan is not None and plan["skewness"] == pytest.approx(-4.13, abs=0.01)
+    assert plan["skew_beyond_checked"]
+    text = pilot_text(config, plan)
+    assert "note: the pilot's differences are skewed (-4.1) against bounds 0.67 sd apart" in text
+    assert "(|skewness| × (upper − lower) / sd = 2.8, above 1)" in text
+    # Close bounds on the same pairs, or the betting test: no note.
+    close = load_compare(None, flags(tmp_path, matches=4000, sprt=["upper=5"]))
+    assert not pilot(close, _pairs(rare))["skew_beyond_checked"]  # type: ignore[index]
+    sure = load_compare(None, flags(tmp_path, matches=4000, sprt=["upper=30", "method=betting"]))
+    plan = pilot(sure, _pairs(rare))
+    assert plan is not None and not plan["skew_beyond_checked"]
+    assert "skewed" not in pilot_text(sure, plan)
+
+
 def test_the_report_says_which_bound_was_reached_and_the_mean_with_its_interval(
     tmp_path: Path,
 ) -> None:

@@ -56,6 +56,7 @@ from referee.compare.sprt import (
     H0,
     H1,
     SPRT,
+    STEEP_SKEW,
     Z95,
     State,
     first_verdict,
@@ -704,10 +705,14 @@ def pilot(config: CompareConfig, pairs: list[Pair]) -> dict[str, Any] | None:
             "pairs": sprt.min_pairs,
             "mean": mean,
             "sd": sd,
+            "skewness": None,
             "expected_pairs": None,
             "likely_undecided": False,
             "cap_short_near_bounds": False,
+            "skew_beyond_checked": False,
         }
+    centred = sample - mean
+    skewness = float((centred**3).mean() / (centred**2).mean() ** 1.5)
     expected = {
         "at_lower": sprt.expected_pairs(sprt.lower, sd),
         "at_upper": sprt.expected_pairs(sprt.upper, sd),
@@ -719,11 +724,15 @@ def pilot(config: CompareConfig, pairs: list[Pair]) -> dict[str, Any] | None:
         "pairs": sprt.min_pairs,
         "mean": mean,
         "sd": sd,
+        "skewness": skewness,
         "expected_pairs": {k: None if v is None else round(v) for k, v in expected.items()},
         # At the pilot's own mean (the likeliest truth) the cap comes first.
         "likely_undecided": likely is None or likely > config.max_pairs,
         # Were the truth at a bound, the cap would come first.
         "cap_short_near_bounds": any(v is None or v > config.max_pairs for v in near),
+        # The default test's skew correction is held beyond this (|g|·δ/s > 1), and its
+        # error rates were checked on few such shapes.
+        "skew_beyond_checked": sprt.method == SPRT and abs(skewness) * sprt.delta / sd > STEEP_SKEW,
     }
 
 
@@ -754,6 +763,14 @@ def pilot_text(config: CompareConfig, p: dict[str, Any]) -> str:
         text += (
             "\nnote: should the true difference lie near a bound, the cap would likely end "
             "the test undecided"
+        )
+    if p["skew_beyond_checked"]:
+        steep = abs(p["skewness"]) * config.sprt.delta / p["sd"]
+        text += (
+            f"\nnote: the pilot's differences are skewed ({p['skewness']:+.1f}) against bounds "
+            f"{config.sprt.delta / p['sd']:.2f} sd apart (|skewness| × (upper − lower) / sd = "
+            f"{steep:.1f}, above {STEEP_SKEW:g}): the test's error rates were checked on few "
+            "such shapes (--sprt method=betting holds for every shape)"
         )
     return text
 

@@ -470,3 +470,98 @@ def test_a_killed_league_resumes_with_its_hosted_bots(tmp_path: Path, code_dir: 
             every=0.5,
         )
         assert len(bots_json(s.address)) == 4
+
+
+def test_external_workers_play_and_a_killed_one_leaves_a_void_match_played_again(
+    tmp_path: Path, postgres_url: str, code_dir: Path
+) -> None:
+    db = LeagueDb("postgresql", postgres_url, {"database": postgres_url})
+    config = league_file(tmp_path, db, code_dir, workers=0)
+
+    def worker(name: str) -> subprocess.Popen[str]:
+        # Its own folder and a relative --out, as on another machine: the league cannot
+        # read the records it writes there, only the copies it keeps in the database.
+        where = tmp_path / name
+        where.mkdir()
+        return subprocess.Popen(
+            [*REFEREE, "league", "worker", "--database", postgres_url, "--name", name,
+             "--lease-s", "3", "--out", "out", "--code-dir", str(code_dir.parent / name)],
+            cwd=where, stdout=subprocess.PIPE, stderr=(where / "worker.log").open("wb"),
+            text=True, env={**os.environ, "PYTHONPATH": str(ROOT)},
+        )  # fmt: skip
+
+    def finished() -> int:
+        return int(
+            query(postgres_url, "SELECT COUNT(*) FROM matches WHERE status = 'finished'")[0][0]
+        )
+
+    with serving(config, tmp_path / "serve.log") as s:
+        tokens = {n: s.register(n) for n in ("alpha", "beta", "gamma")}
+        for name, token in tokens.items():
+            submitted(
+                cli(s.address, "submit", str(PYTHON_BOT), "--bot-file", "bot.toml", token=token),
+                name,
+                1,
+            )
+        wait_for(
+            lambda: all(r["status"] == "playing" for r in bots_json(s.address).values()),
+            VALIDATED_S * 3,
+            "three hosted bots playing",
+            every=1,
+        )
+        wait_for(lambda: query(postgres_url, "SELECT 1 FROM match_queue WHERE status = 'queued'"),
+                 30, "a queued match, with no worker yet")  # fmt: skip
+        assert finished() == 0
+        first = worker("worker-a")
+        try:
+            assert first.stdout is not None
+            assert first.stdout.readline().startswith("worker worker-a playing league hosted")
+            wait_for(lambda: finished() >= 1, 120, "the worker to play a match", every=0.5)
+            leased = wait_for(
+                lambda: query(postgres_url, "SELECT idx FROM match_queue WHERE status = 'leased' "
+                              "AND worker = 'worker-a'"),
+                60, "worker-a to hold a match", every=0.05,
+            )  # fmt: skip
+        finally:
+            first.kill()
+            first.wait(30)
+        (idx,) = leased[0]
+        # Its lease runs out: the match is void, queued again with a new deal.
+        wait_for(
+            lambda: (
+                query(postgres_url, "SELECT status FROM match_queue WHERE idx = ?", (idx,))
+                == [("queued",)]
+            ),
+            60,
+            "the killed worker's match to be void and queued again",
+            every=0.2,
+        )
+        before = finished()
+        second = worker("worker-b")
+        try:
+            wait_for(
+                lambda: (
+                    query(postgres_url, "SELECT status FROM matches WHERE idx = ?", (idx,))
+                    == [("finished",)]
+                ),
+                120,
+                "the void match to be played again",
+                every=0.5,
+            )
+            wait_for(lambda: finished() >= before + 2, 120, "worker-b to play on", every=0.5)
+        finally:
+            second.terminate()
+            assert second.wait(60) == 0
+        # The league took the workers' matches in: ratings, recent matches, records.
+        recent = s.recent()
+        assert len(recent.matches) >= 3
+        record = s.league.GetMatchRecord(
+            league_pb2.GetMatchRecordRequest(match_id=recent.matches[0].match_id), timeout=10
+        )
+        assert record.record_jsonl.count("\n") > 10
+        copied = tmp_path / "out" / "matches" / f"{recent.matches[0].match_id}.jsonl"
+        assert copied.read_text() == record.record_jsonl, "copied from the database"
+        stored = query(postgres_url, "SELECT COUNT(*) FROM league_records")[0][0]
+        assert stored >= 3
+        workers = {w for (w,) in query(postgres_url, "SELECT DISTINCT worker FROM match_queue")}
+        assert {"worker-a", "worker-b"} <= workers | {""}

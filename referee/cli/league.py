@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from referee.cli.common import (
     Subparsers,
     UsageError,
+    add_bot_uids,
     add_log_level,
 )
 
@@ -94,6 +95,35 @@ def add_parsers(sub: Subparsers) -> None:
         "or $STICHELN_ADMIN_TOKEN)",
     )
     st.add_argument("name", help="the entry")
+    wk = lg_sub.add_parser(
+        "worker",
+        help="play a league's queued matches of hosted bots, from its database",
+        description="Take queued matches of hosted bots from a league's database (SELECT ... "
+        "FOR UPDATE SKIP LOCKED on PostgreSQL), play them jailed, and write results and "
+        "records back; run as many as the machines allow (docs/hosting.md).",
+    )
+    wk.add_argument(
+        "--database",
+        default="",
+        help="the league's database: a postgresql:// URL or a SQLite file "
+        "(default: $STICHELN_DATABASE)",
+    )
+    wk.add_argument("--league", default="", help="the league's name (default: the only one)")
+    wk.add_argument("--name", default="", help="this worker's name (default: HOST-PID)")
+    wk.add_argument(
+        "--code-dir",
+        default="",
+        help="where hosted code is unpacked, by hash (default: a folder in /tmp)",
+    )
+    wk.add_argument(
+        "--out", default="", help="match records and bot logs (default: a folder in /tmp)"
+    )
+    wk.add_argument(
+        "--lease-s", type=float, default=30.0, help="the lease on a match, renewed (default 30)"
+    )
+    add_bot_uids(wk)
+    add_log_level(wk, "info", who="the worker")
+    wk.set_defaults(func=worker)
 
 
 def serve(args: argparse.Namespace) -> int:
@@ -369,3 +399,73 @@ def submit(args: argparse.Namespace) -> int:
     s = reply.submission
     print(f"{s.bot}: submission {s.number}, sha256 {s.sha256}, {s.status}")
     return 0
+
+
+def worker(args: argparse.Namespace) -> int:
+    """Play queued matches of hosted bots until SIGTERM or SIGINT."""
+    import tempfile
+    from pathlib import Path
+
+    from referee.cli.common import sandbox_for
+    from referee.jail.sandbox import SandboxUnavailable
+    from referee.league.worker import Worker, leagues
+    from referee.results.store import StoreError, open_store
+    from referee.runtime import eventloop, logs
+
+    logs.configure(args.log_level)
+    target = args.database or os.environ.get("STICHELN_DATABASE", "")
+    if not target:
+        raise UsageError("give --database URL (or set $STICHELN_DATABASE)")
+    if args.lease_s < 3:
+        raise UsageError(f"--lease-s: {args.lease_s} is not allowed; allowed: 3 or more")
+
+    def folder(given: str, prefix: str) -> Path:
+        if given:
+            return Path(given)
+        made = Path(tempfile.mkdtemp(prefix=prefix))
+        made.chmod(0o755)  # the code folder is read by the bots' uids
+        return made
+
+    try:
+        store = open_store(target)
+    except StoreError as exc:
+        raise UsageError(str(exc)) from None
+    try:
+        found = leagues(store)
+        name = args.league or (found[0] if len(found) == 1 else "")
+        if not name:
+            raise UsageError(
+                f"give --league NAME; the database holds {len(found)} leagues"
+                + (f": {', '.join(found)}" if found else "")
+            )
+        sandbox = sandbox_for("bubblewrap", [], say=False, bot_uids=args.bot_uids)
+        try:
+            sandbox.check()  # hosted code never runs unconfined
+        except SandboxUnavailable as exc:
+            raise UsageError(str(exc)) from None
+        w = Worker(
+            store,
+            name,
+            folder(args.code_dir, "sticheln-worker-code-"),
+            folder(args.out, "sticheln-worker-out-"),
+            args.name,
+            args.lease_s,
+            sandbox,
+        )
+    except (StoreError, UsageError) as exc:
+        store.close()
+        raise UsageError(str(exc)) from None
+
+    async def run() -> int:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        print(f"worker {w.name} playing league {name}", flush=True)
+        try:
+            await w.run(stop)
+        finally:
+            store.close()
+        return 0
+
+    return eventloop.run(run())

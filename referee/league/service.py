@@ -60,6 +60,7 @@ from referee.league.hosting import Hosting, Refusal
 from referee.league.registry import BotEntry, BotRegistry, RegistryError
 from referee.league.scheduler import History, Marks, can_seat, choose_table
 from referee.league.standings import fit_in_child
+from referee.league.submissions import DONE as QUEUE_DONE
 from referee.league.submissions import (
     REFUSED,
     RETIRED,
@@ -68,6 +69,7 @@ from referee.league.submissions import (
     Submission,
     Submissions,
 )
+from referee.league.worker import load_record
 from referee.match.dealkey import DealKey
 from referee.match.metrics import RefereeMetrics
 from referee.match.record import ReplayError, read_record
@@ -83,6 +85,7 @@ from referee.match.server import (
 )
 from referee.results.ratings import LiveElo, MatchOutcome
 from referee.results.store import StoredResult, StoreError, open_store, redact
+from referee.runtime.private import create_private, private_dir
 from referee.tournament.schedule import ScheduledMatch
 from sticheln.v1 import bot_pb2, league_pb2
 
@@ -705,6 +708,62 @@ class League:
             with contextlib.suppress(StoreError):
                 self.queue.done(taken.idx)
 
+    def _adopt_done(self) -> None:
+        """Take in the queued matches a worker of another process played (or aborted)."""
+        waiting = {r.index: r for r in self._running.values() if r.match and r.task is None}
+        if not waiting:
+            return
+        for idx, status in self.queue.statuses(list(waiting)).items():
+            if status != QUEUE_DONE:
+                continue
+            r = waiting[idx]
+            assert r.match is not None
+            del self._running[r.match_id]
+            self.metrics.running.set(len(self._running))
+            self._wake.set()
+            row = self.store.execute(
+                "SELECT status, record_path, duration_s FROM matches "
+                "WHERE tournament = ? AND idx = ?",
+                (self.config.name, idx),
+            ).fetchone()
+            if row is None or row[0] != "finished":
+                r.feed.interrupt()
+                log.warning("match_aborted", match_id=r.match_id, why="its worker aborted it")
+                continue
+            self._take_record(idx, r.match_id, Path(row[1]) if row[1] else None)
+            seats = self.store.execute(
+                "SELECT seat, bot, total, place, forfeited FROM results "
+                "WHERE tournament = ? AND idx = ? ORDER BY seat",
+                (self.config.name, idx),
+            ).fetchall()
+            r.feed.interrupt()
+            self._finished_match(
+                r.match,
+                r.match_id,
+                [int(x[3]) for x in seats],
+                [bool(x[4]) for x in seats],
+                [int(x[2]) for x in seats],
+                float(row[2] or 0.0),
+            )
+
+    def _take_record(self, idx: int, match_id: str, path: Path | None) -> None:
+        """A record a worker on another machine wrote is copied here from the database
+        (``league_records``), so that GetMatchRecord and the web serve it as any other."""
+        if path is not None and path.exists():
+            return
+        data = load_record(self.store, self.config.name, idx)
+        if data is None:
+            log.error("record_missing", match_id=match_id)
+            return
+        folder = private_dir(self.config.out / "matches")
+        local = folder / f"{match_id}.jsonl"
+        create_private(local)
+        local.write_bytes(data)
+        self.store.execute(
+            "UPDATE matches SET record_path = ? WHERE tournament = ? AND idx = ?",
+            (str(local), self.config.name, idx),
+        )
+
     def _playing_as_queued(self, taken: QueuedMatch, bot: str) -> Submission:
         """The submission a queued match seats for ``bot`` (the one queued with it)."""
         code = taken.code[bot]
@@ -729,6 +788,7 @@ class League:
             try:
                 voided = self.queue.expire()
                 self.queued = self.queue.depth()
+                self._adopt_done()
             except StoreError:
                 continue
             self.metrics.queue_depth.set(self.queued)
@@ -839,42 +899,49 @@ class League:
                 self._retry_store_later()
                 return False
             self._unsaved.pop(0)
-            self._finished_match(m, match_id, result)
+            self._finished_match(
+                m,
+                match_id,
+                list(result.places),
+                [s.forfeited for s in result.seats],
+                list(result.totals),
+                result.duration_s,
+            )
         return True
 
-    def _finished_match(self, m: ScheduledMatch, match_id: str, result: MatchResult) -> None:
+    def _finished_match(
+        self,
+        m: ScheduledMatch,
+        match_id: str,
+        places: list[int],
+        forfeited: list[bool],
+        totals: list[int],
+        duration_s: float,
+    ) -> None:
         """A stored match counts: history, ratings, metrics, recent matches, standings."""
         self._finished += 1
         self._history.add(m.seating)
         self._elo.update(
-            MatchOutcome(
-                m.seating,
-                tuple(result.places),
-                match_id,
-                forfeited=tuple(s.forfeited for s in result.seats),
-            )
+            MatchOutcome(m.seating, tuple(places), match_id, forfeited=tuple(forfeited))
         )
         for bot, value in self._elo.ratings().items():
             self.metrics.elo.labels(bot).set(value)
         self.metrics.matches.inc()
         self.metrics.finished.set(self._finished)
-        self.metrics.match_duration.observe(result.duration_s)
+        self.metrics.match_duration.observe(duration_s)
         self._recent.appendleft(
             league_pb2.MatchSummary(
                 match_id=match_id,
                 seating=list(m.seating),
-                totals=result.totals,
-                places=result.places,
-                forfeited_seats=[s.seat for s in result.seats if s.forfeited],
+                totals=totals,
+                places=places,
+                forfeited_seats=[i for i, f in enumerate(forfeited) if f],
                 finished_at=time.time(),
                 finish_order=self._finished,
             )
         )
         log.info(
-            "match_finished",
-            match_id=match_id,
-            places=result.places,
-            duration_s=round(result.duration_s, 3),
+            "match_finished", match_id=match_id, places=places, duration_s=round(duration_s, 3)
         )
         self._request_publish()
 

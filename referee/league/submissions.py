@@ -329,6 +329,19 @@ class MatchQueue:
             )
         return [int(r[0]) for r in rows]
 
+    def statuses(self, indices: list[int]) -> dict[int, str]:
+        """The queue status of each of ``indices`` (those queued at all)."""
+        out: dict[int, str] = {}
+        for at in range(0, len(indices), 500):
+            chunk = indices[at : at + 500]
+            marks = ", ".join("?" * len(chunk))
+            rows = self.store.execute(
+                f"SELECT idx, status FROM match_queue WHERE tournament = ? AND idx IN ({marks})",
+                (self.tournament, *chunk),
+            ).fetchall()
+            out.update({int(i): str(st) for i, st in rows})
+        return out
+
     def depth(self) -> int:
         """Matches waiting for a worker."""
         row = self.store.execute(

@@ -39,6 +39,7 @@ from referee.compare.run import (
     run_compare,
     share_beaten,
     summary,
+    unlike,
 )
 from referee.compare.sprt import H0, H1, first_verdict
 from referee.match.dealkey import DealKey
@@ -533,6 +534,100 @@ def test_a_void_match_is_played_again_and_every_count_agrees(tmp_path: Path) -> 
     # Resumed, the comparison recounts from its database and says the same.
     again = asyncio.run(run_compare(config))
     assert again.played_now == 0 and again.summary == s
+
+
+CRASHER = '''\
+"""The random bot, but the first process started exits in the middle of its match."""
+import os
+import sys
+
+sys.path.insert(0, os.getcwd())
+from random_bot import RandomBot  # noqa: E402
+from sticheln_bot import run  # noqa: E402
+
+try:
+    os.close(os.open(os.environ["CRASH_MARKER"], os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+    first = True
+except FileExistsError:
+    first = False
+
+
+class Crasher(RandomBot):
+    cards = 0
+
+    def choose_card(self, view):
+        self.cards += 1
+        if first and self.cards == 3:
+            os._exit(1)
+        return super().choose_card(view)
+
+
+run(Crasher())
+'''
+
+
+@pytest.mark.timeout(240)
+def test_a_pair_whose_opponent_forfeited_in_one_match_only_is_played_again(
+    tmp_path: Path,
+) -> None:
+    # An opponent crashes in the middle of one match; in the other match of the deal it
+    # plays on. The two would not compare like with like (its forfeit moves every place
+    # and takes its points away): the match it forfeited in is void and played again.
+    (tmp_path / "crasher.py").write_text(CRASHER)
+    marker = tmp_path / "crashed-once"
+    (tmp_path / "crasher.toml").write_text(
+        f'name = "crasher"\ncommand = ["{sys.executable}", "{tmp_path / "crasher.py"}"]\n'
+        f'workdir = "{SAMPLES / "python"}"\nenv = {{ CRASH_MARKER = "{marker}" }}\n'
+    )
+    (tmp_path / "c.toml").write_text('[sandbox]\nmode = "none"\n')
+    config = load_compare(
+        tmp_path / "c.toml",
+        flags(
+            tmp_path,
+            opponents=[str(tmp_path / "crasher.toml"), MINIMAL],
+            matches=6,
+            parallel=2,
+        ),
+    )
+    outcome = asyncio.run(run_compare(config))
+    assert marker.exists()
+    s = outcome.summary
+    assert s["matches_void"] == 1, s["void"]
+    void = s["void"][0]
+    assert "(crasher) forfeited here and not in the" in void["why"], void
+    assert Path(void["record_path"]).exists()
+    crashed = [json.loads(x) for x in Path(void["record_path"]).read_text().splitlines()]
+    assert crashed[-1]["forfeited"] != []
+    assert s["matches"] == 6 and s["pairs"] == s["pairs_finished"] == 3
+    for record in (config.out / "matches").glob("*.jsonl"):
+        end = json.loads(record.read_text().splitlines()[-1])
+        assert end["forfeited"] == [], record
+    assert "void and played again: 1 (in void/)" in outcome.text
+    again = asyncio.run(run_compare(config))
+    assert again.played_now == 0 and again.summary == s
+
+
+def test_a_pair_is_like_with_like_when_opponents_forfeit_in_both_matches_or_neither(
+    tmp_path: Path,
+) -> None:
+    config = load_compare(None, flags(tmp_path))
+    names = ("heuristic", "random", "random-2", "minimal")
+
+    def rows(bot: str, gone: set[int]) -> list[SeatRow]:
+        seated = [bot, names[2], names[3]]
+        return [SeatRow(0, k, b, 10, k + 1, k in gone, 0) for k, b in enumerate(seated)]
+
+    c, b = rows("heuristic", set()), rows("random", set())
+    assert unlike(config, c, b) == ("", "")
+    # Both, or the compared bots' own forfeits: like with like.
+    assert unlike(config, rows("heuristic", {1}), rows("random", {1})) == ("", "")
+    assert unlike(config, rows("heuristic", {0}), rows("random", set())) == ("", "")
+    why_c, why_b = unlike(config, rows("heuristic", {1}), rows("random", {2}))
+    assert why_c == "seat 1 (random-2) forfeited here and not in the baseline's match of the deal"
+    assert why_b == "seat 2 (minimal) forfeited here and not in the candidate's match of the deal"
+    # Such a pair is not counted: it ends the pairs in deal order until it is played again.
+    finished = {0: c, 1: b, 2: rows("heuristic", {2}), 3: rows("random", set()), 4: c, 5: b}
+    assert len(pairs_from(config, finished)) == 1
 
 
 # -- telling the user what they asked for -------------------------------------------------------

@@ -19,7 +19,10 @@ the baseline (common random numbers), unless ``common_seeds`` is off.
 Only real pairs count: a match that was aborted, or in which a seat failed its handshake
 (the bot never got to play the deal), is void. Its record moves to ``void/``, it is played
 again on the same deal with fresh processes, and it never enters the test; after
-:data:`VOID_LIMIT` void attempts of one match the comparison stops (exit status 3).
+:data:`VOID_LIMIT` void attempts of one match the comparison stops (exit status 3). A pair
+compares like with like: when an opponent forfeited (a crash, a disconnect, too many
+strikes) in one match of a pair and not in the other, the match it forfeited in is void
+too (:func:`unlike`), and played again the same way.
 
 The test reads the pairs in deal order and stops at the first deal pair where the
 evidence crosses a bound. With matches in parallel, pairs finish out of order; a pair
@@ -41,6 +44,7 @@ import os
 import random
 import sqlite3
 import time
+from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -314,6 +318,15 @@ class CompareStore:
         cols = [d[0] for d in cur.description]
         return [dict(zip(cols, row, strict=True)) for row in cur.fetchall()]
 
+    def record_path(self, name: str, idx: int) -> Path | None:
+        """Where finished match ``idx``'s record is, or None."""
+        row = self.db.execute(
+            "SELECT record_path FROM compare_matches WHERE name = ? AND idx = ? "
+            "AND status = 'finished'",
+            (name, idx),
+        ).fetchone()
+        return None if row is None or row[0] is None else Path(row[0])
+
     def finished(self, name: str) -> dict[int, list[SeatRow]]:
         """Every finished match's seats, by match index."""
         rows = self.db.execute(
@@ -391,12 +404,35 @@ def share_beaten(rows: list[SeatRow], bot: str) -> float:
     return won / (n - 1)
 
 
+def unlike(config: CompareConfig, c: list[SeatRow], b: list[SeatRow]) -> tuple[str, str]:
+    """Why the candidate's match ``c`` and the baseline's match ``b`` of one deal do not
+    compare like with like, one reason per match ("" for a match that does): an opponent
+    that forfeited in it and not in the other. Its forfeit would enter the pair's
+    difference as the compared bot's gain or loss (the forfeiting seat's points go, and
+    every place moves). The compared bots' own forfeits are their doing and count."""
+    compared = {config.candidate.name, config.baseline.name}
+    other_c = {r.seat: r for r in c}
+    other_b = {r.seat: r for r in b}
+    why = ["", ""]
+    for k, (mine, theirs, role) in enumerate(
+        ((other_c, other_b, BASELINE), (other_b, other_c, CANDIDATE))
+    ):
+        gone = [
+            f"seat {seat} ({row.bot}) forfeited here and not in the {role}'s match of the deal"
+            for seat, row in sorted(mine.items())
+            if row.bot not in compared and row.forfeited and not theirs[seat].forfeited
+        ]
+        why[k] = "; ".join(gone)
+    return why[0], why[1]
+
+
 def pairs_from(config: CompareConfig, finished: dict[int, list[SeatRow]]) -> list[Pair]:
-    """The finished deal pairs in deal order, up to the first pair not finished."""
+    """The finished deal pairs in deal order, up to the first pair not finished (or not
+    like with like: its forfeited match is played again, :func:`unlike`)."""
     out = []
     for deal in range(config.max_pairs):
         c, b = finished.get(2 * deal), finished.get(2 * deal + 1)
-        if c is None or b is None:
+        if c is None or b is None or any(unlike(config, c, b)):
             break
         mine = next(r for r in c if r.bot == config.candidate.name)
         theirs = next(r for r in b if r.bot == config.baseline.name)
@@ -585,6 +621,51 @@ async def _play(
                     yield idx, plan, role
 
     queue = jobs()
+    #: Matches voided after they finished (a pair not like with like), to play again.
+    again: deque[int] = deque()
+
+    def next_job() -> tuple[int, PairPlan, str] | None:
+        while again:
+            idx = again.popleft()
+            if idx not in finished:
+                role = CANDIDATE if idx % 2 == 0 else BASELINE
+                return idx, plan_pair(config, key, idx // 2), role
+        return next(queue, None)
+
+    def void(idx: int, mid: str, record: Path | None, why: str) -> None:
+        """Move a void attempt's record to void/, note it in the store, and stop the
+        comparison at the VOID_LIMIT-th attempt of one match."""
+        attempt = store.void_attempts(config.name, idx) + 1
+        moved = config.out / "void" / f"{mid}.void{attempt}.jsonl"
+        moved.parent.mkdir(parents=True, exist_ok=True)
+        if record is not None:
+            with contextlib.suppress(FileNotFoundError):
+                os.replace(record, moved)
+        store.void(config.name, idx, attempt, mid, why, moved)
+        log.warning("match_void", match_id=mid, attempt=attempt, why=why)
+        if attempt >= VOID_LIMIT:
+            raise CompareRefused(
+                f"match {mid} was void {attempt} times (the last: {why}); "
+                f"see the bots' logs in {config.out / 'logs'}"
+            )
+
+    def void_unlike(deal: int) -> None:
+        """Void the match of deal pair ``deal`` an opponent forfeited in alone, once
+        both are finished, and have it played again."""
+        c, b = finished.get(2 * deal), finished.get(2 * deal + 1)
+        if c is None or b is None:
+            return
+        for idx, role, why in zip(
+            (2 * deal, 2 * deal + 1), (CANDIDATE, BASELINE), unlike(config, c, b), strict=True
+        ):
+            if why:
+                record = store.record_path(config.name, idx)
+                del finished[idx]
+                void(idx, match_id(config, deal, role), record, why)
+                again.append(idx)
+
+    for deal in sorted({idx // 2 for idx in finished}):
+        void_unlike(deal)  # a run killed between a match and its partner's check
     todo_max = 2 * config.max_pairs - len(finished)
     wanted = default_workers(config.parallel) if workers is None else workers
     count = max(1, min(wanted, config.parallel, todo_max))
@@ -607,19 +688,7 @@ async def _play(
             why = void_reason(result)
             if not why:
                 return result
-            mid = result.match_id
-            attempt = store.void_attempts(config.name, idx) + 1
-            moved = config.out / "void" / f"{mid}.void{attempt}.jsonl"
-            moved.parent.mkdir(parents=True, exist_ok=True)
-            with contextlib.suppress(FileNotFoundError):
-                os.replace(result.record_path, moved)
-            store.void(config.name, idx, attempt, mid, why, moved)
-            log.warning("match_void", match_id=mid, attempt=attempt, why=why)
-            if attempt >= VOID_LIMIT:
-                raise CompareRefused(
-                    f"match {mid} was void {attempt} times (the last: {why}); "
-                    f"see the bots' logs in {config.out / 'logs'}"
-                )
+            void(idx, result.match_id, result.record_path, why)
 
     async def play_once(idx: int, plan: PairPlan, role: str) -> MatchResult:
         bot = config.candidate if role == CANDIDATE else config.baseline
@@ -656,7 +725,7 @@ async def _play(
     async def worker() -> None:
         nonlocal decided, counted, played, told
         while not decided:
-            job = next(queue, None)
+            job = next_job()
             if job is None:
                 return
             result = await play(*job)
@@ -666,6 +735,7 @@ async def _play(
                 for s in result.seats
             ]
             played += 1
+            void_unlike(job[0] // 2)
             pairs = pairs_from(config, finished)
             verdict = judge(config, pairs)
             if not told and not verdict.finished:

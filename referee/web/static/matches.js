@@ -23,28 +23,43 @@ function seatList(seating, places, totals) {
 const before = query("before");
 let shown = [];  // the finished matches on the page, newest first
 
-function draw(doc) {
-  const running = doc.running.length
+function runningPart(doc) {
+  return doc.running.length
     ? scrollable(el("table", { id: "running" }, el("thead", {}, el("tr", {}, el("th", { class: "text", text: "Match" }), el("th", { class: "text", text: "Seating" }))),
       el("tbody", {}, doc.running.map((m) => el("tr", { "data-match": m.match_id },
         el("td", { class: "text id" }, matchLink(m.match_id), " ", el("span", { class: "pill live", text: "live" })),
         el("td", { class: "text" }, seatList(m.seating)))))))
     : el("p", { class: "muted", text: "No match is running." });
-  const finished = shown.length
-    ? [scrollable(el("table", { id: "finished" }, el("thead", {}, el("tr", {}, el("th", { class: "text", text: "Match" }), el("th", { class: "text", text: "Seating (place, score)" }), el("th", { text: "Faults" }))),
-      el("tbody", {}, shown.map((m) => el("tr", { "data-match": m.match_id },
-        el("td", { class: "text id" }, matchLink(m.match_id)),
-        el("td", { class: "text" }, seatList(m.seating, m.places, m.totals)),
-        el("td", { text: fmt(m.faults.reduce((a, b) => a + b, 0)) })))))),
-      el("p", { class: "muted", id: "winner-key", text: "★ the winner (place 1)" })]
-    : el("p", { class: "muted", text: before ? "No older match." : "No finished match yet." });
+}
+
+function finishedRow(m) {
+  return el("tr", { "data-match": m.match_id },
+    el("td", { class: "text id" }, matchLink(m.match_id)),
+    el("td", { class: "text" }, seatList(m.seating, m.places, m.totals)),
+    el("td", { text: fmt(m.faults.reduce((a, b) => a + b, 0)) }));
+}
+
+function pagesPart() {
   const nextBefore = shown.length === LIMIT ? shown[LIMIT - 1].finish_order : null;
-  const pages = el("p", { id: "pages" },
+  return el("p", { id: "pages" },
     before ? el("a", { href: "/matches", text: "← newest" }) : "",
     before && nextBefore ? " · " : "",
     nextBefore ? el("a", { id: "older", href: `/matches?before=${nextBefore}`, text: "older →" }) : "");
+}
+
+let drawnProgress = "", drawnRunning = "";
+
+function draw(doc) {
+  const finished = shown.length
+    ? [scrollable(el("table", { id: "finished" }, el("thead", {}, el("tr", {}, el("th", { class: "text", text: "Match" }), el("th", { class: "text", text: "Seating (place, score)" }), el("th", { text: "Faults" }))),
+      el("tbody", {}, shown.map(finishedRow)))),
+      el("p", { class: "muted", id: "winner-key", text: "★ the winner (place 1)" })]
+    : el("p", { class: "muted", text: before ? "No older match." : "No finished match yet." });
   fill(main, el("h1", { text: "Matches" }), progressLine(doc.progress),
-    el("h2", { text: "Running now" }), running, el("h2", { text: "Finished, newest first" }), finished, pages);
+    el("h2", { text: "Running now" }), el("div", { id: "running-box" }, runningPart(doc)),
+    el("h2", { text: "Finished, newest first" }), finished, pagesPart());
+  drawnProgress = JSON.stringify(doc.progress);
+  drawnRunning = JSON.stringify(doc.running);
 }
 
 async function render() {
@@ -54,14 +69,32 @@ async function render() {
 }
 
 // What changed since the newest match shown: the progress, the running matches and the
-// matches finished since (the whole first page again only when more than a page came, or
-// the server's numbering moved under the page).
+// matches finished since, each put in place (the whole first page again only when more
+// than a page came, or the server's numbering moved under the page).
 async function update() {
   const newest = shown.length ? shown[0].finish_order : 0;
   const doc = await api(`/api/matches?limit=${LIMIT}&after=${newest}`);
   if (doc.newest < newest || doc.finished.length === LIMIT) return render();
-  shown = [...doc.finished, ...shown].slice(0, LIMIT);
-  draw(doc);
+  const body = document.querySelector("#finished tbody");
+  if (doc.finished.length && !body) {
+    shown = [...doc.finished, ...shown].slice(0, LIMIT);
+    return draw(doc);
+  }
+  if (doc.finished.length) {
+    shown = [...doc.finished, ...shown].slice(0, LIMIT);
+    body.prepend(...doc.finished.map(finishedRow));
+    while (body.rows.length > LIMIT) body.lastElementChild.remove();
+    document.getElementById("pages").replaceWith(pagesPart());
+  }
+  const progress = JSON.stringify(doc.progress), running = JSON.stringify(doc.running);
+  if (progress !== drawnProgress) {
+    main.querySelector(".progress").replaceWith(progressLine(doc.progress));
+    drawnProgress = progress;
+  }
+  if (running !== drawnRunning) {
+    document.getElementById("running-box").replaceChildren(runningPart(doc));
+    drawnRunning = running;
+  }
 }
 
 async function refresh(step) {

@@ -28,10 +28,18 @@ from typing import Any
 
 import pytest
 from leaguekit import wait_for
-from webkit import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, get_json, have_chromium, request
+from webkit import (
+    ARTIFACTS,
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    axe_violations,
+    get_json,
+    have_chromium,
+    request,
+)
 
 from referee.match.record import read_record
-from referee.web.compare import render_compare
+from referee.web.compare import render_compare, verdict_text
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "sample_bots"
@@ -262,7 +270,7 @@ browser_only = pytest.mark.skipif(
 
 
 @browser_only
-@pytest.mark.parametrize("size", [(400, 800), (1400, 1000)], ids=["phone", "desk"])
+@pytest.mark.parametrize("size", [(390, 844), (1280, 800)], ids=["phone", "desk"])
 def test_the_pair_view_shows_both_matches_and_marks_their_first_difference(
     comparison: tuple[Path, str], size: tuple[int, int]
 ) -> None:
@@ -299,7 +307,11 @@ def test_the_pair_view_shows_both_matches_and_marks_their_first_difference(
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
-            page = browser.new_page(viewport={"width": width, "height": height})
+            page = browser.new_page(
+                viewport={"width": width, "height": height},
+                has_touch=width < 600,
+                is_mobile=width < 600,
+            )
             page.route(
                 "**/*",
                 lambda route: (
@@ -316,13 +328,31 @@ def test_the_pair_view_shows_both_matches_and_marks_their_first_difference(
             page.wait_for_selector("#test-chart .bound-h1", state="attached")
             assert page.locator("#test-chart .bound").count() == 2
             assert page.locator("#test-chart .path-h1").count() == 1
+            # The two evidences are drawn apart, each against its own line: not on top of
+            # each other (they are near mirror images).
+            h1, h0 = (page.locator(f"#test-chart .panel-{k}").bounding_box() for k in ("h1", "h0"))
+            assert h1 and h0 and h1["y"] + h1["height"] <= h0["y"]
+            assert page.locator("#test-chart .panel-h0 .path-h0").count() == 1
+            assert page.locator("#test-chart .panel-h1 .bound-h1").count() == 1
             _no_sideways_scroll(page)
             _min_font(page)
             ARTIFACTS.mkdir(parents=True, exist_ok=True)
             page.screenshot(path=str(ARTIFACTS / f"compare-{width}.png"), full_page=True)
-            # A pair from the table opens at its first difference.
+            assert axe_violations(page) == []
+            # A pair from the table opens at its first difference, in place (no reload)
+            # and in sight: its title at the top of the window.
+            page.evaluate("window.kept = 1")
             page.click(f'tr[data-deal="{pair["deal"]}"] a.pair-link')
             page.wait_for_selector("#main[data-drawn] .pair-side .trick")
+            assert page.evaluate("window.kept") == 1, "the page reloaded"
+            assert page.evaluate("new URLSearchParams(location.search).get('pair')") == pair["deal"]
+            top = page.evaluate("document.getElementById('pair-title').getBoundingClientRect().top")
+            assert -1 <= top <= 5, f"the pair's title is {top} px from the window's top"
+            assert page.get_attribute(f'tr[data-deal="{pair["deal"]}"]', "class") == "current"
+            # The first difference's button is named by its visible text (and axe agrees).
+            if page.locator("#diff").count():
+                assert page.get_by_role("button", name="≠ first difference").count() == 1
+            assert axe_violations(page) == []
             assert page.locator(".pair-side").count() == 2
             roles = page.eval_on_selector_all(".pair-side", "xs => xs.map(x => x.dataset.role)")
             assert roles == ["candidate", "baseline"]
@@ -335,9 +365,11 @@ def test_the_pair_view_shows_both_matches_and_marks_their_first_difference(
             page.click("#next")
             steps = page.eval_on_selector_all(".pair-side .trick", TRICK_AT)
             assert steps[0] == steps[1] != position
-            # A URL with a position opens at that card (a reload keeps it).
+            # A URL with a position opens at that card (a reload keeps it), the pair in sight.
             page.goto(f"{url}/compare?pair={pair['deal']}#{address}")
             page.wait_for_selector(marker)
+            top = page.evaluate("document.getElementById('pair-title').getBoundingClientRect().top")
+            assert -1 <= top <= 5, f"the pair's title is {top} px from the window's top"
             page.reload()
             page.wait_for_selector(marker)
             assert page.eval_on_selector_all(".pair-side .trick", TRICK_AT) == [position] * 2
@@ -360,3 +392,171 @@ def _min_font(page: Any) -> None:
         parseFloat(getComputedStyle(e).fontSize) < 12).map(e => e.tagName + ':' + e.textContent.slice(0, 20))"""
     )
     assert small == [], f"text under 12 px: {small}"
+
+
+def test_before_min_pairs_the_page_says_what_the_test_waits_for() -> None:
+    test = {
+        "statistic": "sprt",
+        "lower": 0,
+        "upper": 5,
+        "alpha": 0.05,
+        "beta": 0.05,
+        "min_pairs": 20,
+        "log_h1": 5.49,
+        "log_h0": -5.2,
+        "accept_h1_at": 3.14,
+        "accept_h0_at": 3.14,
+        "bound_reached": None,
+        "elo0": None,
+        "elo1": None,
+    }
+    summary = {"comparison": "c", "candidate": "new", "baseline": "old", "opponents": [],
+               "verdict": "undecided", "pairs": 5, "max_pairs": 100, "metric": "score",
+               "test": test, "score_diff": {"mean": 30.0, "ci95": 10.0}}  # fmt: skip
+    html = render_compare({"running": True, "summary": summary, "pairs": []}, None)
+    assert "running: 5 of the first 20 pairs in; the test decides nothing before 20 pairs" in html
+    # A line already crossed is not read as a decision.
+    assert "now 5.49, past the line: no decision before 20 pairs" in html
+    assert "no decision before 20 pairs; 5 counted, 15 to go" in html
+    assert "no bound reached" not in html
+    later = {**summary, "pairs": 25}
+    assert verdict_text(later, True) == "running: no bound reached yet after 25 pairs"
+    # A fixed-size comparison is worded as what it is: no bound to reach.
+    fixed = {**summary, "test": None, "pairs": 2, "max_pairs": 4}
+    assert verdict_text(fixed, True) == (
+        "running: 2 of 4 pairs played; this fixed-size comparison decides once all are in"
+    )
+    html = render_compare({"running": True, "summary": fixed, "pairs": []}, None)
+    assert "exactly 4 pairs (2 played), no sequential test and no bounds" in html
+
+
+@pytest.fixture(scope="module")
+def fixed_size(tmp_path_factory: pytest.TempPathFactory, bots: Path) -> Iterator[str]:
+    """A finished fixed-size comparison (no sequential test), served."""
+    tmp = tmp_path_factory.mktemp("web-compare-fixed")
+    cmd = _compare_cmd(bots, tmp / "out", 3)
+    at = cmd.index("--sprt")
+    cmd[at + 1 : at + 4] = ["off"]  # exactly --matches 6: three pairs
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=tmp)
+    assert done.returncode in (0, 1, 2), done.stderr[-2000:]
+    assert json.loads((tmp / "out" / "compare.json").read_text())["test"] is None
+    web = Web(tmp / "out", tmp / "web.log")
+    try:
+        yield web.url
+    finally:
+        web.stop()
+
+
+def _browser_page(pw: Any, size: tuple[int, int], errors: list[str]) -> Any:
+    browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+    width, height = size
+    page = browser.new_page(
+        viewport={"width": width, "height": height}, has_touch=width < 600, is_mobile=width < 600
+    )
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.set_default_timeout(30_000)
+    return page
+
+
+@browser_only
+@pytest.mark.parametrize("size", [(390, 844), (1280, 800)], ids=["phone", "desk"])
+def test_a_fixed_size_comparison_is_worded_as_one_and_charts_its_mean(
+    fixed_size: str, size: tuple[int, int]
+) -> None:
+    from playwright.sync_api import sync_playwright
+
+    errors: list[str] = []
+    with sync_playwright() as pw:
+        page = _browser_page(pw, size, errors)
+        try:
+            page.goto(f"{fixed_size}/compare")
+            page.wait_for_selector("#mean-chart .path-mean", state="attached")
+            verdict = page.inner_text("#verdict")
+            assert "bound" not in verdict and verdict.split(":")[0] in (
+                "better", "worse", "no significant difference between heuristic and "
+                '<img src=x onerror=alert(1)>"&',
+            )  # fmt: skip
+            assert "no sequential test and no bounds" in page.inner_text("#bounds")
+            # The chart: the mean after each pair, its interval as a band, the line of 0.
+            assert page.locator("#mean-chart .ci-band").count() == 1
+            assert page.locator("#mean-chart .zero").count() == 1
+            assert page.locator("#test-chart").count() == 0
+            _no_sideways_scroll(page)
+            assert axe_violations(page) == []
+            ARTIFACTS.mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=str(ARTIFACTS / f"compare-fixed-{size[0]}.png"), full_page=True)
+        finally:
+            page.context.browser.close()
+    assert errors == [], errors
+
+
+@browser_only
+def test_a_running_comparison_updates_in_place_and_says_what_it_waits_for(
+    tmp_path: Path, bots: Path
+) -> None:
+    from playwright.sync_api import sync_playwright
+
+    out = tmp_path / "out"
+    cmd = _compare_cmd(bots, out, 12, "--web-port", "0")
+    proc = subprocess.Popen(
+        cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=tmp_path
+    )
+    errors: list[str] = []
+    try:
+        assert proc.stderr is not None
+        url = ""
+        while not url:
+            line = proc.stderr.readline()
+            assert line, "the comparison ended without printing its web address"
+            if line.startswith("web on "):
+                url = line.split(" ", 2)[2].strip().rstrip("/")
+        with sync_playwright() as pw:
+            page = _browser_page(pw, (390, 844), errors)
+            loads: list[str] = []
+            page.on("load", lambda p: loads.append(p.url))
+            try:
+                page.goto(f"{url}/compare")
+
+                def pairs_on_page() -> int:
+                    return int(page.locator("#pairs tr[data-deal]").count())
+
+                wait_for(lambda: pairs_on_page() >= 1, 120, "a finished pair on the page")
+                # Before min_pairs the page says what the test waits for.
+                verdict = page.inner_text("#verdict")
+                assert re.search(r"running: \d+ of the first 12 pairs in; the test decides "
+                                 r"nothing before 12 pairs", verdict), verdict  # fmt: skip
+                assert "no decision before 12 pairs" in page.inner_text(
+                    '#bounds tr[data-row="min pairs"]'
+                )
+                assert page.locator("#test-chart .before-min").count() == 2
+                # The reader scrolls down to the pairs; new pairs come in place, and what
+                # the reader looks at stays where it is.
+                page.evaluate("document.querySelector('#pair-list h2').scrollIntoView()")
+                top = page.evaluate(
+                    "document.querySelector('#pair-list h2').getBoundingClientRect().top"
+                )
+                seen = pairs_on_page()
+                tops = []
+                for _ in range(2):
+                    wait_for(lambda n=seen: pairs_on_page() > n, 120, "another pair on the page")
+                    seen = pairs_on_page()
+                    tops.append(
+                        page.evaluate(
+                            "document.querySelector('#pair-list h2').getBoundingClientRect().top"
+                        )
+                    )
+                assert all(abs(t - top) <= 1 for t in tops), (top, tops)
+                assert len(loads) == 1, f"the page reloaded: {loads}"
+                assert page.evaluate("document.querySelectorAll('#summary').length") == 1
+                ARTIFACTS.mkdir(parents=True, exist_ok=True)
+                page.screenshot(path=str(ARTIFACTS / "compare-running-390.png"), full_page=True)
+            finally:
+                page.context.browser.close()
+        assert proc.wait(timeout=240) in (0, 1, 2)
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(timeout=30)
+    # The update stream, cut when the comparison's server stopped.
+    assert [e for e in errors if "ERR_CONNECTION_REFUSED" not in e] == [], errors

@@ -30,7 +30,16 @@ from typing import Any
 
 import pytest
 from leaguekit import REFEREE, SAMPLES, wait_for
-from webkit import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, Reply, folder_web, get_json, have_chromium
+from webkit import (
+    ARTIFACTS,
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    Reply,
+    axe_violations,
+    folder_web,
+    get_json,
+    have_chromium,
+)
 
 PY = sys.executable
 BOTS = ["heuristic", "random", "random-two", "heuristic-two", "a-bot-with-a-rather-long-name"]
@@ -342,17 +351,6 @@ def test_head_to_head_on_a_phone_is_a_list_per_bot_and_the_matrix_on_purpose(
     page.context.close()
 
 
-def _axe(page: Any) -> list[dict[str, Any]]:
-    """axe-core's violations on the page as it is (its copy in axe-playwright-python)."""
-    source = (resources.files("axe_playwright_python") / "axe.min.js").read_text()
-    page.evaluate(source)  # evaluated by the browser's debugger: the page's CSP allows it
-    result = page.evaluate("axe.run(document, {resultTypes: ['violations']})")
-    return [
-        {"id": v["id"], "impact": v["impact"], "nodes": [n["target"] for n in v["nodes"]][:5]}
-        for v in result["violations"]
-    ]
-
-
 @browser_only
 @pytest.mark.parametrize("size", SIZES)
 def test_axe_finds_nothing_on_the_lists(chromium: Browser, url: str, size: str) -> None:
@@ -364,7 +362,7 @@ def test_axe_finds_nothing_on_the_lists(chromium: Browser, url: str, size: str) 
         if size == "phone" and path == "/head-to-head":
             page.locator("#h2h-list summary").first.tap()
             page.locator("label[for=whole-matrix]").tap()  # the matrix's colours too
-        found[path] = _axe(page)
+        found[path] = axe_violations(page)
     assert all(v == [] for v in found.values()), found
     page.context.close()
 

@@ -133,3 +133,21 @@ def folder_web(out: Path) -> Iterator[str]:
         finally:
             proc.terminate()
             proc.wait(30)
+
+
+def axe_violations(page: Any) -> list[dict[str, Any]]:
+    """axe-core's findings on the page as it is now (the copy axe-playwright-python
+    ships), with the rule that a control's name holds its visible text turned on (axe
+    calls it experimental)."""
+    from importlib import resources
+
+    source = (resources.files("axe_playwright_python") / "axe.min.js").read_text()
+    page.evaluate(source)  # run by the browser's debugger: the page's CSP allows it
+    result = page.evaluate(
+        "axe.run(document, {resultTypes: ['violations'],"
+        " rules: {'label-content-name-mismatch': {enabled: true}}})"
+    )
+    return [
+        {"id": v["id"], "impact": v["impact"], "nodes": [n["target"] for n in v["nodes"]][:5]}
+        for v in result["violations"]
+    ]

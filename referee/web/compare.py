@@ -295,17 +295,29 @@ VERDICTS = {
 
 
 def verdict_text(s: dict[str, Any], running: bool) -> str:
-    """The verdict in words (plain text; the caller escapes it)."""
+    """The verdict in words (plain text; the caller escapes it): while running, what the
+    test is waiting for."""
     c, b = str(s.get("candidate", "the candidate")), str(s.get("baseline", "the baseline"))
     if not s:
         return "no pair has finished yet"
     verdict = str(s.get("verdict") or "undecided")
+    test, pairs = s.get("test"), s.get("pairs", 0)
     if running and verdict == "undecided":
-        return f"running: no bound reached yet after {s.get('pairs', 0)} pairs"
+        if not test:
+            return (
+                f"running: {pairs} of {s.get('max_pairs', '?')} pairs played; this fixed-size "
+                "comparison decides once all are in"
+            )
+        min_pairs = test.get("min_pairs") or 0
+        if pairs < min_pairs:
+            return (
+                f"running: {pairs} of the first {min_pairs} pairs in; the test decides "
+                f"nothing before {min_pairs} pairs"
+            )
+        return f"running: no bound reached yet after {pairs} pairs"
     text = VERDICTS.get(verdict, verdict).format(c=c, b=b)
-    if verdict == "undecided" and s.get("test"):
+    if verdict == "undecided" and test:
         text += f" within the cap of {s.get('max_pairs', '?')} pairs"
-    test = s.get("test")
     if test and test.get("bound_reached"):
         text += f" (the {test['bound_reached']} bound was reached after {s.get('pairs', 0)} pairs)"
     return text
@@ -326,7 +338,9 @@ def render_compare(doc: dict[str, Any], pair: int | None) -> str:
     s, pairs, running = doc.get("summary") or {}, doc.get("pairs") or [], bool(doc.get("running"))
     name = s.get("comparison") or doc.get("name", "")
     live = ' <span class="pill live" id="live-badge">running</span>' if running else ""
-    out = [f"<h1>Comparison {e(name)}{live}</h1>"]
+    # The parts a running comparison changes, each in a box of its own: the page puts the
+    # server's new ones in place (the pair being stepped through and the scroll stay).
+    out = ['<section id="summary">', f"<h1>Comparison {e(name)}{live}</h1>"]
     if s:
         opponents = ", ".join(bot_link(str(o)) for o in s.get("opponents") or [])
         out.append(
@@ -362,15 +376,29 @@ def render_compare(doc: dict[str, Any], pair: int | None) -> str:
         reached = test.get("bound_reached")
         betting = test.get("statistic") == "betting"
         w1, w0 = ("ln W₁", "ln W₀") if betting else ("ln Λ₁", "ln Λ₀")
+        counted, min_pairs = int(s.get("pairs") or 0), int(test.get("min_pairs") or 0)
+        early = counted < min_pairs
+
+        def now(value: Any, at: Any, hit: bool) -> str:
+            text = f"now {_num(value)}"
+            if hit:
+                return text + "; reached"
+            if early and value is not None and at is not None and value >= at:
+                text += f", past the line: no decision before {min_pairs} pairs"
+            return text
+
         rows = [
             ("H0", f"mean difference ≤ {signed(test['lower'], digits)}"
              + ("" if test.get("elo0") is None else f" (Elo {signed(test['elo0'])})"),
-             f"accepted when {w0} ≥ {_num(test['accept_h0_at'])}; now {_num(test.get('log_h0'))}"
-             + ("; reached" if reached == "lower" else "")),
+             f"accepted when {w0} ≥ {_num(test['accept_h0_at'])}; "
+             + now(test.get("log_h0"), test["accept_h0_at"], reached == "lower")),
             ("H1", f"mean difference ≥ {signed(test['upper'], digits)}"
              + ("" if test.get("elo1") is None else f" (Elo {signed(test['elo1'])})"),
-             f"accepted when {w1} ≥ {_num(test['accept_h1_at'])}; now {_num(test.get('log_h1'))}"
-             + ("; reached" if reached == "upper" else "")),
+             f"accepted when {w1} ≥ {_num(test['accept_h1_at'])}; "
+             + now(test.get("log_h1"), test["accept_h1_at"], reached == "upper")),
+            ("min pairs", str(min_pairs),
+             f"no decision before {min_pairs} pairs; {counted} counted"
+             + (f", {min_pairs - counted} to go" if early else "")),
             ("α", _num(test["alpha"], 3), "the chance of accepting H1 when H0 is true"),
             ("β", _num(test["beta"], 3), "the chance of accepting H0 when H1 is true"),
         ]  # fmt: skip
@@ -395,18 +423,22 @@ def render_compare(doc: dict[str, Any], pair: int | None) -> str:
         )
     else:
         out.append(
-            f'<h2>The test</h2><p id="bounds" class="muted">A fixed-size comparison of '
-            f"{e(s.get('max_pairs', '?'))} pairs: the verdict is the sign of the 95% interval.</p>"
+            f'<h2>The test</h2><p id="bounds" class="muted">A fixed-size comparison: exactly '
+            f"{e(s.get('max_pairs', '?'))} pairs ({e(s.get('pairs', 0))} played), no "
+            "sequential test and no bounds. Once all are in, the verdict is where the 95% "
+            "interval of the mean difference lies: above 0 better, below 0 worse, around 0 "
+            "no difference.</p>"
         )
-    out.append('<div id="chart" class="chart-box"></div>')
     if s:
         out.append(
             f'<p class="muted" id="counts">deals won / drawn / lost by the candidate: '
             f"{e(s.get('deals_won'))} / {e(s.get('deals_drawn'))} / {e(s.get('deals_lost'))}; "
             f"matches played {e(s.get('matches'))}, void {e(s.get('matches_void'))}</p>"
         )
+    out.append("</section>")
+    out.append('<div id="chart" class="chart-box"></div>')
     out.append('<section id="pair-view"></section>')
-    out.append("<h2>Pairs, by difference</h2>")
+    out.append('<section id="pair-list"><h2>Pairs, by difference</h2>')
     if pairs:
         ordered = sorted(pairs, key=lambda p: (p["score_diff"], p["deal"]))
         body_rows = []
@@ -421,8 +453,8 @@ def render_compare(doc: dict[str, Any], pair: int | None) -> str:
                 f'<tr data-deal="{e(p["deal"])}" data-diff="{e(p["score_diff"])}"{current}>'
                 f'<td><a class="pair-link" href="/compare?pair={e(p["deal"])}#diff">deal {e(p["deal"])}</a>{mark}</td>'
                 f"<td><b>{signed(p['score_diff'])}</b></td>"
-                f'<td class="text">{match_link(str(p["candidate_match"]))} {signed(p["candidate_total"])} ({e(p["candidate_place"])}.)</td>'
-                f'<td class="text">{match_link(str(p["baseline_match"]))} {signed(p["baseline_total"])} ({e(p["baseline_place"])}.)</td>'
+                f'<td class="text">{match_link(str(p["candidate_match"]))} <span class="result">{signed(p["candidate_total"])} ({e(p["candidate_place"])}.)</span></td>'
+                f'<td class="text">{match_link(str(p["baseline_match"]))} <span class="result">{signed(p["baseline_total"])} ({e(p["baseline_place"])}.)</span></td>'
                 f"<td>{e(p['seat'])}</td></tr>"
             )
         heads = ["Pair", "Difference", "Candidate (score, place)", "Baseline (score, place)",
@@ -430,4 +462,5 @@ def render_compare(doc: dict[str, Any], pair: int | None) -> str:
         out.append(_table("pairs", heads, body_rows, {2, 3}))
     else:
         out.append('<p class="muted" id="no-pairs">No pair has finished yet.</p>')
+    out.append("</section>")
     return "".join(out)

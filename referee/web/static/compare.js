@@ -10,63 +10,131 @@ import { Replay, suitLegend } from "/static/table.js";
 const main = document.getElementById("main");
 
 // -- the test's path ------------------------------------------------------------------------
-// The evidence for H1 (ln Λ₁, or ln W₁) rises towards the upper line; that for H0 is drawn
-// downwards towards the lower one, so that each bound is a line of its own and a crossing
-// is exactly the test's decision.
+// One panel per hypothesis over the same pairs: the evidence for H1 (ln Λ₁, or ln W₁) rises
+// towards its line in the upper one, the evidence for H0 towards its own in the lower one.
+// The two are often near mirror images (a pair that is evidence for one is evidence against
+// the other): drawn in one panel they hid each other; apart, each crossing is the test's
+// decision. The pairs before min_pairs are shaded: the test decides nothing there.
 function testChart(pairs, test, width) {
-  const left = 48, right = 16, top = 14, plotH = 210, bottom = 40;
-  const height = top + plotH + bottom, plotW = width - left - right;
+  const left = 48, right = 16, top = 8, head = 20, panelH = 110, gap = 26, bottom = 40;
+  const height = top + 2 * (head + panelH) + gap + bottom, plotW = width - left - right;
   const chart = svg("svg", { width, height, viewBox: `0 0 ${width} ${height}`, role: "img", id: "test-chart",
-    "aria-label": "the test's evidence over the pairs, with its two decision bounds" });
+    "aria-label": `the test's evidence over the pairs: for H1 above, for H0 below, each against the line that accepts it${test.min_pairs > 1 ? `; no decision before ${test.min_pairs} pairs` : ""}` });
   const pts = pairs.filter((p) => p.log_h1 !== null && p.log_h0 !== null);
-  const up = test.accept_h1_at, down = -test.accept_h0_at;
-  const ys = [up, down, 0, ...pts.map((p) => p.log_h1), ...pts.map((p) => -p.log_h0)];
-  const yt = niceTicks(Math.min(...ys), Math.max(...ys), 6);
-  const ylo = yt[0], yhi = yt[yt.length - 1];
-  const n = Math.max(pairs.length, 2);
+  // Before min_pairs the axis runs to it: how far the test still has to go is seen.
+  const n = Math.max(pairs.length, test.min_pairs || 0, 2);
   const X = (i) => left + ((i - 1) / (n - 1)) * plotW;
-  const Y = (v) => top + plotH - ((v - ylo) / (yhi - ylo)) * plotH;
+  const betting = test.statistic === "betting";
+  const panels = [
+    { cls: "h1", key: "log_h1", at: test.accept_h1_at, name: betting ? "ln W₁" : "ln Λ₁",
+      title: `for H1, better by ≥ ${fmt(test.upper, 1)}`, accept: "accept H1" },
+    { cls: "h0", key: "log_h0", at: test.accept_h0_at, name: betting ? "ln W₀" : "ln Λ₀",
+      title: `for H0, at most ${fmt(test.lower, 1)}`, accept: "accept H0" },
+  ];
+  const plotBottom = top + 2 * (head + panelH) + gap;
+  const counted = pairs.filter((p) => p.counted).length;
+  panels.forEach((panel, k) => {
+    const y0 = top + k * (head + panelH + gap) + head;
+    const ys = [0, panel.at, ...pts.map((p) => p[panel.key])];
+    const yt = niceTicks(Math.min(...ys), Math.max(...ys), 4);
+    const lo = yt[0], hi = yt[yt.length - 1];
+    const Y = (v) => y0 + panelH - ((v - lo) / (hi - lo)) * panelH;
+    const g = svg("g", { class: `panel panel-${panel.cls}` });
+    g.append(svg("text", { class: `panel-title title-${panel.cls}`, x: left, y: y0 - 6, text: `${panel.name}: ${panel.title}` }));
+    if (test.min_pairs > 1) {
+      const x2 = X(Math.min(test.min_pairs, n));
+      g.append(svg("rect", { class: "before-min", x: left, y: y0, width: Math.max(0, x2 - left), height: panelH },
+        svg("title", { text: `no decision before ${test.min_pairs} pairs` })));
+    }
+    for (const t of yt) {
+      g.append(svg("line", { class: "grid", x1: left, x2: left + plotW, y1: Y(t), y2: Y(t) }),
+        svg("text", { x: left - 6, y: Y(t) + 4, "text-anchor": "end", text: String(Math.round(t * 100) / 100) }));
+    }
+    g.append(svg("line", { class: `bound bound-${panel.cls}`, x1: left, x2: left + plotW, y1: Y(panel.at), y2: Y(panel.at) }),
+      svg("text", { class: "bound-label", x: left + plotW - 4, y: Y(panel.at) - 5, "text-anchor": "end", text: `${panel.accept} at ${fmt(panel.at, 2)}` }),
+      svg("polyline", { class: `path-${panel.cls}`, points: pts.map((p) => `${X(p.deal + 1)},${Y(p[panel.key])}`).join(" ") }));
+    if (test.min_pairs > 1 && test.min_pairs <= n) {
+      g.append(svg("line", { class: "min-pairs", x1: X(test.min_pairs), x2: X(test.min_pairs), y1: y0, y2: y0 + panelH }));
+    }
+    if (counted && counted < pairs.length) {
+      g.append(svg("line", { class: "verdict-at", x1: X(counted), x2: X(counted), y1: y0, y2: y0 + panelH },
+        svg("title", { text: `the verdict, after ${counted} pairs` })));
+    }
+    chart.append(g);
+  });
+  const xt = niceTicks(1, n, Math.max(2, Math.floor(plotW / 70))).filter((t) => Number.isInteger(t) && t >= 1 && t <= n);
+  for (const t of xt) chart.append(svg("text", { x: X(t), y: plotBottom + 15, "text-anchor": "middle", text: String(t) }));
+  chart.append(svg("line", { class: "axis", x1: left, x2: left + plotW, y1: plotBottom, y2: plotBottom }),
+    svg("text", { x: left + plotW / 2, y: height - 6, "text-anchor": "middle", text: "deal pairs, in deal order" }));
+  return chart;
+}
+
+function testLegend(test) {
+  return el("p", { class: "chart-legend" },
+    el("span", { class: "key key-h1" }), " evidence that the candidate is better (H1), ",
+    el("span", { class: "key key-h0" }), " evidence that it is not (H0): each accepts its hypothesis where it reaches its dashed line",
+    test.min_pairs > 1 ? [", ", el("span", { class: "key key-min" }), ` the first ${test.min_pairs} pairs, where the test decides nothing`] : null, ".");
+}
+
+// A fixed-size comparison has no sequential test: its chart is the mean difference after
+// each pair with its 95% interval (as compare computes it: 1.96 standard errors), against
+// 0. Once all pairs are in, where the interval lies is the verdict.
+const Z95 = 1.959963984540054;
+
+function meanChart(pairs, metric, width) {
+  const left = 56, right = 16, top = 14, plotH = 200, bottom = 40;
+  const height = top + plotH + bottom, plotW = width - left - right;
+  const key = metric === "share" ? "share_diff" : "score_diff";
+  const ordered = [...pairs].sort((a, b) => a.deal - b.deal);
+  const pts = [];
+  let sum = 0, sq = 0;
+  ordered.forEach((p, i) => {
+    const x = Number(p[key]); sum += x; sq += x * x;
+    const k = i + 1, mean = sum / k;
+    const sd = k > 1 ? Math.sqrt(Math.max(0, (sq - k * mean * mean) / (k - 1))) : null;
+    pts.push({ k, mean, ci: sd === null ? null : (Z95 * sd) / Math.sqrt(k) });
+  });
+  const ys = [0, ...pts.flatMap((p) => (p.ci === null ? [p.mean] : [p.mean - p.ci, p.mean + p.ci]))];
+  const yt = niceTicks(Math.min(...ys), Math.max(...ys), 5);
+  const lo = yt[0], hi = yt[yt.length - 1];
+  const n = Math.max(pts.length, 2);
+  const X = (i) => left + ((i - 1) / (n - 1)) * plotW;
+  const Y = (v) => top + plotH - ((v - lo) / (hi - lo)) * plotH;
+  const chart = svg("svg", { width, height, viewBox: `0 0 ${width} ${height}`, role: "img", id: "mean-chart",
+    "aria-label": "the mean difference after each pair with its 95% interval, against 0" });
   for (const t of yt) {
     chart.append(svg("line", { class: "grid", x1: left, x2: left + plotW, y1: Y(t), y2: Y(t) }),
-      svg("text", { x: left - 6, y: Y(t) + 4, "text-anchor": "end", text: String(Math.round(t * 100) / 100) }));
+      svg("text", { x: left - 6, y: Y(t) + 4, "text-anchor": "end", text: String(Math.round(t * 1000) / 1000) }));
   }
+  const band = pts.filter((p) => p.ci !== null);
+  if (band.length) {
+    const upper = band.map((p) => `${X(p.k)},${Y(p.mean + p.ci)}`), lower = band.map((p) => `${X(p.k)},${Y(p.mean - p.ci)}`).reverse();
+    chart.append(svg("polygon", { class: "ci-band", points: [...upper, ...lower].join(" ") }));
+  }
+  chart.append(svg("line", { class: "zero", x1: left, x2: left + plotW, y1: Y(0), y2: Y(0) }),
+    svg("text", { class: "bound-label", x: left + plotW - 4, y: Y(0) - 5, "text-anchor": "end", text: "no difference" }),
+    svg("polyline", { class: "path-mean", points: pts.map((p) => `${X(p.k)},${Y(p.mean)}`).join(" ") }));
   const xt = niceTicks(1, n, Math.max(2, Math.floor(plotW / 70))).filter((t) => Number.isInteger(t) && t >= 1 && t <= n);
   for (const t of xt) chart.append(svg("text", { x: X(t), y: top + plotH + 15, "text-anchor": "middle", text: String(t) }));
   chart.append(svg("line", { class: "axis", x1: left, x2: left + plotW, y1: top + plotH, y2: top + plotH }),
     svg("text", { x: left + plotW / 2, y: height - 6, "text-anchor": "middle", text: "deal pairs, in deal order" }));
-  // The two decision bounds, each labelled with what crossing it decides.
-  chart.append(svg("line", { class: "bound bound-h1", x1: left, x2: left + plotW, y1: Y(up), y2: Y(up) }),
-    svg("text", { class: "bound-label", x: left + plotW - 4, y: Y(up) - 5, "text-anchor": "end", text: `accept H1 (better by ≥ ${fmt(test.upper, 1)}) at ${fmt(up, 2)}` }),
-    svg("line", { class: "bound bound-h0", x1: left, x2: left + plotW, y1: Y(down), y2: Y(down) }),
-    svg("text", { class: "bound-label", x: left + plotW - 4, y: Y(down) - 5, "text-anchor": "end", text: `accept H0 (≤ ${fmt(test.lower, 1)}) at ${fmt(down, 2)}` }));
-  if (test.min_pairs > 1 && test.min_pairs <= n) {
-    chart.append(svg("line", { class: "min-pairs", x1: X(test.min_pairs), x2: X(test.min_pairs), y1: top, y2: top + plotH },
-      svg("title", { text: `no decision before ${test.min_pairs} pairs` })));
-  }
-  const line = (cls, f) => svg("polyline", { class: cls, points: pts.map((p) => `${X(p.deal + 1)},${Y(f(p))}`).join(" ") });
-  // The H0 evidence negated, dashed over the H1 one: the two often run close (a pair that is evidence for one
-  // is evidence against the other), and both stay visible.
-  chart.append(line("path-h1", (p) => p.log_h1), line("path-h0", (p) => -p.log_h0));
-  const counted = pairs.filter((p) => p.counted).length;
-  if (counted && counted < pairs.length) {
-    chart.append(svg("line", { class: "verdict-at", x1: X(counted), x2: X(counted), y1: top, y2: top + plotH },
-      svg("title", { text: `the verdict, after ${counted} pairs` })));
-  }
   return chart;
-}
-
-function chartLegend() {
-  return el("p", { class: "chart-legend" },
-    el("span", { class: "key key-h1" }), " evidence that the candidate is better (up)  ",
-    el("span", { class: "key key-h0" }), " evidence that it is not (down, drawn negated)");
 }
 
 function drawChart(doc) {
   const box = document.getElementById("chart");
   if (!box) return;
-  const test = doc.summary && doc.summary.test;
-  if (!test || !doc.pairs.length) { box.replaceChildren(); return; }
-  box.replaceChildren(el("h2", { text: "The test over the pairs" }), testChart(doc.pairs, test, chartWidth(box, 900)), chartLegend());
+  const summary = doc.summary || {};
+  const test = summary.test;
+  if (!doc.pairs.length || !Object.keys(summary).length) { box.replaceChildren(); return; }
+  if (test) {
+    box.replaceChildren(el("h2", { text: "The test over the pairs" }), testChart(doc.pairs, test, chartWidth(box, 900)), testLegend(test));
+  } else {
+    const unit = summary.metric === "share" ? "of the opponents beaten" : "points per match";
+    box.replaceChildren(el("h2", { text: "The mean difference over the pairs" }), meanChart(doc.pairs, summary.metric, chartWidth(box, 900)),
+      el("p", { class: "chart-legend" }, el("span", { class: "key key-mean" }), ` the mean difference (candidate − baseline, ${unit}) after each pair, `,
+        el("span", { class: "key key-band" }), ` its 95% interval; a fixed size of ${summary.max_pairs} pairs, judged once all are in.`));
+  }
 }
 
 // -- one pair, side by side ---------------------------------------------------------------------
@@ -101,7 +169,7 @@ function cardName(text) {
   return `${sym}${text.slice(1)}`;
 }
 
-function pairView(box, pair, docs, summary) {
+function pairView(box, pair, docs, summary, signal) {
   const roles = [["candidate", summary.candidate, pair.candidate_match, pair.candidate_total, pair.candidate_place],
     ["baseline", summary.baseline, pair.baseline_match, pair.baseline_total, pair.baseline_place]];
   const replays = docs.map((d) => new Replay(d));
@@ -145,7 +213,8 @@ function pairView(box, pair, docs, summary) {
       button("next", "›", "next card (→)", () => go(at + 1)),
       button("next-trick", "››", "next trick (↓)", () => jumpTrick(1)),
       button("last", "⇥", "the last card (End)", () => go(lead.last)),
-      diff ? button("diff", "≠ first difference", "the first card where they differ (D)", () => go(diffAt)) : null),
+      // Its name is its visible text (the tooltip adds the key).
+      diff ? el("button", { id: "diff", title: "the first card where they differ (D)", onclick: () => go(diffAt), text: "≠ first difference" }) : null),
     el("div", { class: "scrub" }, scrubber, label));
   const heads = roles.map(([role, bot, mid, total, place], k) => el("div", { class: `pair-head side-${role}` },
     el("h3", {}, `${role}: `, el("span", { class: "bot-name", text: bot }), " ",
@@ -195,29 +264,67 @@ function pairView(box, pair, docs, summary) {
       Home: () => go(0), End: () => go(lead.last), d: () => { if (diffAt >= 0) go(diffAt); },
     };
     if (keys[e.key]) { keys[e.key](); e.preventDefault(); }
-  });
+  }, { signal });
   const open = () => {
     const h = location.hash;
     if (h === "#diff" || !h) return diffAt >= 0 ? diffAt : 0;
     const i = lead.parse(h);
     return i >= 0 ? i : 0;
   };
-  window.addEventListener("hashchange", () => { const i = open(); if (i !== at) go(i, { keepHash: location.hash !== "#diff" }); });
+  window.addEventListener("hashchange", () => { const i = open(); if (i !== at) go(i, { keepHash: location.hash !== "#diff" }); }, { signal });
   go(open(), { keepHash: location.hash !== "#diff" && location.hash !== "" });
 }
+
+// The pair shown now: its key and hash listeners end when another is opened.
+let shown = null;
 
 async function showPair(doc, deal) {
   const box = document.getElementById("pair-view");
   if (!box) return;
+  if (shown) shown.abort();
+  shown = new AbortController();
+  const { signal } = shown;
+  for (const row of document.querySelectorAll("#pairs tr[data-deal]")) row.classList.toggle("current", Number(row.dataset.deal) === deal);
   const pair = doc.pairs.find((p) => p.deal === deal);
   if (!pair) { box.replaceChildren(el("p", { class: "error", text: `no finished pair for deal ${deal}` })); return; }
   box.replaceChildren(el("p", { class: "muted", text: `Loading deal ${deal}…` }));
   try {
     const docs = await Promise.all([pair.candidate_match, pair.baseline_match].map((m) => api(`/api/matches/${encodeURIComponent(m)}`)));
-    pairView(box, pair, docs, doc.summary);
+    if (signal.aborted) return;
+    pairView(box, pair, docs, doc.summary, signal);
   } catch (e) {
     showError(box, e);
   }
+}
+
+// The pair view in sight: its title at the top of the window.
+function toPair() {
+  const title = document.getElementById("pair-title") || document.getElementById("pair-view");
+  if (title) title.scrollIntoView({ block: "start" });
+}
+
+// The parts of the page the server writes (the verdict, the test, the pairs), put in place
+// from the page it sends now: the pair being stepped through, the chart's box and the
+// reader's scroll stay where they are.
+async function replaceParts() {
+  const url = new URL(location.href);
+  url.hash = "";
+  const response = await fetch(url, { headers: { Accept: "text/html" } });
+  if (!response.ok) return;
+  const fresh = new DOMParser().parseFromString(await response.text(), "text/html");
+  for (const id of ["summary", "pair-list"]) {
+    const now = document.getElementById(id), next = fresh.getElementById(id);
+    if (now && next) now.replaceWith(document.adoptNode(next));
+  }
+}
+
+// Make a change above the element `id` without moving it on the screen, when it is in the
+// upper half of the window or above it (the reader is looking at it or below it).
+async function keepingView(id, change) {
+  const anchor = document.getElementById(id);
+  const before = anchor ? anchor.getBoundingClientRect().top : Infinity;
+  await change();
+  if (anchor && before < window.innerHeight / 2) window.scrollBy(0, anchor.getBoundingClientRect().top - before);
 }
 
 async function start() {
@@ -231,22 +338,52 @@ async function start() {
   drawChart(doc);
   window.addEventListener("resize", () => drawChart(doc));
   const pair = query("pair");
-  if (pair !== null && /^\d+$/.test(pair)) await showPair(doc, Number(pair));
+  if (pair !== null && /^\d+$/.test(pair)) {
+    await showPair(doc, Number(pair));
+    toPair();
+  }
   main.dataset.drawn = "1";  // as fill() marks the other pages: the script has drawn it
+  // A pair's link opens it here, in place, at its first difference (the address is the
+  // pair's own, so a reload or a shared link opens the same; Back returns).
+  main.addEventListener("click", async (event) => {
+    const link = event.target instanceof Element && event.target.closest("a.pair-link");
+    if (!link || event.ctrlKey || event.metaKey || event.shiftKey || event.button !== 0) return;
+    const deal = Number(new URL(link.href).searchParams.get("pair"));
+    event.preventDefault();
+    history.pushState({ deal }, "", link.href);
+    await showPair(doc, deal);
+    toPair();
+  });
+  window.addEventListener("popstate", async () => {
+    const now = query("pair");
+    if (now !== null && /^\d+$/.test(now)) { await showPair(doc, Number(now)); toPair(); }
+    else { if (shown) shown.abort(); shown = null; document.getElementById("pair-view")?.replaceChildren(); }
+  });
   if (doc.running) {
-    // A running comparison: reload the page when a pair has finished (the server writes
-    // the verdict and the table; the pair being looked at is kept in the URL).
-    // While a pair is being stepped through, the page only says so.
-    const seen = doc.pairs.length;
+    // A running comparison: when a pair has finished, the verdict, the test, the chart and
+    // the pairs are put in place; nothing reloads, so the scroll and the pair being stepped
+    // through stay.
     const updates = new EventSource("/api/updates");
+    let busy = false;
     updates.onmessage = async () => {
+      if (busy) return;
+      busy = true;
       try {
         const now = await api("/api/compare");
-        if (now.pairs.length === seen && now.running === doc.running) return;
-        updates.close();
-        if (pair === null) location.reload();
-        else document.getElementById("verdict").append(" ", el("a", { href: location.href, id: "newer", text: `(${now.pairs.length - seen} more pairs: reload)` }));
-      } catch { /* the next update tries again */ }
+        if (now.pairs.length !== doc.pairs.length || now.running !== doc.running
+            || JSON.stringify(now.summary) !== JSON.stringify(doc.summary)) {
+          doc = now;
+          // What the reader looks at stays put: once the summary is mostly scrolled away,
+          // the part after it holds its place on the screen, and the summary's new height
+          // moves the scroll, not the view (likewise the chart's, for the pair view).
+          await keepingView("chart", replaceParts);
+          await keepingView("pair-view", async () => drawChart(doc));
+          const current = query("pair");
+          for (const row of document.querySelectorAll("#pairs tr[data-deal]")) row.classList.toggle("current", current !== null && Number(row.dataset.deal) === Number(current));
+          main.dataset.updated = String(doc.pairs.length);
+        }
+        if (!doc.running) updates.close();
+      } catch { /* the next update tries again */ } finally { busy = false; }
     };
   }
 }

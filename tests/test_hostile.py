@@ -82,6 +82,10 @@ ROUTES = {
     "i386_socketcall": "a system call through int 0x80 (the i386 socketcall: an AF_VSOCK "
     "socket, past the network namespace, where native socket() is refused)",
     "x32_call": "a system call through the x32 interface (numbers with bit 0x40000000)",
+    "sysinfo": "the whole host's thread count, load and free memory (sysinfo): a counter one "
+    "seat moves and another reads",
+    "host_counters": "the host's counters in /proc (loadavg, stat, meminfo, uptime, vmstat, "
+    "pressure, open files, ...): the same mailbox",
     "netlink_uevent": "the kernel's device events, sent to every network namespace of the "
     "host's user namespace (what happens on the host)",
     "folder_links": "links in the bot's own folder to host files (the database, a record)",
@@ -365,7 +369,7 @@ def test_without_the_sandbox_the_same_routes_are_open(world: Path, marker: str) 
     kernel = {"ptrace", "personality", "signal_others", "userfaultfd", "io_uring"}
     kernel |= {"shared_file_lock", "watch_files", "page_cache", "netlink_uevent"}
     kernel |= {"page_cache_aio", "page_cache_readahead", "page_cache_advice"}
-    kernel |= {"page_cache_mincore", "i386_socketcall", "x32_call"}
+    kernel |= {"page_cache_mincore", "i386_socketcall", "x32_call", "sysinfo", "host_counters"}
     if os.geteuid() == 0:
         kernel |= {"keyring", "new_namespace", "perf_event"}
     assert kernel <= opened, kernel - opened

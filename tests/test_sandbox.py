@@ -3,6 +3,7 @@ the refusal where no sandbox can be made; the escape hatch; no orphans after a k
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import shutil
@@ -24,8 +25,9 @@ from bots.harness import (
     run,
 )
 
+from referee import jail
 from referee.config.bots import bot_from_table
-from referee.jail.bots import BotConfigError
+from referee.jail.bots import BotConfigError, BotSpec
 from referee.jail.process import BotProcess
 from referee.jail.sandbox import (
     SOCKET_DIR,
@@ -157,7 +159,14 @@ def test_the_default_policy_binds_only_what_a_bot_needs(tmp_path: Path) -> None:
     # Users, groups and host names are the sandbox's own: root, nobody, the bot's uid.
     assert not {"passwd", "group", "hosts"} & {p.name for p in etc}
     made = dict(policy.files)
-    assert set(made) == {Path("/etc/passwd"), Path("/etc/group"), Path("/etc/hosts")}
+    assert {p for p in made if p.parts[1] == "etc"} == {
+        *(Path("/etc/passwd"), Path("/etc/group"), Path("/etc/hosts"))
+    }
+    # The host's counters are fixed figures of the sandbox's own, or masked.
+    assert {p for p in made if p.parts[1] == "proc"} == {
+        *(Path("/proc/stat"), Path("/proc/meminfo"), Path("/proc/loadavg"), Path("/proc/uptime"))
+    }
+    assert Path("/proc/sys/fs/file-nr") in policy.masked and Path("/proc/vmstat") in policy.masked
     uid = policy.run_as[0] if policy.run_as else os.getuid()
     names = [line.split(":")[0] for line in made[Path("/etc/passwd")].decode().splitlines()]
     assert names == (["root", "nobody"] if uid in (0, 65534) else ["root", "bot", "nobody"])
@@ -503,6 +512,112 @@ def test_a_league_file_chooses_the_sandbox(tmp_path: Path) -> None:
     assert league({"mode": "none"}) == "none"
     with pytest.raises(ConfigError, match=r"\[sandbox\] mode = 'off' is not allowed"):
         league({"mode": "off"})
+
+
+#: Run in the sandbox: what a runtime learns of the machine's CPUs, memory and activity.
+COUNTERS = """
+import json, os
+def text(name):
+    try:
+        with open("/proc/" + name) as f:
+            return f.read()
+    except OSError as exc:
+        return exc.strerror
+print(json.dumps({
+    "cpu_count": os.cpu_count(),
+    "nprocs": os.sysconf("SC_NPROCESSORS_ONLN"),
+    **{name: text(name) for name in ("loadavg", "uptime", "stat", "meminfo", "vmstat",
+                                     "pressure/cpu", "sys/fs/file-nr", "sys/kernel/pty/nr")},
+}))
+"""
+
+
+def test_a_sandboxed_bot_sees_fixed_counters_and_the_machines_cpus(tmp_path: Path) -> None:
+    """The host's counters (load, threads, CPU time, free memory, open files) would carry
+    messages between seats: the sandbox shows fixed figures of its own or nothing, and
+    runtimes still count the machine's CPUs (the C library reads ``/proc/stat`` where
+    ``/sys`` is missing; Node's ``os.cpus()`` too) and see the bot's memory bound."""
+    tmp_path.chmod(0o755)
+    (tmp_path / "counters.py").write_text(COUNTERS)
+    node = shutil.which("node")
+    (tmp_path / "counters.js").write_text(
+        "const os = require('os');\n"
+        "console.log(JSON.stringify({cpus: os.cpus().length, total: os.totalmem(), "
+        "free: os.freemem(), load: os.loadavg(), parallel: os.availableParallelism?.()}));\n"
+    )
+    sandbox = Sandbox()
+    user = sandbox.lease_user()
+    try:
+        policy = sandbox.policy(tmp_path, (), None, user.ids if user else None, memory_mb=512)
+        seen = []
+        for command in (
+            [sys.executable, "counters.py"],
+            *([[node, "counters.js"]] if node else []),
+        ):
+            with bwrap_descriptors(policy, command) as (argv, fds):
+                done = subprocess.run(
+                    argv, cwd=tmp_path, pass_fds=fds, capture_output=True, text=True, timeout=60
+                )
+            assert done.returncode == 0, done.stderr
+            seen.append(json.loads(done.stdout))
+    finally:
+        if user is not None:
+            user.release()
+    python = seen[0]
+    assert python["cpu_count"] == python["nprocs"] == os.cpu_count()
+    assert python["loadavg"] == "0.00 0.00 0.00 1/1 1\n" and python["uptime"] == "0.00 0.00\n"
+    stat = dict(line.split(maxsplit=1) for line in python["stat"].splitlines())
+    assert stat["ctxt"] == "0" and stat["processes"] == "0"
+    assert set(stat["cpu"].split()) == {"0"}
+    memory = {line.split(":")[0]: line.split()[1] for line in python["meminfo"].splitlines()}
+    assert memory["MemTotal"] == memory["MemFree"] == memory["MemAvailable"] == str(512 << 10)
+    for name in ("vmstat", "pressure/cpu", "sys/fs/file-nr", "sys/kernel/pty/nr"):
+        if Path("/proc", name).exists():
+            assert python[name] == "Permission denied", name
+    if node:
+        js = seen[1]
+        assert js["cpus"] == os.cpu_count() and js["load"] == [0, 0, 0]
+        assert js["total"] == js["free"] == 512 << 20
+
+
+@pytest.mark.skipif(shutil.which("java") is None, reason="no JVM installed")
+def test_a_jvm_bot_sizes_its_heap_from_its_own_memory_bound(tmp_path: Path) -> None:
+    """The sandbox refuses ``sysinfo`` (the host's counters), whence a JVM learns the
+    machine's memory: the C library then answers with what lay on its stack (a heap of
+    300 MiB to 2 GiB, start to start). The jail gives it ``-XX:MaxRAM``, the bot's bound."""
+    tmp_path.chmod(0o755)
+    java = str(Path(shutil.which("java") or "java").resolve())
+    etc = tuple(p for p in Path("/etc").glob("java-*") if p.is_dir())
+    spec = BotSpec(
+        name="jvm",
+        command=(java, "-XX:+PrintFlagsFinal", "-version"),
+        workdir=tmp_path,
+        env={"JAVA_TOOL_OPTIONS": "-Xss2m"},
+    )
+
+    async def main() -> list[str]:
+        sandbox = Sandbox()
+        heaps = []
+        for start in range(2):
+            user = sandbox.lease_user()
+            try:
+                policy = sandbox.policy(tmp_path, etc, None, user.ids if user else None)
+                log = tmp_path / f"jvm{start}.log"
+                process = await jail.start(spec, "unix:/nowhere", "t", log, policy=policy)
+                try:
+                    await asyncio.wait_for(process.proc.wait(), 60)
+                finally:
+                    await process.stop(grace=0)
+                assert process.returncode == 0, log.read_text()[-2000:]
+                flags = [x.split() for x in log.read_text().splitlines() if " = " in x]
+                heaps += [x[3] for x in flags if x[1] in ("MaxHeapSize", "ThreadStackSize")]
+            finally:
+                if user is not None:
+                    user.release()
+        return heaps
+
+    # A quarter of the default 4096 MiB bound, every start; the bot file's options kept.
+    assert run(main()) == ["1073741824", "2048"] * 2
 
 
 def test_made_files_are_bound_from_their_descriptors() -> None:

@@ -39,6 +39,8 @@ MUST_REFUSE = {
     # the host's page cache, asked or moved at will (a mailbox between seatings)
     "mincore", "readahead", "io_setup", "io_submit", "io_getevents", "io_pgetevents",
     "io_cancel", "io_destroy",
+    # the host's counters (threads, load, free memory): the same mailbox
+    "sysinfo",
 }  # fmt: skip
 
 

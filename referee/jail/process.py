@@ -98,6 +98,10 @@ class BotProcess:
             # and protobuf).
             interpreter_bin=os.path.dirname(sys.executable),
         )
+        if policy is not None:
+            env["JAVA_TOOL_OPTIONS"] = jvm_options(
+                spec.limits.memory_mb, env.get("JAVA_TOOL_OPTIONS", "")
+            )
         with contextlib.ExitStack() as held:
             command, fds = (
                 (list(spec.command), ())
@@ -200,6 +204,16 @@ class BotProcess:
             await asyncio.gather(self._after_exit, return_exceptions=True)
         _LIVE.discard(self)
         watchdog.release(self.proc.pid)
+
+
+def jvm_options(memory_mb: int, given: str = "") -> str:
+    """``JAVA_TOOL_OPTIONS`` for a sandboxed bot: a JVM sizes its heap from the machine's
+    memory, which it asks of ``sysinfo``, and the sandbox refuses that call (a counter of
+    the whole host): the C library then answers with whatever lay on its stack, and the
+    heap came out anywhere between 300 MiB and 2 GiB, start to start. ``-XX:MaxRAM`` gives
+    it the bot's own bound instead (a quarter of it by default). Options the bot file gave
+    come after, and the command line's after those, so either overrides it."""
+    return " ".join(x for x in (f"-XX:MaxRAM={memory_mb}m", given) if x)
 
 
 def _sandboxed_processes(pid: int) -> list[int]:

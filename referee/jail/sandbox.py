@@ -22,7 +22,9 @@ no flags of its own. :meth:`Sandbox.policy` builds the policy for one bot proces
   this one process; the network namespace is empty (not even loopback leads anywhere);
 - its own PID, IPC, UTS and cgroup namespaces (it sees no other process), and its own user
   namespace when the referee is not root; of /proc, the machine-wide key lists and kernel
-  internals are masked (:data:`MASKED_PROC`);
+  internals are masked (:data:`MASKED_PROC`), and so are the host's counters
+  (:data:`HOST_COUNTERS`; ``/proc/stat``, ``meminfo``, ``loadavg`` and ``uptime`` are
+  the sandbox's own, :func:`counter_files`);
 - system calls: those of :data:`referee.jail.seccomp.PROFILE` (Docker's default profile,
   stricter); any other fails with ``EPERM``. Bubblewrap installs the filter just before it
   starts the bot, from a descriptor passed to it alone (:func:`bwrap_descriptors`);
@@ -105,6 +107,17 @@ MASKED_PROC = (
     "sched_debug",
     "latency_stats",
 )
+#: Files of /proc that count what the whole host does (threads, load, memory, CPU time,
+#: interrupts, open files, pressure): one seat moves such a counter and another, in the
+#: same match or a later one, reads it, a message past every namespace. Masked as
+#: :data:`MASKED_PROC` is, but for those runtimes read (:func:`counter_files`).
+HOST_COUNTERS = (
+    "vmstat", "diskstats", "interrupts", "softirqs", "schedstat", "zoneinfo", "buddyinfo",
+    "pagetypeinfo", "slabinfo", "vmallocinfo", "swaps", "locks",
+    "pressure/cpu", "pressure/io", "pressure/memory", "pressure/irq",
+    "sys/fs/file-nr", "sys/fs/inode-nr", "sys/fs/inode-state", "sys/fs/dentry-state",
+    "sys/fs/aio-nr", "sys/kernel/pty/nr",
+)  # fmt: skip
 #: Variables a bot inherits from the referee's environment (its locale and time zone).
 PASSED_VARIABLES = ("LANG", "LANGUAGE", "TZ")
 #: The system part of a bot's ``PATH``, after its interpreter's folder.
@@ -190,6 +203,51 @@ def account_files(uid: int, gid: int, hostname: str) -> tuple[tuple[Path, bytes]
         (Path("/etc") / name, ("\n".join(lines) + "\n").encode())
         for name, lines in (("passwd", users), ("group", groups), ("hosts", hosts))
     )
+
+
+def counter_files(memory_mb: int | None = None) -> tuple[tuple[Path, bytes], ...]:
+    """The sandbox's ``/proc/stat``, ``/proc/meminfo``, ``/proc/loadavg`` and
+    ``/proc/uptime``, in place of the host's counters, which runtimes read: the machine's
+    CPUs (the C library counts them in ``/proc/stat`` where ``/sys`` is missing, Node's
+    ``os.cpus()`` lists them) with no time spent, its memory as the bot's bound
+    (``memory_mb``, at most the machine's) all free, no load, no uptime. Fixed values:
+    nothing another process does changes them."""
+    cpus = os.cpu_count() or 1
+    zeros = " ".join(["0"] * 10)
+    stat = [f"cpu  {zeros}", *(f"cpu{n} {zeros}" for n in range(cpus)), "intr 0", "ctxt 0"]
+    stat += [
+        f"btime {_host_figure('stat', 'btime ')}",
+        "processes 0",
+        "procs_running 1",
+        "procs_blocked 0",
+    ]
+    stat += ["softirq " + " ".join(["0"] * 11)]
+    total_kb = _host_figure("meminfo", "MemTotal:")
+    if memory_mb is not None:
+        total_kb = min(total_kb, memory_mb << 10) if total_kb else memory_mb << 10
+    memory = [f"{name}:{total_kb:>16} kB" for name in ("MemTotal", "MemFree", "MemAvailable")]
+    memory += [f"{name}:{0:>16} kB" for name in ("Buffers", "Cached", "SwapCached", "Active")]
+    memory += [f"{name}:{0:>16} kB" for name in ("Inactive", "SwapTotal", "SwapFree", "Shmem")]
+    texts = {
+        "stat": stat,
+        "meminfo": memory,
+        "loadavg": ["0.00 0.00 0.00 1/1 1"],
+        "uptime": ["0.00 0.00"],
+    }
+    return tuple(
+        (Path("/proc") / name, ("\n".join(lines) + "\n").encode()) for name, lines in texts.items()
+    )
+
+
+def _host_figure(name: str, key: str) -> int:
+    """A fixed figure of the host's ``/proc/NAME`` (the number after ``key``: the boot
+    time, the memory size); 0 when unknown."""
+    with (
+        contextlib.suppress(OSError, ValueError, StopIteration, IndexError),
+        open(Path("/proc") / name, encoding="ascii") as f,
+    ):
+        return next(int(line.split()[1]) for line in f if line.startswith(key))
+    return 0
 
 
 def bwrap_command(
@@ -478,7 +536,12 @@ class Sandbox:
         return found
 
     def _base_policy(
-        self, bwrap: str, workdir: Path, code: bytes, run_as: tuple[int, int] | None
+        self,
+        bwrap: str,
+        workdir: Path,
+        code: bytes,
+        run_as: tuple[int, int] | None,
+        memory_mb: int | None = None,
     ) -> SandboxPolicy:
         links: list[tuple[Path, str]] = []
         system = list(SYSTEM_DIRS)
@@ -499,8 +562,13 @@ class Sandbox:
             setpriv=shutil.which("setpriv") or "setpriv",
             user_namespace=not self.as_root,
             seccomp=code,
-            files=account_files(*(run_as or (os.getuid(), os.getgid())), HOSTNAME),
-            masked=tuple(p for p in (Path("/proc") / n for n in MASKED_PROC) if p.exists()),
+            files=(
+                *account_files(*(run_as or (os.getuid(), os.getgid())), HOSTNAME),
+                *counter_files(memory_mb),
+            ),
+            masked=tuple(
+                p for p in (Path("/proc") / n for n in (*MASKED_PROC, *HOST_COUNTERS)) if p.exists()
+            ),
         )
 
     def lease_user(self) -> botusers.Lease | None:
@@ -514,14 +582,17 @@ class Sandbox:
         read: Sequence[Path] = (),
         socket_dir: Path | None = None,
         user: tuple[int, int] | None = None,
+        memory_mb: int | None = None,
     ) -> SandboxPolicy:
         """The policy for one bot process: its folder ``workdir``, the extra read-only
-        paths its bot file declares, the folder of its socket, and the (uid, gid) it runs
-        as (:meth:`lease_user`; required when the referee runs as root)."""
+        paths its bot file declares, the folder of its socket, the (uid, gid) it runs
+        as (:meth:`lease_user`; required when the referee runs as root), and its memory
+        bound, which its ``/proc/meminfo`` shows (:func:`counter_files`)."""
         if self.as_root and user is None:
             raise ValueError("a referee running as root drops every bot to a uid of its own")
         code = seccomp.program() if self.filter_syscalls else b""
-        base = self._base_policy(self.check(), workdir, code, user if self.as_root else None)
+        run_as = user if self.as_root else None
+        base = self._base_policy(self.check(), workdir, code, run_as, memory_mb)
         read_only = [*_python_paths(), workdir, *read]
         return dataclasses.replace(
             base, read_only=tuple(read_only), held=(workdir, *read), socket_dir=socket_dir

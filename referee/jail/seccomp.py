@@ -13,7 +13,9 @@ watches (inotify, fanotify, F_NOTIFY) and the page cache, which is the host's an
 every process: no query of it (``cachestat``, ``mincore``, ``RWF_NOWAIT`` whether passed
 to ``preadv2`` or inside an asynchronous-I/O request, where a filter cannot look: the AIO
 calls are refused as a kernel without AIO refuses them), and no loading or dropping of a
-page at will (``readahead``, ``fadvise64``'s ``WILLNEED`` and ``DONTNEED``). A bot that
+page at will (``readahead``, ``fadvise64``'s ``WILLNEED`` and ``DONTNEED``); nor the
+whole host's counters (``sysinfo``: threads, load, free memory; the sandbox's ``/proc``
+shows fixed figures in their place, :func:`referee.jail.sandbox.counter_files`). A bot that
 keeps a database in its ``/tmp`` opens it without locking (SQLite: ``?nolock=1``).
 
 The profile is data (:data:`PROFILE`, a :class:`SyscallProfile`) with a test of its own;
@@ -140,7 +142,7 @@ ALLOWED = (
     "msgget", "msgrcv", "msgsnd", "semctl", "semget", "semop", "semtimedop",
     "semtimedop_time64", "shmat", "shmctl", "shmdt", "shmget",
     # the rest
-    "getrandom", "ioctl", "sysinfo", "uname",
+    "getrandom", "ioctl", "uname",
 )  # fmt: skip
 
 #: Calls refused explicitly, and why: what a hostile bot would use them for. (Everything
@@ -211,6 +213,9 @@ DENIED = {
     "inotify_rm_watch": "watch files",
     "flock": "a lock on a file two sandboxes share is a message between them",
     "cachestat": "whether another bot read a shared file (the page cache, asked directly)",
+    "sysinfo": "the whole host's process count, load and free memory: a counter one seat "
+    "moves and another reads (glibc's qsort asks it for the memory size, and sorts "
+    "whatever the answer)",
     "mincore": "whether a page of a mapped shared file is in the page cache",
     "readahead": "load a shared file's page into the page cache: a bit another bot reads",
     "io_setup": "asynchronous I/O: a read's RWF_NOWAIT travels in memory, out of the "

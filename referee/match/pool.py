@@ -116,7 +116,13 @@ async def start_bot(
     try:
         for slot in slots:
             slot.origin = socket.origin
-        policy = sandbox.policy(spec.workdir, spec.read, socket.folder, user.ids if user else None)
+        policy = sandbox.policy(
+            spec.workdir,
+            spec.read,
+            socket.folder,
+            user.ids if user else None,
+            memory_mb=spec.limits.memory_mb,
+        )
         if user is not None and (why := unreadable(policy, sandbox.uids)):
             # Said where the bot's author looks first; a bot that never reads its folder
             # (a command given with full paths) still runs.

@@ -66,6 +66,7 @@ NR = {
     "io_destroy": 207,
     "io_getevents": 208,
     "io_submit": 209,
+    "sysinfo": 99,
 }
 KEY_SPEC_USER_KEYRING = -4
 KEYCTL_READ = 11
@@ -488,6 +489,47 @@ def try_foreign_abi() -> None:
     route("x32_call", said.startswith("answered"), said)
 
 
+def _numbers(text: str) -> list[float]:
+    found = []
+    for word in text.replace("/", " ").split():
+        with contextlib.suppress(ValueError):
+            found.append(float(word))
+    return found
+
+
+def try_host_counters() -> None:
+    """Counters of the whole host: a seat that holds many threads (or files, or memory)
+    moves them, another seat reads them, bit by bit (about 29 bit/s through the thread
+    count). Open when one answers with the host's activity rather than fixed values."""
+    info = ctypes.create_string_buffer(128)  # struct sysinfo
+    done, err = syscall("sysinfo", info)
+    procs = int.from_bytes(info.raw[80:82], "little")
+    route("sysinfo", done == 0, f"procs {procs}" if done == 0 else os.strerror(err))
+    own = sum(len(os.listdir(f"/proc/{pid}/task")) for pid in os.listdir("/proc") if pid.isdigit())
+    leaks = []
+    text = (read("/proc/loadavg") or b"").decode()
+    if text and (any(_numbers(text)[:3]) or _numbers(text)[4] > own):
+        leaks.append(f"loadavg {text.strip()}")
+    for line in (read("/proc/stat") or b"").decode().splitlines():
+        if line.split()[0] in ("ctxt", "processes") and _numbers(line)[0] > 0:
+            leaks.append(f"stat {line}")
+    memory = {
+        line.split(":")[0]: line.split()[1]
+        for line in (read("/proc/meminfo") or b"").decode().splitlines()
+        if ":" in line
+    }
+    if memory and memory.get("MemFree") != memory.get("MemTotal"):
+        leaks.append(f"meminfo MemFree {memory.get('MemFree')} of {memory.get('MemTotal')}")
+    uptime = _numbers((read("/proc/uptime") or b"").decode())
+    if uptime[1:] and uptime[1] > 0:
+        leaks.append(f"uptime idle {uptime[1]}")
+    for name in ("vmstat", "pressure/cpu", "sys/fs/file-nr", "sys/fs/dentry-state",
+                 "sys/kernel/pty/nr", "interrupts", "schedstat", "diskstats"):  # fmt: skip
+        if any(_numbers((read(f"/proc/{name}") or b"").decode())):
+            leaks.append(name)
+    route("host_counters", bool(leaks), f"host counters: {leaks}")
+
+
 def try_signals() -> None:
     """Signal 0 to every process it may signal (kill -1): any other bot, the referee..."""
     try:
@@ -699,6 +741,7 @@ def main() -> None:
         attempt()
     try_page_cache()
     try_foreign_abi()
+    try_host_counters()
     try_network()
     meet_others()
     try_memory()

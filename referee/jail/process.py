@@ -73,13 +73,16 @@ class BotProcess:
         policy: SandboxPolicy | None = None,
         tls_ca: str = "",
         on_exit: Callable[[], Awaitable[None]] | None = None,
+        stdout_pipe: bool = False,
     ) -> BotProcess:
         """Start ``spec``'s command with its limits in a new process group (for one seat,
         unless ``extra_env`` sets ``STICHELN_SEATS``), confined by ``policy`` when given.
 
         The environment is an allowlist (:func:`referee.jail.sandbox.bot_environment`): the
         referee's own never passes. ``tls_ca`` is the certificate to trust on a TLS port
-        (``STICHELN_TLS_CA``). ``on_exit`` runs once the process has ended.
+        (``STICHELN_TLS_CA``). ``on_exit`` runs once the process has ended. With
+        ``stdout_pipe`` the command's stdout is a pipe the caller reads (``proc.stdout``: a
+        league's build step hands over its output so) and only its stderr goes to the log.
         """
         log_path.parent.mkdir(parents=True, exist_ok=True)
         # Where to dial, with which token and certificate, and how many streams to open
@@ -135,7 +138,7 @@ class BotProcess:
                     cwd=spec.workdir,
                     env=launch.ENVIRONMENT,
                     stdin=asyncio.subprocess.DEVNULL,
-                    stdout=bounds.log.write_end,
+                    stdout=asyncio.subprocess.PIPE if stdout_pipe else bounds.log.write_end,
                     stderr=bounds.log.write_end,
                     start_new_session=True,
                     pass_fds=(*fds, env_fd),

@@ -31,7 +31,6 @@ import io
 import os
 import shutil
 import signal
-import sys
 import tempfile
 import time
 from dataclasses import dataclass
@@ -42,10 +41,9 @@ import structlog
 
 from referee.config.bots import load_bot
 from referee.config.errors import read_toml
-from referee.jail import cgroups, launch, seccomp
+from referee.jail import start as jail_start
 from referee.jail.bots import BotConfigError, BotSpec, Limits
-from referee.jail.process import BotProcess
-from referee.jail.sandbox import Sandbox, bot_environment, bwrap_descriptors
+from referee.jail.sandbox import Sandbox
 from referee.league.archive import (
     ArchiveRefused,
     Bounds,
@@ -110,10 +108,10 @@ async def run_build(
     max_output: int,
     log_path: Path,
 ) -> BuildResult:
-    """Run ``command`` in the folder ``where`` of a copy of ``folder`` in the jail (read-only folder, a private
-    /tmp of ``max_output`` bytes, no network, ``memory_mb`` for all of it, ``timeout_s``);
-    the tar of what it leaves, or why it failed (stderr and the command's output go to
-    ``log_path``)."""
+    """Run ``command`` in the folder ``where`` of a copy of ``folder`` in the jail (the
+    folder read-only, a private /tmp of ``max_output`` bytes, no network, ``memory_mb`` for
+    all of it, ``timeout_s``): the tar of what it leaves, or why it failed (stderr and the
+    command's output go to ``log_path``)."""
     sandbox.check()
     limits = Limits(
         cpu_seconds=max(1, int(timeout_s)), memory_mb=memory_mb, processes=256, log_mb=1
@@ -122,47 +120,15 @@ async def run_build(
     user = jail.lease_user()
     try:
         policy = jail.policy(folder, (), None, user.ids if user else None)
-        argv_in = ["/bin/sh", "-c", BUILD_SCRIPT, "build", where, *command]
-        env = bot_environment(
-            {}, os.environ, home="/tmp", referee={}, interpreter_bin=os.path.dirname(sys.executable)
+        spec = BotSpec(
+            name="build",
+            command=("/bin/sh", "-c", BUILD_SCRIPT, "build", where, *command),
+            workdir=folder,
+            limits=limits,
         )
-        log_path.parent.mkdir(parents=True, exist_ok=True)
-        with (
-            bwrap_descriptors(policy, argv_in) as (argv, fds),
-            os.fdopen(seccomp.program_fd(launch.environment_bytes(env)), "rb") as env_file,
-        ):
-            bounds = cgroups.bound(limits, policy, log_path)
-            launcher = [
-                sys.executable,
-                "-I",
-                "-m",
-                "referee.jail.launch",
-                f"--cpu-seconds={limits.cpu_seconds}",
-                f"--memory-mb={limits.memory_mb}",
-                f"--referee-pid={os.getpid()}",
-                f"--env-fd={env_file.fileno()}",
-                *(f"--pass-fd={fd}" for fd in fds),
-                *bounds.launch_arguments,
-                "--",
-                *argv,
-            ]
-            try:
-                proc = await asyncio.create_subprocess_exec(
-                    *launcher,
-                    cwd=folder,
-                    env=launch.ENVIRONMENT,
-                    stdin=asyncio.subprocess.DEVNULL,
-                    stdout=asyncio.subprocess.PIPE,
-                    stderr=bounds.log.write_end,
-                    start_new_session=True,
-                    pass_fds=(*fds, env_file.fileno()),
-                )
-            except BaseException:
-                bounds.abandon()
-                raise
-        bounds.log.start()
-        process = BotProcess(BotSpec(name="build"), proc, log_path, bounds)
-        process.sandboxed = True
+        # The jail's one way in, the build's stdout (its tar) piped back here.
+        process = await jail_start(spec, "", "", log_path, policy=policy, stdout_pipe=True)
+        proc = process.proc
         out = bytearray()
         error = ""
 
@@ -176,24 +142,17 @@ async def run_build(
                 out.extend(chunk)
                 if len(out) > max_output + (1 << 20):
                     error = f"the build left more than {max_output >> 20} MiB (max_unpacked_mb)"
+                    with contextlib.suppress(ProcessLookupError, PermissionError):
+                        os.killpg(proc.pid, signal.SIGKILL)
                     return
 
         try:
             await asyncio.wait_for(asyncio.gather(read(), proc.wait()), timeout_s)
         except TimeoutError:
             error = f"the build ran past build_timeout_s = {timeout_s:g} s and was stopped"
-        if error:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(proc.pid, signal.SIGKILL)
         await process.stop(0.5)
-        ended = bounds.describe_end()
-        await bounds.close()
         if not error and proc.returncode != 0:
-            code = proc.returncode or 0
-            how = ended or (
-                f"killed by signal {code - 128}" if code > 128 else f"exited with status {code}"
-            )
-            error = f"the build failed ({how})"
+            error = f"the build failed ({process.describe_exit()})"
         return BuildResult(bytes(out), error, log_path)
     finally:
         if user is not None:

@@ -316,6 +316,14 @@ def test_the_match_list_keeps_ids_and_scores_whole_and_marks_the_winners(
         assert page.is_visible("#winner-key")
         assert sideways(page) <= 0
         shot(page, f"lists-matches-{size}-{drawn}")
+        # A bot's latest matches too.
+        page.goto(f"{url}/bot?name={BOTS[-1]}")
+        if drawn == "script":
+            until(page, "() => document.querySelector('#main[data-drawn] #recent')")
+        ids = page.eval_on_selector_all(
+            "#recent td.id a", "xs => xs.map(x => x.getClientRects().length)"
+        )
+        assert ids and set(ids) == {1}, f"{drawn}: an id wraps on the bot's page: {ids}"
         page.context.close()
 
 

@@ -64,7 +64,7 @@ async function render(name) {
     ? scrollable(el("table", { id: "recent" }, el("thead", {}, el("tr", {}, ["Match", "Seating", "Place", "Score"].map((h, i) => el("th", { class: i < 2 ? "text" : null, text: h })))),
       el("tbody", {}, doc.recent_matches.map((m) => {
         const seat = m.seating.indexOf(doc.bot);
-        return el("tr", {}, el("td", { class: "text" }, matchLink(m.match_id)),
+        return el("tr", {}, el("td", { class: "text id" }, matchLink(m.match_id)),
           el("td", { class: "text" }, m.seating.flatMap((b, i) => [i ? ", " : "", botLink(b)])),
           el("td", { text: m.places[seat] }), el("td", { text: signed(m.totals[seat]) }));
       }))))

@@ -5,6 +5,7 @@ match."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 import signal
 import sys
@@ -18,6 +19,7 @@ from bots.harness import BOTS_DIR, assert_no_processes, collect_reports, new_mar
 
 from referee.config.bots import bot_from_table
 from referee.jail.bots import BotConfigError, BotSpec
+from referee.jail.sandbox import Sandbox
 from referee.match.dealkey import DealKey
 from referee.match.pool import BotPool, StartFailed
 from referee.match.server import RefereeServer
@@ -177,6 +179,70 @@ def test_a_bot_that_never_connects_fails_every_seat_it_was_to_serve(tmp_path: Pa
         assert_no_processes(marker)
 
     run(_with_pool(tmp_path, check))
+
+
+SECOND_DIES = """\
+import os, sys
+# The second process started exits before its handshake; the others play.
+for name in ("first", "second", "later"):
+    try:
+        os.close(os.open(os.path.join(os.environ["STARTS"], name), os.O_CREAT | os.O_EXCL))
+        break
+    except FileExistsError:
+        pass
+if name == "second":
+    sys.exit(3)
+os.execv(sys.executable, [sys.executable, "lowest_bot.py", *sys.argv[1:]])
+"""
+
+
+def test_a_started_ahead_process_that_dies_is_replaced_without_a_trace(tmp_path: Path) -> None:
+    # compare's single-use pool starts a replacement whenever it lends a process. When
+    # that replacement dies before its handshake and no match has asked for it yet, its
+    # failure is the pool's to take: no "Task exception was never retrieved" on stderr.
+    marker = new_marker()
+    (tmp_path / "starts").mkdir()
+    (tmp_path / "second_dies.py").write_text(SECOND_DIES)
+    spec = BotSpec(
+        name="lowest",
+        command=(sys.executable, str(tmp_path / "second_dies.py"), f"--marker={marker}"),
+        workdir=BOTS_DIR,
+        env={"STARTS": str(tmp_path / "starts"), "MATCHES": str(tmp_path / "pool.matches")},
+    )
+    unretrieved: list[dict[str, object]] = []
+
+    async def check(pool: BotPool) -> None:
+        first = await pool.acquire(spec, "m1")
+        assert pool.started == 2  # the replacement, started ahead
+        while pool._launches:  # until its start has failed
+            await asyncio.sleep(0.02)  # polling the pool's state, not waiting out a race
+        assert (tmp_path / "starts" / "second").exists()
+        gc.collect()  # a task's unretrieved exception is reported when it is collected
+        pool.release(first)
+        # The next match gets a fresh process in the dead one's place.
+        second = await pool.acquire(spec, "m2")
+        assert second.process.returncode is None and second.process is not first.process
+        pool.release(second)
+
+    async def scenario() -> None:
+        loop = asyncio.get_running_loop()
+        before = loop.get_exception_handler()
+        loop.set_exception_handler(lambda _, context: unretrieved.append(context))
+        server = RefereeServer(sandbox=Sandbox("none"))  # the bot writes to tmp_path
+        await server.start("127.0.0.1", 0)
+        pool = BotPool(server, tmp_path / "logs", startup_s=10, single_use=True)
+        try:
+            async with asyncio.timeout(60):
+                await check(pool)
+        finally:
+            await pool.close()
+            await server.stop(0.2)
+            gc.collect()
+            loop.set_exception_handler(before)
+
+    run(scenario())
+    assert not [c for c in unretrieved if isinstance(c.get("exception"), StartFailed)], unretrieved
+    assert_no_processes(marker)
 
 
 def test_a_bot_opening_fewer_streams_than_its_seats_is_stopped_whole(tmp_path: Path) -> None:

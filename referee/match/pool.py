@@ -25,16 +25,21 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import structlog
 
 from referee import jail
 from referee.jail.bots import BotSpec, process_log_name
 from referee.jail.process import BotProcess
 from referee.jail.sandbox import SOCKET_ADDRESS, SandboxUnavailable, unreadable
 from referee.match.server import RefereeServer, SeatSlot, SeatStream
+
+log = structlog.get_logger("referee.pool")
 
 #: ``Welcome.message`` of a stream the pool keeps for several matches.
 POOLED_WELCOME = (
@@ -163,6 +168,17 @@ def moved_path(spec: BotSpec) -> str:
 
 class StartFailed(Exception):
     """A bot could not be started or did not complete its handshake; the text says why."""
+
+
+def _taken(bot: str, task: asyncio.Task[None]) -> None:
+    """A start's failure is the pool's to take: acquirers waiting on it get it raised, and
+    a process started ahead that no match asked for yet is replaced by the next acquire
+    (noted in the log, not left to asyncio's "Task exception was never retrieved")."""
+    if task.cancelled():
+        return
+    exc = task.exception()
+    if isinstance(exc, StartFailed):
+        log.info("bot_start_failed", bot=bot, why=str(exc))
 
 
 @dataclass(eq=False)
@@ -314,6 +330,7 @@ class BotPool:
         for slot in launch.slots:  # not seated yet: each MatchStart names seat and match
             slot.welcome = POOLED_WELCOME
         launch.task = asyncio.ensure_future(self._start(launch, n))
+        launch.task.add_done_callback(functools.partial(_taken, spec.name))
         self._launches.append(launch)
         return launch
 

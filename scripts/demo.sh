@@ -4,11 +4,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
 # Debian packages the demo needs at run time: bubblewrap (the sandbox every started bot
-# runs in), util-linux (setpriv: a referee run as root drops each bot to its own user)
-# and, for Debian's own Python, its venv module.
+# runs in), gVisor's runsc (the stronger tier, an application kernel per bot, where the
+# referee runs as root: docs/security.md), util-linux (setpriv: a referee run as root
+# drops each bot to its own user) and, for Debian's own Python, its venv module.
 need=()
 command -v bwrap >/dev/null || need+=(bubblewrap)
 command -v setpriv >/dev/null || need+=(util-linux)
+command -v runsc >/dev/null || need+=(runsc)
 if [ ! -x .venv/bin/python ] && ! "$PY" -c 'import ensurepip, venv' 2>/dev/null; then
   need+=(python3-venv)
 fi

@@ -18,6 +18,7 @@ from referee.config import KINDS, schema, tables
 from referee.config.bots import load_bot
 from referee.jail.bots import BotConfigError
 from referee.jail.sandbox import MODES as SANDBOX_MODES
+from referee.jail.sandbox import STRONGEST
 from referee.league.config import load_league_config
 from referee.rules import PRESETS
 from referee.tournament.config import MODES, ConfigError, load_config
@@ -108,7 +109,7 @@ def test_the_schema_refuses_what_the_loader_refuses() -> None:
 
 def test_the_models_name_the_same_values_as_the_code_they_feed() -> None:
     assert typing.get_args(tables.Preset) == tuple(PRESETS)
-    assert typing.get_args(tables.SandboxMode) == SANDBOX_MODES
+    assert typing.get_args(tables.SandboxMode) == (*SANDBOX_MODES, STRONGEST)
     tournament = schema.generate("tournament", MODELS["tournament"])["definitions"][
         "TournamentTable"
     ]
@@ -217,7 +218,7 @@ def test_a_broken_tournament_file_is_one_line(tmp_path: Path, text: str, says: s
         ),
         (
             '[sandbox]\nmode = "docker"\n',
-            ": [sandbox] mode = 'docker' is not allowed; allowed: 'bubblewrap', 'none'",
+            ": [sandbox] mode = 'docker' is not allowed; allowed: 'bubblewrap', 'gvisor', 'none', 'strongest'",
         ),
         (
             "[[bots]]\n",

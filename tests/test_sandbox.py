@@ -222,7 +222,7 @@ def test_a_missing_bwrap_is_refused_in_one_line() -> None:
 
 
 def test_an_unknown_sandbox_mode_is_refused() -> None:
-    with pytest.raises(ValueError, match="allowed: bubblewrap, none"):
+    with pytest.raises(ValueError, match="allowed: bubblewrap, gvisor, none, strongest"):
         Sandbox("docker")
 
 
@@ -242,7 +242,7 @@ def _tournament(sandbox: object) -> dict[str, object]:
     [
         (
             {"mode": "docker"},
-            "[sandbox] mode = 'docker' is not allowed; allowed: 'bubblewrap', 'none'",
+            "[sandbox] mode = 'docker' is not allowed; allowed: 'bubblewrap', 'gvisor', 'none', 'strongest'",
         ),
         ({"mode": "none", "tmp": 1}, "[sandbox] has unknown key 'tmp'; allowed: mode"),
         ("none", "[sandbox] must be a table"),

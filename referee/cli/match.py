@@ -78,6 +78,13 @@ def add_parsers(sub: Subparsers) -> None:
         help="start the bots without a sandbox, as this user and with the network (trusted "
         "bots only)",
     )
+    parser.add_argument(
+        "--sandbox",
+        choices=("bubblewrap", "gvisor", "strongest"),
+        default="bubblewrap",
+        help="the sandbox tier: bubblewrap (default), gvisor (an application kernel per "
+        "bot; runsc, a root referee) or strongest (gvisor where it runs, else bubblewrap)",
+    )
     add_bot_uids(parser)
     add_grant_flags(parser)
     add_preflight_flag(parser)
@@ -109,7 +116,7 @@ def match(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from None
     check_reads(bots, granted, Path(args.out), not args.no_sandbox)
     tls = TlsConfig(Path(args.tls_cert), Path(args.tls_key)) if args.tls_cert else None
-    sandbox = sandbox_for("none" if args.no_sandbox else "bubblewrap", bots, bot_uids=args.bot_uids)
+    sandbox = sandbox_for("none" if args.no_sandbox else args.sandbox, bots, bot_uids=args.bot_uids)
 
     async def run() -> int:
         # The start check runs on a server of its own, before the match's server answers

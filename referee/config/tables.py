@@ -83,7 +83,7 @@ Milliseconds = Annotated[int, Allowed("a whole number of milliseconds >= 1"), Fi
 #: The rules presets of docs/rules.md (:data:`referee.rules.PRESETS`).
 Preset = Literal["sticheln", "amigo", "sore-spot", "french-2-14", "stick-em-secret"]
 #: How started bots are confined (:data:`referee.jail.sandbox.MODES`).
-SandboxMode = Literal["bubblewrap", "none"]
+SandboxMode = Literal["bubblewrap", "gvisor", "none", "strongest"]
 
 
 def resolve(base: Path, value: str) -> Path:
@@ -215,7 +215,9 @@ class SandboxTable(Table):
     confined, and what the organiser grants them beyond their bot files."""
 
     mode: SandboxMode = "bubblewrap"
-    """"bubblewrap" (each bot in its own sandbox) or "none" (trusted bots only)."""
+    """"bubblewrap" (each bot in its own sandbox on the host's kernel), "gvisor" (each on an
+    application kernel of its own: runsc, a root referee), "strongest" (gvisor where it
+    runs, else bubblewrap; docs/security.md) or "none" (trusted bots only)."""
     read: ReadPaths = []
     """More read-only paths for every bot started (relative to this file); bot files may
     name paths inside them too. Never /proc, /sys, /dev, /run, the output folder or the

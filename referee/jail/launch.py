@@ -59,12 +59,24 @@ def main(argv: list[str] | None = None) -> None:
     # ... or, where none could be made, the resource limits that stand in for it.
     parser.add_argument("--nproc", type=int)
     parser.add_argument("--fsize-bytes", type=int)
+    # The gVisor tier (referee.jail.gvisor): bind each held descriptor at its place in the
+    # bundle, in a mount namespace of the launcher's own, for runsc to bind in turn ...
+    parser.add_argument("--bind-fd", action="append", default=[], metavar="FD:PLACE")
+    # ... and leave the address space and CPU time to the Sentry, which applies them to
+    # the bot (on runsc itself they would bound the application kernel, not the bot).
+    parser.add_argument("--limits-inside", action="store_true")
     parser.add_argument("command", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not command:
         parser.error("no bot command given after --")
     env = read_environment(args.env_fd)
+    if args.bind_fd:
+        try:
+            bind_held([_fd_place(x) for x in args.bind_fd])
+        except OSError as exc:
+            print(f"referee.jail.launch: cannot bind a held path: {exc}", file=sys.stderr)
+            sys.exit(125)
     close_inherited(args.pass_fd)
     # Into the bot's group before anything of the bot runs or forks.
     for folder in args.cgroup:
@@ -80,9 +92,10 @@ def main(argv: list[str] | None = None) -> None:
         resource.setrlimit(resource.RLIMIT_FSIZE, (args.fsize_bytes, args.fsize_bytes))
     for limit in ZERO_LIMITS:
         resource.setrlimit(limit, (0, 0))
-    resource.setrlimit(resource.RLIMIT_CPU, (args.cpu_seconds, args.cpu_seconds + 5))
-    memory = args.memory_mb * 1024 * 1024
-    resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+    if not args.limits_inside:
+        resource.setrlimit(resource.RLIMIT_CPU, (args.cpu_seconds, args.cpu_seconds + 5))
+        memory = args.memory_mb * 1024 * 1024
+        resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
     if sys.platform.startswith("linux"):
         try:
             libc = ctypes.CDLL(None, use_errno=True)
@@ -119,6 +132,53 @@ def read_environment(fd: int) -> dict[str, str]:
             key, _, value = item.decode("utf-8", "surrogateescape").partition("=")
             env[key] = value
     return env
+
+
+_CLONE_NEWNS = 0x20000
+_MS_RDONLY, _MS_NOSUID, _MS_NODEV = 1, 2, 4
+_MS_REMOUNT, _MS_BIND, _MS_REC, _MS_PRIVATE = 32, 4096, 16384, 1 << 18
+#: open_tree(2) and move_mount(2): the same number on every architecture (Linux 5.2).
+_OPEN_TREE, _MOVE_MOUNT = 428, 429
+_OPEN_TREE_CLONE, _AT_EMPTY_PATH, _MOVE_MOUNT_F_EMPTY_PATH = 1, 0x1000, 4
+
+
+def _fd_place(text: str) -> tuple[int, str]:
+    fd, _, place = text.partition(":")
+    return int(fd), place
+
+
+def bind_held(binds: list[tuple[int, str]]) -> None:
+    """In a mount namespace of this process's own (nothing propagates to the host's),
+    bind each descriptor read-only at its place, then close it: what runsc binds by name
+    is then what the referee checked through the descriptor (:mod:`referee.jail.held`).
+
+    Each descriptor's mount is copied (``open_tree``) while still in the host's namespace,
+    where it lives (a bind across namespaces is refused), and attached (``move_mount``)
+    once in the new one."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+
+    def call(result: int, what: str) -> int:
+        if result < 0:
+            err = ctypes.get_errno()
+            raise OSError(err, f"{what}: {os.strerror(err)}")
+        return result
+
+    flags = _OPEN_TREE_CLONE | _AT_EMPTY_PATH | os.O_CLOEXEC
+    trees = [
+        (call(libc.syscall(_OPEN_TREE, fd, b"", flags), f"copy {place}"), fd, place)
+        for fd, place in binds
+    ]
+    call(libc.unshare(_CLONE_NEWNS), "unshare")
+    call(libc.mount(None, b"/", None, _MS_REC | _MS_PRIVATE, None), "private mounts")
+    for tree, fd, place in trees:
+        target = place.encode()
+        attach = libc.syscall(_MOVE_MOUNT, tree, b"", -100, target, _MOVE_MOUNT_F_EMPTY_PATH)
+        call(attach, f"bind {place}")
+        remount = _MS_BIND | _MS_REMOUNT | _MS_RDONLY | _MS_NOSUID | _MS_NODEV
+        call(libc.mount(None, target, None, remount, None), f"read-only {place}")
+        os.close(tree)
+        os.close(fd)
 
 
 def close_inherited(keep: list[int]) -> None:

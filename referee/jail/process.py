@@ -19,7 +19,7 @@ import weakref
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-from referee.jail import cgroups, launch, seccomp, watchdog
+from referee.jail import cgroups, gvisor, launch, seccomp, watchdog
 from referee.jail.bots import REFEREE_VARIABLES, BotSpec
 from referee.jail.sandbox import SandboxPolicy, bot_environment, bwrap_descriptors
 
@@ -56,8 +56,12 @@ class BotProcess:
         self.origin = ""
         self._after_exit: asyncio.Future[None] | None = None
         self._ended_by = ""
-        #: The process is bubblewrap, with the bot inside its sandbox.
+        #: The process is bubblewrap or runsc, with the bot inside its sandbox.
         self.sandboxed = False
+        #: The gVisor tier: the bot's bundle (its ``runsc kill`` for a signal to the bot
+        #: inside, its folder removed once it has ended), else None.
+        self.bundle: gvisor.Bundle | None = None
+        self._runsc = ""
         _LIVE.add(self)
         watchdog.guard(proc.pid)
 
@@ -105,16 +109,30 @@ class BotProcess:
             env["JAVA_TOOL_OPTIONS"] = jvm_options(
                 spec.limits.memory_mb, env.get("JAVA_TOOL_OPTIONS", "")
             )
+        bundle: gvisor.Bundle | None = None
+        tier: list[str] = []
         with contextlib.ExitStack() as held:
-            command, fds = (
-                (list(spec.command), ())
-                if policy is None
-                else held.enter_context(bwrap_descriptors(policy, spec.command))
-            )
+            if policy is not None and policy.tier == "gvisor":
+                # The bot's environment goes into its bundle; runsc runs with a fixed one.
+                command, bundle = held.enter_context(
+                    gvisor.prepared(policy, spec.command, env, spec.limits)
+                )
+                env = dict(gvisor.RUNSC_ENV)
+                fds: tuple[int, ...] = tuple(fd for fd, _ in bundle.binds)
+                tier = ["--limits-inside", *(f"--bind-fd={fd}:{p}" for fd, p in bundle.binds)]
+            elif policy is not None:
+                command, fds = held.enter_context(bwrap_descriptors(policy, spec.command))
+            else:
+                command, fds = list(spec.command), ()
             # The bot's environment reaches the launcher on a descriptor, never as its own.
             env_fd = seccomp.program_fd(launch.environment_bytes(env))
             held.callback(os.close, env_fd)
-            bounds = cgroups.bound(spec.limits, policy, log_path)
+            try:
+                bounds = cgroups.bound(spec.limits, policy, log_path)
+            except BaseException:
+                if bundle is not None:
+                    gvisor.remove(bundle.folder)
+                raise
             argv = [
                 sys.executable,
                 # Isolated: the launcher runs outside the sandbox in the bot's folder with
@@ -127,7 +145,8 @@ class BotProcess:
                 f"--memory-mb={spec.limits.memory_mb}",
                 f"--referee-pid={os.getpid()}",
                 f"--env-fd={env_fd}",
-                *(f"--pass-fd={fd}" for fd in fds),
+                *(f"--pass-fd={fd}" for fd in fds if bundle is None),
+                *tier,
                 *bounds.launch_arguments,
                 "--",
                 *command,
@@ -145,10 +164,14 @@ class BotProcess:
                 )
             except BaseException:
                 bounds.abandon()
+                if bundle is not None:
+                    gvisor.remove(bundle.folder)
                 raise
         bounds.log.start()
         bot = cls(spec, proc, log_path, bounds)
         bot.sandboxed = policy is not None
+        if policy is not None and bundle is not None:
+            bot.bundle, bot._runsc = bundle, policy.runsc
         bot._after_exit = asyncio.ensure_future(bot._run_after_exit(on_exit))
         return bot
 
@@ -158,6 +181,8 @@ class BotProcess:
         if self.bounds is not None:
             self._ended_by = self.bounds.describe_end()
             await self.bounds.close()
+        if self.bundle is not None:
+            gvisor.remove(self.bundle.folder)
         if on_exit is not None:
             await on_exit()
 
@@ -191,11 +216,17 @@ class BotProcess:
         In a sandbox the SIGTERM goes to the bot's own processes: bubblewrap would end the
         sandbox at once on a SIGTERM of its own, before the bot could act on it.
         """
-        inside = _sandboxed_processes(self.proc.pid) if self.sandboxed else []
+        if self.bundle is not None and self.proc.returncode is None:
+            # runsc would end the sandbox at once on a SIGTERM of its own: the bot's init
+            # process inside gets it.
+            await self._signal_inside("TERM")
+            inside: list[int] = []
+        else:
+            inside = _sandboxed_processes(self.proc.pid) if self.sandboxed else []
         for pid in inside:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, signal.SIGTERM)
-        if not inside:
+        if not inside and self.bundle is None:
             _kill_group(self.proc.pid, signal.SIGTERM)
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self.proc.wait(), grace)
@@ -207,6 +238,24 @@ class BotProcess:
             await asyncio.gather(self._after_exit, return_exceptions=True)
         _LIVE.discard(self)
         watchdog.release(self.proc.pid)
+
+    async def _signal_inside(self, name: str) -> None:
+        """``runsc kill``: signal ``name`` to the bot's first process inside its sandbox."""
+        assert self.bundle is not None
+        argv = gvisor.signal_command(self._runsc, self.bundle, name)
+        with contextlib.suppress(OSError):
+            done = await asyncio.create_subprocess_exec(
+                *argv,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.DEVNULL,
+                stderr=asyncio.subprocess.DEVNULL,
+                env=gvisor.RUNSC_ENV,
+            )
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(done.wait(), 5)
+            if done.returncode is None:
+                done.kill()
+                await done.wait()
 
 
 def jvm_options(memory_mb: int, given: str = "") -> str:

@@ -61,9 +61,13 @@ from pathlib import Path
 from referee.jail import botusers, seccomp
 from referee.jail.held import open_held
 
-#: The sandbox modes: bubblewrap (the default) or none (trusted bots only).
-MODES = ("bubblewrap", "none")
+#: The sandbox modes: bubblewrap (the default), gvisor (an application kernel of the bot's
+#: own, :mod:`referee.jail.gvisor`) or none (trusted bots only); ``strongest`` (see
+#: :data:`STRONGEST`) is gvisor where this machine can run it and bubblewrap elsewhere.
+MODES = ("bubblewrap", "gvisor", "none")
 DEFAULT_MODE = "bubblewrap"
+#: The mode that picks the strongest tier this machine has (:func:`strongest_mode`).
+STRONGEST = "strongest"
 
 #: Where a sandboxed bot finds its socket (the folder is bound read-only; a socket in it
 #: can still be connected to).
@@ -182,6 +186,32 @@ class SandboxPolicy:
     #: Files made read-only in the sandbox from the referee's text, in place of the host's:
     #: (path, content) (:func:`account_files`).
     files: tuple[tuple[Path, bytes], ...] = ()
+    #: The tier that applies the policy: ``"bubblewrap"`` on the host's kernel (this
+    #: module), or ``"gvisor"`` on an application kernel of the bot's own
+    #: (:mod:`referee.jail.gvisor`; ``seccomp`` and ``masked`` are then runsc's own).
+    tier: str = "bubblewrap"
+    #: The ``runsc`` program (the gvisor tier).
+    runsc: str = "runsc"
+
+
+def strongest_mode() -> str:
+    """The strongest tier this machine has: ``"gvisor"`` where runsc runs here (installed,
+    a root referee), else ``"bubblewrap"``. Duplicate tournaments, comparisons and a
+    league's hosted bots run in it (docs/security.md)."""
+    from referee.jail import gvisor
+
+    return "bubblewrap" if gvisor.missing() else "gvisor"
+
+
+def resolve_mode(mode: str) -> tuple[str, str]:
+    """``mode`` as one of :data:`MODES` (``strongest`` resolved here) and, when the
+    strongest tier was asked for and is missing, why, in a few words ("" otherwise)."""
+    if mode != STRONGEST:
+        return mode, ""
+    from referee.jail import gvisor
+
+    why = gvisor.missing()
+    return ("bubblewrap", why) if why else ("gvisor", "")
 
 
 def account_files(uid: int, gid: int, hostname: str) -> tuple[tuple[Path, bytes], ...]:
@@ -281,7 +311,7 @@ def bwrap_command(
         argv += ["--ro-bind", "/dev/null", str(path)]
     argv += ["--perms", "1777", "--size", str(policy.tmp_size_bytes), "--tmpfs", "/tmp"]
     covered = [*policy.system, *(link for link, _ in policy.links)]
-    binds = _outermost(policy.read_only, covered)
+    binds = outer_binds(policy)
     mounts = [*policy.system, *binds, *([SOCKET_DIR] if policy.socket_dir else [])]
     # bwrap makes missing parents of a mount point private (0700); make them 0755 first
     # (a folder under /tmp is bound into the private /tmp).
@@ -343,8 +373,14 @@ def bwrap_descriptors(
 
 def held_binds(policy: SandboxPolicy) -> list[Path]:
     """The held paths bound on their own (not inside another bound path)."""
+    return [p for p in outer_binds(policy) if p in policy.held]
+
+
+def outer_binds(policy: SandboxPolicy) -> list[Path]:
+    """The read-only paths bound on their own: those not inside another one, a system
+    path or a link, outer first."""
     covered = [*policy.system, *(link for link, _ in policy.links)]
-    return [p for p in _outermost(policy.read_only, covered) if p in policy.held]
+    return _outermost(policy.read_only, covered)
 
 
 def _within(path: Path, roots: Sequence[Path]) -> bool:
@@ -433,7 +469,8 @@ def _python_paths() -> list[Path]:
 class Sandbox:
     """How bots the referee starts are confined: the mode, and the host facts it needs."""
 
-    #: ``"bubblewrap"`` or ``"none"`` (:data:`MODES`).
+    #: ``"bubblewrap"``, ``"gvisor"`` or ``"none"`` (:data:`MODES`); ``"strongest"``
+    #: becomes one of the first two here (:func:`resolve_mode`).
     mode: str = DEFAULT_MODE
     #: The bubblewrap program (a name found on ``PATH``, or a path).
     bwrap: str = "bwrap"
@@ -444,17 +481,25 @@ class Sandbox:
     uids: tuple[int, int] = dataclasses.field(default_factory=botusers.configured_range)
     #: Filter system calls (:mod:`referee.jail.seccomp`); off only to measure its cost.
     filter_syscalls: bool = True
+    #: The ``runsc`` program (a name found on ``PATH``, or a path), for the gvisor tier.
+    runsc: str = "runsc"
+    #: Why the strongest tier was asked for and a weaker one runs ("" otherwise).
+    weaker_because: str = dataclasses.field(default="", compare=False)
 
     def __post_init__(self) -> None:
-        if self.mode not in MODES:
+        if self.mode not in (*MODES, STRONGEST):
             raise ValueError(
-                f"sandbox mode {self.mode!r} is not allowed; allowed: {', '.join(MODES)}"
+                f"sandbox mode {self.mode!r} is not allowed; allowed: "
+                f"{', '.join((*MODES, STRONGEST))}"
             )
+        mode, why = resolve_mode(self.mode)
+        object.__setattr__(self, "mode", mode)
+        object.__setattr__(self, "weaker_because", why)
         botusers.check_range(self.uids)
 
     @property
     def enabled(self) -> bool:
-        """True when bots run in bubblewrap."""
+        """True when bots run in a sandbox (bubblewrap or gVisor)."""
         return self.mode != "none"
 
     @property
@@ -474,15 +519,33 @@ class Sandbox:
             if self.as_root
             else "the referee's uid in a user namespace"
         )
+        if self.mode == "gvisor":
+            return (
+                f"sandbox: gvisor (each bot process on an application kernel of its own: its "
+                f"folder read-only, a private {self.tmp_size_mb} MiB /tmp, no network but its "
+                f"own socket, {who})"
+            )
         calls = ", system calls filtered" if self.filter_syscalls else ""
+        weaker = f"; the strongest tier, gvisor, is not used: {self.weaker_because}"
         return (
             f"sandbox: bubblewrap (each bot process: its folder read-only, a private "
             f"{self.tmp_size_mb} MiB /tmp, no network but its own socket{calls}, {who})"
+            f"{weaker if self.weaker_because else ''}"
         )
 
     def check(self) -> str:
-        """The path of ``bwrap`` once a trial sandbox has run; raise
-        :class:`SandboxUnavailable` in one line when none can be made here."""
+        """The path of ``bwrap`` (``runsc`` in the gvisor tier) once a trial sandbox has
+        run; raise :class:`SandboxUnavailable` in one line when none can be made here."""
+        if self.mode == "gvisor":
+            from referee.jail import gvisor
+
+            absent = gvisor.missing(self.runsc)
+            if absent:
+                raise SandboxUnavailable(
+                    f"cannot sandbox bots in gVisor: {absent}; use [sandbox] mode = "
+                    '"bubblewrap" or "strongest" (gvisor where it can run, else bubblewrap)'
+                )
+            return shutil.which(self.runsc) or self.runsc
         key = (self.bwrap, self.as_root, os.environ.get("PATH", ""), self.filter_syscalls)
         if key in _CHECKED:
             return _CHECKED[key]
@@ -590,9 +653,17 @@ class Sandbox:
         bound, which its ``/proc/meminfo`` shows (:func:`counter_files`)."""
         if self.as_root and user is None:
             raise ValueError("a referee running as root drops every bot to a uid of its own")
-        code = seccomp.program() if self.filter_syscalls else b""
-        run_as = user if self.as_root else None
-        base = self._base_policy(self.check(), workdir, code, run_as, memory_mb)
+        if self.mode == "gvisor":
+            # The bot's calls never reach the host's kernel: runsc filters its Sentry, whose
+            # /proc and counters are its own (nothing to mask or make there).
+            runsc = self.check()
+            base = self._base_policy("bwrap", workdir, b"", user)
+            files = tuple(f for f in base.files if Path("/proc") not in f[0].parents)
+            base = dataclasses.replace(base, tier="gvisor", runsc=runsc, masked=(), files=files)
+        else:
+            code = seccomp.program() if self.filter_syscalls else b""
+            run_as = user if self.as_root else None
+            base = self._base_policy(self.check(), workdir, code, run_as, memory_mb)
         read_only = [*_python_paths(), workdir, *read]
         return dataclasses.replace(
             base, read_only=tuple(read_only), held=(workdir, *read), socket_dir=socket_dir

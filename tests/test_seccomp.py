@@ -359,6 +359,85 @@ def test_the_jvm_starts_and_runs_a_program_under_the_filter(world: Path) -> None
     done = _in_sandbox(world, [str(java), "-Xshare:auto", "Probe.java"], read=etc)
     assert done.returncode == 0, done.stderr
     assert "written " in done.stdout and "jvm ok" in done.stdout
+    assert f"processors {os.cpu_count()}" in done.stdout
+
+
+GO = textwrap.dedent(
+    """
+    package main
+
+    import (
+        "fmt"
+        "os"
+        "os/exec"
+        "runtime"
+        "sync"
+        "time"
+    )
+
+    func main() {
+        var wg sync.WaitGroup
+        sums := make([]int, 8)
+        for i := 0; i < 8; i++ {
+            wg.Add(1)
+            go func(n int) {
+                defer wg.Done()
+                for k := 0; k < 2000000; k++ {
+                    sums[n] += k ^ n
+                }
+            }(i)
+        }
+        wg.Wait()
+        kept := make([][]byte, 0)
+        for i := 0; i < 32; i++ {
+            kept = append(kept, make([]byte, 1<<20))
+        }
+        runtime.GC()
+        f, err := os.CreateTemp("", "probe")
+        if err != nil {
+            panic(err)
+        }
+        f.WriteString("written")
+        f.Close()
+        out, err := exec.Command("/bin/echo", "child").Output()
+        if err != nil {
+            panic(err)
+        }
+        time.Sleep(10 * time.Millisecond)
+        fmt.Printf("cpus %d kept %d %s", runtime.NumCPU(), len(kept), out)
+        fmt.Println("go ok")
+    }
+    """
+)
+
+
+@pytest.mark.skipif(shutil.which("go") is None, reason="no Go toolchain installed")
+def test_a_go_program_runs_under_the_filter(world: Path, tmp_path: Path) -> None:
+    """Go's runtime makes its own system calls (no C library): threads, its collector,
+    timers, a child process; it counts the CPUs with sched_getaffinity."""
+    (world / "main.go").write_text(GO.replace("    ", "\t"))
+    (world / "go.mod").write_text("module probe\n\ngo 1.19\n")
+    built = subprocess.run(
+        ["go", "build", "-o", str(world / "probe"), "."],
+        cwd=world,
+        env={
+            **os.environ,
+            "CGO_ENABLED": "0",
+            "GOCACHE": str(tmp_path / "cache"),
+            "HOME": str(tmp_path),
+            "GOFLAGS": "-mod=mod",
+            "GOPROXY": "off",
+        },
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert built.returncode == 0, built.stderr
+    (world / "probe").chmod(0o755)
+    done = _in_sandbox(world, ["./probe"])
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == f"cpus {os.cpu_count()} kept 32 child\ngo ok\n"
 
 
 @pytest.mark.skipif(

@@ -27,6 +27,7 @@ from referee.compare.run import (
     SeatRow,
     bot_seeds,
     exit_status,
+    fixed_size_note,
     judge,
     min_pairs_note,
     pairs_from,
@@ -85,10 +86,25 @@ def test_flags_alone_make_a_comparison_with_the_default_test(tmp_path: Path) -> 
 
 
 def test_matches_alone_is_a_fixed_size_comparison_and_with_sprt_a_cap(tmp_path: Path) -> None:
-    assert load_compare(None, flags(tmp_path, matches=40)).sprt is None
+    fixed = load_compare(None, flags(tmp_path, matches=40))
+    assert fixed.sprt is None
+    # Said in one line at the start: --matches alone turned the test off.
+    assert fixed_size_note(fixed) == (
+        "note: matches = 40 without a test (--sprt or [compare.sprt]): a fixed-size "
+        "comparison of exactly 40 matches (20 deal pairs), no sequential test and no early "
+        "stop; give --sprt to test with this cap"
+    )
     capped = load_compare(None, flags(tmp_path, matches=40, sprt=["upper=10"]))
     assert capped.sprt is not None and capped.sprt.upper == 10.0 and capped.max_pairs == 20
-    assert load_compare(None, flags(tmp_path, sprt=["off"], matches=10)).sprt is None
+    off = load_compare(None, flags(tmp_path, sprt=["off"], matches=10))
+    assert off.sprt is None
+    # Asked for in so many words, or a test kept: nothing to say.
+    assert fixed_size_note(off) is None and fixed_size_note(capped) is None
+    assert fixed_size_note(load_compare(None, flags(tmp_path))) is None
+    path = tmp_path / "c.toml"
+    path.write_text("[compare]\nmatches = 8\n")
+    from_file = load_compare(path, flags(tmp_path, matches=None))
+    assert from_file.sprt is None and fixed_size_note(from_file) is not None
 
 
 def test_file_settings_and_flags_over_them(tmp_path: Path) -> None:
@@ -269,6 +285,8 @@ def test_a_fixed_size_comparison_plays_exactly_its_matches_and_streams_json_line
     assert [x["pairs"] for x in lines] == [1, 2, 3]
     assert lines[-1]["verdict"] in ("better", "worse", "no difference")
     assert "llr" not in lines[-1]
+    # The first line on stderr says that --matches alone made it a fixed-size comparison.
+    assert proc.stderr.splitlines()[0].startswith("note: matches = 6 without a test")
     summary = json.loads((out / "compare.json").read_text())
     assert summary["pairs"] == 3 and summary["matches"] == 6 and summary["test"] is None
     expected = {"better": 0, "worse": 1, "no difference": 2}[summary["verdict"]]

@@ -111,6 +111,9 @@ class CompareConfig:
     #: Both matches of a deal pair hand each seat the same bot seed (common random
     #: numbers); off, the baseline's match gets seeds of its own.
     common_seeds: bool = True
+    #: The comparison is of a fixed size because ``matches`` was given without a test
+    #: (not because the test was turned off): said at the start of a run.
+    fixed_by_matches: bool = False
 
     @property
     def max_pairs(self) -> int:
@@ -457,6 +460,7 @@ def _build(
         database=out / "compare.db",
         metric=metric,
         elo=elo,
+        fixed_by_matches=fixed and c.sprt is None,
     )
 
 

@@ -574,9 +574,9 @@ async def run_compare(
         )
         played = 0
         if not verdict.finished:
-            note = min_pairs_note(config)
-            if note is not None and on_notice is not None:
-                on_notice(note)
+            for note in (fixed_size_note(config), min_pairs_note(config)):
+                if note is not None and on_notice is not None:
+                    on_notice(note)
             played = await _play(
                 config,
                 key,
@@ -843,6 +843,18 @@ def pilot_text(config: CompareConfig, p: dict[str, Any]) -> str:
             "such shapes (--sprt method=betting holds for every shape)"
         )
     return text
+
+
+def fixed_size_note(config: CompareConfig) -> str | None:
+    """A note for the start of a run that ``matches`` without a test made a fixed-size
+    comparison, or None."""
+    if not config.fixed_by_matches:
+        return None
+    return (
+        f"note: matches = {config.matches} without a test (--sprt or [compare.sprt]): a "
+        f"fixed-size comparison of exactly {config.matches} matches ({config.max_pairs} deal "
+        "pairs), no sequential test and no early stop; give --sprt to test with this cap"
+    )
 
 
 def min_pairs_note(config: CompareConfig) -> str | None:

@@ -28,7 +28,7 @@ from referee.cli import (
     web,
 )
 from referee.cli.common import UsageError, take_deal_key_from_environment
-from referee.runtime import logs
+from referee.runtime import descriptors, logs
 
 #: The command modules, in the order ``referee --help`` lists their commands.
 COMMANDS = (demo, match, tournament, deals, compare, league, check_bot, web, replay, schema)
@@ -89,6 +89,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     # whoever creates them; and the deal key never reaches a child process.
     os.umask(0o077)
     take_deal_key_from_environment()
+    # Viewers and bots both cost descriptors: the most the host allows (the soft limit is
+    # often 1024 under a far higher hard one).
+    descriptors.raise_limit()
     parser = build_parser()
     args, extras = parser.parse_known_args(argv)
     if extras:

@@ -36,7 +36,7 @@ from referee.jail.bots import BotSpec, log_name
 from referee.jail.process import BotProcess
 from referee.jail.sandbox import Sandbox, SandboxUnavailable
 from referee.match.faults import Fault, FaultReason
-from referee.match.pool import await_handshake, start_bot
+from referee.match.pool import RefereeFault, await_handshake, start_bot
 from referee.match.runner import Clock, MatchResult, MatchRunner
 from referee.match.server import Malformed, RefereeServer, SeatRegistry, SeatSlot, SeatStream
 from referee.rules import PRESETS, RuleSet, card_str, cards_str, preset
@@ -551,7 +551,7 @@ async def run_seats_scenario(
             process = await start_bot(
                 server, bot, slots, log_path, {"STICHELN_SEATS": str(bot.seats)}
             )
-        except (OSError, SandboxUnavailable) as exc:
+        except (OSError, SandboxUnavailable, RefereeFault) as exc:
             return Outcome(scenario, [], error=f"cannot start the bot: {exc}")
         whys = await asyncio.gather(
             *(await_handshake(slot, process, clock.startup_ms / 1000) for slot in slots)

@@ -38,6 +38,7 @@ from referee.jail.bots import BotSpec, process_log_name
 from referee.jail.process import BotProcess
 from referee.jail.sandbox import SOCKET_ADDRESS, SandboxUnavailable, unreadable
 from referee.match.server import RefereeServer, SeatSlot, SeatStream
+from referee.runtime import descriptors
 
 log = structlog.get_logger("referee.pool")
 
@@ -72,6 +73,27 @@ async def await_handshake(slot: SeatSlot, process: BotProcess | None, timeout_s:
     return why
 
 
+class RefereeFault(Exception):
+    """A bot could not be started, or could not reach its seat, for the referee's own want
+    (of file descriptors): not the bot's fault. Its match is void and played again."""
+
+
+#: Fewer free descriptors than this when a start or a handshake fails: the referee's want.
+SHORT_OF_DESCRIPTORS = 16
+
+
+def referee_short(why: object) -> RefereeFault | None:
+    """A :class:`RefereeFault` when ``why`` (an error, or a failed handshake's words) came
+    with the referee short of descriptors, else None."""
+    short = isinstance(why, BaseException) and descriptors.is_shortage(why)
+    if short or descriptors.free() < SHORT_OF_DESCRIPTORS:
+        return RefereeFault(
+            f"the referee ran out of file descriptors ({descriptors.open_count()} open of "
+            f"{descriptors.limit()}): {why}"
+        )
+    return None
+
+
 async def start_bot(
     server: RefereeServer,
     spec: BotSpec,
@@ -85,9 +107,26 @@ async def start_bot(
     A sandboxed process dials a Unix socket made for it alone (bound into its sandbox);
     its seats open only there, and the socket closes when the process ends. Without a
     sandbox it dials the server's TCP port (and trusts the port's certificate, if any).
-    Raises :class:`OSError` when it cannot be started and
-    :class:`~referee.jail.sandbox.SandboxUnavailable` when no sandbox can be made here.
+    Raises :class:`OSError` when it cannot be started,
+    :class:`~referee.jail.sandbox.SandboxUnavailable` when no sandbox can be made here,
+    and :class:`RefereeFault` when the referee is short of descriptors.
     """
+    try:
+        return await _start_bot(server, spec, slots, log_path, extra_env)
+    except (OSError, RuntimeError) as exc:  # gRPC's "Failed to bind" is a RuntimeError
+        fault = referee_short(exc)
+        if fault is not None:
+            raise fault from None
+        raise
+
+
+async def _start_bot(
+    server: RefereeServer,
+    spec: BotSpec,
+    slots: Sequence[SeatSlot],
+    log_path: Path,
+    extra_env: dict[str, str] | None,
+) -> BotProcess:
     token = slots[0].token
     sandbox = server.sandbox
     if not sandbox.enabled:
@@ -350,6 +389,8 @@ class BotPool:
                 *(await_handshake(slot, process, self.startup_s) for slot in launch.slots)
             )
             why = next((w for w in whys if w), "")
+            if why and (fault := referee_short(why)) is not None:
+                raise fault
             if why:
                 if len(launch.slots) > 1:
                     attached = sum(s.stream is not None for s in launch.slots)

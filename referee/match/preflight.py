@@ -26,7 +26,7 @@ from pathlib import Path
 from referee.jail.bots import BotSpec, log_name
 from referee.jail.process import BotProcess
 from referee.jail.sandbox import Sandbox, SandboxUnavailable
-from referee.match.pool import EXIT_GRACE_S, await_handshake, start_bot
+from referee.match.pool import EXIT_GRACE_S, RefereeFault, await_handshake, start_bot
 from referee.match.server import RefereeServer, SeatSlot, TlsConfig
 from referee.runtime.private import private_dir
 
@@ -120,7 +120,7 @@ async def _check_one(
     try:
         try:
             process = await start_bot(server, bot, [slot], log_path)
-        except (OSError, SandboxUnavailable) as exc:
+        except (OSError, SandboxUnavailable, RefereeFault) as exc:
             what = f"cannot start it: {exc}"
         else:
             why = await await_handshake(slot, process, startup_s)

@@ -38,7 +38,14 @@ from referee.match.faults import (
     check_decision,
     fallback_action,
 )
-from referee.match.pool import EXIT_GRACE_S, StartFailed, await_handshake, start_bot
+from referee.match.pool import (
+    EXIT_GRACE_S,
+    RefereeFault,
+    StartFailed,
+    await_handshake,
+    referee_short,
+    start_bot,
+)
 from referee.match.record import RECORD_VERSION, SEED_DOMAIN, RecordWriter, cards_text
 from referee.match.server import Malformed, RefereeServer, SeatSlot, SeatStream
 from referee.rules import Action, Match, Phase, Round, RuleSet, Trick, card_str, view
@@ -162,6 +169,9 @@ class MatchResult:
     #: "completed", or "aborted: " and the cause (a match with fewer than two seats
     #: connected is not played: no places, not to be rated or counted).
     reason: str = "completed"
+    #: Why the match is void for the referee's own fault (a bot it could not start for
+    #: want of descriptors): aborted, charged to no bot, to be played again; "" otherwise.
+    void: str = ""
 
     @property
     def aborted(self) -> bool:
@@ -270,6 +280,8 @@ class MatchRunner:
         #: takes (``check-bot``'s own house seats, which judge only the bot under test).
         self.untimed = frozenset(untimed)
         self._lent: dict[int, LentSeat] = {}
+        #: Why the match is void for the referee's fault ("" while it is not).
+        self._void = ""
         #: Some seat was granted the "events" capability.
         self._live = False
         self._decisions = 0
@@ -291,6 +303,13 @@ class MatchRunner:
             # The header first: a handshake that fails while seating is already a fault line.
             self._write_header()
             await self._seat_bots()
+            if self._void:
+                # A seat the referee failed is no one's fault: nothing is dealt or charged.
+                result = self._abort(
+                    f"void, the referee's fault: {self._void}", time.perf_counter() - started
+                )
+                result.void = self._void
+                return result
             connected = sum(s.stream is not None for s in self.seats)
             if connected < 2:
                 # No match to speak of: nothing is dealt, sent, rated or ranked.
@@ -315,6 +334,12 @@ class MatchRunner:
         logs = self.out_dir / "logs"
 
         async def start(seat: _Seat) -> None:
+            try:
+                await seat_one(seat)
+            except RefereeFault as exc:
+                self._void = self._void or f"seat {seat.index} ({seat.spec.name}): {exc}"
+
+        async def seat_one(seat: _Seat) -> None:
             if self.pool is not None and self.pool.serves(seat.spec):
                 try:
                     bot = await self.pool.acquire(seat.spec, self.match_id)
@@ -344,6 +369,8 @@ class MatchRunner:
 
     async def _await_handshake(self, seat: _Seat) -> None:
         why = await await_handshake(seat.slot, seat.process, self.clock.startup_ms / 1000)
+        if why and (fault := referee_short(why)) is not None:
+            raise fault
         if not why and seat.slot.stream is not None:
             seat.stream = seat.slot.stream
             seat.stream.on_fault = lambda reason, detail, rid, seat=seat: self._fault(

@@ -425,22 +425,29 @@ class _TournamentRun:
             bot_seeds=self.key.bot_seeds(m.deal, len(m.seating)),
             live=self.live_records,
         )
-        aborts = 0
-        for attempt in range(1, WORKER_RETRIES + 2):
+        aborts = deaths = voids = 0
+        while True:
             try:
                 result = await self.player.play(
                     job, lambda path: self.store.mark_running(config.name, m.index, path)
                 )
             except WorkerDied as exc:
-                if attempt > WORKER_RETRIES:
+                deaths += 1
+                if deaths > WORKER_RETRIES:
                     raise
                 log.warning("match_replayed", match_index=m.index, why=str(exc))
+                continue
+            if result.void and voids < VOID_RETRIES:
+                # The referee's fault (it was short of descriptors): no bot is charged; the
+                # match is played again once the referee has had a moment to recover.
+                voids += 1
+                log.warning("match_void", match_index=m.index, attempt=voids, why=result.void)
+                await asyncio.sleep(VOID_PAUSE_S * voids)
                 continue
             if not result.aborted or aborts == ABORT_RETRIES:
                 return result
             aborts += 1
             log.warning("match_replayed", match_index=m.index, why=result.reason)
-        return result
 
     def _withheld(self, m: ScheduledMatch) -> str:
         """Why ``m``'s ``MatchEnd`` may not reveal its seed yet, or "" when it may."""
@@ -562,6 +569,10 @@ WORKER_RETRIES = 2
 #: How often a match that was aborted (fewer than two seats connected) is played again
 #: at once, with the same deal; then it stays aborted until the tournament runs again.
 ABORT_RETRIES = 1
+#: How often a match void for the referee's own fault is played again, waiting
+#: VOID_PAUSE_S seconds more each time, before it counts as aborted.
+VOID_RETRIES = 8
+VOID_PAUSE_S = 0.5
 
 
 class DealQueue:

@@ -25,7 +25,7 @@ import re
 import time
 import zlib
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -37,6 +37,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge
 from referee.league.feed import MatchFeed, Spectator
 from referee.results import documents as data
 from referee.web import render
+from referee.web.doors import DoorLimits, Doorman
 from referee.web.live import RunningScores, event_json, event_text
 from referee.web.pace import Pacer
 from referee.web.sources import Embargoed, NotFound, Source, StillRunning
@@ -110,11 +111,17 @@ class WebMetrics:
 
 @dataclass(frozen=True)
 class WebOptions:
-    """Where to serve, and how far behind a running match's spectators stay."""
+    """Where to serve, how far behind a running match's spectators stay, and how many
+    connections the server takes (:mod:`referee.web.doors`) and for how long a live
+    stream."""
 
     host: str = "127.0.0.1"
     port: int = 0
     delay_rounds: int = 0
+    doors: DoorLimits = field(default_factory=DoorLimits)
+    #: A live stream ends after this many seconds; the browser reconnects by itself (a
+    #: match's stream goes on from the last event it had, ``Last-Event-ID``).
+    stream_s: float = 600.0
 
 
 class BadRequest(ValueError):
@@ -220,6 +227,9 @@ class WebServer:
         )
         self.app = web.Application(middlewares=[self._middleware])
         self._runner: web.AppRunner | None = None
+        self._listener: asyncio.Server | None = None
+        #: The connections taken and refused (:mod:`referee.web.doors`), once listening.
+        self.doorman: Doorman | None = None
         self._closing = asyncio.Event()
         #: The latest viewer documents asked for (a finished match's record does not change).
         self._documents: dict[str, tuple[Path, bytes]] = {}
@@ -266,12 +276,22 @@ class WebServer:
             access_log=None,
             shutdown_timeout=2.0,
             handler_cancellation=True,
+            # A connection that sends no request holds a descriptor: not for long.
+            keepalive_timeout=15.0,
         )
         await self._runner.setup()
-        site = web.TCPSite(self._runner, self.options.host, self.options.port)
-        await site.start()
-        sockets = self._runner.addresses
-        self.port = int(sockets[0][1]) if sockets else self.options.port
+        # Every connection passes the doorman before aiohttp reads a byte of it.
+        self.doorman = Doorman(self.options.doors)
+        handlers = self._runner.server
+        assert handlers is not None  # made by setup()
+        self._listener = await asyncio.get_running_loop().create_server(
+            self.doorman.protocol(handlers),
+            self.options.host,
+            self.options.port,
+            backlog=512,
+        )
+        sockets = self._listener.sockets
+        self.port = int(sockets[0].getsockname()[1]) if sockets else self.options.port
         host = self.options.host
         shown = f"[{host}]" if ":" in host else host
         self.address = f"http://{shown}:{self.port}/"
@@ -291,6 +311,8 @@ class WebServer:
             self._watcher.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._watcher
+        if self._listener is not None:
+            self._listener.close()
         if self._runner is not None:
             await self._runner.cleanup()
 
@@ -705,8 +727,10 @@ class WebServer:
         self._streams.add(task)
         try:
             await response.write(b"retry: 2000\n\n")
-            sent = 0
+            # A browser reconnecting after the stream's time was up says what it has.
+            sent = _last_event_id(request)
             quiet_since = time.monotonic()
+            ends = quiet_since + self.options.stream_s
             while True:
                 b.pump()
                 if sent < len(b.chunks):
@@ -721,6 +745,8 @@ class WebServer:
                     quiet_since = time.monotonic()
                 if b.done and sent >= len(b.chunks):
                     break
+                if time.monotonic() >= ends:
+                    return response  # no close event: the browser reconnects
                 await self._clock.tick()
             await response.write(b"event: close\ndata: {}\n\n")
         except ConnectionResetError:
@@ -738,7 +764,8 @@ class WebServer:
         try:
             await response.write(b"retry: 2000\n\n")
             last = None
-            while not self._closing.is_set():
+            ends = time.monotonic() + self.options.stream_s
+            while not self._closing.is_set() and time.monotonic() < ends:
                 version = self._version()
                 if version != last:
                     last = version
@@ -746,7 +773,8 @@ class WebServer:
                     await response.write(f"data: {json.dumps(data.finite(progress))}\n\n".encode())
                 async with self._changed:
                     with contextlib.suppress(TimeoutError):
-                        await asyncio.wait_for(self._changed.wait(), HEARTBEAT_S)
+                        wait = min(HEARTBEAT_S, ends - time.monotonic())
+                        await asyncio.wait_for(self._changed.wait(), max(0.0, wait))
                 if self._version() == last and not self._closing.is_set():
                     await response.write(b": still here\n\n")
         except ConnectionResetError:
@@ -831,4 +859,11 @@ class Broadcast:
             text = event_text(msg)  # most events: written directly
         else:
             text = json.dumps(self.running.add(event_json(msg)), separators=(",", ":"))
-        self.chunks.append(f"data: {text}\n\n".encode())
+        # The event's number: a reconnecting browser sends the last it had.
+        self.chunks.append(f"id: {len(self.chunks) + 1}\ndata: {text}\n\n".encode())
+
+
+def _last_event_id(request: web.Request) -> int:
+    """The number of the last event a reconnecting browser had (0: none)."""
+    text = request.headers.get("Last-Event-ID", "")
+    return int(text) if text.isdigit() and len(text) < 10 else 0

@@ -187,3 +187,28 @@ def test_provisional_bots_are_listed_after_the_ranked_ones_without_a_rank() -> N
     assert html.count("provisional</span>") == 1
     # A bot without a rated match is reachable from the standings.
     assert 'id="unrated"' in html and 'href="/bot?name=e"' in html
+
+
+def test_the_standings_say_what_a_missing_interval_means() -> None:
+    row = {
+        "bot": "a",
+        "rank": 1,
+        "rating": 1500.0,
+        "ci_low": 1500.0,
+        "ci_high": 1500.2,
+        "live_elo": 1500.0,
+        "matches": 3,
+        "mean_score": 0.0,
+        "mean_place": 1.5,
+        "faults": 0,
+    }
+    doc = {"matches": 3, "standings": [{**row, "unidentified": True}]}
+    progress = {"finished": 3, "planned": 3, "running": 0}
+    html = render.standings(doc, progress, ["a"])
+    assert "unidentified" not in html and ">not measurable<" in html
+    assert "cannot measure this rating" in html and "anchor" not in html
+    html = render.standings({"matches": 3, "standings": [{**row, "anchor": True}]}, progress, [])
+    assert ">none: the anchor<" in html and "fixed point (1500)" in html
+    assert "cannot measure" not in html
+    # Rating and Live Elo are said apart where they stand.
+    assert '<dl class="terms" id="terms"><dt>Rating</dt>' in html and "<dt>Live Elo</dt>" in html

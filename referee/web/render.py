@@ -57,9 +57,9 @@ TERMS = (
 UNMEASURED_NOTE = (
     f"“{UNMEASURED}”: the bootstrap cannot measure this rating's spread (every resample "
     "gave the same order, or a match or two are all that link the bot to the others), so "
-    "no interval is claimed. The anchor's rating is the scale's fixed point (1500), not "
-    "an estimate."
+    "no interval is claimed."
 )
+ANCHOR_NOTE = "The anchor's rating is the scale's fixed point (1500), not an estimate."
 
 
 def interval(r: Mapping[str, Any]) -> str:
@@ -209,8 +209,13 @@ def standings(doc: Mapping[str, Any], info_progress: Mapping[str, Any], bots: Se
         more = frozenset({3, 5, 6, 7, 8})
         out.append(more_toggle("all-columns", len(more)))
         out.append(_table("standings", heads, body, {1}, more))
-        if any(r.get("unidentified") or r.get("anchor") for r in rows):
-            out.append(f'<p class="muted" id="interval-note">{e(UNMEASURED_NOTE)}</p>')
+        notes = [
+            note
+            for note, flag in ((UNMEASURED_NOTE, "unidentified"), (ANCHOR_NOTE, "anchor"))
+            if any(r.get(flag) for r in rows)
+        ]
+        if notes:
+            out.append(f'<p class="muted" id="interval-note">{e(" ".join(notes))}</p>')
     else:
         out.append('<p class="muted" id="no-standings">No finished match yet.</p>')
     unrated = sorted(set(bots) - {str(r.get("bot")) for r in rows})

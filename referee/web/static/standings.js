@@ -35,7 +35,11 @@ async function render() {
   const published = standings.published_at ? new Date(standings.published_at * 1000).toLocaleTimeString() : "not yet";
   const rated = new Set(rows.map((r) => r.bot));
   const unrated = bots.bots.map((b) => b.name).filter((b) => !rated.has(b)).sort();
-  const unmeasured = rows.some((r) => r.unidentified || r.anchor);
+  // What "not measurable" and the anchor's interval mean, where they appear.
+  const notes = [
+    rows.some((r) => r.unidentified) ? `“${UNMEASURED}”: the bootstrap cannot measure this rating's spread (every resample gave the same order, or a match or two are all that link the bot to the others), so no interval is claimed.` : null,
+    rows.some((r) => r.anchor) ? "The anchor's rating is the scale's fixed point (1500), not an estimate." : null,
+  ].filter(Boolean);
   fill(main,
     el("h1", { text: "Standings" }),
     progressLine(progress),
@@ -43,7 +47,7 @@ async function render() {
       text: `From ${standings.matches} finished matches (published ${published}). Provisional bots (too few matches) are listed after the others, unranked.` }),
     terms,
     rows.length ? [toggle, scrollable(table)] : el("p", { class: "muted", id: "no-standings", text: "No finished match yet." }),
-    unmeasured ? el("p", { class: "muted", id: "interval-note", text: `“${UNMEASURED}”: the bootstrap cannot measure this rating's spread (every resample gave the same order, or a match or two are all that link the bot to the others), so no interval is claimed. The anchor's rating is the scale's fixed point (1500), not an estimate.` }) : null,
+    notes.length ? el("p", { class: "muted", id: "interval-note", text: notes.join(" ") }) : null,
     unrated.length ? [el("h2", { text: "No rated match yet" }), el("p", { id: "unrated" }, unrated.flatMap((b, i) => [i ? ", " : "", botLink(b)]))] : null,
     rows.length ? el("h2", { text: "Ratings with their 95% intervals" }) : null,
     rows.length ? errorBarChart(rows, chartWidth(main, 770)) : null);

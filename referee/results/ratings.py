@@ -10,7 +10,8 @@ place is half a win each (forfeited seats already rank last in the places).
   order of the matches and is shown for watching a tournament as it runs.
 * :func:`fit_standings` is the published table: the maximum a-posteriori Bradley–Terry
   fit over all pairwise games, P(i beats j) = 1/(1+exp(θj−θi)), independent of the order
-  of the matches, with 95% intervals from a bootstrap over whole matches.
+  of the matches, with 95% intervals from a bootstrap over whole matches, or, at a
+  platform's scale, from the fit's information (see :func:`fit`'s ``intervals``).
 
 The prior. Each θ has an independent Gaussian prior N(0, σ²) with σ = 1000 Elo
 (≈ 5.76 in θ units). It makes the log-posterior strictly concave, so the fit has one finite
@@ -35,6 +36,8 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from statistics import NormalDist
+from typing import Literal
 
 import numpy as np
 from numpy.typing import NDArray
@@ -53,6 +56,16 @@ BRIDGE_SHARE = 0.05
 #: An interval narrower than this (Elo) comes from resamples that never differ (every game
 #: a tie, say): the bootstrap cannot measure the spread, so it is unidentified.
 DEGENERATE_WIDTH = 0.5
+
+#: How :func:`fit` measures its intervals: refits of resampled matches, or the fit's
+#: information (a sandwich), with resampling kept for the bots it cannot serve.
+IntervalMethod = Literal["bootstrap", "information"]
+#: Under ``intervals="information"``, bots with fewer matches than this (and bots with an
+#: open interval end) keep intervals from resampling: their own matches are too few for
+#: a variance read from them.
+FEW_MATCHES = 10
+#: The normal quantile of a two-sided 95% interval.
+Z95 = NormalDist().inv_cdf(0.975)
 
 FloatArray = NDArray[np.float64]
 
@@ -290,13 +303,13 @@ def _groups(games: FloatArray) -> NDArray[np.intp]:
     for first in range(n):
         if label[first] >= 0:
             continue
+        # Breadth first, a whole level at a time: a league's bots are a few levels apart.
         label[first] = count
-        todo = [first]
-        while todo:
-            a = todo.pop()
-            for b in np.flatnonzero(linked[a] & (label < 0)):
-                label[b] = count
-                todo.append(int(b))
+        level = np.zeros(n, dtype=bool)
+        level[first] = True
+        while level.any():
+            level = linked[level].any(axis=0) & (label < 0)
+            label[level] = count
         count += 1
     sizes = np.bincount(label, minlength=count)
     order = sorted(range(count), key=lambda g: (-sizes[g], int(np.flatnonzero(label == g)[0])))
@@ -394,6 +407,7 @@ def fit(
     seed: int = 0,
     prior_sigma_elo: float = PRIOR_SIGMA_ELO,
     min_matches: int = 0,
+    intervals: IntervalMethod = "bootstrap",
 ) -> Fit:
     """Bradley–Terry standings on the Elo scale with 95% bootstrap intervals.
 
@@ -407,7 +421,19 @@ def fit(
     (or the anchor bot) played no game says nothing about it and is left out of that bot's
     (or its group's) percentiles. An interval end the data cannot bound is open
     (:func:`_open_ends`). The result does not depend on the order of ``outcomes``.
+
+    ``intervals="information"`` reads the intervals of the bots with at least
+    :data:`FEW_MATCHES` matches and no open end from the fit itself (:func:`_sandwich`:
+    its curvature, with the spread of each match's results, so that one match's pairwise
+    games moving together count as they do in the bootstrap) and resamples only the other
+    bots' matches, refitting those bots with everyone else held at the fit
+    (:func:`_resampled`, which also checks every resample for bots cut off from their
+    group's scale, so ``cut_share`` and ``unidentified`` mean what they mean under the
+    bootstrap). It costs a few fits where the bootstrap costs ``bootstrap`` of them, and
+    agrees with it in large samples.
     """
+    if intervals not in ("bootstrap", "information"):
+        raise ValueError(f"intervals must be 'bootstrap' or 'information', not {intervals!r}")
     ordered = sorted(outcomes, key=lambda o: (o.key, o.bots, o.places))
     bots = sorted({b for o in ordered for b in o.bots})
     if not bots:
@@ -454,7 +480,25 @@ def fit(
             reference[anchor_index] = True
         else:
             reference |= members & (core if (members & core).any() else members)
-    if bootstrap > 0:
+    if bootstrap > 0 and intervals == "information":
+        spread = _sandwich(games, theta, wins, prior_sigma_elo, group, reference, anchor_index)
+        low = rating - Z95 * spread
+        high = rating + Z95 * spread
+        flagged = low_open | high_open | (matches < FEW_MATCHES)
+        low[flagged], high[flagged], cut_share = _resampled(
+            games,
+            theta,
+            flagged,
+            group,
+            core,
+            reference,
+            anchor_index,
+            anchor_value,
+            bootstrap=bootstrap,
+            seed=seed,
+            prior_sigma_elo=prior_sigma_elo,
+        )
+    elif bootstrap > 0:
         rng = np.random.default_rng(seed)
         samples = np.full((bootstrap, len(bots)), math.nan)
         seen_count = np.zeros(len(bots))
@@ -548,6 +592,193 @@ def fit(
     return Fit(standings, groups, tuple(warnings), min_matches)
 
 
+def _sandwich(
+    games: _Games,
+    theta: FloatArray,
+    wins: FloatArray,
+    prior_sigma_elo: float,
+    group: NDArray[np.intp],
+    reference: NDArray[np.bool_],
+    anchor_index: int | None,
+) -> FloatArray:
+    """Each bot's standard error (Elo) as the fit's information says, against its
+    group's scale (the anchor bot, else the mean of the group's ``reference`` bots).
+
+    The pairwise games of one match are not independent: they are read off one order of
+    places (a bot that finishes first wins all its games there). The posterior's
+    curvature alone (the observed Fisher information H) treats them as independent and
+    gives intervals about 15-20% narrower than the bootstrap's in four-seat matches. The
+    sandwich H⁻¹ B H⁻¹, with B the sum over matches of the outer product of each match's
+    score (its gradient of the log-likelihood), counts each match as one draw, as the
+    bootstrap over whole matches does, and is what that bootstrap tends to as matches
+    accumulate (the composite likelihood's Godambe information).
+    """
+    n = games.n
+    precision = (ELO_PER_THETA / prior_sigma_elo) ** 2
+    a, b = games.cell_ab // n, games.cell_ab % n
+    residual = games.credit - np.exp(-np.logaddexp(0.0, theta[b] - theta[a]))
+    # Each (match, bot) seat's score: the residuals of its games in that match.
+    seat, where = np.unique(
+        np.concatenate([games.match_of * n + a, games.match_of * n + b]), return_inverse=True
+    )
+    score = np.bincount(where, weights=np.concatenate([residual, -residual]))
+    bot = seat % n
+    pairs = len(residual)
+    sa, sb = where[:pairs], where[pairs:]
+    cross = score[sa] * score[sb]
+    meat = (
+        np.bincount(bot * (n + 1), weights=score * score, minlength=n * n)
+        + np.bincount(a * n + b, weights=cross, minlength=n * n)
+        + np.bincount(b * n + a, weights=cross, minlength=n * n)
+    ).reshape(n, n)
+    played = wins + wins.T
+    p = np.exp(-np.logaddexp(0.0, theta[None, :] - theta[:, None]))
+    v = played * p * (1.0 - p)
+    neg_hessian = np.diag(v.sum(axis=1) + precision) - v
+    inverse = np.linalg.inv(neg_hessian)
+    cov = inverse @ meat @ inverse
+    # Each group's scale: a contrast u per group (the anchor bot, or its reference's mean).
+    labels = int(group.max()) + 1
+    scale = np.zeros((n, labels))
+    for g in range(labels):
+        members = group == g
+        if anchor_index is not None and members[anchor_index]:
+            scale[anchor_index, g] = 1.0
+        else:
+            chosen = members & reference
+            scale[chosen, g] = 1.0 / chosen.sum()
+    spread = cov @ scale  # n × groups
+    variance = (
+        np.diag(cov)
+        - 2.0 * spread[np.arange(n), group]
+        + np.einsum("ig,ig->g", scale, spread)[group]
+    )
+    out: FloatArray = np.sqrt(np.maximum(variance, 0.0)) * ELO_PER_THETA
+    if anchor_index is not None:
+        out[anchor_index] = 0.0  # the scale's reference: fixed by definition
+    return out
+
+
+def _resampled(
+    games: _Games,
+    theta: FloatArray,
+    flagged: NDArray[np.bool_],
+    group: NDArray[np.intp],
+    core: NDArray[np.bool_],
+    reference: NDArray[np.bool_],
+    anchor_index: int | None,
+    anchor_value: float,
+    *,
+    bootstrap: int,
+    seed: int,
+    prior_sigma_elo: float,
+) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """What resampling still says beside the sandwich: ``bootstrap`` resamples of the
+    matches as :func:`fit` draws them, each checked for bots cut off from their group's
+    reference bots (every bot's cut share, as the bootstrap's), and in each the
+    ``flagged`` bots refitted with every other bot held at its fitted θ. Returns the
+    flagged bots' (low, high) percentiles and every bot's cut share.
+
+    Holding the others makes a refit cost the flagged bots' games, not the league's: the
+    spread of a bot with a handful of matches (or an open end) comes from those matches,
+    much less from the well-measured bots it met."""
+    n = games.n
+    precision = (ELO_PER_THETA / prior_sigma_elo) ** 2
+    chosen = np.flatnonzero(flagged)
+    k = len(chosen)
+    local = np.full(n, -1, dtype=np.intp)
+    local[chosen] = np.arange(k)
+    a_all, b_all = games.cell_ab // n, games.cell_ab % n
+    touch = flagged[a_all] | flagged[b_all]
+    a, b = a_all[touch], b_all[touch]
+    la, lb = local[a], local[b]
+    credit = games.credit[touch]
+    from_a, from_b = la >= 0, lb >= 0
+    both = from_a & from_b
+    la_f, lb_f = la[from_a], lb[from_b]
+    inner = la[both] * k + lb[both]
+
+    def refit(w: FloatArray) -> FloatArray:
+        """θ with the flagged bots' MAP under game weights ``w``, the others held."""
+        t = theta.copy()
+
+        def log_posterior(x: FloatArray) -> float:
+            d = x[a] - x[b]
+            ll = credit * np.logaddexp(0.0, -d) + (1.0 - credit) * np.logaddexp(0.0, d)
+            return float(-(w * ll).sum() - 0.5 * precision * (x[chosen] @ x[chosen]))
+
+        current = log_posterior(t)
+        for _ in range(100):
+            p = np.exp(-np.logaddexp(0.0, t[b] - t[a]))
+            r = w * (credit - p)
+            h = w * p * (1.0 - p)
+            gradient = (
+                np.bincount(la_f, weights=r[from_a], minlength=k)
+                - np.bincount(lb_f, weights=r[from_b], minlength=k)
+                - precision * t[chosen]
+            )
+            diagonal = (
+                np.bincount(la_f, weights=h[from_a], minlength=k)
+                + np.bincount(lb_f, weights=h[from_b], minlength=k)
+                + precision
+            )
+            off = np.bincount(inner, weights=h[both], minlength=k * k).reshape(k, k)
+            step = np.linalg.solve(np.diag(diagonal) - off - off.T, gradient)
+            if float(np.abs(step).max(initial=0.0)) < TOLERANCE:
+                t[chosen] += step
+                return t
+            # Concave, as in bradley_terry: halve a step that overshoots.
+            scale = 1.0
+            while True:
+                candidate = t.copy()
+                candidate[chosen] += scale * step
+                value = log_posterior(candidate)
+                if value >= current - 1e-12 * (1.0 + abs(current)) or scale < 1e-6:
+                    break
+                scale /= 2.0
+            t, current = candidate, value
+        raise RuntimeError("Bradley–Terry refit did not converge in 100 Newton steps")
+
+    rng = np.random.default_rng(seed)
+    samples = np.full((bootstrap, k), math.nan)
+    seen_count = np.zeros(n)
+    cut_count = np.zeros(n)
+    anchor_group = None if anchor_index is None else group == group[anchor_index]
+    for r in range(bootstrap):
+        picks = rng.integers(0, games.matches, size=games.matches)
+        counts = np.bincount(picks, minlength=games.matches).astype(np.float64)
+        w = counts[games.match_of]
+        drawn: FloatArray = np.bincount(games.cell_ab, weights=w, minlength=n * n).astype(
+            np.float64
+        )
+        drawn = drawn.reshape(n, n)
+        drawn += drawn.T
+        seen = drawn.sum(axis=1) > 0
+        cut = seen & _cut_off(drawn, group, reference & seen)
+        seen_count += seen
+        cut_count += cut
+        if k == 0:
+            continue
+        held = seen & ~cut
+        use = held[chosen]
+        this_anchor = anchor_index
+        if anchor_index is not None and not seen[anchor_index]:
+            assert anchor_group is not None
+            use &= ~anchor_group[chosen]
+            this_anchor = None
+        elo = _anchored(
+            refit(w[touch]) * ELO_PER_THETA, group, held, core, this_anchor, anchor_value
+        )
+        samples[r, use] = elo[chosen][use]
+    low = np.full(k, math.nan)
+    high = np.full(k, math.nan)
+    has_sample = ~np.isnan(samples).all(axis=0)
+    if has_sample.any():
+        low[has_sample] = np.nanpercentile(samples[:, has_sample], 2.5, axis=0)
+        high[has_sample] = np.nanpercentile(samples[:, has_sample], 97.5, axis=0)
+    return low, high, cut_count / np.maximum(seen_count, 1.0)
+
+
 def _cut_off(
     games: FloatArray, group: NDArray[np.intp], reference: NDArray[np.bool_]
 ) -> NDArray[np.bool_]:
@@ -574,6 +805,7 @@ def fit_standings(
     seed: int = 0,
     prior_sigma_elo: float = PRIOR_SIGMA_ELO,
     min_matches: int = 0,
+    intervals: IntervalMethod = "bootstrap",
 ) -> list[Standing]:
     """The standings of :func:`fit` alone (its warnings dropped)."""
     return fit(
@@ -584,6 +816,7 @@ def fit_standings(
         seed=seed,
         prior_sigma_elo=prior_sigma_elo,
         min_matches=min_matches,
+        intervals=intervals,
     ).standings
 
 

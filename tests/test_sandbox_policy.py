@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -442,16 +443,17 @@ def test_an_external_bot_file_is_not_held_to_folder_rules(tmp_path: Path) -> Non
 
 
 def test_a_bot_file_may_not_set_what_the_dynamic_loader_reads(tmp_path: Path) -> None:
-    """The bot's environment is also that of the launcher and bubblewrap, which run on
-    the host: an LD_PRELOAD would load the author's library there."""
+    """The bot's environment is also that of setpriv, which drops a root referee's rights
+    to the bot's inside the sandbox: an LD_PRELOAD would load the author's library there,
+    as root, before the drop."""
     path = tmp_path / "b.toml"
     for name in ("LD_PRELOAD", "LD_LIBRARY_PATH", "GCONV_PATH", "GLIBC_TUNABLES"):
         path.write_text(f'name = "b"\ncommand = "./bot"\n[env]\n{name} = "x"\n')
         with pytest.raises(BotConfigError) as refused:
             load_bot(path)
         assert str(refused.value) == (
-            f"{path}: [env] {name} is not allowed: the programs that start the bot outside "
-            "its sandbox would read it too; set it in the command instead, e.g. "
+            f"{path}: [env] {name} is not allowed: the program that starts the bot in its "
+            "sandbox (as root) would read it too; set it in the command instead, e.g. "
             f'command = ["env", "{name}=...", "./bot"]'
         )
     # Trusted bots without a sandbox may; so may the bot's own variables.
@@ -505,45 +507,53 @@ def test_time_zone_and_locale_names_pass(tmp_path: Path) -> None:
 def test_the_launcher_reads_nothing_the_bots_environment_names(tmp_path: Path) -> None:
     """The launcher runs as the referee's user (root) outside the jail: it starts with an
     environment of its own, so a ``TZ`` naming a FIFO (Python's start opens it) holds
-    nothing up, and the bot still gets its whole environment. Built without the bot-file
-    loader, whose check would refuse it, as a bug there would let it through."""
+    nothing up; bubblewrap, which it becomes, starts with a fixed one too, and the bot
+    still gets its whole environment. Built without the bot-file loader, whose check
+    would refuse it, as a bug there would let it through."""
     folder = tmp_path / "bot"
     folder.mkdir()
     folder.chmod(0o755)
     tmp_path.chmod(0o755)
     fifo = tmp_path / "tz"  # outside the bot's folder: the bot's own Python would wait too
     os.mkfifo(fifo)
+    log = tmp_path / "tz.log"
     spec = BotSpec(
         name="tz",
         command=(
             sys.executable,
             "-c",
-            "import os; print('TZ', os.environ['TZ'], os.environ['MINE'])",
+            "import os, time\n"
+            "print('TZ', os.environ['TZ'], os.environ['MINE'], flush=True)\n"
+            "time.sleep(60)  # alive until stopped, for its sandbox to be looked at",
         ),
         workdir=folder,
         env={"TZ": str(fifo), "LANG": str(folder), "MINE": "kept"},
     )
 
-    async def main() -> tuple[int | None, str]:
+    async def main() -> tuple[str, bytes]:
         sandbox = Sandbox()
         user = sandbox.lease_user()
         try:
             policy = sandbox.policy(folder, (), None, user.ids if user else None)
-            process = await jail.start(
-                spec, "unix:/nowhere", "t", tmp_path / "tz.log", policy=policy
-            )
+            process = await jail.start(spec, "unix:/nowhere", "t", log, policy=policy)
             try:
-                await asyncio.wait_for(process.proc.wait(), 30)
+                deadline = time.monotonic() + 30
+                while "TZ " not in (log.read_text() if log.exists() else ""):
+                    assert process.returncode is None, process.describe_exit()
+                    assert time.monotonic() < deadline, "the bot did not start"
+                    await asyncio.sleep(0.05)
+                # The launcher's process is bubblewrap now, started as the launcher says.
+                environ = Path(f"/proc/{process.proc.pid}/environ").read_bytes()
             finally:
                 await process.stop(grace=0)
-            return process.returncode, process.describe_exit()
+            return log.read_text(), environ
         finally:
             if user is not None:
                 user.release()
 
-    code, end = run(main())
-    assert code == 0, (end, (tmp_path / "tz.log").read_text())
-    assert f"TZ {fifo} kept" in (tmp_path / "tz.log").read_text()
+    said, environ = run(main())
+    assert f"TZ {fifo} kept" in said
+    assert environ == launch.environment_bytes(launch.ENVIRONMENT)
 
 
 def test_the_launcher_hands_on_the_environment_it_is_given_on_a_descriptor() -> None:

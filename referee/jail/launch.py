@@ -4,20 +4,22 @@ The referee starts every command bot through this small launcher, which joins th
 control group (made by :mod:`referee.jail.cgroups`), sets the limits on itself, closes
 every descriptor but stdio and those it is told to pass on, and then replaces itself with
 the bot (``exec``), so the group and the limits apply to the bot and everything it
-starts.
-
-The launcher runs as the referee's user (root, often), outside the sandbox, so it starts
-with an environment of its own (:data:`ENVIRONMENT`), never the bot's: what the bot's
-environment names (a ``TZ`` or a locale that is a path, opened when Python starts) is
-opened by no process outside the jail. The bot's environment comes on a descriptor
-(``--env-fd``, ``NAME=value`` items ended by NUL bytes) and is handed to the command it
-execs: bubblewrap, which reads none of it, and through it the bot. Doing it here rather than in a ``preexec_fn`` keeps the referee's own (threaded)
+starts. Doing it here rather than in a ``preexec_fn`` keeps the referee's own (threaded)
 process safe; closing the descriptors here covers every way the referee may spawn it (an
 event loop's ``close_fds`` is not to be relied on: uvloop's let the referee's inherited
 descriptors through). On Linux the bot is also killed if the referee
 dies (``PR_SET_PDEATHSIG``); what the bot started itself, and a sandbox cut short while
 it was being set up, are killed by :mod:`referee.jail.watchdog`, so even a referee
 killed with SIGKILL leaves no bot behind.
+
+The launcher runs as the referee's user (root, often), outside the sandbox, so it starts
+with an environment of its own (:data:`ENVIRONMENT`), never the bot's: what a bot's
+environment names (a ``TZ`` or a locale that is a path, opened when Python starts) is
+opened by no process outside the jail. The environment of the command it execs comes on
+a descriptor (``--env-fd``, ``NAME=value`` items ended by NUL bytes): for a sandboxed bot
+a fixed one again, bubblewrap's or runsc's (the bot's own reaches bubblewrap on a
+descriptor of its own, ``--args``, and only the process it starts inside the sandbox gets
+it; runsc finds it in the bot's bundle); without a sandbox, the bot's.
 """
 
 from __future__ import annotations

@@ -18,10 +18,9 @@ read besides the system and the referee's own packages (:mod:`referee.jail.sandb
 A bot file's ``[limits]`` are held to the organiser's maxima (:class:`MaxLimits`):
 asking for more is refused, in one line, before any bot starts. Its ``[env]`` may not set
 what the dynamic loader reads (:data:`LOADER_VARIABLES`, ``LD_*``), and its time zone and
-locale are names, not paths (:func:`path_variable`): the launcher runs outside the
-sandbox with an environment of its own, but bubblewrap (outside it, as the referee's
-user) and ``setpriv`` (inside it, as root, for a root referee) start the bot with the
-bot's.
+locale are names, not paths (:func:`path_variable`): the launcher and bubblewrap, outside
+the sandbox, start with environments of their own, but the program that starts the bot
+inside it (``setpriv``, as root, for a root referee) gets the bot's.
 
 Every refusal is one line naming the file (or flag) and the path. docs/bot-protocol.md
 ("Who may change what") is the same policy as a table.
@@ -50,10 +49,11 @@ HOST_NEVER: tuple[tuple[Path, str], ...] = (
 )
 
 #: Variables a bot file's ``[env]`` may not set for a sandboxed bot: the bot's environment
-#: is also the environment of what starts it outside the sandbox (the referee's launcher,
-#: bubblewrap), and the dynamic loader and the C library read these when a program starts
-#: (glibc's own list of variables it ignores for privileged programs, ``GLIBC_TUNABLES``
-#: added): an ``LD_PRELOAD`` would run the bot author's code on the host.
+#: is also the environment of what starts it inside the sandbox (``setpriv``, which drops
+#: a root referee's rights to the bot's uid), and the dynamic loader and the C library read
+#: these when a program starts (glibc's own list of variables it ignores for privileged
+#: programs, ``GLIBC_TUNABLES`` added): an ``LD_PRELOAD`` would run the bot author's code
+#: as root before the drop. (The launcher and bubblewrap, outside, never get it.)
 LOADER_VARIABLES = (
     "GCONV_PATH",
     "GETCONF_DIR",
@@ -247,8 +247,8 @@ def confine_bot_file(
     loader = sorted(k for k in spec.env if k.startswith("LD_") or k in LOADER_VARIABLES)
     if loader and grants.sandboxed:
         raise BotConfigError(
-            f"{where}: [env] {loader[0]} is not allowed: the programs that start the bot "
-            "outside its sandbox would read it too; set it in the command instead, e.g. "
+            f"{where}: [env] {loader[0]} is not allowed: the program that starts the bot "
+            "in its sandbox (as root) would read it too; set it in the command instead, e.g. "
             f'command = ["env", "{loader[0]}=...", "./bot"]'
         )
     named = path_variable(spec.env) if grants.sandboxed else ""

@@ -16,7 +16,7 @@ import os
 import signal
 import sys
 import weakref
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 
 from referee.jail import cgroups, gvisor, launch, seccomp, watchdog
@@ -122,6 +122,13 @@ class BotProcess:
                 tier = ["--limits-inside", *(f"--bind-fd={fd}:{p}" for fd, p in bundle.binds)]
             elif policy is not None:
                 command, fds = held.enter_context(bwrap_descriptors(policy, spec.command))
+                # bubblewrap starts with a fixed environment too, and sets the bot's (read
+                # from a descriptor: not on a command line others may read) for the
+                # process it starts inside the sandbox alone.
+                args_fd = seccomp.program_fd(environment_arguments(env))
+                held.callback(os.close, args_fd)
+                command = [command[0], "--args", str(args_fd), *command[1:]]
+                fds, env = (*fds, args_fd), dict(launch.ENVIRONMENT)
             else:
                 command, fds = list(spec.command), ()
             # The bot's environment reaches the launcher on a descriptor, never as its own.
@@ -256,6 +263,16 @@ class BotProcess:
             if done.returncode is None:
                 done.kill()
                 await done.wait()
+
+
+def environment_arguments(env: Mapping[str, str]) -> bytes:
+    """bubblewrap's ``--args`` for ``env``: ``--clearenv`` and a ``--setenv NAME VALUE`` for
+    each variable, NUL-separated, so that the process it starts gets ``env`` and nothing
+    of bubblewrap's own."""
+    words = ["--clearenv"]
+    for key, value in env.items():
+        words += ["--setenv", key, value]
+    return b"".join(w.encode("utf-8", "surrogateescape") + b"\0" for w in words)
 
 
 def jvm_options(memory_mb: int, given: str = "") -> str:

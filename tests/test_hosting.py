@@ -565,3 +565,61 @@ def test_external_workers_play_and_a_killed_one_leaves_a_void_match_played_again
         assert stored >= 3
         workers = {w for (w,) in query(postgres_url, "SELECT DISTINCT worker FROM match_queue")}
         assert {"worker-a", "worker-b"} <= workers | {""}
+
+
+def upload_copy(bot: str, dest: Path, bot_toml: str) -> Path:
+    """A copy of a sample bot folder as its author would upload it: the files a link
+    points to (node_modules) copied in, no build folder, and a bot file for the league."""
+    # Only the C++ starter's own build folder stays behind (node_modules has build/ folders).
+    ignore = shutil.ignore_patterns("build") if bot == "cpp" else None
+    shutil.copytree(SAMPLES / bot, dest, symlinks=False, ignore=ignore)
+    (dest / "bot.toml").write_text(bot_toml)
+    return dest
+
+
+@pytest.mark.skipif(
+    not (shutil.which("node") and shutil.which("cmake")), reason="node and cmake are needed"
+)
+def test_the_node_bot_and_the_cpp_bot_built_in_the_jail_play_the_python_bot(
+    tmp_path: Path, code_dir: Path
+) -> None:
+    db = LeagueDb("sqlite", tmp_path / "out" / "league.db")
+    config = league_file(tmp_path, db, code_dir)
+    node = upload_copy("node", tmp_path / "node", 'name = "node"\ncommand = ["node", "bot.js"]\n')
+    cpp = upload_copy(
+        "cpp",
+        tmp_path / "cpp",
+        'name = "cpp"\ncommand = ["build/sticheln-bot"]\nseats = 8\nbuild = "cmake -S . -B build '
+        '-DCMAKE_BUILD_TYPE=Release >/dev/null && cmake --build build -j2 --target sticheln-bot"\n',
+    )
+    with serving(config, tmp_path / "serve.log") as s:
+        for name, folder in (("python", PYTHON_BOT), ("node", node), ("cpp", cpp)):
+            token = s.register(name)
+            submitted(
+                cli(s.address, "submit", str(folder), "--bot-file", "bot.toml", token=token),
+                name,
+                1,
+            )
+        rows = wait_for(
+            lambda: (
+                (r := bots_json(s.address))
+                and all(x["status"] != "validating" for x in r.values())
+                and r
+            ),
+            600,
+            "the three submissions to be decided (the C++ build takes minutes)",
+            every=2,
+        )
+        assert {n: r["status"] for n, r in rows.items()} == dict.fromkeys(
+            ("python", "node", "cpp"), "playing"
+        ), rows
+        built = query(db.target, "SELECT build_sha256 FROM league_submissions WHERE bot = 'cpp'")
+        assert built[0][0] and (code_dir / built[0][0] / "build" / "sticheln-bot").is_file()
+        wait_for(
+            lambda: all(r["matches"] >= 1 for r in bots_json(s.address).values()),
+            120,
+            "a match of the three",
+            every=1,
+        )
+        faults = query(db.target, "SELECT bot, reason FROM faults")
+        assert faults == [], faults

@@ -8,7 +8,9 @@ Every test leaves a screenshot in test-artifacts/web/ (viewer-*.png).
 
 from __future__ import annotations
 
+import itertools
 import json
+import re
 import subprocess
 import sys
 import urllib.parse
@@ -18,7 +20,7 @@ from typing import Any
 
 import pytest
 from leaguekit import REFEREE, ROOT, SAMPLES, wait_for
-from webkit import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, folder_web, have_chromium
+from webkit import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, folder_web, get_json, have_chromium
 
 from referee.match.record import read_record
 
@@ -582,3 +584,173 @@ def test_keys_step_wherever_the_focus_is_and_each_card_is_announced(
     # The position is no longer read out as a bare number on every step.
     assert page.get_attribute("#step-label", "aria-live") is None
     assert chromium.errors == []
+
+
+SLOW = [PY, str(ROOT / "tests" / "bots" / "slow_random_bot.py")]
+
+#: Where a live page stands: its address, the status line, how far behind it shows.
+LIVE = """() => {
+    const st = document.querySelector('#live-status');
+    return st ? {hash: location.hash, status: st.textContent, behind: Number(st.dataset.behind || 0),
+                 events: Number(st.dataset.events || 0), word: document.querySelector('#play .word').textContent}
+              : null;
+}"""
+
+
+def _next_card(a: str, b: str, n: int) -> bool:
+    """Whether address ``b`` is one moment after ``a`` on a live table of ``n`` seats."""
+    pa = re.fullmatch(r"#r(\d+)(?:t(\d+)c(\d+)|reveal|pick)?", a)
+    pb = re.fullmatch(r"#r(\d+)(?:t(\d+)c(\d+)|reveal|pick)?", b)
+    if not pa or not pb:
+        return False
+    ra, rb = int(pa[1]), int(pb[1])
+    if pa[2] is None or pb[2] is None:  # the deal, the reveal and the first card follow
+        return rb in (ra, ra + 1)
+    ta, ca, tb, cb = int(pa[2]), int(pa[3]), int(pb[2]), int(pb[3])
+    if (ra, ta) == (rb, tb):
+        return cb == ca + 1
+    return (rb, tb, cb) == (ra, ta + 1, 1) and ca == n
+
+
+def test_a_live_match_plays_card_by_card_can_be_stepped_back_and_caught_up(
+    chromium: Chromium, tmp_path: Path
+) -> None:
+    """8 seats of bots that answer in 20 ms (a match in about 20 s): the live table shows one
+    card at a time, buffering the rest; a viewer steps back and forth while it runs and
+    catches up; the standings' "running N" leads to the running matches."""
+    lines = [
+        "[tournament]",
+        'name = "pace"',
+        "table_size = 8",
+        "matches_per_table = 2",
+        "parallel = 1",
+        'out = "out"',
+        "[clock]",
+        "decision_ms = 2000",
+    ]
+    for i in range(8):
+        lines += [
+            "[[bots]]",
+            f'name = "s{i}"',
+            f"command = {json.dumps(SLOW)}",
+            f"workdir = {json.dumps(str(Path(SLOW[-1]).parent))}",
+            'env = { THINK_MS = "20" }',
+            f"sandbox = {{ read = [{json.dumps(str(SAMPLES / 'python'))}] }}",
+        ]
+    (tmp_path / "t.toml").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    proc = subprocess.Popen(
+        [*REFEREE, "tournament", str(tmp_path / "t.toml"), "--web-port", "0"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=tmp_path,
+    )
+    try:
+        assert proc.stderr is not None
+        url = ""
+        for line in proc.stderr:
+            if "web on http://127.0.0.1:" in line:
+                url = line.split("web on ", 1)[1].strip().rstrip("/")
+                break
+        assert url
+        running = wait_for(
+            lambda: get_json(f"{url}/api/matches")["running"], 60, "a running match"
+        )[0]["match_id"]
+        # The standings lead to it: "running 1" links to the running matches.
+        phone = chromium.open(True)
+        phone.goto(f"{url}/")
+        phone.wait_for_selector("#main[data-drawn] #progress-running")
+        phone.tap("#progress-running")
+        phone.wait_for_selector(f'#running tr[data-match="{running}"]')
+        assert phone.url.endswith("/matches#running-now")
+        # Two viewers at once: a phone and a desk (its own browser context).
+        desk_context = chromium.browser.new_context(viewport=DESK)
+        desk = desk_context.new_page()
+        desk.on("pageerror", lambda e: chromium.errors.append(str(e)))
+        for page in (phone, desk):
+            page.goto(f"{url}/match?id={running}")
+            page.wait_for_selector("#live-status[data-events]")
+        # At 4× one card every 175 ms: every address the page shows (each one it writes, as
+        # the page itself records them) is one card on from the one before.
+        desk.select_option("#speed", "4")
+        desk.evaluate(
+            "() => { window.shownHashes = [];"
+            " const replace = history.replaceState.bind(history);"
+            " history.replaceState = (s, t, u) => { window.shownHashes.push(String(u)); replace(s, t, u); }; }"
+        )
+        seen = []
+        while len(seen) < 12:
+            s = desk.evaluate(LIVE)
+            assert s is not None, "the match ended before a dozen cards were watched"
+            if not seen or s["hash"] != seen[-1]["hash"]:
+                seen.append(s)
+            desk.wait_for_timeout(20)
+        shown = desk.evaluate("window.shownHashes")
+        assert len(shown) >= 11, shown
+        for a, b in itertools.pairwise(shown):
+            assert _next_card(a, b, 8), (a, b, shown)
+        # The feed ran ahead of the table: it was buffered, and the header says by how much
+        # and which trick is shown.
+        assert any(s["behind"] > 0 for s in seen), seen
+        last = seen[-1]
+        m = re.match(r"#r(\d+)t(\d+)c", last["hash"])
+        if m:
+            assert f"round {m[1]} · trick {m[2]}" in last["status"], last
+        # Pause, and step back while it runs: one card back, and it stays there while the
+        # match goes on.
+        shot(desk, "live-desk")
+        desk.keyboard.press("Space")
+        here = desk.evaluate(LIVE)
+        assert here["word"] == "play"  # paused
+        desk.keyboard.press("ArrowLeft")
+        back = desk.evaluate(LIVE)
+        assert _next_card(back["hash"], here["hash"], 8), (back, here)
+        desk.wait_for_timeout(600)
+        assert desk.evaluate(LIVE)["hash"] == back["hash"]
+        desk.keyboard.press("ArrowRight")
+        assert desk.evaluate(LIVE)["hash"] == here["hash"]
+        # The phone steps back with its bar, and catches up with the match when asked.
+        phone.tap("#prev")
+        paused = phone.evaluate(LIVE)
+        assert paused["word"] == "play"
+        shot(phone, "live-phone")
+        phone.wait_for_timeout(300)
+        paused = phone.evaluate(LIVE)
+        assert paused["behind"] > 0  # the match went on
+        phone.tap("#catch-up")
+        caught = phone.evaluate(LIVE)
+        if caught is not None:  # (or the match is over and the replay has taken over)
+            # Every card it was behind is passed at once (more may have come since).
+            assert caught["events"] >= paused["events"] + paused["behind"], (paused, caught)
+            assert caught["word"] == "pause", caught
+        # Once it is over, the replay takes over for a viewer who has seen the end.
+        wait_for(
+            lambda: running in [m["match_id"] for m in get_json(f"{url}/api/matches")["finished"]],
+            120,
+            "the match's end",
+        )
+        for page in (phone, desk):
+            deadline = 60
+            wait_for(
+                lambda p=page: (
+                    p.evaluate("() => Boolean(document.querySelector('#step-label'))")
+                    or p.keyboard.press("End")
+                ),
+                deadline,
+                "the replay after catching up",
+                every=0.3,
+            )
+            until(page, "() => location.hash !== ''")
+            assert page.evaluate("document.querySelector('#scrubber').value") == page.evaluate(
+                "document.querySelector('#scrubber').max"
+            )
+        desk_context.close()
+        assert chromium.errors == []
+    finally:
+        proc.terminate()  # the matches after the watched one are not needed
+        try:
+            proc.wait(60)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(10)

@@ -129,7 +129,12 @@ def progress(p: Mapping[str, Any]) -> str:
         parts.append('<span id="progress-over">all finished</span>')
     else:
         rate = p.get("matches_per_s")
-        parts.append(f"<span>running {p.get('running', 0)}</span>")
+        running = p.get("running", 0)
+        parts.append(
+            f'<a id="progress-running" href="/matches#running-now">running {running}</a>'
+            if running
+            else "<span>running 0</span>"
+        )
         parts.append(f"<span>{'–' if rate is None else fmt(rate * 60, 1)} matches/min</span>")
         if planned is not None:
             parts.append(f"<span>ETA {duration(p.get('eta_s'))}</span>")
@@ -252,7 +257,7 @@ def _seats(
 
 def matches(doc: Mapping[str, Any], before: str | None) -> str:
     """The matches page: progress, the running matches, the finished ones."""
-    out = ["<h1>Matches</h1>", progress(doc["progress"]), "<h2>Running now</h2>"]
+    out = ["<h1>Matches</h1>", progress(doc["progress"]), '<h2 id="running-now">Running now</h2>']
     if doc["running"]:
         rows = (
             f'<tr data-match="{e(m["match_id"])}"><td class="text id">{match_link(m["match_id"])} '

@@ -123,7 +123,8 @@ export function progressLine(p) {
   if (p.planned !== null && p.finished >= p.planned && !p.running) {
     parts.push(el("span", { id: "progress-over", text: "all finished" }));
   } else {
-    parts.push(el("span", { text: `running ${p.running}` }));
+    // The running matches are one click away: each opens its live table.
+    parts.push(p.running ? el("a", { id: "progress-running", href: "/matches#running-now", text: `running ${p.running}` }) : el("span", { text: "running 0" }));
     parts.push(el("span", { text: `${p.matches_per_s === null ? "–" : fmt(p.matches_per_s * 60, 1)} matches/min` }));
     if (p.planned !== null) parts.push(el("span", { text: `ETA ${p.eta_s === null ? "–" : duration(p.eta_s)}` }));
   }

@@ -57,7 +57,7 @@ function suitsOf(cards) {
 }
 
 // -- a finished match ----------------------------------------------------------------------
-function viewer(doc, id) {
+function viewer(doc, id, { speed: pace = "1" } = {}) {
   const replay = new Replay(doc, { moments: true });
   const seating = doc.seating;
   const steps = replay.steps;
@@ -107,15 +107,7 @@ function viewer(doc, id) {
   const links = el("div", { class: "links" }, el("span", { class: "muted keys", text: "keys: ← → card · ↑ ↓ trick · PgUp PgDn round · Home End · space play · " }),
     el("span", { class: "muted swipe", text: "swipe the table sideways for the next or previous card · " }), permalink, " · ",
     el("a", { href: `/api/matches/${encodeURIComponent(id)}/record.jsonl`, download: `${id}.jsonl`, id: "download", text: "download the record" }));
-  // Swiping the table sideways steps a card (left: the next), as a finger turns a page.
-  let touch = null;
-  tableBox.addEventListener("touchstart", (e) => { touch = e.touches.length === 1 ? [e.touches[0].clientX, e.touches[0].clientY] : null; }, { passive: true });
-  tableBox.addEventListener("touchend", (e) => {
-    if (!touch || e.changedTouches.length !== 1) return;
-    const dx = e.changedTouches[0].clientX - touch[0], dy = e.changedTouches[0].clientY - touch[1];
-    touch = null;
-    if (Math.abs(dx) >= 40 && Math.abs(dx) > 2 * Math.abs(dy)) go(at + (dx < 0 ? 1 : -1));
-  }, { passive: true });
+  swipeToStep(tableBox, (d) => go(at + d));
 
   function jumpRound(delta) {
     const { r, t } = steps[at];
@@ -254,29 +246,62 @@ function viewer(doc, id) {
   fill(main, ...header(doc, false), result(doc), resultToggle(() => { listed = ""; draw(); }),
     el("div", { class: "viewer" }, controls, announce, legend, tableBox, links, trickBox, scores, el("h2", { text: "Faults" }), faultList));
   document.body.classList.add("stepping");
+  speed.value = pace;
   go(Math.max(0, replay.parse(location.hash)));
 }
 
 // -- a running match, live -------------------------------------------------------------------
+// The feed is buffered and shown a card at a time at a pace one can follow (a bot that
+// answers at once plays a whole trick between two of the server's beats); each shown
+// moment is kept, so the viewer can step back and forth while the match runs, and catch
+// up with it when they ask. A viewer who opens a running match starts where it stands.
+const HOLD = { play: 1, trick: 2.2, dealt: 1.2, revealed: 1.5, scored: 2.5, match: 0.2, end: 1 };
+
 function spectator(id, delayRounds) {
-  const state = { seating: [], rules: {}, round: -1, dealer: -1, pain: [], plays: [], lastTrick: null, rounds: [], totals: null, events: 0, end: null, faults: [], forfeited: new Set(), playsSeen: 0 };
+  const state = { seating: [], rules: {}, round: -1, dealer: -1, pain: [], plays: [], lastTrick: null, rounds: [], totals: null, events: 0, end: null, faults: [], forfeited: new Set(), tricksDone: 0 };
   const status = el("p", { id: "live-status", class: "muted", text: delayRounds ? `Connecting… (this league shows its matches ${delayRounds} round(s) behind)` : "Connecting…" });
   const tableBox = el("div", { class: "table-box" });
   const scores = el("div");
   const log = el("div", { class: "events", id: "events" });
-  let top = [];
+  const notes = [];
+  const frames = [];  // every moment that can be shown: {state, kind, hash, notes}
+  let shown = -1, following = true, timer = null, joining = true, joinTimer = null, page = null, over = false, leaving = false, finished = null;
+  let top = [], loggedNotes = -1;
+  const listeners = new AbortController();
   const source = new EventSource(`/api/matches/${encodeURIComponent(id)}/live`);
   source.onmessage = (msg) => {
     const ev = JSON.parse(msg.data);
     state.events += 1;
     apply(ev);
-    draw();
+    keep(ev.type);
+    // What came in the first moments is the match so far: shown at once, where it stands.
+    if (joinTimer === null) joinTimer = setTimeout(() => { joining = false; schedule(); }, 400);
+    if (joining || shown < 0) show(frames.length - 1);
+    else { drawStatus(); schedule(); }
   };
-  source.addEventListener("close", () => { source.close(); if (!state.end) status.textContent = "The stream ended."; toReplay(); });
+  source.addEventListener("close", () => { source.close(); over = true; if (!state.end) status.textContent = "The stream ended."; toReplay(); });
   source.onerror = () => { if (state.end) source.close(); };
 
   function note(text) {
-    log.prepend(el("div", { text }));
+    notes.push(text);
+  }
+  function keep(kind) {
+    if (!(kind in HOLD)) return;  // a fault shows with the card it caused
+    const last = frames[frames.length - 1];
+    const frame = { state: structuredClone(state), kind, hash: hashOf(kind), notes: notes.length };
+    // The trick's winner joins its last card: one moment, not two.
+    if (kind === "trick" && last && last.kind === "play") frames[frames.length - 1] = frame;
+    else frames.push(frame);
+  }
+  function hashOf(kind) {
+    if (kind === "end") return "end";
+    if (state.round < 0) return "";
+    const r = state.round + 1;
+    if (kind === "dealt") return `r${r}`;
+    if (kind === "revealed") return state.pain.some((p) => p) ? `r${r}reveal` : `r${r}pick`;
+    if (!state.plays.length) return `r${r}`;
+    const t = state.lastTrick ? state.tricksDone : state.tricksDone + 1;
+    return `r${r}t${t}c${state.plays.length}`;
   }
   function apply(ev) {
     const who = (s) => state.seating[s] ?? `seat ${s}`;
@@ -285,7 +310,7 @@ function spectator(id, delayRounds) {
       top = header({ match_id: ev.match_id, seating: ev.seating, rules: ev.rules, commitment: ev.commitment }, true);
     } else if (ev.type === "dealt") {
       state.round = ev.round; state.dealer = ev.dealer; state.pain = state.seating.map(() => null);
-      state.plays = []; state.lastTrick = null; state.running = null; state.taken = state.seating.map(() => []);
+      state.plays = []; state.lastTrick = null; state.running = null; state.taken = state.seating.map(() => []); state.tricksDone = 0;
       note(`Round ${ev.round + 1} dealt by ${who(ev.dealer)}`);
     } else if (ev.type === "revealed") {
       state.pain = ev.pain.map((p) => (p.length ? p : null));
@@ -296,14 +321,15 @@ function spectator(id, delayRounds) {
       if (state.lastTrick) { state.lastTrick = null; state.plays = []; }
       const fault = state.pendingFault && state.pendingFault.seat === ev.seat ? state.pendingFault : null;
       state.pendingFault = null;
-      state.plays.push({ seat: ev.seat, card: ev.card, fault: fault ? `${who(fault.seat)}: ${fault.reason}` : null, fallback: Boolean(fault) || state.forfeited.has(ev.seat) });
+      state.plays.push({ seat: ev.seat, card: ev.card, fault: fault ? `${who(fault.seat)}: ${fault.reason}` : null, faultWords: fault ? faultWords(fault.reason) : null, fallback: Boolean(fault) || state.forfeited.has(ev.seat) });
     } else if (ev.type === "trick") {
       state.lastTrick = ev;
+      state.tricksDone += 1;
       state.plays = state.plays.length === ev.cards.length ? state.plays : ev.cards.map((c, i) => ({ seat: (ev.leader + i) % state.seating.length, card: c }));
       state.plays = state.plays.map((p, i) => ({ ...p, won: p.seat === ev.winner, points: ev.points ? ev.points[i] : null }));
       if (ev.scores) state.running = ev.scores;
       if (ev.points && state.taken) ev.cards.forEach((c, i) => state.taken[ev.winner].push([c, ev.points[i]]));
-      note(reasonText(ev, state.seating));
+      note(`Trick ${state.tricksDone}: ${reasonText(ev, state.seating)}`);
     } else if (ev.type === "scored") {
       state.rounds[ev.round] = { scores: ev.scores };
       state.totals = ev.totals;
@@ -313,60 +339,174 @@ function spectator(id, delayRounds) {
     } else if (ev.type === "fault") {
       state.pendingFault = ev;
       if (ev.forfeited) state.forfeited.add(ev.seat);
-      note(`Fault: ${who(ev.seat)} ${ev.reason}, strike ${ev.strikes}${ev.forfeited ? ", forfeited" : ""}`);
+      note(`Fault: ${who(ev.seat)} ${faultWords(ev.reason)}, strike ${ev.strikes}${ev.forfeited ? ", forfeited" : ""}`);
     } else if (ev.type === "end") {
       state.end = ev;
       note(`Match over (${ev.reason})`);
     }
   }
-  function draw() {
-    const n = state.seating.length;
-    if (!n) return;
-    const complete = Boolean(state.lastTrick);
-    const toPlay = !complete && state.plays.length ? (state.plays[0].seat + state.plays.length) % n : -1;
-    const panels = state.seating.map((name, s) => seatPanel(s, name, {
-      dealer: state.dealer === s,
-      leads: state.plays.length ? state.plays[0].seat === s : false,
+
+  // -- stepping through what has come --
+  const speed = el("select", { id: "speed", "aria-label": "pace", onchange: () => { speed.blur(); restart(); } },
+    SPEEDS.map(([v, t]) => el("option", { value: v, text: t, selected: v === "1" ? "selected" : null })));
+  const label = el("span", { class: "step", id: "live-label" });
+  const announce = el("div", { class: "sr-only", id: "announce", role: "status", "aria-live": "polite", "aria-atomic": "true" });
+  const button = (bid, icon, word, title, fn, cls = "") => el("button", { id: bid, class: cls || null, title, "aria-label": title, onclick: fn },
+    el("span", { class: "icon", "aria-hidden": "true", text: icon }), el("span", { class: "word", text: word }));
+  const playButton = button("play", "❚❚", "pause", "pause (space)", () => setFollowing(!following), "play");
+  const catchUp = button("catch-up", "⇥", "live", "catch up with the match (End)", () => { setFollowing(true); show(frames.length - 1); });
+  const controls = el("div", { class: "controls live-controls", id: "controls" },
+    el("div", { class: "more" }, el("label", { class: "speed" }, "pace ", speed)),
+    el("div", { class: "stepbar", id: "stepbar", role: "toolbar", "aria-label": "step through the match so far" },
+      el("div", { class: "scrub" }, label),
+      el("div", { class: "steps" },
+        button("prev-trick", "◀\uFE0E◀\uFE0E", "trick", "previous trick (↑)", () => stepTrick(-1)),
+        button("prev", "◀\uFE0E", "card", "previous card (←)", () => step(-1)),
+        playButton,
+        button("next", "▶\uFE0E", "card", "next card (→)", () => step(1)),
+        button("next-trick", "▶\uFE0E▶\uFE0E", "trick", "next trick (↓)", () => stepTrick(1)),
+        catchUp)));
+  function setFollowing(on) {
+    following = on;
+    playButton.firstChild.textContent = on ? "❚❚" : "▶\uFE0E";
+    playButton.lastChild.textContent = on ? "pause" : "play";
+    playButton.setAttribute("aria-label", on ? "pause (space)" : "play on (space)");
+    restart();
+  }
+  function restart() {
+    clearTimeout(timer); timer = null;
+    schedule();
+  }
+  // A step by hand pauses the pace: the viewer looks at that moment until they play on.
+  function step(delta) {
+    if (following) setFollowing(false);
+    show(shown + delta);
+  }
+  function stepTrick(delta) {
+    if (following) setFollowing(false);
+    let i = shown;
+    do { i += delta; } while (i > 0 && i < frames.length - 1 && frames[i].kind !== "trick");
+    show(i);
+  }
+  function schedule() {
+    if (!following || timer !== null || leaving || shown >= frames.length - 1) return;
+    timer = setTimeout(() => {
+      timer = null;
+      if (following) { show(shown + 1); schedule(); }
+    }, (HOLD[frames[shown].kind] * CARD_MS) / Number(speed.value));
+  }
+  function show(i) {
+    if (!frames.length) return;
+    shown = Math.max(0, Math.min(frames.length - 1, i));
+    draw(frames[shown]);
+    const hash = frames[shown].hash;
+    if (hash && location.hash !== `#${hash}`) history.replaceState(null, "", `#${hash}`);
+    if (finished && shown >= frames.length - 1) toViewer(false);
+  }
+  const behind = () => frames.slice(shown + 1).filter((f) => f.kind === "play" || f.kind === "trick").length;
+
+  function drawStatus() {
+    if (shown < 0) return;
+    const st = frames[shown].state;
+    const late = behind();
+    const trickNo = st.plays.length ? (st.lastTrick ? st.tricksDone : st.tricksDone + 1) : 0;
+    const where = `round ${st.round + 1}${trickNo ? ` · trick ${trickNo}` : ""}`;
+    if (st.end) {
+      status.textContent = st.end.reason === "completed"
+        ? `Finished. Seed ${st.end.seed} (check it against the commitment). Opening the replay with every hand…`
+        : `The match ended: ${st.end.reason}.`;
+      status.dataset.over = "1";
+    } else if (st.round < 0) {
+      status.textContent = delayRounds ? `Waiting: this league shows its matches ${delayRounds} round(s) behind; the first round appears once round ${delayRounds + 1} is dealt.` : "Waiting for the deal…";
+    } else if (over) {
+      status.replaceChildren(`The match is over; shown: ${where}${late ? ` · ${late} card(s) to its end` : ""} · `,
+        finished ? el("button", { id: "replay-here", class: "link", onclick: () => toViewer(true), text: "open the replay with every hand here" }) : "the replay is being fetched…");
+    } else {
+      status.textContent = `Live · ${where}${delayRounds ? ` · ${delayRounds} round(s) behind the play` : ""}${late ? ` · ${late} card(s) behind the match` : ""}`;
+    }
+    status.dataset.events = String(st.events);
+    status.dataset.behind = String(late);
+    label.textContent = st.round < 0 ? "waiting" : `Round ${st.round + 1}${trickNo ? ` · trick ${trickNo} · card ${st.plays.length} / ${st.seating.length}` : " · the deal"}${late ? ` · ${late} behind` : " · live"}`;
+    catchUp.disabled = !late;
+  }
+  function draw(frame) {
+    const st = frame.state;
+    const n = st.seating.length;
+    if (!n) { fill(main, status); return; }
+    const complete = Boolean(st.lastTrick);
+    const toPlay = !complete && st.plays.length ? (st.plays[0].seat + st.plays.length) % n : -1;
+    const panels = st.seating.map((name, s) => seatPanel(s, name, {
+      dealer: st.dealer === s,
+      leads: st.plays.length ? st.plays[0].seat === s : false,
       toPlay: toPlay === s,
-      forfeited: state.forfeited.has(s) ? "forfeited" : null,
-      round: state.running ? state.running[s] : null,
-      total: state.running ? (state.totals ? state.totals[s] : 0) + state.running[s] : null,
-      pain: state.pain[s] || [],
-      taken: state.running && state.taken ? state.taken[s] : null,
-      handNote: `hand hidden${!state.running && state.totals ? ` · match ${signed(state.totals[s])}` : ""}`,
+      forfeited: st.forfeited.has(s) ? "forfeited" : null,
+      round: st.running ? st.running[s] : null,
+      total: st.running ? (st.totals ? st.totals[s] : 0) + st.running[s] : null,
+      pain: st.pain[s] || [],
+      taken: st.running && st.taken ? st.taken[s] : null,
+      handNote: `hand hidden${!st.running && st.totals ? ` · match ${signed(st.totals[s])}` : ""}`,
     }));
     let lines = "";
-    if (complete) lines = [el("div", {}, reasonLine(state.lastTrick, state.seating))];
-    else if (state.plays.length) {
-      const lead = state.plays[0].card[0];
-      lines = [el("div", {}, "Lead suit ", el("span", { class: `suit-${lead} lead-suit`, text: `${SUITS[lead][0]} ${suitName(lead)}` }), toPlay >= 0 ? ` · ${state.seating[toPlay]} to play` : "")];
+    if (complete) lines = [el("div", {}, reasonLine(st.lastTrick, st.seating))];
+    else if (st.plays.length) {
+      const lead = st.plays[0].card[0];
+      lines = [el("div", {}, "Lead suit ", el("span", { class: `suit-${lead} lead-suit`, text: `${SUITS[lead][0]} ${suitName(lead)}` }), toPlay >= 0 ? ` · ${st.seating[toPlay]} to play` : "")];
     }
-    tableBox.replaceChildren(table(panels, trickArea(state.plays, state.seating, lines, { "data-round": state.round, "data-events": state.events }), n));
+    const trickNo = st.plays.length ? (st.lastTrick ? st.tricksDone : st.tricksDone + 1) : 0;
+    tableBox.replaceChildren(table(panels, trickArea(st.plays, st.seating, lines,
+      { "data-round": st.round, "data-trick": trickNo - 1, "data-events": st.events }), n));
     const rows = [];
-    state.rounds.forEach((x, i) => { if (x) rows.push({ label: String(i + 1), values: x.scores }); });
-    if (state.totals) rows.push({ label: "Match", values: state.totals, head: true });
-    scores.replaceChildren(el("h2", { text: "Scores per round" }), rows.length ? scoreTable(state.seating, rows) : el("p", { class: "muted", text: "No round scored yet." }));
-    if (state.end) {
-      status.textContent = state.end.reason === "completed"
-        ? `Finished. Seed ${state.end.seed} (check it against the commitment). Opening the replay with every hand…`
-        : `The match ended: ${state.end.reason}.`;
-      status.dataset.over = "1";
-    } else if (state.round < 0) {
-      status.textContent = delayRounds ? `Waiting: this league shows its matches ${delayRounds} round(s) behind; the first round appears once round ${delayRounds + 1} is dealt.` : "Waiting for the deal…";
-    } else {
-      status.textContent = `Live · round ${state.round + 1}${delayRounds ? ` · shown ${delayRounds} round(s) behind` : ""}`;
+    st.rounds.forEach((x, i) => { if (x) rows.push({ label: String(i + 1), values: x.scores }); });
+    if (st.totals) rows.push({ label: "Match", values: st.totals, head: true });
+    scores.replaceChildren(el("h2", { text: "Scores per round" }), rows.length ? scoreTable(st.seating, rows) : el("p", { class: "muted", text: "No round scored yet." }));
+    if (loggedNotes !== frame.notes) {
+      loggedNotes = frame.notes;
+      log.replaceChildren(...notes.slice(Math.max(0, frame.notes - 200), frame.notes).reverse().map((t) => el("div", { text: t })));
     }
-    status.dataset.events = String(state.events);
-    fill(main, ...top, status, el("div", { class: "viewer" }, tableBox, scores, el("h2", { text: "What happened" }), log));
+    if (frame.kind === "play" || frame.kind === "trick") {
+      const p = st.plays[st.plays.length - 1];
+      announce.textContent = `${st.seating[p.seat]} plays ${p.card.slice(1)} of ${suitName(p.card[0])}.${complete ? ` ${st.lastTrick.winner < 0 ? "Nobody wins" : `${st.seating[st.lastTrick.winner]} wins`} the trick.` : ""}`;
+    } else announce.textContent = notes[frame.notes - 1] || "";
+    drawStatus();
+    if (!page) {
+      page = true;
+      const links = el("div", { class: "links" }, el("span", { class: "muted keys", text: "keys: ← → card · ↑ ↓ trick · space pause / play on · End catch up · " }),
+        el("span", { class: "muted swipe", text: "swipe the table sideways for the next or previous card" }));
+      fill(main, ...top, status, el("div", { class: "viewer" }, controls, announce, tableBox, links, scores, el("h2", { text: "What happened" }), log));
+      document.body.classList.add("stepping");
+      document.addEventListener("keydown", (e) => {
+        if (e.altKey || e.ctrlKey || e.metaKey) return;
+        const t = e.target;
+        if (t instanceof HTMLSelectElement && !["ArrowLeft", "ArrowRight"].includes(e.key)) return;
+        if (t instanceof HTMLInputElement && t.type !== "checkbox") return;
+        if (e.key === " " && t instanceof Element && t.closest("button, a, input, select, summary")) return;
+        const keys = {
+          ArrowRight: () => step(1), ArrowLeft: () => step(-1), ArrowDown: () => stepTrick(1), ArrowUp: () => stepTrick(-1),
+          " ": () => setFollowing(!following), End: () => catchUp.click(),
+        };
+        if (keys[e.key]) { keys[e.key](); e.preventDefault(); }
+      }, { signal: listeners.signal });
+      swipeToStep(tableBox, (d) => step(d), listeners.signal);
+    }
   }
-  // At the end, the replay (with every hand) replaces the live table, at its last card.
+  // Once the match is over, the replay (with every hand) replaces the live table when the
+  // viewer has seen the end (at once for one who kept up, or by catching up), or where
+  // they are when they ask for it.
+  function toViewer(here) {
+    if (leaving) return;
+    leaving = true;
+    clearTimeout(timer);
+    listeners.abort();
+    if (!here || !location.hash) history.replaceState(null, "", "#end");
+    viewer(finished, id, { speed: speed.value });
+  }
   async function toReplay() {
     for (let i = 0; i < 40; i += 1) {
       const s = await api(`/api/matches/${encodeURIComponent(id)}/state`).catch(() => null);
       if (s && s.state === "finished") {
-        const doc = await api(`/api/matches/${encodeURIComponent(id)}`);
-        if (!location.hash) history.replaceState(null, "", "#end");
-        viewer(doc, id);
+        finished = await api(`/api/matches/${encodeURIComponent(id)}`);
+        if (shown >= frames.length - 1) toViewer(false);
+        else drawStatus();
         return;
       }
       if (s && s.state !== "running") break;
@@ -375,6 +515,18 @@ function spectator(id, delayRounds) {
     status.append(" ", el("a", { href: location.pathname + location.search, text: "open the replay" }));
   }
   fill(main, status);
+}
+
+// A sideways swipe on `box` steps a card (right to left: the next), as a finger turns a page.
+function swipeToStep(box, step, signal) {
+  let touch = null;
+  box.addEventListener("touchstart", (e) => { touch = e.touches.length === 1 ? [e.touches[0].clientX, e.touches[0].clientY] : null; }, { passive: true, signal });
+  box.addEventListener("touchend", (e) => {
+    if (!touch || e.changedTouches.length !== 1) return;
+    const dx = e.changedTouches[0].clientX - touch[0], dy = e.changedTouches[0].clientY - touch[1];
+    touch = null;
+    if (Math.abs(dx) >= 40 && Math.abs(dx) > 2 * Math.abs(dy)) step(dx < 0 ? 1 : -1);
+  }, { passive: true, signal });
 }
 
 const id = query("id");

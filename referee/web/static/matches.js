@@ -56,7 +56,7 @@ function draw(doc) {
       el("p", { class: "muted", id: "winner-key", text: "★ the winner (place 1)" })]
     : el("p", { class: "muted", text: before ? "No older match." : "No finished match yet." });
   fill(main, el("h1", { text: "Matches" }), progressLine(doc.progress),
-    el("h2", { text: "Running now" }), el("div", { id: "running-box" }, runningPart(doc)),
+    el("h2", { id: "running-now", text: "Running now" }), el("div", { id: "running-box" }, runningPart(doc)),
     el("h2", { text: "Finished, newest first" }), finished, pagesPart());
   drawnProgress = JSON.stringify(doc.progress);
   drawnRunning = JSON.stringify(doc.running);

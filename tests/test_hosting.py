@@ -15,6 +15,7 @@ import shutil
 import subprocess
 import tarfile
 import tempfile
+import threading
 import urllib.request
 import zipfile
 from collections.abc import Iterator
@@ -271,7 +272,13 @@ def test_every_hostile_upload_is_refused_in_one_line_and_stores_nothing(
     tmp_path: Path, league_db: LeagueDb, code_dir: Path
 ) -> None:
     config = league_file(
-        tmp_path, league_db, code_dir, max_archive_mb=1, max_files=50, max_unpacked_mb=16
+        tmp_path,
+        league_db,
+        code_dir,
+        max_archive_mb=1,
+        max_files=50,
+        max_unpacked_mb=16,
+        upload_timeout_s=2,
     )
     good = io.BytesIO()
     with tarfile.open(fileobj=good, mode="w:gz") as tar:
@@ -316,6 +323,42 @@ def test_every_hostile_upload_is_refused_in_one_line_and_stores_nothing(
         with zipfile.ZipFile(external, "w") as z:
             z.writestr("bot.toml", 'name = "x"\ntoken = "t"\n')
         refusal(raw_submit(s, beta, external.getvalue(), fmt="zip"), invalid, "no 'command'")
+        # An upload that stalls holds its entry's one upload slot until upload_timeout_s.
+        gate = threading.Event()
+        stalled: list[Any] = []
+
+        def stall() -> Iterator[league_pb2.SubmitRequest]:
+            yield league_pb2.SubmitRequest(
+                header=league_pb2.SubmitHeader(format="tar.gz", size=len(data), bot_file="bot.toml")
+            )
+            gate.wait(30)
+
+        def first_upload() -> None:
+            try:
+                s.league.Submit(
+                    stall(), metadata=[("authorization", f"Bearer {alpha}")], timeout=30
+                )
+            except grpc.RpcError as exc:
+                stalled.append(exc)
+
+        thread = threading.Thread(target=first_upload)
+        thread.start()
+        try:
+            second = wait_for(
+                lambda: (
+                    (r := raw_submit(s, alpha, data, sha256="1" * 64)).code()
+                    == grpc.StatusCode.RESOURCE_EXHAUSTED
+                    and r
+                ),
+                10,
+                "a second upload of alpha refused while the first is under way",
+            )
+            refusal(second, grpc.StatusCode.RESOURCE_EXHAUSTED, "under way; one at a time")
+            thread.join(20)
+        finally:
+            gate.set()
+            thread.join(30)
+        refusal(stalled[0], grpc.StatusCode.DEADLINE_EXCEEDED, "upload_timeout_s = 2 s")
         # Nothing was stored, nothing left in the code folder, and the league serves on.
         assert query(league_db.target, "SELECT COUNT(*) FROM league_archives")[0][0] == 0
         assert query(league_db.target, "SELECT COUNT(*) FROM league_submissions")[0][0] == 0

@@ -66,6 +66,8 @@ class HostingConfig:
     code_dir: Path = Path("hosted-code")
     #: Rounds of each validation scenario (``referee check-bot``).
     validation_rounds: int = 1
+    #: Seconds an upload may take, header to last chunk.
+    upload_timeout_s: float = 300.0
 
 
 @dataclass(frozen=True)
@@ -210,6 +212,8 @@ class HostingTable(Table):
     results folder; its files are readable by the bots' uids)."""
     validation_rounds: Annotated[int, Field(ge=1, le=20)] = 1
     """Rounds of each check-bot scenario a submission is validated with."""
+    upload_timeout_s: Annotated[float, Field(gt=0, le=3600)] = 300.0
+    """Seconds an upload may take, header to last chunk (a slower one is refused)."""
 
 
 class LeagueFile(Table):
@@ -295,6 +299,7 @@ def league_from_table(data: dict[str, Any], base: Path, source: Path, environ: A
         workers=h.workers,
         code_dir=code_dir,
         validation_rounds=h.validation_rounds,
+        upload_timeout_s=h.upload_timeout_s,
     )
     return LeagueConfig(
         name=name,

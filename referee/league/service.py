@@ -103,6 +103,8 @@ STORE_RETRY_S = 5.0
 LEASE_S = 30.0
 #: How often idle workers look at the queue, and the league at expired leases.
 QUEUE_POLL_S = 1.0
+#: Uploads the league takes at once (each held in memory until it is checked).
+MAX_UPLOADS = 4
 
 
 @dataclass(eq=False)
@@ -1151,6 +1153,8 @@ class LeagueServicer:
 
     def __init__(self, league: League) -> None:
         self.league = league
+        #: The entries with an upload under way.
+        self._uploading: set[str] = set()
 
     def _admin(self, context: Context) -> None:
         """Refuse unless the call carries the admin token."""
@@ -1243,23 +1247,25 @@ class LeagueServicer:
     ) -> league_pb2.SubmitResponse:
         try:
             return await self._submit(requests, context)
+        except TimeoutError:
+            hosting = self.league.hosting
+            assert hosting is not None
+            await context.abort(
+                grpc.StatusCode.DEADLINE_EXCEEDED,
+                f"the upload took more than this league's upload_timeout_s = "
+                f"{hosting.config.upload_timeout_s:g} s; nothing was stored (submit again)",
+            )
         except Refused as exc:
             await context.abort(exc.code, exc.message)
         except StoreError as exc:
             await context.abort(grpc.StatusCode.UNAVAILABLE, str(exc))
         raise AssertionError("unreachable")  # abort raises
 
-    async def _submit(
-        self, requests: AsyncIterator[league_pb2.SubmitRequest], context: Context
-    ) -> league_pb2.SubmitResponse:
+    async def _header(
+        self, requests: AsyncIterator[league_pb2.SubmitRequest], entry: BotEntry, hosting: Hosting
+    ) -> league_pb2.SubmitHeader:
+        """An upload's header, checked against the league's limits and the quota."""
         league = self.league
-        hosting = league.hosting
-        if hosting is None:
-            raise Refused(
-                grpc.StatusCode.FAILED_PRECONDITION,
-                "this league hosts no bots ([hosting] enabled = false); connect your bot instead",
-            )
-        entry = self._entry_of_token(context, "a submission")
         limits = hosting.config
         first = await anext(aiter(requests), None)
         if first is None or first.WhichOneof("part") != "header":
@@ -1294,6 +1300,12 @@ class LeagueServicer:
                 f"bot {entry.name!r} made {made} submissions in the last 24 hours, this league's "
                 f"submissions_per_day; try again later",
             )
+        return h
+
+    async def _chunks(
+        self, requests: AsyncIterator[league_pb2.SubmitRequest], h: league_pb2.SubmitHeader
+    ) -> bytearray:
+        """The archive's bytes, no more than the header declared."""
         data = bytearray()
         async for msg in requests:
             if msg.WhichOneof("part") != "chunk":
@@ -1306,6 +1318,54 @@ class LeagueServicer:
                     grpc.StatusCode.INVALID_ARGUMENT,
                     f"the stream sent more than the {h.size} bytes its header declared",
                 )
+        return data
+
+    async def _submit(
+        self, requests: AsyncIterator[league_pb2.SubmitRequest], context: Context
+    ) -> league_pb2.SubmitResponse:
+        league = self.league
+        hosting = league.hosting
+        if hosting is None:
+            raise Refused(
+                grpc.StatusCode.FAILED_PRECONDITION,
+                "this league hosts no bots ([hosting] enabled = false); connect your bot instead",
+            )
+        entry = self._entry_of_token(context, "a submission")
+        # An upload is held in memory until it is checked: one at a time per entry, and
+        # a few in all, each within upload_timeout_s.
+        if entry.name in self._uploading:
+            raise Refused(
+                grpc.StatusCode.RESOURCE_EXHAUSTED,
+                f"an upload of bot {entry.name!r} is under way; one at a time",
+            )
+        if len(self._uploading) >= MAX_UPLOADS:
+            raise Refused(
+                grpc.StatusCode.RESOURCE_EXHAUSTED,
+                f"the league takes {MAX_UPLOADS} uploads at once; try again shortly",
+            )
+        self._uploading.add(entry.name)
+        try:
+            async with asyncio.timeout(hosting.config.upload_timeout_s):
+                h, data = await self._receive(requests, entry, hosting)
+            return await self._store_upload(entry, hosting, h, data)
+        finally:
+            self._uploading.discard(entry.name)
+
+    async def _receive(
+        self, requests: AsyncIterator[league_pb2.SubmitRequest], entry: BotEntry, hosting: Hosting
+    ) -> tuple[league_pb2.SubmitHeader, bytearray]:
+        """The header and the archive of an upload, checked as they arrive."""
+        h = await self._header(requests, entry, hosting)
+        return h, await self._chunks(requests, h)
+
+    async def _store_upload(
+        self,
+        entry: BotEntry,
+        hosting: Hosting,
+        h: league_pb2.SubmitHeader,
+        data: bytearray,
+    ) -> league_pb2.SubmitResponse:
+        league = self.league
         if len(data) != h.size:
             raise Refused(
                 grpc.StatusCode.INVALID_ARGUMENT,

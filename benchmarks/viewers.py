@@ -14,6 +14,14 @@ the tournament took; with ``--viewers 0`` the same tournament alone, for compari
 
     python benchmarks/viewers.py [--viewers 2000] [--clients 20] [--limit 1024]
         [--matches 6] [--parallel 2]
+
+Measured on the 2-core development machine (root referee, bubblewrap): 2,000 viewers
+from 20 addresses against a limit of 1024: 6 of 6 matches finished, no fault, no "Too
+many open files", no void match; the web server held 471 viewers and refused the rest
+(4,799 answers 503 with a one-line reason, 511 connections reset while refusals came in
+faster than they could be read), the new viewer got a 503; 21.7 s (the same tournament
+with 600 viewers: 17.4 s). Before, 1,100 such viewers against the same limit made 42
+seats forfeit and crashed the referee (issue 32).
 """
 
 from __future__ import annotations

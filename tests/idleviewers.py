@@ -83,13 +83,15 @@ class IdleViewers:
         self._conns[sock] = (source, bytearray())
         self._sel.register(sock, selectors.EVENT_READ)
 
-    def _closed(self, sock: socket.socket) -> None:
+    def _closed(self, sock: socket.socket, reset: bool = False) -> None:
         source, got = self._conns.pop(sock)
         self._sel.unregister(sock)
         sock.close()
         self.tally.open -= 1
         head, _, body = bytes(got).partition(b"\r\n\r\n")
         status = head.split(b"\r\n", 1)[0].decode(errors="replace") if head else "nothing"
+        if reset:
+            status += " (reset)"
         self.tally.answers[status] = self.tally.answers.get(status, 0) + 1
         if " 503 " in status:
             self.tally.refusal = body.decode(errors="replace")
@@ -114,7 +116,8 @@ class IdleViewers:
                 except BlockingIOError:
                     continue
                 except OSError:
-                    data = b""
+                    self._closed(sock, reset=True)
+                    continue
                 if not data:
                     self._closed(sock)
                 else:

@@ -22,9 +22,12 @@ from typing import cast
 
 from referee.runtime import descriptors
 
-#: How long a refused connection is kept to let its request in (so that closing it does
-#: not reset the connection before the client reads the answer).
-_LINGER_S = 1.0
+#: How long a refused connection is kept, at most, for its request to come in: closed with
+#: its request unread, the connection would be reset, and the client might lose the answer.
+_LINGER_S = 0.5
+#: Refused connections kept at once, at most (each holds a descriptor); beyond, they are
+#: closed at once.
+_LINGERING = 32
 #: How often the free descriptors are counted again while connections arrive.
 _COUNT_EVERY_S = 0.05
 
@@ -69,6 +72,8 @@ class Doorman:
         self.open = 0
         #: Connections refused so far.
         self.refused = 0
+        #: Refused connections waiting for their request before they are closed.
+        self.lingering = 0
         self._counted_at = -1e9
         self._spare = 0
 
@@ -135,6 +140,8 @@ class _Door(asyncio.Protocol):
         self.inner: asyncio.Protocol | None = None
         self.client = ""
         self.transport: asyncio.Transport | None = None
+        #: Refused and still open.
+        self.refused = False
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         # uvloop's transports are not asyncio's classes, but have their methods.
@@ -143,10 +150,16 @@ class _Door(asyncio.Protocol):
         self.client = client_of(str(peer[0])) if isinstance(peer, tuple) and peer else ""
         why = self.doorman.enter(self.client)
         if why:
-            self.doorman.refused += 1
+            doorman = self.doorman
+            doorman.refused += 1
             transport.write(refusal(why))
-            if transport.can_write_eof():
-                transport.write_eof()
+            if doorman.lingering >= _LINGERING:
+                transport.close()
+                return
+            # Closed once its request is read (or after a moment), so that it ends with
+            # the answer, not a reset.
+            doorman.lingering += 1
+            self.refused = True
             asyncio.get_running_loop().call_later(_LINGER_S, transport.close)
             return
         inner = cast(asyncio.Protocol, self.make_inner())
@@ -156,6 +169,8 @@ class _Door(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         if self.inner is not None:
             self.inner.data_received(data)
+        elif self.transport is not None:
+            self.transport.close()  # a refused one's request: read, so the close is clean
 
     def eof_received(self) -> bool | None:
         if self.inner is not None:
@@ -173,6 +188,9 @@ class _Door(asyncio.Protocol):
             self.inner.resume_writing()
 
     def connection_lost(self, exc: Exception | None) -> None:
+        if self.refused:
+            self.refused = False
+            self.doorman.lingering -= 1
         if self.inner is not None:
             self.doorman.leave(self.client)
             self.inner.connection_lost(exc)

@@ -629,3 +629,41 @@ def test_the_league_deployment_serves_the_configmap_league_on_the_secret_databas
     }
     found = {p.parent for p, d in _manifests() if (d["kind"], d["metadata"]["name"]) in league}
     assert found == {K8S / "league"}
+
+
+def test_the_league_workers_play_the_configmap_league_from_the_secret_database() -> None:
+    from referee.league.config import league_from_table
+
+    worker = _one("Deployment", "sticheln-league-worker")
+    container = _container(worker)
+    args = build_parser().parse_args(container["args"])
+    assert (args.command, args.action) == ("league", "worker")
+    league = _container(_one("Deployment", "sticheln-league"))
+    configmap = _one("ConfigMap", "sticheln-league-service")
+    secret = _one("Secret", "sticheln-league")["stringData"]
+    environ = {
+        "DATABASE_URL": secret["DATABASE_URL"],
+        "STICHELN_ADMIN_TOKEN": secret["STICHELN_ADMIN_TOKEN"],
+    }
+    source = Path("/config/league.toml")
+    config = league_from_table(
+        tomllib.loads(configmap["data"]["league.toml"]), source.parent, source, environ
+    )
+    # The workers play the league the league pod serves, from the same database.
+    assert config.hosting.enabled and config.hosting.workers == 0
+    assert args.league == config.name
+    (env,) = container["env"]
+    assert env["name"] == "STICHELN_DATABASE" and env["valueFrom"]["secretKeyRef"] == {
+        "name": "sticheln-league",
+        "key": "DATABASE_URL",
+    }
+    mounts = {m["mountPath"] for m in container["volumeMounts"]}
+    assert {str(Path(args.code_dir).parent), "/tmp"} <= mounts
+    # Both run the jail (bubblewrap): the league validates uploads, the workers play.
+    for deployment, c in ((worker, container), (_one("Deployment", "sticheln-league"), league)):
+        pod = deployment["spec"]["template"]["spec"]
+        assert pod["hostUsers"] is False
+        assert pod["securityContext"]["runAsUser"] == 10001
+        assert pod["securityContext"]["seccompProfile"] == {"type": "Unconfined"}
+        assert c["securityContext"]["procMount"] == "Unmasked"
+        assert c["securityContext"]["capabilities"] == {"drop": ["ALL"]}

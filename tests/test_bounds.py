@@ -29,17 +29,18 @@ from bots.harness import (
     check_finished,
     collect_reports,
     new_marker,
+    play_match,
     processes_with,
     run,
-    run_match,
     toml_text,
 )
 
-from referee.jail import cgroups
+from referee.jail import cgroups, gvisor
 from referee.jail.botlog import BotLog, truncation_line
 from referee.jail.bots import Limits
 from referee.jail.sandbox import Sandbox
 from referee.match.runner import Clock, MatchResult
+from referee.match.server import RefereeServer
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -48,6 +49,16 @@ CLOCK = Clock(decision_ms=300, time_bank_ms=0, startup_ms=15_000)
 #: The CPU time an honest bot spends on each decision beside a CPU hog: a tenth of its
 #: clock, in milliseconds (it answers in time with a tenth of one core of its own).
 THINK_CPU_MS = 30
+#: The sandbox tiers a hog is tried in: gvisor where runsc runs here (installed, a root
+#: referee), and skipped with the reason otherwise. The bounds are the same cgroup, which
+#: in the gVisor tier holds the application kernel (runsc) and the bot together.
+TIERS = [
+    "bubblewrap",
+    pytest.param(
+        "gvisor",
+        marks=pytest.mark.skipif(bool(gvisor.missing()), reason=gvisor.missing() or "-"),
+    ),
+]
 
 
 def _cgroups() -> cgroups.Cgroups:
@@ -70,17 +81,29 @@ def _play(
     hog: str,
     limits: dict[str, Any],
     think_cpu_ms: int = 0,
+    tier: str = "bubblewrap",
     **env: str,
 ) -> MatchResult:
     """A match of two honest bots (spending ``think_cpu_ms`` of CPU on each decision) and
-    the hog (seat 2); the hog's reports are collected."""
+    the hog (seat 2), every bot in sandbox ``tier``; the hog's reports are collected."""
     report = tmp_path / "report.txt"
     think = {"THINK_CPU_MS": str(think_cpu_ms)}
     honest = [bot("hog_bot.py", marker, name=f"honest{i}", env=think) for i in range(2)]
     hog_bot = bot(
         "hog_bot.py", marker, env={"HOG": hog, "HOG_REPORT": str(report), **env}, limits=limits
     )
-    result = run_match([*honest, hog_bot], out_dir=tmp_path / "out", clock=CLOCK)
+
+    async def main() -> MatchResult:
+        server = RefereeServer(sandbox=Sandbox(tier))
+        await server.start("127.0.0.1", 0)
+        try:
+            return await play_match(
+                [*honest, hog_bot], out_dir=tmp_path / "out", clock=CLOCK, server=server
+            )
+        finally:
+            await server.stop(0.5)
+
+    result = run(main())
     collect_reports(tmp_path / "out")
     return result
 
@@ -244,18 +267,22 @@ def test_a_log_is_capped_per_match_and_keeps_its_tail_when_the_writer_ends(
 # -- real matches --------------------------------------------------------------------------
 
 
-def test_a_fork_bomb_is_held_at_pids_max(tmp_path: Path, marker: str) -> None:
+@pytest.mark.parametrize("tier", TIERS)
+def test_a_fork_bomb_is_held_at_pids_max(tmp_path: Path, marker: str, tier: str) -> None:
     system = _cgroups()
-    result = _play(tmp_path, marker, "forkbomb", {"processes": 48}, FORKS="400")
+    result = _play(tmp_path, marker, "forkbomb", {"processes": 48}, FORKS="400", tier=tier)
     _honest_finished(result)
     forked = [int(x.split()[1]) for x in _report(tmp_path) if x.startswith("forked ")]
     assert forked and forked[0] < 48, _report(tmp_path)
     _no_groups_left(system)
 
 
-def test_a_memory_hog_is_killed_alone(tmp_path: Path, marker: str) -> None:
+@pytest.mark.parametrize("tier", TIERS)
+def test_a_memory_hog_is_killed_alone(tmp_path: Path, marker: str, tier: str) -> None:
     system = _cgroups()
-    result = _play(tmp_path, marker, "memory", {"memory_mb": 512}, CHILDREN="4", HOLD_MB="300")
+    result = _play(
+        tmp_path, marker, "memory", {"memory_mb": 512}, CHILDREN="4", HOLD_MB="300", tier=tier
+    )
     _honest_finished(result)
     held = [x for x in _report(tmp_path) if x.startswith("held ")]
     assert len(held) <= 1, held  # four children of a 512 MiB bot cannot hold 300 MiB each
@@ -277,8 +304,11 @@ def test_a_cpu_hog_cannot_make_an_honest_opponent_time_out(tmp_path: Path, marke
     _honest_finished(result)  # (the hog's spinners take the hog's own time: it may not)
 
 
-def test_a_log_flood_is_cut_at_the_cap_with_one_line(tmp_path: Path, marker: str) -> None:
-    result = _play(tmp_path, marker, "flood", {"log_mb": 1}, FLOOD_MB="300")
+@pytest.mark.parametrize("tier", TIERS)
+def test_a_log_flood_is_cut_at_the_cap_with_one_line(
+    tmp_path: Path, marker: str, tier: str
+) -> None:
+    result = _play(tmp_path, marker, "flood", {"log_mb": 1}, FLOOD_MB="300", tier=tier)
     _honest_finished(result)
     log = next((tmp_path / "out" / "logs").glob("*hog*.log"))
     text = log.read_bytes()
@@ -288,8 +318,11 @@ def test_a_log_flood_is_cut_at_the_cap_with_one_line(tmp_path: Path, marker: str
     assert text.endswith(line)
 
 
-def test_fallocate_cannot_reserve_2_gib_on_stdout_or_in_tmp(tmp_path: Path, marker: str) -> None:
-    result = _play(tmp_path, marker, "fallocate", {})
+@pytest.mark.parametrize("tier", TIERS)
+def test_fallocate_cannot_reserve_2_gib_on_stdout_or_in_tmp(
+    tmp_path: Path, marker: str, tier: str
+) -> None:
+    result = _play(tmp_path, marker, "fallocate", {}, tier=tier)
     _honest_finished(result)
     said = dict(x.split(": ", 1) for x in _report(tmp_path) if x.startswith("fallocate"))
     assert said["fallocate stdout"].startswith("refused"), said

@@ -14,9 +14,12 @@ same read paths, ``/tmp``, socket, uid and host name); :func:`oci_bundle` writes
 OCI bundle (``config.json`` and an empty root of links and made files) and
 :func:`runsc_command` is the ``runsc run`` command that starts it. The bounds are the
 same too: the launcher (:mod:`referee.jail.launch`) puts ``runsc`` (Sentry, gofer and the
-bot's stub processes) into the bot's control group, so its memory, processes and CPU
-weight count everything the sandbox costs; the rlimits go inside (the Sentry applies
-them to the bot), and runsc's own output goes into the bot's capped log.
+bot's stub processes) into the bot's control group, so its memory and CPU weight count
+everything the sandbox costs (``pids.max`` leaves room for runsc's own threads:
+:func:`host_limits`); the address space and the number of processes are held inside,
+by the Sentry (``RLIMIT_AS``, ``RLIMIT_NPROC``), CPU time per process outside, on runsc's
+processes (this build of the Sentry does not apply ``RLIMIT_CPU``); runsc's own output
+goes into the bot's capped log.
 
 A path the bot's author owns (its folder, its ``[sandbox] read``) is bound by descriptor
 (:mod:`referee.jail.held`), never by name: the launcher, still root, binds each held
@@ -32,6 +35,7 @@ virtualisation (no KVM) runsc intercepts them with ptrace, a few context switche
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import itertools
 import json
 import os
@@ -176,9 +180,10 @@ class Bundle:
 
 
 def rlimits(limits: Limits) -> list[dict[str, Any]]:
-    """The rlimits the Sentry applies to the bot: its address space and CPU time (as the
-    launcher sets them in the bubblewrap tier), no core dump, no priority above others,
-    and the descriptors the referee's own limits allow."""
+    """The rlimits inside the sandbox: its address space (as the launcher sets it in the
+    bubblewrap tier) and its processes, which the Sentry applies, its CPU time (which the
+    launcher applies outside as well), no core dump, no priority above others, and the
+    descriptors the referee's own limits allow."""
     memory = limits.memory_mb << 20
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     found = [
@@ -188,8 +193,25 @@ def rlimits(limits: Limits) -> list[dict[str, Any]]:
         ("RLIMIT_NICE", 0, 0),
         ("RLIMIT_RTPRIO", 0, 0),
         ("RLIMIT_NOFILE", min(soft, 1 << 20), min(hard, 1 << 20)),
+        ("RLIMIT_NPROC", limits.processes, limits.processes),
     ]
     return [{"type": t, "soft": s, "hard": h} for t, s, h in found]
+
+
+#: Host tasks (processes and threads) of runsc itself with one idle bot: the Sentry's and
+#: gofer's threads and the first stub processes (115 measured with a shell and a sleep).
+RUNSC_TASKS = 160
+#: Host tasks per task of the bot: on the ptrace platform each of the bot's processes is
+#: a stub process on the host, traced by Sentry threads (8-13 measured per sleeping process).
+HOST_TASKS_PER_TASK = 12
+
+
+def host_limits(limits: Limits) -> Limits:
+    """The bot's cgroup bounds in this tier: the same memory and CPU for runsc and the bot
+    together, and room for runsc's own host tasks in ``pids.max`` (the bot's own count
+    of processes is held inside, by the Sentry's ``RLIMIT_NPROC``)."""
+    processes = RUNSC_TASKS + HOST_TASKS_PER_TASK * limits.processes
+    return dataclasses.replace(limits, processes=processes)
 
 
 def oci_spec(

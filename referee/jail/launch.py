@@ -64,8 +64,8 @@ def main(argv: list[str] | None = None) -> None:
     # The gVisor tier (referee.jail.gvisor): bind each held descriptor at its place in the
     # bundle, in a mount namespace of the launcher's own, for runsc to bind in turn ...
     parser.add_argument("--bind-fd", action="append", default=[], metavar="FD:PLACE")
-    # ... and leave the address space and CPU time to the Sentry, which applies them to
-    # the bot (on runsc itself they would bound the application kernel, not the bot).
+    # ... and leave the address space to the Sentry, which applies it to the bot (on
+    # runsc itself it would bound the application kernel's reservations, not the bot).
     parser.add_argument("--limits-inside", action="store_true")
     parser.add_argument("command", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
@@ -94,8 +94,10 @@ def main(argv: list[str] | None = None) -> None:
         resource.setrlimit(resource.RLIMIT_FSIZE, (args.fsize_bytes, args.fsize_bytes))
     for limit in ZERO_LIMITS:
         resource.setrlimit(limit, (0, 0))
+    # CPU time per process: in the gVisor tier the Sentry and each stub process that runs
+    # the bot's code inherit it (runsc does not apply the bot's RLIMIT_CPU itself).
+    resource.setrlimit(resource.RLIMIT_CPU, (args.cpu_seconds, args.cpu_seconds + 5))
     if not args.limits_inside:
-        resource.setrlimit(resource.RLIMIT_CPU, (args.cpu_seconds, args.cpu_seconds + 5))
         memory = args.memory_mb * 1024 * 1024
         resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
     if sys.platform.startswith("linux"):

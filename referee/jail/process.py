@@ -135,7 +135,8 @@ class BotProcess:
             env_fd = seccomp.program_fd(launch.environment_bytes(env))
             held.callback(os.close, env_fd)
             try:
-                bounds = cgroups.bound(spec.limits, policy, log_path)
+                limits = spec.limits if bundle is None else gvisor.host_limits(spec.limits)
+                bounds = cgroups.bound(limits, policy, log_path)
             except BaseException:
                 if bundle is not None:
                     gvisor.remove(bundle.folder)

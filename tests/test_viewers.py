@@ -291,3 +291,22 @@ def test_a_tournament_plays_a_void_match_again(
     assert sorted(voided) == [0, 1, 2]
     assert outcome.finished == outcome.planned == 3
     assert_no_processes(marker, within=10)
+
+
+def test_the_referee_raises_its_descriptor_limit_to_the_hard_one() -> None:
+    """The soft limit is often 1024 under a far higher hard one: ``referee`` takes the
+    hard one first thing (its tournament workers and bots inherit it)."""
+    script = (
+        "import resource\n"
+        "resource.setrlimit(resource.RLIMIT_NOFILE, (256, 512))\n"
+        "import referee.cli\n"
+        "try:\n"
+        "    referee.cli.main(['no-such-command'])\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print(resource.getrlimit(resource.RLIMIT_NOFILE))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60
+    )
+    assert done.stdout.strip().splitlines()[-1:] == ["(512, 512)"], done.stderr[-500:]

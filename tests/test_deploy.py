@@ -101,8 +101,10 @@ def test_the_scrape_job_is_the_one_the_alerts_and_the_compose_file_name() -> Non
 
 
 def exported_names() -> set[str]:
-    """Every series name a fresh RefereeMetrics registry can export."""
+    """Every series name a fresh RefereeMetrics registry can export (a league worker's
+    included)."""
     metrics = RefereeMetrics()
+    metrics.watch_worker("worker", lambda: 0)
     names: set[str] = set()
     for value in vars(metrics).values():
         if isinstance(value, Counter):

@@ -121,6 +121,15 @@ def add_parsers(sub: Subparsers) -> None:
     wk.add_argument(
         "--lease-s", type=float, default=30.0, help="the lease on a match, renewed (default 30)"
     )
+    wk.add_argument(
+        "--metrics-port",
+        type=int,
+        default=None,
+        help="serve this worker's Prometheus metrics on this port (0: a free one; default off)",
+    )
+    wk.add_argument(
+        "--metrics-addr", default="127.0.0.1", help="the metrics address (default 127.0.0.1)"
+    )
     add_bot_uids(wk)
     add_log_level(wk, "info", who="the worker")
     wk.set_defaults(func=worker)
@@ -156,6 +165,8 @@ def serve(args: argparse.Namespace) -> int:
             league = League(config, metrics)
         except StoreError as exc:
             raise UsageError(str(exc)) from None
+        if league.hosting is not None:
+            league.hosting.on_built.append(metrics.build.observe)
         try:
             await league.start()
         except (ResumeRefused, StoreError) as exc:
@@ -418,6 +429,8 @@ def worker(args: argparse.Namespace) -> int:
         raise UsageError("give --database URL (or set $STICHELN_DATABASE)")
     if args.lease_s < 3:
         raise UsageError(f"--lease-s: {args.lease_s} is not allowed; allowed: 3 or more")
+    if args.metrics_port is not None and not 0 <= args.metrics_port <= 65535:
+        raise UsageError(f"--metrics-port: {args.metrics_port} is not allowed; allowed: 0-65535")
 
     def folder(given: str, prefix: str) -> Path:
         if given:
@@ -455,6 +468,13 @@ def worker(args: argparse.Namespace) -> int:
     except (StoreError, UsageError) as exc:
         store.close()
         raise UsageError(str(exc)) from None
+
+    if args.metrics_port is not None:
+        # The matches it played, their decisions, faults and think times: one scrape
+        # target per worker (queue depth and voids are the league's).
+        w.metrics.watch_worker(w.name, lambda: w.played)
+        port = w.metrics.serve(args.metrics_port, args.metrics_addr)
+        print(f"metrics on http://{args.metrics_addr}:{port}/metrics", file=sys.stderr)
 
     async def run() -> int:
         stop = asyncio.Event()

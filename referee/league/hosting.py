@@ -201,6 +201,8 @@ class Hosting:
         #: The latest validation time of each entry, in seconds (for the metrics).
         self.validation_s: dict[str, float] = {}
         self.on_decided: list[Any] = []
+        #: Called with each build's wall time in seconds, failed builds too (the metrics).
+        self.on_built: list[Any] = []
         # Readable by the bots' uids (the referee runs with umask 077).
         config.code_dir.mkdir(parents=True, exist_ok=True)
         os.chmod(config.code_dir, 0o755)
@@ -310,6 +312,7 @@ class Hosting:
         build_sha = ""
         logs = private_dir(self.logs / f"{s.bot}-{s.number}")
         if build:
+            built_at = time.monotonic()
             result = await run_build(
                 self.sandbox,
                 folder,
@@ -320,6 +323,8 @@ class Hosting:
                 max_output=self.config.max_unpacked_mb << 20,
                 log_path=logs / "build.log",
             )
+            for callback in self.on_built:
+                callback(time.monotonic() - built_at)
             if result.error:
                 raise Refusal(result.error, ["build output (last lines):", *_tail(result.log_path)])
             data = _gzip(result.tar)

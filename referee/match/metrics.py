@@ -8,7 +8,11 @@ that a decision costs a dictionary lookup and two increments.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+from prometheus_client.core import CounterMetricFamily
+from prometheus_client.registry import Collector
 
 from referee.match.faults import FaultReason
 
@@ -102,8 +106,21 @@ class RefereeMetrics:
             buckets=(1, 2, 5, 10, 20, 30, 60, 120, 300, 600, 1200),
             registry=r,
         )
+        self.build = Histogram(
+            "sticheln_hosted_build_seconds",
+            "Wall time of a submission's build in the jail (failed builds included).",
+            buckets=(1, 2, 5, 10, 20, 30, 60, 120, 300, 600, 1200),
+            registry=r,
+        )
         self._decision_children: dict[tuple[str, str], tuple[Counter, Histogram]] = {}
         self._fault_children: dict[tuple[str, str], Counter] = {}
+
+    def watch_worker(self, name: str, played: Callable[[], int]) -> None:
+        """Export a league worker's matches played and stored,
+        ``sticheln_worker_matches_played_total{worker=name}``, read from ``played`` at
+        each scrape (the league counts every match in ``sticheln_matches_total``; a
+        worker's own endpoint says which of them it played)."""
+        self.registry.register(_Played(name, played))
 
     def serve(self, port: int, addr: str = "127.0.0.1") -> int:
         """Serve the exposition over HTTP on ``addr:port`` (0 = any free port); returns the port."""
@@ -146,3 +163,20 @@ class RefereeMetrics:
     def stream_closed(self) -> None:
         """An attached bot stream ended."""
         self.connected.dec()
+
+
+class _Played(Collector):
+    """A worker's count of matches played, read when scraped."""
+
+    def __init__(self, name: str, played: Callable[[], int]) -> None:
+        self.name = name
+        self.played = played
+
+    def collect(self) -> Iterator[CounterMetricFamily]:
+        family = CounterMetricFamily(
+            "sticheln_worker_matches_played",
+            "Matches of hosted bots this worker played and stored, by worker.",
+            labels=["worker"],
+        )
+        family.add_metric([self.name], float(self.played()))
+        yield family

@@ -87,10 +87,13 @@ def test_the_alerts_an_operator_needs_are_there() -> None:
         assert rule["annotations"]["summary"]
 
 
-def test_the_scrape_job_is_the_one_the_alerts_and_the_compose_file_name() -> None:
+def _scrape_jobs() -> dict[str, dict[str, Any]]:
     config = yaml.safe_load((DEPLOY / "prometheus" / "prometheus.yml").read_text())
-    (job,) = config["scrape_configs"]
-    assert job["job_name"] == JOB
+    return {j["job_name"]: j for j in config["scrape_configs"]}
+
+
+def test_the_scrape_job_is_the_one_the_alerts_and_the_compose_file_name() -> None:
+    job = _scrape_jobs()[JOB]
     assert job["static_configs"][0]["targets"] == ["referee:9464"]
     referee = _compose()["services"]["referee"]
     args = build_parser().parse_args(referee["command"])
@@ -265,6 +268,14 @@ def test_the_dashboard_shows_what_an_operator_watches() -> None:
     for gauge in ("planned", "finished", "running"):
         assert has(rf"sticheln_matches_{gauge}\b")
     assert has(r"sticheln_connected_bots")
+    # Hosted bots: the queue, voids, each worker's matches, build and validation times.
+    assert has(r"sum\(sticheln_hosted_queue_depth\)")
+    assert has(r"increase\(sticheln_hosted_voids_total")
+    assert has(r"sum by \(worker\) \(rate\(sticheln_worker_matches_played_total")
+    for name in ("build", "validation"):
+        assert has(
+            rf"histogram_quantile\(0.9, sum by \(le\) \(rate\(sticheln_hosted_{name}_seconds"
+        )
     # Every panel reads the provisioned Prometheus through the dashboard's variable.
     assert {p["datasource"]["uid"] for p in _dashboard()["panels"]} == {"${datasource}"}
 
@@ -288,7 +299,65 @@ def _compose() -> dict[str, Any]:
     return data
 
 
-OFFICIAL_IMAGES = re.compile(r"^(prom/prometheus|grafana/grafana(-oss)?):[\w.-]+$")
+OFFICIAL_IMAGES = re.compile(r"^(prom/prometheus|grafana/grafana(-oss)?|postgres):[\w.-]+$")
+
+
+def test_the_league_and_every_worker_are_scraped_in_the_league_profile() -> None:
+    jobs = _scrape_jobs()
+    assert set(jobs) == {JOB, "sticheln-league", "sticheln-worker"}
+    services = _compose()["services"]
+    parser = build_parser()
+    for job, service in (("sticheln-league", "league"), ("sticheln-worker", "worker")):
+        assert services[service]["profiles"] == ["league"]
+        # By DNS: each replica of `--scale worker=N` is a target of its own.
+        (sd,) = jobs[job]["dns_sd_configs"]
+        assert sd["names"] == [service] and sd["type"] == "A"
+        args = parser.parse_args(services[service]["command"])
+        if service == "worker":
+            port, addr = args.metrics_port, args.metrics_addr
+        else:
+            config = _compose_league()
+            port, addr = config.metrics_port, config.metrics_host
+        assert (sd["port"], addr) == (port, "0.0.0.0")
+
+
+def _compose_league() -> Any:
+    """The league of the compose file's `league` service, loaded with its environment."""
+    from referee.league.config import league_from_table
+
+    league = _compose()["services"]["league"]
+    args = build_parser().parse_args(league["command"])
+    mounted = {
+        v.split(":")[1]: DEPLOY / v.split(":")[0] for v in league["volumes"] if v.startswith("./")
+    }
+    inside = Path("/app") / args.config
+    local = mounted[str(inside)]
+    environ = {k: re.sub(r"\$\{\w+:-([^}]*)\}", r"\1", v) for k, v in league["environment"].items()}
+    return league_from_table(tomllib.loads(local.read_text()), inside.parent, inside, environ)
+
+
+def test_the_compose_league_hosts_bots_and_its_workers_play_them_jailed() -> None:
+    services = _compose()["services"]
+    config = _compose_league()
+    assert config.hosting.enabled and config.hosting.workers == 0
+    assert config.database == services["league"]["environment"]["DATABASE_URL"]
+    assert str(config.database).startswith("postgresql://sticheln:sticheln@postgres:5432/")
+    assert len(config.admin_token) >= 16
+    worker = services["worker"]
+    args = build_parser().parse_args(worker["command"])
+    assert (args.command, args.action, args.league) == ("league", "worker", config.name)
+    assert worker["environment"]["STICHELN_DATABASE"] == config.database
+    assert worker["depends_on"]["league"] == {"condition": "service_healthy"}
+    # Both run uploaded code in the jail: the options docs/operations.md names.
+    for name in ("league", "worker"):
+        assert set(services[name]["security_opt"]) == {
+            "seccomp=unconfined",
+            "apparmor=unconfined",
+            "systempaths=unconfined",
+        }, name
+    # The code folder lies in the results volume, outside the records' folder.
+    assert Path("/app/results") in config.hosting.code_dir.parents
+    assert config.out not in config.hosting.code_dir.parents
 
 
 def test_every_compose_image_is_built_here_or_official() -> None:
@@ -313,7 +382,7 @@ def _compose_config(path: Path) -> subprocess.CompletedProcess[str]:
         pytest.fail(
             "docker-compose not found: apt-get install docker-compose (scripts/test.sh does)"
         )
-    return _run(tool, "-f", str(path), "--profile", "match", "config", "-q")
+    return _run(tool, "-f", str(path), "--profile", "match", "--profile", "league", "config", "-q")
 
 
 def test_the_compose_file_is_valid_compose(tmp_path: Path) -> None:
@@ -669,3 +738,16 @@ def test_the_league_workers_play_the_configmap_league_from_the_secret_database()
         assert pod["securityContext"]["seccompProfile"] == {"type": "Unconfined"}
         assert c["securityContext"]["procMount"] == "Unmasked"
         assert c["securityContext"]["capabilities"] == {"drop": ["ALL"]}
+
+
+def test_each_league_worker_is_a_scrape_target_of_its_own() -> None:
+    worker = _one("Deployment", "sticheln-league-worker")
+    container = _container(worker)
+    args = build_parser().parse_args(container["args"])
+    assert args.metrics_addr == "0.0.0.0"
+    ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+    assert ports == {"metrics": args.metrics_port}
+    annotations = worker["spec"]["template"]["metadata"]["annotations"]
+    assert annotations["prometheus.io/scrape"] == "true"
+    assert int(annotations["prometheus.io/port"]) == args.metrics_port
+    assert annotations["prometheus.io/path"] == "/metrics"

@@ -35,6 +35,7 @@ from leaguekit import (
     wait_for,
     write_config,
 )
+from leaguekit import bots as leaguekit_bots
 from test_hosting_archive import HOSTILE_TARS, HOSTILE_ZIPS
 
 from sticheln.v1 import league_pb2
@@ -666,3 +667,50 @@ def test_the_node_bot_and_the_cpp_bot_built_in_the_jail_play_the_python_bot(
         )
         faults = query(db.target, "SELECT bot, reason FROM faults")
         assert faults == [], faults
+
+
+def test_with_no_worker_hosted_matches_queue_and_dial_in_bots_play_on(
+    tmp_path: Path, code_dir: Path
+) -> None:
+    db = LeagueDb("sqlite", tmp_path / "out" / "league.db")
+    config = league_file(tmp_path, db, code_dir, workers=0)
+    text = config.read_text().replace(
+        "[league]\n", "[league]\nparallel = 1\nmetrics_port = 0\nweb_port = 0\n", 1
+    )
+    config.write_text(text)
+    with serving(config, tmp_path / "serve.log") as s, leaguekit_bots(s.address, tmp_path) as b:
+        web = s.lines.get(timeout=30).rsplit(" ", 1)[1].strip().rstrip("/")
+        for name in ("hosted-a", "hosted-b", "hosted-c"):
+            submitted(
+                cli(s.address, "submit", str(PYTHON_BOT), "--bot-file", "bot.toml",
+                    token=s.register(name)), name, 1,
+            )  # fmt: skip
+        wait_for(
+            lambda: all(r["status"] == "playing" for r in bots_json(s.address).values()),
+            VALIDATED_S * 3,
+            "three hosted bots playing",
+            every=1,
+        )
+
+        def info() -> dict[str, Any]:
+            with urllib.request.urlopen(f"{web}/api/info", timeout=30) as r:
+                found: dict[str, Any] = json.load(r)
+                return found
+
+        wait_for(lambda: info().get("queued_matches") == 1, 30, "a hosted match queued")
+        # The queued match waits for a worker; it does not hold the league's one table.
+        for name in ("dial-a", "dial-b", "dial-c"):
+            b.start("random", name, s.register(name))
+        wait_for(
+            lambda: (
+                sum(r["matches"] for n, r in bots_json(s.address).items() if n.startswith("dial"))
+                >= 6
+            ),
+            120,
+            "the dial-in bots to play two matches while the hosted one waits",
+            every=0.5,
+        )
+        rows = bots_json(s.address)
+        assert all(rows[n]["matches"] == 0 for n in ("hosted-a", "hosted-b", "hosted-c"))
+        assert info()["queued_matches"] == 1
+        assert query(db.target, "SELECT status FROM match_queue") == [("queued",)]

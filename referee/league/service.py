@@ -557,8 +557,14 @@ class League:
         if not self._save_unsaved():
             return  # the database is away: no match starts before the finished ones are in
         size = self.config.table_size
-        while not self._stopping and len(self._running) < self.config.parallel:
+        parallel = self.config.parallel
+        while not self._stopping and self._played_here() < parallel:
             idle = self._idle()
+            if len(self._running) - self._played_here() >= parallel:
+                # As many matches of hosted bots wait for a worker (or play on one in
+                # another process) as the league plays at once: no hosted bot is seated
+                # until one of them ends, and the dial-in bots play on meanwhile.
+                idle = {b: streams for b, streams in idle.items() if b not in self._playing}
             replay = next((m for m in self._replays if all(b in idle for b in m.seating)), None)
             if replay is not None:
                 self._replays.remove(replay)
@@ -594,6 +600,11 @@ class League:
                 self._retry_store_later()
                 return
             self._launch(m, idle, replayed=False)
+
+    def _played_here(self) -> int:
+        """Matches this process plays now (a queued match counts once a worker here
+        takes it)."""
+        return sum(1 for r in self._running.values() if r.match is None or r.task is not None)
 
     def _marks(self, idle: dict[str, list[_Stream]]) -> dict[str, Marks]:
         """Each idle bot's family and owner marks under the league's seating rules."""

@@ -114,10 +114,11 @@ MASKED_PROC = (
 #: Files of /proc that count what the whole host does (threads, load, memory, CPU time,
 #: interrupts, open files, pressure): one seat moves such a counter and another, in the
 #: same match or a later one, reads it, a message past every namespace. Masked as
-#: :data:`MASKED_PROC` is, but for those runtimes read (:func:`counter_files`).
+#: :data:`MASKED_PROC` is, but for those runtimes read (:func:`counter_files`). (Root's
+#: alone to read, and so left as they are: slabinfo, vmallocinfo, pagetypeinfo.)
 HOST_COUNTERS = (
     "vmstat", "diskstats", "interrupts", "softirqs", "schedstat", "zoneinfo", "buddyinfo",
-    "pagetypeinfo", "slabinfo", "vmallocinfo", "swaps", "locks",
+    "swaps", "locks",
     "pressure/cpu", "pressure/io", "pressure/memory", "pressure/irq",
     "sys/fs/file-nr", "sys/fs/inode-nr", "sys/fs/inode-state", "sys/fs/dentry-state",
     "sys/fs/aio-nr", "sys/kernel/pty/nr",

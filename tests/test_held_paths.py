@@ -25,6 +25,7 @@ from referee import jail
 from referee.config.bots import bot_from_table
 from referee.jail.held import PathChanged, open_held
 from referee.jail.sandbox import Sandbox, bwrap_command, bwrap_descriptors
+from referee.match.pool import changed_under
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -156,8 +157,11 @@ def test_a_path_swapped_for_a_link_while_bots_start_never_shows_its_target(
         assert "deal-key.txt" not in text, "a bot saw the output folder"
         assert "self" not in text.split() and "sys" not in text.split(), "a bot saw /proc"
     # bubblewrap checks what it bound against the descriptor, and ends the sandbox
-    # before the bot runs when they differ (the name was swapped again meanwhile).
+    # before the bot runs when they differ (the name was swapped again meanwhile): the
+    # seat's fault then says so.
     stopped = [t for t in seen if t.startswith("bwrap: ")]
+    unexplained = [t for t in stopped if not changed_under(_Ended(tmp_path, t))]
+    assert not unexplained, unexplained
     shown = [t for t in seen if t != "refused" and t not in stopped]
     assert all("honest-data" in t for t in shown), shown
     assert shown, "no start got through at all"
@@ -166,3 +170,14 @@ def test_a_path_swapped_for_a_link_while_bots_start_never_shows_its_target(
         f"{seen.count('refused')} refused, {len(stopped)} stopped by bubblewrap: "
         f"{sorted({t.split(':')[1] for t in stopped})}"
     )
+
+
+class _Ended:
+    """What :func:`changed_under` reads of a started process: its log, and that it ran in
+    a sandbox."""
+
+    sandboxed = True
+
+    def __init__(self, tmp: Path, text: str) -> None:
+        self.log_path = tmp / "ended.log"
+        self.log_path.write_text(text)

@@ -70,7 +70,38 @@ async def await_handshake(slot: SeatSlot, process: BotProcess | None, timeout_s:
     why = slot.handshake_error or refusal or f"no valid handshake within {timeout_s:g} s"
     if process is not None and process.returncode is not None:
         why += f"; the bot process {process.describe_exit()}"
+        why += changed_under(process)
     return why
+
+
+#: What bubblewrap says, before the bot runs, when a path it binds by descriptor
+#: (:mod:`referee.jail.held`) was swapped for something else while it made the sandbox.
+_BWRAP_CHANGED = (
+    b"bwrap: Race condition binding dirfd",
+    b"bwrap: Can't get type of source",
+    b"bwrap: Can't find source path",
+    b"bwrap: Can't bind mount ",
+)
+
+
+def changed_under(process: BotProcess) -> str:
+    """``"; ..."`` saying that the bot's folder changed while its sandbox was made, when
+    bubblewrap stopped the start for that (its last words in the bot's log), else ""."""
+    if not process.sandboxed:
+        return ""
+    try:
+        with open(process.log_path, "rb") as f:
+            f.seek(max(0, f.seek(0, 2) - 4096))
+            tail = f.read().splitlines()
+    except OSError:
+        return ""
+    if not any(line.startswith(_BWRAP_CHANGED) for line in tail[-3:]):
+        return ""
+    return (
+        "; its folder or a path it reads changed while its sandbox was made (bubblewrap "
+        "found another file where it had opened one): a bot's folder and the paths it "
+        "reads may not change while the referee runs"
+    )
 
 
 class RefereeFault(Exception):

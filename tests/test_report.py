@@ -169,6 +169,16 @@ def test_standings_table_lists_every_bot_in_rank_order() -> None:
     assert len({len(line) for line in lines[:2]}) == 1  # header and rule line up
 
 
+def test_the_page_and_the_terminal_both_count_strikes(tmp_path: Path) -> None:
+    """The standings' last column is the strikes a bot's faults cost (a late answer to a
+    request already struck costs none), and says so on the page as on the terminal; the
+    per-bot table below counts its faults by reason, which may be more."""
+    assert "strikes" in standings_table(STANDINGS, STATS, LIVE).splitlines()[0].split()
+    head = re.search(r"<thead><tr>(.*?)</tr></thead>", write_html(tmp_path))
+    assert head is not None
+    assert re.findall(r"<th[^>]*>([^<]*)</th>", head.group(1))[-1] == "Strikes"
+
+
 def test_standings_table_escapes_control_characters() -> None:
     evil = Standing("x\x1b[31mred\nnext", 1500.0, math.nan, math.nan, 0)
     table = standings_table([evil], {}, {})

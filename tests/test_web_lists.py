@@ -241,7 +241,7 @@ def sideways(page: Any) -> int:
 VISIBLE_HEADS = """() => [...document.querySelectorAll('#standings thead th')]
     .filter(th => th.getClientRects().length).map(th => th.textContent)"""
 ALL_HEADS = ["Rank", "Bot", "Rating", "95% interval", "Live Elo", "Matches", "Mean score",
-             "Mean place", "Faults"]  # fmt: skip
+             "Mean place", "Strikes"]  # fmt: skip
 
 
 @browser_only

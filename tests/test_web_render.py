@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -187,6 +188,24 @@ def test_provisional_bots_are_listed_after_the_ranked_ones_without_a_rank() -> N
     assert html.count("provisional</span>") == 1
     # A bot without a rated match is reachable from the standings.
     assert 'id="unrated"' in html and 'href="/bot?name=e"' in html
+
+
+def test_the_standings_and_matches_count_strikes_as_the_terminal_does() -> None:
+    """Their column is the strikes the faults cost (what ``referee tournament`` prints
+    under "strikes"); the bot page counts the faults themselves, by reason."""
+    row = {"bot": "a", "rank": 1, "rating": 1500.0, "matches": 3, "faults": 9}
+    html = render.standings({"matches": 3, "standings": [row]}, {"finished": 3}, ["a"])
+    assert _heads(html, "standings")[-1] == "Strikes"
+    finished = {"match_id": "m-1", "seating": ["a", "b", "c"], "places": [1, 2, 3]}
+    doc = {"progress": {"finished": 1}, "running": [],
+           "finished": [{**finished, "totals": [3, 2, 1], "faults": [2, 0, 0]}]}  # fmt: skip
+    assert _heads(render.matches(doc, None), "finished")[-1] == "Strikes"
+
+
+def _heads(html: str, table: str) -> list[str]:
+    found = re.search(f'<table id="{table}"><thead><tr>(.*?)</tr>', html)
+    assert found is not None, html
+    return re.findall(r"<th[^>]*>([^<]*)</th>", found.group(1))
 
 
 def test_the_standings_say_what_a_missing_interval_means() -> None:

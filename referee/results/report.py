@@ -556,7 +556,7 @@ def write_report_html(
         out.append(
             '<table><thead><tr><th>Rank</th><th class="bot">Bot</th><th>Rating</th>'
             "<th>95% CI</th><th>Live Elo</th><th>Matches</th><th>Mean score</th>"
-            "<th>Mean place</th><th>Faults</th></tr></thead><tbody>"
+            "<th>Mean place</th><th>Strikes</th></tr></thead><tbody>"
         )
         for row in members:
             text = row_interval(row)

@@ -210,7 +210,7 @@ def standings(doc: Mapping[str, Any], info_progress: Mapping[str, Any], bots: Se
                 f'<td class="more">{fmt(r.get("faults"))}</td></tr>'
             )
         heads = ["Rank", "Bot", "Rating", "95% interval", "Live Elo", "Matches", "Mean score",
-                 "Mean place", "Faults"]  # fmt: skip
+                 "Mean place", "Strikes"]  # fmt: skip
         more = frozenset({3, 5, 6, 7, 8})
         out.append(more_toggle("all-columns", len(more)))
         out.append(_table("standings", heads, body, {1}, more))
@@ -275,7 +275,7 @@ def matches(doc: Mapping[str, Any], before: str | None) -> str:
             f"<td>{sum(m['faults'])}</td></tr>"
             for m in doc["finished"]
         )
-        out.append(_table("finished", ["Match", "Seating (place, score)", "Faults"], rows, {0, 1}))
+        out.append(_table("finished", ["Match", "Seating (place, score)", "Strikes"], rows, {0, 1}))
         out.append('<p class="muted" id="winner-key">★ the winner (place 1)</p>')
     else:
         out.append(

@@ -51,7 +51,7 @@ let drawnProgress = "", drawnRunning = "";
 
 function draw(doc) {
   const finished = shown.length
-    ? [scrollable(el("table", { id: "finished" }, el("thead", {}, el("tr", {}, el("th", { class: "text", text: "Match" }), el("th", { class: "text", text: "Seating (place, score)" }), el("th", { text: "Faults" }))),
+    ? [scrollable(el("table", { id: "finished" }, el("thead", {}, el("tr", {}, el("th", { class: "text", text: "Match" }), el("th", { class: "text", text: "Seating (place, score)" }), el("th", { text: "Strikes" }))),
       el("tbody", {}, shown.map(finishedRow)))),
       el("p", { class: "muted", id: "winner-key", text: "★ the winner (place 1)" })]
     : el("p", { class: "muted", text: before ? "No older match." : "No finished match yet." });

@@ -5,7 +5,7 @@ import { api, el, fmt, interval, signed, botLink, frame, showError, errorBarChar
 const main = document.getElementById("main");
 // What Rating and Live Elo are: the server writes it; kept across redraws.
 const terms = document.getElementById("terms");
-const HEADS = ["Rank", "Bot", "Rating", "95% interval", "Live Elo", "Matches", "Mean score", "Mean place", "Faults"];
+const HEADS = ["Rank", "Bot", "Rating", "95% interval", "Live Elo", "Matches", "Mean score", "Mean place", "Strikes"];
 // On a phone these wait behind the "more columns" switch (its state survives a redraw).
 const MORE = new Set([3, 5, 6, 7, 8]);
 let progress = null;

@@ -143,3 +143,28 @@ def test_a_copied_cpp_starter_builds_with_plain_cmake_and_plays_a_match(elsewher
     assert done.returncode == 0 and "all vectors agree" in done.stdout, done.stdout[-3000:]
     bot = bot_file(elsewhere, "mine-cpp", ["cpp/build/sticheln-bot"])
     play_with(bot, elsewhere.parent / "out-cpp")
+
+
+@pytest.mark.timeout(300)
+def test_the_cpp_readme_copy_of_a_built_starter_configures(tmp_path: Path) -> None:
+    """The README's "Writing your own" as typed in a clone where the starter is already built (as the
+    README's Build section and scripts/test.sh leave it): the copy must not bring the
+    build folder along, whose CMake cache names the repository's folder and makes cmake
+    refuse the copy."""
+    missing = _missing_toolchain()
+    if missing:
+        pytest.skip(f"the C++ toolchain is not installed (missing: {missing})")
+    readme = (SAMPLES / "cpp" / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Writing your own", 1)[1]
+    copy, configure = section.split("```sh\n", 1)[1].split("```", 1)[0].splitlines()[:2]
+    clone, home = tmp_path / "clone", tmp_path / "home"
+    home.mkdir()
+    copy_starter("cpp", clone / "sample_bots")
+    built = ["cmake", "-S", "sample_bots/cpp", "-B", "sample_bots/cpp/build"]
+    subprocess.run(built, cwd=clone, capture_output=True, check=True, timeout=240)
+    env = {**os.environ, "HOME": str(home)}
+    for line in (copy, configure.split(" && ")[0]):
+        done = subprocess.run(
+            ["bash", "-c", line], cwd=clone, env=env, capture_output=True, text=True, timeout=240
+        )
+        assert done.returncode == 0, (line, done.stdout[-2000:], done.stderr[-2000:])

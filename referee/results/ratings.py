@@ -53,6 +53,10 @@ TOLERANCE = 1e-9
 #: A bot cut off from its group's reference bots in more than this share of the bootstrap
 #: resamples has an unidentified interval: its link to the others rests on a few matches.
 BRIDGE_SHARE = 0.05
+#: A resampled interval narrower than this share of the model's own (rating ± 1.96
+#: standard errors) did not see the bot's spread: too few matches to resample. (With many
+#: matches the two agree within a few tens of percent; a one-match bot's saw a twentieth.)
+FEW_SHARE = 1.0 / 3.0
 #: An interval narrower than this (Elo) comes from resamples that never differ (every game
 #: a tie, say): the bootstrap cannot measure the spread, so it is unidentified.
 DEGENERATE_WIDTH = 0.5
@@ -187,9 +191,11 @@ class Standing:
     #: The scale's reference (the tournament's ``anchor``): its rating is fixed by
     #: definition, so it has no interval of its own.
     anchor: bool = False
-    #: The data cannot support an interval (see :func:`fit`): the resamples never differ,
-    #: or the bot's link to its group was lost in more than :data:`BRIDGE_SHARE` of them.
-    #: The interval shown, if any, is only what the resamples that kept the link say.
+    #: The data cannot support a resampled interval (see :func:`fit`): the resamples never
+    #: differ, the bot's link to its group was lost in more than :data:`BRIDGE_SHARE` of
+    #: them (``ci_low``/``ci_high`` are then what the resamples that kept the link say),
+    #: or it played too few matches for them to spread (the interval is then the model's
+    #: own, the rating ± 1.96 standard errors).
     unidentified: bool = False
     #: The share of resamples in which the bot was cut off from its group's reference bots
     #: (its bridge to them was not drawn); those resamples are left out of its interval.
@@ -534,9 +540,16 @@ def fit(
         is_anchor[anchor_index] = True
     # Resamples that never differ (all games ties, one fixed order repeated) give an
     # interval of no width: not a measurement. Nor is one whose bridge was often lost.
-    unidentified = ~is_anchor & (
-        (cut_share > BRIDGE_SHARE) | ((high - low) < DEGENERATE_WIDTH)  # NaN compares False
-    )
+    flat = (high - low) < DEGENERATE_WIDTH  # NaN compares False
+    # Nor one the resamples of a bot's few matches cannot spread: a single match is drawn
+    # with the same places or not at all. Where they saw less than a third of the width
+    # the model's own standard errors give, the interval is the model's.
+    half = _model_half_widths(wins, theta, prior_sigma_elo, group, reference, anchor_index)
+    few = matches < FEW_MATCHES
+    thin = few & ~is_anchor & ~flat & ((high - low) < FEW_SHARE * 2.0 * half)
+    low[thin] = np.minimum(low[thin], rating[thin] - half[thin])
+    high[thin] = np.maximum(high[thin], rating[thin] + half[thin])
+    unidentified = ~is_anchor & ((cut_share > BRIDGE_SHARE) | flat | thin)
     unidentified &= ~(low_open | high_open)
     low[low_open] = -math.inf
     high[high_open] = math.inf
@@ -574,7 +587,10 @@ def fit(
             f"{len(provisional)} bot(s) played fewer than {min_matches} matches and are "
             f"listed apart as provisional: {', '.join(provisional)}"
         )
-    bridged = [s for s in standings if s.cut_share > BRIDGE_SHARE and not s.provisional]
+    # Each bot flagged unidentified is named in exactly one warning, for its reason, and
+    # no other bot is (an open end is marked as such instead).
+    marked = [s for s in standings if s.unidentified]
+    bridged = [s for s in marked if s.cut_share > BRIDGE_SHARE]
     if bridged:
         worst = max(s.cut_share for s in bridged)
         warnings.append(
@@ -582,14 +598,57 @@ def fit(
             f"that up to {worst:.0%} of the resamples lost the link; their intervals are "
             f"unidentified: {', '.join(s.bot for s in bridged)}"
         )
-    flat = [s.bot for s in standings if s.unidentified and s.cut_share <= BRIDGE_SHARE]
-    if flat:
+    scant = [s.bot for s in marked if s.cut_share <= BRIDGE_SHARE and thin[index[s.bot]]]
+    if scant:
         warnings.append(
-            f"{len(flat)} bot(s) have intervals of no width: every resample gave the same "
-            f"result (all games ties, or one order repeated), so the data cannot measure "
-            f"their spread: {', '.join(flat)}"
+            f"{len(scant)} bot(s) played too few matches for the resamples to measure their "
+            f"spread (each resample repeats or drops the same few): their intervals are the "
+            f"model's own, the rating ± 1.96 standard errors, and unidentified: "
+            f"{', '.join(scant)}"
+        )
+    flat_bots = [s.bot for s in marked if s.cut_share <= BRIDGE_SHARE and not thin[index[s.bot]]]
+    if flat_bots:
+        warnings.append(
+            f"{len(flat_bots)} bot(s) have intervals of no width: every resample gave the "
+            f"same result (all games ties, or one order repeated), so the data cannot "
+            f"measure their spread: {', '.join(flat_bots)}"
         )
     return Fit(standings, groups, tuple(warnings), min_matches)
+
+
+def _model_half_widths(
+    wins: FloatArray,
+    theta: FloatArray,
+    prior_sigma_elo: float,
+    group: NDArray[np.intp],
+    reference: NDArray[np.bool_],
+    anchor_index: int | None,
+) -> FloatArray:
+    """Half the model's own 95% interval of each rating, in Elo: 1.96 standard errors from
+    the posterior's curvature at the fit (the inverse of the negative Hessian, Laplace's
+    approximation), of the rating as anchored: minus its group's mean over the
+    ``reference`` bots, or minus the anchor bot's in the anchor's group. Unlike
+    :func:`_sandwich` it does not read the spread of the matches' results, which a bot
+    with one match does not show."""
+    n = wins.shape[0]
+    games = wins + wins.T
+    p = np.exp(-np.logaddexp(0.0, -(theta[:, None] - theta[None, :])))
+    v = games * p * (1.0 - p)
+    precision = (ELO_PER_THETA / prior_sigma_elo) ** 2
+    covariance = np.linalg.inv(np.diag(v.sum(axis=1) + precision) - v)
+    reading = np.eye(n)  # rating = θ − (the weights of its group's reference) · θ
+    for g in np.unique(group):
+        members = group == g
+        weights = np.zeros(n)
+        if anchor_index is not None and members[anchor_index]:
+            weights[anchor_index] = 1.0
+        else:
+            base = members & reference
+            weights[base] = 1.0 / int(base.sum())
+        reading[members] -= weights
+    var = np.einsum("ij,jk,ik->i", reading, covariance, reading)
+    half: FloatArray = Z95 * ELO_PER_THETA * np.sqrt(np.maximum(var, 0.0))
+    return half
 
 
 def _sandwich(

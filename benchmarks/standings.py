@@ -22,6 +22,8 @@ the two methods' interval widths (median and extreme ratios over the bots).
 ``--coverage N`` adds a simulation: N small leagues (20 bots, ``--coverage-matches``
 matches), how often each method's 95% interval holds the true rating.
 
+The last line holds the medians, ``<method>_wall_s_<size>=…`` and ``<method>_cpu_s_<size>=…``.
+
     .venv/bin/python benchmarks/standings.py                      # 200/20k and 500/50k
     .venv/bin/python benchmarks/standings.py --sizes 200x20000 --runs 3 --coverage 40
 """
@@ -127,6 +129,7 @@ def main() -> int:
     parser.add_argument("--coverage-matches", type=int, default=100)
     args = parser.parse_args()
     stolen: list[float] = []
+    last: dict[str, float] = {}
     for size in args.sizes:
         bots, matches = (int(x) for x in size.split("x"))
         _, outcomes = simulate(bots, matches, seed=1)
@@ -141,6 +144,8 @@ def main() -> int:
                 continue
             wall, cpu, steal, widths[method] = timed(outcomes, method, runs)
             stolen.append(steal)
+            last[f"{method}_wall_s_{size}"] = statistics.median(wall)
+            last[f"{method}_cpu_s_{size}"] = statistics.median(cpu)
             print(
                 f"  {method:12s} median {statistics.median(wall):6.2f} s of {runs} "
                 f"(min {min(wall):.2f}, max {max(wall):.2f}); CPU median "
@@ -161,6 +166,8 @@ def main() -> int:
     warning = loaded_warning(stolen)
     if warning:
         print(warning)
+    if last:
+        print(" ".join(f"{k}={v:.2f}" for k, v in last.items()))
     return 0
 
 

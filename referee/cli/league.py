@@ -419,6 +419,7 @@ def worker(args: argparse.Namespace) -> int:
 
     from referee.cli.common import sandbox_for
     from referee.jail.sandbox import SandboxUnavailable
+    from referee.league.hosting import hosted_mode
     from referee.league.worker import Worker, leagues
     from referee.results.store import StoreError, open_store
     from referee.runtime import eventloop, logs
@@ -451,7 +452,7 @@ def worker(args: argparse.Namespace) -> int:
                 f"give --league NAME; the database holds {len(found)} leagues"
                 + (f": {', '.join(found)}" if found else "")
             )
-        sandbox = sandbox_for("bubblewrap", [], say=False, bot_uids=args.bot_uids)
+        sandbox = sandbox_for(hosted_mode("strongest"), [], say=False, bot_uids=args.bot_uids)
         try:
             sandbox.check()  # hosted code never runs unconfined
         except SandboxUnavailable as exc:

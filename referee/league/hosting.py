@@ -43,7 +43,7 @@ from referee.config.bots import load_bot
 from referee.config.errors import read_toml
 from referee.jail import start as jail_start
 from referee.jail.bots import BotConfigError, BotSpec, Limits
-from referee.jail.sandbox import Sandbox
+from referee.jail.sandbox import STRONGEST, Sandbox
 from referee.league.archive import (
     ArchiveRefused,
     Bounds,
@@ -69,6 +69,13 @@ BUILD_SCRIPT = (
 STARTUP_S = 10.0
 #: The most lines of a report shown for one failure.
 REPORT_TAIL = 20
+
+
+def hosted_mode(mode: str) -> str:
+    """The jail tier hosted code runs in, given the league's ``[sandbox] mode``: the
+    strongest the machine has (gVisor where runsc runs, else bubblewrap), or gVisor when
+    the league insists on it. Never none: a league hosting bots refuses ``mode = "none"``."""
+    return "gvisor" if mode == "gvisor" else STRONGEST
 
 
 class Refusal(Exception):

@@ -56,7 +56,7 @@ from referee.league.archive import FORMATS as ARCHIVE_FORMATS
 from referee.league.archive import ArchiveRefused
 from referee.league.config import LeagueConfig
 from referee.league.feed import MatchFeed, replay_feed
-from referee.league.hosting import Hosting, Refusal
+from referee.league.hosting import Hosting, Refusal, hosted_mode
 from referee.league.registry import BotEntry, BotRegistry, RegistryError
 from referee.league.scheduler import History, Marks, can_seat, choose_table
 from referee.league.standings import fit_in_child
@@ -203,13 +203,16 @@ class League:
         except BaseException:
             self.store.close()
             raise
+        # The bots this league starts are hosted ones: in the strongest tier the machine
+        # has ([sandbox] mode = "gvisor" insists on gVisor).
+        sandbox = Sandbox(hosted_mode(config.sandbox) if config.hosting.enabled else config.sandbox)
         #: Hosted code ([hosting] enabled), else None.
         self.hosting: Hosting | None = None
         if config.hosting.enabled:
             self.hosting = Hosting(
                 config.hosting,
                 self.submissions,
-                Sandbox(config.sandbox),
+                sandbox,
                 config.out / "validation",
                 config.clock.startup_ms / 1000,
             )
@@ -227,7 +230,7 @@ class League:
             observer=self.metrics,
             lobby=self,
             services=[(LEAGUE_SERVICE, self.servicer.handler())],
-            sandbox=Sandbox(config.sandbox),
+            sandbox=sandbox,
             intake=league_intake(config.max_seats_per_bot),
         )
         #: Admitted streams by bot, handshake done or not (what max_concurrent_matches counts).

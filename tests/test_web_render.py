@@ -129,6 +129,17 @@ def test_every_page_carries_its_content_escaped_under_the_csp(
         assert render.signed(s) in _main(match_page)
 
 
+def test_every_page_starts_with_a_skip_link(folder: Path, first_match: dict[str, Any]) -> None:
+    """The first thing a keyboard reaches on every page, the rules page (a static one)
+    included, is the link past the navigation (docs/web.md)."""
+    paths = ["/", "/matches", "/head-to-head", "/bot?name=plain", "/rules"]
+    paths.append(f"/match?id={first_match['id']}")
+    for path, (status, _, body) in zip(paths, fetch(folder, *paths), strict=True):
+        assert status == 200, path
+        first = body.split("<body>", 1)[1].lstrip()
+        assert first.startswith('<header><a class="skip" href="#main"'), (path, first[:120])
+
+
 def test_a_finished_folder_says_so_instead_of_an_eta(folder: Path) -> None:
     ((_, _, body),) = fetch(folder, "/")
     main = _main(body)

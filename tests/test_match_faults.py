@@ -9,6 +9,7 @@ referee's fallback, so the engine can check every decision in the record.
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,7 @@ from bots.harness import (
 
 from referee.jail.bots import BotSpec
 from referee.match.faults import FaultReason
+from referee.match.record import ReplayError, replay
 from referee.match.runner import Clock, MatchResult, MatchRunner
 from referee.match.server import RefereeServer
 from referee.rules import preset
@@ -111,6 +113,31 @@ def test_a_bot_past_its_deadline_times_out_and_its_late_answer_is_dropped(
     own = check_decisions(lines, lowest_seats=[0, 2])
     assert own and all(action == fallback for _, action, fallback in own)
     assert sum(1 for x in lines if x.get("seat") == 1 and x.get("fallback")) == 2
+
+
+def test_the_end_lines_decisions_count_the_answers_in_time_and_replay_checks_them(
+    tmp_path: Path, marker: str
+) -> None:
+    # A late answer (refused as stale) is no decision; an illegal answer in time is one,
+    # refused. The end line's count is what the record's lines add up to, and replay
+    # (so referee verify) catches a count that is not.
+    slow = bot("slow_bot.py", marker, env={"SLOW": "3", "SLOW_MS": "500"})
+    illegal = bot("illegal_bot.py", marker, env={"ILLEGAL_AT": "2"})
+    lowest = bot("lowest_bot.py", marker, env={"SLEEP_MS": "5"})
+    result = run_match([lowest, slow, illegal], out_dir=tmp_path)
+    lines = finished(result, marker, faulty={1, 2})
+    assert reasons(result, 1) == [FaultReason.TIMEOUT, FaultReason.STALE_REQUEST_ID]
+    assert reasons(result, 2) == [FaultReason.ILLEGAL_CARD_NOT_IN_HAND]
+    applied = sum(1 for x in lines if x["type"] in ("pain", "play") and not x["fallback"])
+    assert lines[-1]["decisions"] == result.decisions == applied + 1
+    lines[-1]["decisions"] = applied + 2  # the stale answer counted as well
+    result.record_path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    with pytest.raises(ReplayError) as refused:
+        replay(result.record_path)
+    assert str(refused.value) == (
+        f"line {len(lines)}: decisions {applied + 2}; the record holds {applied} answers "
+        "applied and 1 refused as illegal or malformed (a late answer is none)"
+    )
 
 
 def test_a_decision_a_little_over_is_drawn_from_the_time_bank(tmp_path: Path, marker: str) -> None:

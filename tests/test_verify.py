@@ -176,6 +176,25 @@ def test_an_altered_score_is_caught_in_a_record_and_in_results_csv(
     ]
 
 
+def test_an_altered_decision_count_is_caught(finished: Path, tmp_path: Path) -> None:
+    # The end line's decisions are the answers in time (applied, or refused as illegal or
+    # malformed): what the record's lines add up to.
+    out = copy(finished, tmp_path)
+    target = records(out)[3]
+    lines = lines_of(target)
+    applied = sum(1 for x in lines if x["type"] in ("pain", "play") and not x["fallback"])
+    assert lines[-1]["decisions"] == applied  # the sample bots answer every request in time
+    lines[-1]["decisions"] = applied + 1
+    write_lines(target, lines)
+    done = verify(out)
+    assert done.returncode == 1
+    assert done.stdout.splitlines() == [
+        f"{out}/matches/{target.name}: line {len(lines)}: decisions {applied + 1}; the record "
+        f"holds {applied} answers applied and 0 refused as illegal or malformed (a late "
+        "answer is none)"
+    ]
+
+
 def test_a_wrong_key_is_caught(finished: Path, tmp_path: Path) -> None:
     published = DealKey.from_hex((finished / "deal-key.txt").read_text()).commitment()
     out = copy(finished, tmp_path)

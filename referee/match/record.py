@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from referee.match.faults import FaultReason
 from referee.rules import (
     IllegalAction,
     Match,
@@ -136,6 +137,19 @@ def sealed_seed(header: dict[str, Any], rest: Sequence[dict[str, Any]]) -> tuple
         raise ReplayError(f"line {line}: no readable seed and nonce ({exc})") from None
 
 
+#: Faults of an answer that came in time to the request asked, and was refused: with the
+#: answers applied, the end line's ``decisions``.
+REFUSED_ANSWERS = frozenset(
+    r.value
+    for r in (
+        FaultReason.ILLEGAL_CARD_NOT_IN_HAND,
+        FaultReason.ILLEGAL_WRONG_PHASE,
+        FaultReason.ILLEGAL_WRONG_COUNT,
+        FaultReason.MALFORMED_MESSAGE,
+    )
+)
+
+
 def replay(path: str | Path) -> ReplayResult:
     """Re-check a match record with the engine; raise :class:`ReplayError` at the first
     discrepancy, else return a readable trick-by-trick account."""
@@ -171,6 +185,9 @@ def replay(path: str | Path) -> ReplayResult:
     say("seating: " + ", ".join(f"{s}={name}" for s, name in enumerate(seating)))
     forfeited: set[int] = set()
     trick_number = 0
+    # The end line's ``decisions``: the answers in time to the request asked, applied (a
+    # pain or play line without fallback) or refused as illegal or malformed.
+    applied = refused = refused_dropped = 0
     # The round being replayed: the match deals the next one as soon as a round is scored,
     # but that round's trick and end lines still follow.
     rnd = match.round
@@ -203,6 +220,7 @@ def replay(path: str | Path) -> ReplayResult:
             for s, hand in enumerate(rnd.hands):
                 say(f"  seat {s} {seating[s]:<12} {cards_str(hand)}")
         elif kind == "pain":
+            applied += not obj.get("fallback")
             seat = int(obj["seat"])
             cards = tuple(parse_card(c) for c in obj["cards"])
             try:
@@ -217,6 +235,7 @@ def replay(path: str | Path) -> ReplayResult:
                 + ", ".join(f"seat {s} {cards_str(p or ())}" for s, p in enumerate(rnd.pain))
             )
         elif kind == "play":
+            applied += not obj.get("fallback")
             seat = int(obj["seat"])
             card = parse_card(obj["card"])
             if seat != rnd.to_play:
@@ -245,12 +264,16 @@ def replay(path: str | Path) -> ReplayResult:
                 f"  trick {trick_number:2}: seat {trick.leader} leads {cards_str(trick.cards):<28} -> {who} ({trick.reason.value}{', tie' if trick.tie else ''})"
             )
         elif kind == "fault":
+            refused += obj.get("reason") in REFUSED_ANSWERS and bool(obj.get("request_id"))
             if obj.get("forfeited"):
                 forfeited.add(int(obj["seat"]))
             say(
                 f"  fault: seat {obj['seat']} {obj['reason']} ({obj.get('detail', '')}), strikes {obj.get('strikes')}"
             )
         elif kind == "faults_dropped":
+            refused_dropped += sum(
+                int(n) for reason, n in obj.get("counts", {}).items() if reason in REFUSED_ANSWERS
+            )
             counts = ", ".join(f"{n} {reason}" for reason, n in obj.get("counts", {}).items())
             say(f"  faults not recorded one by one: seat {obj['seat']} {counts}")
         elif kind == "round_end":
@@ -277,6 +300,15 @@ def replay(path: str | Path) -> ReplayResult:
             places = match.places(forfeited)
             if obj.get("places") != places:
                 raise fail(f"places {obj.get('places')}; the engine ranks {places}")
+            decisions = obj.get("decisions")
+            # Faults not written one by one name no request: they may or may not be answers.
+            if decisions is not None and not (
+                applied + refused <= decisions <= applied + refused + refused_dropped
+            ):
+                raise fail(
+                    f"decisions {decisions}; the record holds {applied} answers applied and "
+                    f"{refused} refused as illegal or malformed (a late answer is none)"
+                )
             out.totals = list(match.totals)
             out.places = places
             out.finished = True

@@ -9,7 +9,8 @@ anyone can check, without trusting the referee that ran it:
 - every match record's seed is the key's seed for the record's deal number, and opens the
   seed commitment every seat received at the start of the match;
 - every record replays with the rules engine: every dealt hand from the seed, every
-  play legal, every trick winner, round score, total and place;
+  play legal, every trick winner, round score, total and place, and the end line's count
+  of decisions (:func:`referee.match.record.replay`);
 - ``results.csv`` says what the records say, for every match and seat;
 - given the tournament's schedule (``referee verify --config FILE``), every scheduled
   match has a record, with the schedule's seating and deal number: an organiser cannot

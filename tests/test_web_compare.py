@@ -47,6 +47,14 @@ XSS = '<img src=x onerror=alert(1)>"&'
 PAIRS = 4
 #: Where each table of the pair view stands: [round, trick, card] (trick -1: the deal).
 TRICK_AT = "xs => xs.map(x => [x.dataset.round, x.dataset.trick, x.dataset.card])"
+#: Per seat of both tables: its pain row's cards, those of them in its hand, and how many
+#: cards of its hand are outlined as pain cards.
+SET_ASIDE = """xs => xs.map(s => {
+    const pain = [...s.querySelectorAll('.painrow .card')].map(c => c.dataset.card);
+    const hand = [...s.querySelectorAll('[data-hand] .card')].map(c => c.dataset.card);
+    return {pain, inHand: hand.filter(c => pain.includes(c)),
+            outlined: s.querySelectorAll('[data-hand] .card.pain').length};
+})"""
 
 
 def _bot_file(bots: Path, name: str, script: str) -> Path:
@@ -373,6 +381,13 @@ def test_the_pair_view_shows_both_matches_and_marks_their_first_difference(
             page.reload()
             page.wait_for_selector(marker)
             assert page.eval_on_selector_all(".pair-side .trick", TRICK_AT) == [position] * 2
+            # The deal's one position says the pain cards are chosen and set aside: they
+            # lie in the pain row, no longer in the hand (outlined there, they read as kept).
+            page.goto(f"{url}/compare?pair={pair['deal']}#r1")
+            page.wait_for_selector(".pair-grid .seat [data-hand] .card")
+            seats = page.eval_on_selector_all(".pair-grid .seat", SET_ASIDE)
+            assert len(seats) == 6 and all(s["pain"] for s in seats), seats
+            assert all(s["inHand"] == [] and s["outlined"] == 0 for s in seats), seats
         finally:
             browser.close()
     assert errors == [], errors

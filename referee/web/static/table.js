@@ -149,7 +149,8 @@ export function table(panels, middle, n) {
 // simultaneous reveal (c 2, #r2reveal). Under secret pain visibility there is no reveal
 // before the first lead: the pain cards, and what the cards taken bring, stay hidden
 // until the round is scored (its last trick complete). Without `moments` (the comparison)
-// the deal is one position with the pain cards shown.
+// the deal is one position with the pain cards chosen and shown (set aside: out of the
+// hand).
 export class Replay {
   constructor(doc, { moments = false } = {}) {
     this.doc = doc;
@@ -246,7 +247,7 @@ export class Replay {
     const running = !painShown ? null : (done ? round.tricks[done - 1].scores_after : round.scores_start);
     const painSet = round.pain.map((p) => new Set(p));
     let hands;
-    if (t < 0 && (moment <= 0 || this.kept)) hands = round.hands;
+    if (t < 0 && (moment === 0 || this.kept)) hands = round.hands;
     else if (t < 0) hands = round.hands.map((h, s) => h.filter((x) => !painSet[s].has(x)));
     else {
       const before = t > 0 ? round.tricks[t - 1].hands_after : round.hands.map((h, s) => (this.kept ? h : h.filter((x) => !painSet[s].has(x))));
@@ -276,9 +277,9 @@ export class Replay {
     const st = this.state(at);
     const { r, t, c, round, trick, complete } = st;
     const { moment, painShown } = st;
-    // The pain card outlined in the hand: at the deal without moments, and at the reveal
-    // of a pain card kept in the hand.
-    const outline = t < 0 && (moment === -1 || (moment === 2 && this.kept));
+    // A pain card kept in the hand is outlined there once it is known: at the deal without
+    // moments and at the reveal. One set aside has left the hand for the pain row.
+    const outline = t < 0 && this.kept && (moment === -1 || moment === 2);
     const panels = seating.map((name, s) => seatPanel(s, name, {
       dealer: round.dealer === s,
       leads: st.leads === s,

@@ -171,3 +171,15 @@ def test_no_page_of_the_project_points_to_a_rules_file_it_does_not_have() -> Non
         check=False,
     )
     assert tracked.stdout == ""
+
+
+def test_the_web_rules_page_names_each_option_where_it_changes_a_step() -> None:
+    """`/rules` of referee web (the viewer links each trick to it) says, as docs/rules.md
+    does, where an option changes one of its rules (3, 6, 8, 10), and that a forfeited
+    seat ranks last."""
+    page = (ROOT / "referee" / "web" / "static" / "rules.html").read_text(encoding="utf-8")
+    named = set(re.findall(r"<i>([^<]*)</i>", page))
+    assert named >= {"pain card kept in hand", "secret", "leader takes", "trump rule: last suit",
+                     "shared"}  # fmt: skip
+    places = page[page.index('id="rule-10"') :]
+    assert "forfeited" in places and "<i>shared</i>" in places

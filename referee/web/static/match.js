@@ -277,17 +277,18 @@ function spectator(id, delayRounds) {
   const notes = [];
   const frames = [];  // every moment that can be shown: {state, kind, hash, notes}
   let shown = -1, following = true, timer = null, joining = true, joinTimer = null, page = null, over = false, leaving = false, finished = null;
-  let top = [], loggedNotes = -1;
+  let top = [], loggedNotes = -1, shownAt = 0;
   const listeners = new AbortController();
   const source = new EventSource(`/api/matches/${encodeURIComponent(id)}/live`);
   source.onmessage = (msg) => {
     const ev = JSON.parse(msg.data);
     state.events += 1;
     apply(ev);
-    keep(ev.type);
+    const replaced = keep(ev.type);
     // What came in the first moments is the match so far: shown at once, where it stands.
     if (joinTimer === null) joinTimer = setTimeout(() => { joining = false; schedule(); }, 400);
     if (joining || shown < 0) show(frames.length - 1);
+    else if (replaced === shown) { shownAt = performance.now(); show(shown); schedule(); }  // the trick shown is complete
     else { drawStatus(); schedule(); }
   };
   source.addEventListener("close", () => { source.close(); over = true; if (!state.end) status.textContent = "The stream ended."; toReplay(); });
@@ -296,13 +297,18 @@ function spectator(id, delayRounds) {
   function note(text) {
     notes.push(text);
   }
+  // Keeps the moment an event makes; returns the index of a moment it replaced, or -1.
   function keep(kind) {
-    if (!(kind in HOLD)) return;  // a fault shows with the card it caused
+    if (!(kind in HOLD)) return -1;  // a fault shows with the card it caused
     const last = frames[frames.length - 1];
     const frame = { state: structuredClone(state), kind, hash: hashOf(kind), notes: notes.length };
     // The trick's winner joins its last card: one moment, not two.
-    if (kind === "trick" && last && last.kind === "play") frames[frames.length - 1] = frame;
-    else frames.push(frame);
+    if (kind === "trick" && last && last.kind === "play") {
+      frames[frames.length - 1] = frame;
+      return frames.length - 1;
+    }
+    frames.push(frame);
+    return -1;
   }
   function hashOf(kind) {
     if (kind === "end") return "end";
@@ -398,16 +404,21 @@ function spectator(id, delayRounds) {
     do { i += delta; } while (i > 0 && i < frames.length - 1 && frames[i].kind !== "trick");
     show(i);
   }
+  // The next moment, once the one shown has been on screen long enough (at the live edge
+  // a card that comes later than that shows as it comes).
   function schedule() {
     if (!following || timer !== null || leaving || shown >= frames.length - 1) return;
+    const wait = shownAt + (HOLD[frames[shown].kind] * CARD_MS) / Number(speed.value) - performance.now();
     timer = setTimeout(() => {
       timer = null;
       if (following) { show(shown + 1); schedule(); }
-    }, (HOLD[frames[shown].kind] * CARD_MS) / Number(speed.value));
+    }, Math.max(0, wait));
   }
   function show(i) {
     if (!frames.length) return;
-    shown = Math.max(0, Math.min(frames.length - 1, i));
+    const next = Math.max(0, Math.min(frames.length - 1, i));
+    if (next !== shown) shownAt = performance.now();
+    shown = next;
     draw(frames[shown]);
     const hash = frames[shown].hash;
     if (hash && location.hash !== `#${hash}`) history.replaceState(null, "", `#${hash}`);

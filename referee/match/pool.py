@@ -187,6 +187,9 @@ async def _start_bot(
         await socket.close()
         if user is not None:
             user.release()
+        if socket.cut:  # said where the bot's author looks first
+            with contextlib.suppress(OSError), open(log_path, "a", encoding="utf-8") as log:
+                log.write(f"referee: {socket.cut}\n")
 
     try:
         for slot in slots:

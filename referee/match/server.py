@@ -32,6 +32,7 @@ import math
 import os
 import secrets
 import shutil
+import socket
 import tempfile
 import time
 import urllib.parse
@@ -41,6 +42,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import grpc
+import structlog
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
@@ -50,6 +52,7 @@ from referee.jail.bots import MAX_SEATS
 from referee.jail.sandbox import Sandbox
 from referee.match.faults import FaultReason
 from referee.match.peers import blame
+from referee.runtime import descriptors
 from sticheln.v1 import bot_pb2
 
 PROTOCOL_VERSION = 1
@@ -145,6 +148,14 @@ class Intake:
     #: Calls at once on one bot's private socket, whatever their state (a process has at
     #: most ``seats`` streams; a few more for a stream being replaced).
     socket_calls: int = MAX_SEATS + 8
+    #: Connections at once to one bot's private socket (a connection per seat at most,
+    #: and a few more for one being replaced). Each costs the referee a descriptor, and
+    #: gRPC accepts them without bound: a bot holding 19,800 of them took every descriptor
+    #: the referee had. A socket found over it is closed with all its connections
+    #: (:meth:`RefereeServer.guard_sockets`, every :attr:`socket_check_s` seconds).
+    socket_connections: int = MAX_SEATS + 24
+    #: How often the connections of the bots' sockets are counted, in seconds.
+    socket_check_s: float = 0.25
 
     def options(self) -> list[tuple[str, int]]:
         """The gRPC server options that carry these bounds."""
@@ -740,6 +751,8 @@ class BotSocket:
         self.folder = folder
         self.path = folder / SOCKET_NAME
         self._server: grpc.aio.Server | None = server
+        #: Why the referee closed it while its bot ran ("" while it has not).
+        self.cut = ""
 
     @property
     def origin(self) -> str:
@@ -753,9 +766,49 @@ class BotSocket:
             await server.stop(0)
             shutil.rmtree(self.folder, ignore_errors=True)
 
+    @property
+    def closed(self) -> bool:
+        """Its server has stopped."""
+        return self._server is None
+
+
+def unix_connections(paths: set[str], folder: str = "/proc/self/fd") -> dict[str, int]:
+    """How many connections this process holds that were accepted on each listening Unix
+    socket of ``paths`` (an accepted socket carries its listener's address). Counted on
+    the process's own descriptors: a sandboxed bot's connection belongs to its network
+    namespace, and the kernel's table of this one (``/proc/net/unix``) does not show it."""
+    counts = dict.fromkeys(paths, 0)
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return counts
+    for name in names:
+        try:
+            if not os.readlink(f"{folder}/{name}").startswith("socket:"):
+                continue
+            held = socket.socket(fileno=int(name))
+        except (OSError, ValueError):
+            continue
+        try:
+            listening = held.getsockopt(socket.SOL_SOCKET, socket.SO_ACCEPTCONN)
+            unix = held.family == socket.AF_UNIX and not listening
+            address = held.getsockname() if unix else ""
+        except OSError:
+            address = ""
+        finally:
+            held.detach()  # the descriptor stays its owner's
+        if isinstance(address, str) and address in counts:
+            counts[address] += 1
+    return counts
+
 
 #: The socket's name in its folder (the folder is bound at /run/sticheln in the sandbox).
 SOCKET_NAME = "referee.sock"
+
+_log = structlog.get_logger("referee.server")
+#: The referee's open descriptors below which the bots' sockets are not counted: so few
+#: cost nothing, and counting costs a system call or two per descriptor.
+SCAN_ABOVE = 256
 
 
 class RefereeServer:
@@ -780,7 +833,10 @@ class RefereeServer:
         #: dial the port as ``STICHELN_TLS_CA``).
         self.tls: TlsConfig | None = None
         self._socket_root: Path | None = None
-        self._sockets = itertools.count(1)
+        #: The bots' sockets still open, by path, and the task that counts their
+        #: connections (:meth:`guard_sockets`).
+        self._bot_sockets: dict[str, BotSocket] = {}
+        self._guard: asyncio.Task[None] | None = None
         self.servicer = RefereeServicer(
             self.registry, handshake_timeout, observer, lobby, self.intake
         )
@@ -838,8 +894,9 @@ class RefereeServer:
         if self._socket_root is None:
             self._socket_root = Path(tempfile.mkdtemp(prefix="sticheln-sockets-"))
             watchdog.remove_on_exit(self._socket_root)
-        folder = self._socket_root / str(next(self._sockets))
-        folder.mkdir(mode=0o700)
+        # A name that tells a bot nothing (its folder shows in the sandbox's mountinfo; a
+        # counter told how many bots this referee had started before it).
+        folder = Path(tempfile.mkdtemp(dir=self._socket_root, prefix=""))
         path = folder / SOCKET_NAME
         # Only the bot's own process can reach its socket: it may hold as many calls as a
         # process has seats (and a few), any more are refused before they are read.
@@ -865,7 +922,37 @@ class RefereeServer:
             await server.stop(0)
             shutil.rmtree(folder, ignore_errors=True)
             raise
-        return BotSocket(folder, server)
+        made = BotSocket(folder, server)
+        self._bot_sockets[made.origin] = made
+        if self._guard is None or self._guard.done():
+            self._guard = asyncio.get_running_loop().create_task(self.guard_sockets())
+        return made
+
+    async def guard_sockets(self) -> None:
+        """Count the connections of the bots' open sockets every
+        :attr:`Intake.socket_check_s` and close a socket that holds more than
+        :attr:`Intake.socket_connections` (its bot's streams end with it): a bot must not
+        take the referee's descriptors, which every other seat's start needs. Ends when no
+        bot socket is left."""
+        intake = self.intake
+        while self._bot_sockets:
+            await asyncio.sleep(intake.socket_check_s)
+            for path in [p for p, s in self._bot_sockets.items() if s.closed]:
+                del self._bot_sockets[path]
+            if descriptors.open_count() < SCAN_ABOVE:
+                continue  # too few descriptors for any socket to hold too many
+            counts = unix_connections(set(self._bot_sockets))
+            for path, count in counts.items():
+                held = self._bot_sockets.get(path)
+                if held is None or count <= intake.socket_connections:
+                    continue
+                held.cut = (
+                    f"its bot opened {count} connections to its socket (at most "
+                    f"{intake.socket_connections}); the socket was closed"
+                )
+                _log.warning("bot_socket_closed", socket=path, connections=count)
+                del self._bot_sockets[path]
+                await held.close()
 
     async def set_serving(self, service: str, serving: bool) -> None:
         """Report ``service`` (``""``: the whole server) as SERVING or NOT_SERVING."""
@@ -889,6 +976,10 @@ class RefereeServer:
             )
             await self._server.stop(grace)
             self._server = None
+        if self._guard is not None:
+            self._guard.cancel()
+            self._guard = None
+        self._bot_sockets.clear()
         if self._socket_root is not None:
             shutil.rmtree(self._socket_root, ignore_errors=True)
             watchdog.forget(self._socket_root)

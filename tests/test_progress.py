@@ -164,6 +164,19 @@ def test_a_piped_run_prints_what_a_terminal_prints(tmp_path: Path) -> None:
     assert re.fullmatch(r"4/4 matches  ETA 0:00  leader \w+ \(\d+\)  running 0", progress[-1])
     assert b"\x1b" not in proc.stderr + proc.stdout and b"\r" not in proc.stderr
     assert b"4/4 matches finished" in proc.stdout and b"rank  bot" in proc.stdout
+    key_line = next(line for line in err if "deal key commitment" in line)
+    assert key_line.endswith("(the key is published when the last match has ended)")
+    # Run again, every match finished: the key is published already, and said so.
+    again = subprocess.run(
+        [sys.executable, "-m", "referee.cli", "tournament", str(path)],
+        capture_output=True,
+        timeout=150,
+        check=True,
+    )
+    err = again.stderr.decode().splitlines()
+    key_line = next(line for line in err if "deal key commitment" in line)
+    assert re.search(r"\(every match has ended: the key is in \S+/out-piped/deal-key\.txt\)$", key_line)
+    assert b"4/4 matches finished" in again.stdout
 
 
 def test_progress_as_json_lines_off_a_terminal_when_a_log_level_is_given(tmp_path: Path) -> None:

@@ -253,9 +253,14 @@ async def run_tournament(
         if (sys.stderr.isatty() if progress is None else progress) or plain_progress:
             # The start's log line is below a terminal's log level: say it here, before
             # the progress line (which would fold it at the terminal's width).
+            finished = store.finished_indices(config.name)
+            when = (
+                f"every match has ended: the key is in {config.out / 'deal-key.txt'}"
+                if all(m.index in finished for m in full)
+                else "the key is published when the last match has ended"
+            )
             sys.stderr.write(
-                f"tournament {config.name}: deal key commitment {run.key.commitment()} "
-                "(the key is published when the last match has ended)\n"
+                f"tournament {config.name}: deal key commitment {run.key.commitment()} ({when})\n"
             )
         run.bar = bar = Progress(len(schedule), run.done, progress, plain_progress)
         run.live_records = live_records

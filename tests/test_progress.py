@@ -175,7 +175,9 @@ def test_a_piped_run_prints_what_a_terminal_prints(tmp_path: Path) -> None:
     )
     err = again.stderr.decode().splitlines()
     key_line = next(line for line in err if "deal key commitment" in line)
-    assert re.search(r"\(every match has ended: the key is in \S+/out-piped/deal-key\.txt\)$", key_line)
+    assert re.search(
+        r"\(every match has ended: the key is in \S+/out-piped/deal-key\.txt\)$", key_line
+    )
     assert b"4/4 matches finished" in again.stdout
 
 

@@ -106,6 +106,8 @@ def test_an_unknown_flag_far_from_any_says_only_that_it_is_unknown(
          "following arguments are required: --bot; unrecognized arguments: --bto; "
          "did you mean --bot?"),
         (["league", "--zzzz"], "required: action; unrecognized arguments: --zzzz"),
+        (["match", "--", "--zzzz"], "referee match: error: the following arguments are "
+         "required: --bot"),  # after "--", no flags
         # A mistyped command or choice.
         (["tournamnet", "t.toml"], "'schema'); did you mean tournament?"),
         (["tournament", "t.toml", "--log-level", "warn"], "did you mean warning?"),

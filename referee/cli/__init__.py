@@ -68,7 +68,9 @@ class _Parser(argparse.ArgumentParser):
             message += "".join(f"; did you mean {c}?" for c in close)
         elif message.startswith("the following arguments are required"):
             known = [o for a in self._actions for o in a.option_strings if o.startswith("--")]
-            unknown = [w for w in dict.fromkeys(self.typed) if _flag(w) and _flag(w) not in known]
+            # Words after "--" are no flags (check-bot's bot command).
+            flags = self.typed[: self.typed.index("--")] if "--" in self.typed else self.typed
+            unknown = [w for w in dict.fromkeys(flags) if _flag(w) and _flag(w) not in known]
             if unknown:
                 message += "; unrecognized arguments: " + " ".join(unknown)
             hints: list[str] = []

@@ -232,6 +232,13 @@ def test_the_step_bar_stays_in_reach_with_big_worded_buttons(
     served = folders["eight"]
     page = open_viewer(chromium, served, phone, "#r1t2c3")
     size = PHONE if phone else DESK
+    # Opened, the trick is in sight above the bar (on a phone the seats and rules fold
+    # away under one line).
+    trick, bar = page.evaluate(
+        "() => [document.querySelector('#trick').getBoundingClientRect().bottom,"
+        " document.querySelector('#stepbar .steps').getBoundingClientRect().top]"
+    )
+    assert trick <= (bar - 40 if phone else size["height"]), (trick, bar)
     # Scrolled to the seat to play (the last of the table), the bar is still on screen:
     # at the bottom on a phone, within a thumb's reach; at the top on a desk.
     page.evaluate("document.querySelector('.seat.to-play').scrollIntoView({block: 'end'})")

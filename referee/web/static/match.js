@@ -13,12 +13,17 @@ const CARD_MS = 700;
 function header(doc, live) {
   const rules = doc.rules || {};
   const secret = rules.pain_visibility === "secret" || rules.pain_visibility === "PAIN_VISIBILITY_SECRET";
+  // On a phone the seats (named on the table too), the rules and the commitment fold
+  // away under one line, so that the table starts near the top of the screen.
+  const narrow = window.matchMedia("(max-width: 600px)").matches;
   return [
     el("h1", {}, `Match ${doc.match_id} `, live ? el("span", { class: "pill live", id: "live-badge", text: "live" }) : null),
-    el("p", { class: "seating" }, doc.seating.flatMap((b, s) => [s ? " · " : "", `seat ${s}: `, botLink(b)])),
-    el("p", { class: "muted" }, `rules ${rules.preset || "?"}${secret ? ", secret pain cards" : ""} (`,
-      el("a", { href: "/rules", text: "how a trick is won and a round scored" }),
-      `) · commitment ${(doc.commitment || "").slice(0, 16)}…${doc.seed ? ` · seed ${doc.seed}` : ""}`),
+    el("details", { class: "match-info", open: narrow ? null : "open" },
+      el("summary", { text: `${doc.seating.length} seats · rules ${rules.preset || "?"}${secret ? ", secret pain cards" : ""}${doc.seed ? " · seed" : ""}` }),
+      el("p", { class: "seating" }, doc.seating.flatMap((b, s) => [s ? " · " : "", `seat ${s}: `, botLink(b)])),
+      el("p", { class: "muted" }, `rules ${rules.preset || "?"}${secret ? ", secret pain cards" : ""} (`,
+        el("a", { href: "/rules", text: "how a trick is won and a round scored" }),
+        `) · commitment ${(doc.commitment || "").slice(0, 16)}…${doc.seed ? ` · seed ${doc.seed}` : ""}`)),
   ];
 }
 
@@ -36,7 +41,7 @@ function resultToggle(onChange) {
       document.documentElement.classList.toggle("hide-result", box.checked);
       onChange();
     } });
-  return el("p", { class: "result-toggle" }, el("label", {}, box, " hide the result and the tricks still to come (no spoilers)"));
+  return el("p", { class: "result-toggle" }, el("label", {}, box, " hide the result (no spoilers)"));
 }
 
 function result(doc) {

@@ -147,10 +147,10 @@ def test_a_copied_cpp_starter_builds_with_plain_cmake_and_plays_a_match(elsewher
 
 @pytest.mark.timeout(300)
 def test_the_cpp_readme_copy_of_a_built_starter_configures(tmp_path: Path) -> None:
-    """The README's "Writing your own" as typed in a clone where the starter is already built (as the
-    README's Build section and scripts/test.sh leave it): the copy must not bring the
-    build folder along, whose CMake cache names the repository's folder and makes cmake
-    refuse the copy."""
+    """The README's "Writing your own" as typed in a clone where the starter is built
+    already (as the README's Build section and scripts/test.sh leave it): the copy must
+    not bring the build folder along, whose CMake cache names the repository's folder
+    and makes cmake refuse the copy."""
     missing = _missing_toolchain()
     if missing:
         pytest.skip(f"the C++ toolchain is not installed (missing: {missing})")

@@ -256,6 +256,9 @@ def test_a_bad_sandbox_table_is_a_one_line_error(sandbox: object, words: str) ->
 
 def test_the_tournament_file_chooses_the_sandbox() -> None:
     assert config_from_table(_tournament({}), Path("."), Path("t.toml")).sandbox == "bubblewrap"
+    # A duplicate tournament's seatings replay one deal: the strongest tier by default.
+    table = {**_tournament({}), "tournament": {"name": "t", "mode": "duplicate", "table_size": 3}}
+    assert config_from_table(table, Path("."), Path("t.toml")).sandbox == "strongest"
     none = config_from_table(_tournament({"mode": "none"}), Path("."), Path("t.toml"))
     assert none.sandbox == "none"
 
@@ -508,7 +511,7 @@ def test_a_league_file_chooses_the_sandbox(tmp_path: Path) -> None:
         )
         return config.sandbox
 
-    assert league({}) == "bubblewrap"
+    assert league({}) == "strongest"
     assert league({"mode": "none"}) == "none"
     with pytest.raises(ConfigError, match=r"\[sandbox\] mode = 'off' is not allowed"):
         league({"mode": "off"})

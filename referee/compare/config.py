@@ -32,6 +32,7 @@ from referee.config.tables import (
     resolve,
     validate,
 )
+from referee.jail import tier_for
 from referee.jail.bots import BotConfigError, BotSpec
 from referee.jail.policy import Grants, check_run, never_readable
 from referee.jail.sandbox import DEFAULT_MODE
@@ -451,7 +452,7 @@ def _build(
         strike_limit=c.strike_limit,
         rules=rules,
         clock=model.clock.clock(),
-        sandbox=model.sandbox.mode,
+        sandbox=model.sandbox.mode or tier_for("compare"),
         candidate=candidate,
         baseline=baseline,
         opponents=tuple(opponents),

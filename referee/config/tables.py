@@ -214,10 +214,12 @@ class SandboxTable(Table):
     """``[sandbox]`` of a tournament, league or comparison: how the bots it starts are
     confined, and what the organiser grants them beyond their bot files."""
 
-    mode: SandboxMode = "bubblewrap"
+    mode: SandboxMode | None = None
     """"bubblewrap" (each bot in its own sandbox on the host's kernel), "gvisor" (each on an
     application kernel of its own: runsc, a root referee), "strongest" (gvisor where it
-    runs, else bubblewrap; docs/security.md) or "none" (trusted bots only)."""
+    runs, else bubblewrap) or "none" (trusted bots only). Default: "strongest" for
+    duplicate tournaments, comparisons and leagues, "bubblewrap" for a round robin
+    (docs/security.md)."""
     read: ReadPaths = []
     """More read-only paths for every bot started (relative to this file); bot files may
     name paths inside them too. Never /proc, /sys, /dev, /run, the output folder or the

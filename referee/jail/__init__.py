@@ -15,6 +15,8 @@ The parts, each tested on its own:
   read-only binds, a private ``/tmp``, no network but the referee's socket);
 - :mod:`~referee.jail.held`: the bot's folder and read paths, each held by one descriptor
   from its check to its bind (a link swapped in meanwhile is refused, never followed);
+- :mod:`~referee.jail.gvisor`: the same policy on an application kernel per bot (``runsc``),
+  the stronger tier (:func:`tier_for` says which runs use it by default);
 - :mod:`~referee.jail.seccomp`: the system calls a bot may make, compiled into a filter;
 - :mod:`~referee.jail.botusers`: a uid of its own for every bot under a root referee;
 - :mod:`~referee.jail.cgroups`: memory, processes and CPU bounds for the whole process tree;
@@ -38,6 +40,30 @@ if TYPE_CHECKING:
 
     from referee.jail.bots import BotSpec
     from referee.jail.process import BotProcess
+
+
+#: The runs whose bots use the strongest tier this machine has unless their file says
+#: otherwise: a duplicate tournament (its seatings replay one deal, so a bot that could
+#: leave a mark on the host for a later seating would know the hands), a comparison (the
+#: same, between two versions) and a league (strangers' code, uploaded). A round robin and
+#: a single match keep bubblewrap, a quarter of the cost per decision (docs/security.md).
+STRONGEST_FOR = ("duplicate", "compare", "league")
+
+
+def tier_for(run: str) -> str:
+    """The sandbox mode a ``run`` (``"duplicate"``, ``"round_robin"``, ``"compare"``,
+    ``"league"``, ``"match"``) uses when its file names none: ``"strongest"`` (gvisor where
+    runsc runs here, else bubblewrap; :class:`~referee.jail.sandbox.Sandbox` resolves it and
+    says which) or ``"bubblewrap"``."""
+    return "strongest" if run in STRONGEST_FOR else "bubblewrap"
+
+
+def strongest_mode() -> str:
+    """The strongest tier this machine has, ``"gvisor"`` or ``"bubblewrap"`` (see
+    :func:`referee.jail.sandbox.strongest_mode`)."""
+    from referee.jail.sandbox import strongest_mode as strongest
+
+    return strongest()
 
 
 async def start(

@@ -34,6 +34,7 @@ from referee.config.tables import (
     resolve,
     validate,
 )
+from referee.jail import tier_for
 from referee.jail.policy import check_run, never_readable, refuse_never
 from referee.jail.sandbox import DEFAULT_MODE
 from referee.league.scheduler import SeatingRules
@@ -327,7 +328,7 @@ def league_from_table(data: dict[str, Any], base: Path, source: Path, environ: A
         web_port=t.web_port,
         web_host=t.web_host,
         web_delay_rounds=t.web_delay_rounds,
-        sandbox=model.sandbox.mode,
+        sandbox=model.sandbox.mode or tier_for("league"),
         min_matches=t.min_matches,
         seating=SeatingRules(model.seating.same_family, model.seating.same_owner),
         hosting=hosting,

@@ -37,6 +37,7 @@ from referee.config.tables import (
     resolve,
     validate,
 )
+from referee.jail import tier_for
 from referee.jail.bots import BotConfigError, BotSpec
 from referee.jail.policy import check_run, never_readable, with_grants
 from referee.jail.sandbox import DEFAULT_MODE
@@ -264,7 +265,7 @@ def config_from_table(data: dict[str, Any], base: Path, source: Path) -> Tournam
         database=database,
         anchor=t.anchor,
         source=source,
-        sandbox=model.sandbox.mode,
+        sandbox=model.sandbox.mode or tier_for(t.mode),
         min_matches=t.min_matches,
         granted=tuple(granted),
     )

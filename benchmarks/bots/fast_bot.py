@@ -13,6 +13,9 @@ so the benchmark's own settings for bots it has the referee start are named ``BE
 - ``BENCH_READY`` (a folder) and ``BENCH_GO`` (a file): once imported,
   the bot creates a file named after its pid in the folder, then waits for the go file
   before dialing the referee, so that many matches can start playing at the same moment.
+- ``BENCH_THINK_LOOPS`` (a number): every decision first runs a pure-Python loop of that
+  many steps (a bot that thinks for a fixed amount of work, whatever its clocks say:
+  ``benchmarks/jail.py`` sets it to about 1 ms of this machine's CPU).
 - ``BENCH_SIZES`` (a file): at ``MatchEnd`` the bot appends one line
   ``<requests> <request bytes> <decision bytes>``: the serialized sizes of the
   ``RefereeMessage`` requests it got and of the ``BotMessage`` decisions it sent.
@@ -44,10 +47,22 @@ from sticheln.v1 import bot_pb2, bot_pb2_grpc
 
 #: Whether latency samples are being taken (see STICHELN_BENCH_WINDOW).
 recording = True
+#: Steps of work before every decision (BENCH_THINK_LOOPS).
+THINK_LOOPS = int(os.environ.get("BENCH_THINK_LOOPS", "0"))
+
+
+def think(loops: int) -> int:
+    """A fixed amount of CPU work."""
+    total = 0
+    for i in range(loops):
+        total += i
+    return total
 
 
 def choose(request: bot_pb2.DecisionRequest) -> list[int]:
     """The lowest ``count`` cards of distinct suits where possible."""
+    if THINK_LOOPS:
+        think(THINK_LOOPS)
     hand = sorted(request.view.hand)
     count = request.count
     if count <= 1:

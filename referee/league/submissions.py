@@ -193,16 +193,19 @@ class Submissions:
 
     def accept(self, s: Submission, report: str, build_sha256: str = "") -> None:
         """Validation passed: ``s`` plays from now on; the one that played is retired."""
-        with self.store._transaction():
-            self.store._execute(
+
+        def swap() -> None:
+            self.store.execute(
                 "UPDATE league_submissions SET status = ? WHERE bot = ? AND status = ?",
                 (RETIRED, s.bot, PLAYING),
             )
-            self.store._execute(
+            self.store.execute(
                 "UPDATE league_submissions SET status = ?, report = ?, build_sha256 = ?, "
                 "decided_at = ? WHERE bot = ? AND number = ?",
                 (PLAYING, report, build_sha256, time.time(), s.bot, s.number),
             )
+
+        self.store.atomically(swap)
 
 
 # -- the match queue ------------------------------------------------------------------------
@@ -260,22 +263,26 @@ class MatchQueue:
 
     def take(self, worker: str, lease_s: float) -> QueuedMatch | None:
         """The oldest queued match, leased to ``worker``; None when none waits."""
-        now = time.time()
         skip = " FOR UPDATE SKIP LOCKED" if isinstance(self.store, PostgresStore) else ""
-        with self.store._transaction():
-            row = self.store._execute(
+
+        def lease() -> tuple[Any, ...] | None:
+            row = self.store.execute(
                 "SELECT idx, match_id, seating, code, attempts FROM match_queue "
                 f"WHERE tournament = ? AND status = ? ORDER BY idx LIMIT 1{skip}",
                 (self.tournament, QUEUED),
             ).fetchone()
-            if row is None:
-                return None
-            idx, match_id, seating, code, attempts = row
-            self.store._execute(
-                "UPDATE match_queue SET status = ?, worker = ?, lease_until = ?, "
-                "attempts = attempts + 1 WHERE tournament = ? AND idx = ?",
-                (LEASED, worker, now + lease_s, self.tournament, idx),
-            )
+            if row is not None:
+                self.store.execute(
+                    "UPDATE match_queue SET status = ?, worker = ?, lease_until = ?, "
+                    "attempts = attempts + 1 WHERE tournament = ? AND idx = ?",
+                    (LEASED, worker, time.time() + lease_s, self.tournament, row[0]),
+                )
+            return tuple(row) if row is not None else None
+
+        row = self.store.atomically(lease)
+        if row is None:
+            return None
+        idx, match_id, seating, code, attempts = row
         return QueuedMatch(
             self.tournament,
             idx,
@@ -303,31 +310,38 @@ class MatchQueue:
 
     def expire(self, now: float | None = None) -> list[int]:
         """Leases that ran out (their worker died): those matches are void; their indices."""
-        now = time.time() if now is None else now
-        with self.store._transaction():
-            rows = self.store._execute(
+        at = time.time() if now is None else now
+
+        def void() -> list[int]:
+            rows = self.store.execute(
                 "SELECT idx FROM match_queue WHERE tournament = ? AND status = ? AND lease_until < ?",
-                (self.tournament, LEASED, now),
+                (self.tournament, LEASED, at),
             ).fetchall()
             for (idx,) in rows:
-                self.store._execute(
+                self.store.execute(
                     "UPDATE match_queue SET status = ?, worker = '' WHERE tournament = ? AND idx = ?",
                     (VOID, self.tournament, idx),
                 )
-        return [int(r[0]) for r in rows]
+            return [int(r[0]) for r in rows]
+
+        return self.store.atomically(void)
 
     def void_unfinished(self) -> list[int]:
         """At a league's start: every queued or leased match is void (it is replayed)."""
-        with self.store._transaction():
-            rows = self.store._execute(
+
+        def void() -> list[int]:
+            rows = self.store.execute(
                 "SELECT idx FROM match_queue WHERE tournament = ? AND status IN (?, ?)",
                 (self.tournament, QUEUED, LEASED),
             ).fetchall()
-            self.store._execute(
-                "UPDATE match_queue SET status = ?, worker = '' WHERE tournament = ? AND status IN (?, ?)",
+            self.store.execute(
+                "UPDATE match_queue SET status = ?, worker = '' WHERE tournament = ? "
+                "AND status IN (?, ?)",
                 (VOID, self.tournament, QUEUED, LEASED),
             )
-        return [int(r[0]) for r in rows]
+            return [int(r[0]) for r in rows]
+
+        return self.store.atomically(void)
 
     def statuses(self, indices: list[int]) -> dict[int, str]:
         """The queue status of each of ``indices`` (those queued at all)."""

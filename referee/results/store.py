@@ -392,6 +392,17 @@ class Store:
         cursor, for ``fetchone``, ``fetchall``, iteration and ``rowcount``."""
         return self._execute(sql, params)
 
+    def atomically(self, fn: Callable[[], R]) -> R:
+        """Run ``fn`` (statements made through :meth:`execute`) in one transaction; a
+        PostgreSQL store whose connection is lost runs all of it again on a new one, then
+        raises :class:`StoreError`. ``fn`` must be safe to run twice, as every store call."""
+
+        def once() -> R:
+            with self._transaction():
+                return fn()
+
+        return self._retrying(once)
+
     # -- the dialect: what PostgresStore overrides ------------------------------------------
 
     def _execute(self, sql: str, params: Sequence[Any] = ()) -> Any:

@@ -280,6 +280,7 @@ def test_every_hostile_upload_is_refused_in_one_line_and_stores_nothing(
         max_files=50,
         max_unpacked_mb=16,
         upload_timeout_s=2,
+        submissions_per_day=40,
     )
     good = io.BytesIO()
     with tarfile.open(fileobj=good, mode="w:gz") as tar:
@@ -324,6 +325,15 @@ def test_every_hostile_upload_is_refused_in_one_line_and_stores_nothing(
         with zipfile.ZipFile(external, "w") as z:
             z.writestr("bot.toml", 'name = "x"\ntoken = "t"\n')
         refusal(raw_submit(s, beta, external.getvalue(), fmt="zip"), invalid, "no 'command'")
+        # Refused uploads count toward the daily quota: each costs the league an unpacking.
+        gamma = s.register("gamma")
+        for _ in range(40):
+            refusal(raw_submit(s, gamma, data, bot_file="x.toml"), invalid, "not in the archive")
+        refusal(
+            raw_submit(s, gamma, data),
+            grpc.StatusCode.RESOURCE_EXHAUSTED,
+            "made 40 submissions in the last 24 hours",
+        )
         # An upload that stalls holds its entry's one upload slot until upload_timeout_s.
         gate = threading.Event()
         stalled: list[Any] = []
@@ -365,7 +375,7 @@ def test_every_hostile_upload_is_refused_in_one_line_and_stores_nothing(
         assert query(league_db.target, "SELECT COUNT(*) FROM league_submissions")[0][0] == 0
         assert [p.name for p in code_dir.iterdir()] == []
         names = [b.name for b in s.league.ListBots(league_pb2.ListBotsRequest(), timeout=10).bots]
-        assert names == ["alpha", "beta", "gone"]
+        assert names == ["alpha", "beta", "gone", "gamma"]
         # The command line says a refusal in one line, with a non-zero exit.
         link = tmp_path / "linked"
         link.mkdir()

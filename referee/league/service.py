@@ -1169,6 +1169,8 @@ class LeagueServicer:
         self.league = league
         #: The entries with an upload under way.
         self._uploading: set[str] = set()
+        #: When each entry's uploads were refused at once (for the daily quota).
+        self._refused_uploads: dict[str, list[float]] = {}
 
     def _admin(self, context: Context) -> None:
         """Refuse unless the call carries the admin token."""
@@ -1307,7 +1309,11 @@ class LeagueServicer:
         if not h.bot_file:
             raise Refused(grpc.StatusCode.INVALID_ARGUMENT, "SubmitHeader.bot_file is empty")
         since = time.time() - 86_400
-        made = league.submissions.count_since(entry.name, since)
+        # Uploads refused at once count too (kept here, not stored): each costs the
+        # league its unpacking.
+        refused = self._refused_uploads.setdefault(entry.name, [])
+        refused[:] = [t for t in refused if t > since]
+        made = league.submissions.count_since(entry.name, since) + len(refused)
         if made >= limits.submissions_per_day:
             raise Refused(
                 grpc.StatusCode.RESOURCE_EXHAUSTED,
@@ -1397,6 +1403,7 @@ class LeagueServicer:
                 hosting.precheck, digest, h.format, bytes(data), h.bot_file, entry.name
             )
         except (ArchiveRefused, Refusal) as exc:
+            self._refused_uploads.setdefault(entry.name, []).append(time.time())
             log.warning("submission_refused", bot=entry.name, sha256=digest, why=str(exc))
             raise Refused(grpc.StatusCode.INVALID_ARGUMENT, f"refused: {exc}") from None
         league.submissions.put_archive(digest, bytes(data))

@@ -460,6 +460,32 @@ def test_a_build_runs_once_in_the_jail_and_its_output_plays(tmp_path: Path, code
         assert (build_sha,) in stored
         assert (code_dir / build_sha / "generated_bot.py").is_file()
         assert not (code_dir / sha / "generated_bot.py").exists(), "the upload stays as it came"
+        # No upload reads another's code: a bot looking for the built bot's finds nothing.
+        snoop = tmp_path / "snoop"
+        snoop.mkdir()
+        look = (
+            "import os, sys; "
+            f"print('other code:', os.path.exists({str(code_dir / build_sha)!r}), "
+            f"len(os.listdir({str(code_dir)!r}))); sys.exit(3)"
+        )
+        (snoop / "bot.toml").write_text(
+            f'name = "snoop"\ncommand = ["python3", "-c", {json.dumps(look)}]\n'
+        )
+        submitted(
+            cli(
+                s.address, "submit", str(snoop), "--bot-file", "bot.toml", token=s.register("snoop")
+            ),
+            "snoop",
+            1,
+        )
+        wait_for(lambda: bots_json(s.address)["snoop"]["status"] == "refused", VALIDATED_S, "snoop")
+        report = subprocess.run(
+            [*REFEREE, "league", "status", "snoop", "--address", s.address],
+            capture_output=True, text=True, timeout=60, cwd=ROOT,
+            env={**os.environ, "STICHELN_ADMIN_TOKEN": "test-admin-token-0123456789"},
+        ).stdout  # fmt: skip
+        # Of the code folder it sees its own upload's folder alone (bound read-only).
+        assert "other code: False 1" in report, report
 
 
 def test_a_killed_league_resumes_with_its_hosted_bots(tmp_path: Path, code_dir: Path) -> None:

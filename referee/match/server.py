@@ -837,6 +837,7 @@ class RefereeServer:
         #: connections (:meth:`guard_sockets`).
         self._bot_sockets: dict[str, BotSocket] = {}
         self._guard: asyncio.Task[None] | None = None
+        self._sockets = itertools.count(1)
         self.servicer = RefereeServicer(
             self.registry, handshake_timeout, observer, lobby, self.intake
         )
@@ -894,9 +895,9 @@ class RefereeServer:
         if self._socket_root is None:
             self._socket_root = Path(tempfile.mkdtemp(prefix="sticheln-sockets-"))
             watchdog.remove_on_exit(self._socket_root)
-        # A name that tells a bot nothing (its folder shows in the sandbox's mountinfo; a
-        # counter told how many bots this referee had started before it).
-        folder = Path(tempfile.mkdtemp(dir=self._socket_root, prefix=""))
+        # A short name: a socket's path has at most 107 bytes, and TMPDIR may be long.
+        folder = self._socket_root / str(next(self._sockets))
+        folder.mkdir(mode=0o700)
         path = folder / SOCKET_NAME
         # Only the bot's own process can reach its socket: it may hold as many calls as a
         # process has seats (and a few), any more are refused before they are read.

@@ -88,6 +88,10 @@ def test_a_policy_becomes_one_oci_spec(tmp_path: Path) -> None:
     assert spec["root"]["readonly"] is True
     assert {n["type"] for n in spec["linux"]["namespaces"]} >= {"pid", "network", "ipc", "uts"}
     assert "--network=none" in gvisor.FLAGS and "--ignore-cgroups" in gvisor.FLAGS
+    # statfs answers from the host's file system even in the Sentry: refused there too.
+    assert "--oci-seccomp" in gvisor.FLAGS
+    (rule,) = spec["linux"]["seccomp"]["syscalls"]
+    assert set(rule["names"]) == {"statfs", "fstatfs"} and rule["action"] == "SCMP_ACT_ERRNO"
 
 
 def test_strongest_is_gvisor_where_runsc_runs_and_bubblewrap_elsewhere() -> None:

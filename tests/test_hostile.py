@@ -101,6 +101,21 @@ ROUTES = {
     "core_dump": "a core dump handed to the host's core handler (its disk, its CPU)",
     "raise_priority": "a scheduling priority above the other seats' (nice below 0, a "
     "real-time class), where the host's limits would allow one",
+    "statfs_host": "the host's free disk blocks under a bound path (statfs), which another "
+    "seat's output moves (its log on the host's disk)",
+    "access_time": "a shared file's access time, updated by a read: a mark another seat sees",
+    "posix_mqueue": "a POSIX message queue another instance made",
+    "page_cache_timing": "whether a page of a shared file is cached, by the time its read "
+    "takes (a residual: see RESIDUAL)",
+}
+
+#: Routes open in every tier, with what remains of them: no system call to refuse, the
+#: channel measured by benchmarks/covert.py (docs/security.md, "What was tried beyond the
+#: reported routes"). Tried here so that the bot's log says what it saw.
+RESIDUAL = {
+    "page_cache_timing": "a read of a shared file's page is fast when another sandbox read "
+    "it, under bubblewrap and under gVisor (whose gofer reads through the host's page cache): "
+    "0-4 wrong bits of 64 from one seating to a later one",
 }
 
 #: Routes the gVisor tier answers from the Sentry, its own kernel, not the host's: the call
@@ -302,6 +317,7 @@ def _match(
     try:
         targets = _targets(world)
         hostile_env = {**_hostile_env(targets, [port, listener.getsockname()[1]]), **(env or {})}
+        hostile_env["HOSTILE_FRESH_COPY"] = "1"  # its folder is copied below, read by no one
         folder = _hostile_folder(world, targets)
         hostile = _bot_file(world, "hostile", "hostile_bot.py", marker, hostile_env, folder)
         lowest = _bot_file(world, "lowest", "lowest_bot.py", marker, {})
@@ -366,7 +382,7 @@ def test_every_route_is_blocked_and_the_match_ends_normally(
     for log in logs:
         routes = _routes(log)
         assert set(ROUTES) <= set(routes), f"routes not tried: {set(ROUTES) - set(routes)}"
-        opened = {r for r, state in routes.items() if state == "OPEN"}
+        opened = {r for r, state in routes.items() if state == "OPEN"} - set(RESIDUAL)
         if tier == "gvisor":
             opened -= set(SENTRY_OWN)
         assert not opened, [x for x in log.read_text().splitlines() if " OPEN " in x]
@@ -409,6 +425,7 @@ def test_without_the_sandbox_the_same_routes_are_open(world: Path, marker: str) 
     kernel |= {"shared_file_lock", "watch_files", "page_cache", "netlink_uevent"}
     kernel |= {"page_cache_aio", "page_cache_readahead", "page_cache_advice"}
     kernel |= {"page_cache_mincore", "i386_socketcall", "x32_call", "sysinfo", "host_counters"}
+    kernel |= {"statfs_host"}
     if os.geteuid() == 0:
         kernel |= {"keyring", "new_namespace", "perf_event"}
     assert kernel <= opened, kernel - opened
@@ -441,7 +458,7 @@ def test_a_fresh_sandbox_for_every_instance_in_duplicate_mode(
     for log in logs:
         routes = _routes(log)
         assert routes.get("remember_between_instances") == "blocked", log.read_text()[-2000:]
-        own = set(SENTRY_OWN) if tier == "gvisor" else set()
+        own = (set(SENTRY_OWN) if tier == "gvisor" else set()) | set(RESIDUAL)
         opened = {r for r, s in routes.items() if s == "OPEN"} - own
         assert not opened, [x for x in log.read_text().splitlines() if " OPEN " in x]
     _assert_secrets_kept(world)

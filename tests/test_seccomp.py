@@ -39,8 +39,8 @@ MUST_REFUSE = {
     # the host's page cache, asked or moved at will (a mailbox between seatings)
     "mincore", "readahead", "io_setup", "io_submit", "io_getevents", "io_pgetevents",
     "io_cancel", "io_destroy",
-    # the host's counters (threads, load, free memory): the same mailbox
-    "sysinfo",
+    # the host's counters (threads, load, free memory, free disk blocks): the same mailbox
+    "sysinfo", "statfs", "fstatfs",
 }  # fmt: skip
 
 
@@ -53,7 +53,10 @@ def test_the_profile_refuses_every_call_a_hostile_bot_would_use() -> None:
     assert dict(PROFILE.errnos)["clone3"] == errno.ENOSYS, "clone3 callers fall back to clone"
     # As a kernel without AIO answers: callers fall back to threads.
     aio = {"io_setup", "io_submit", "io_getevents", "io_pgetevents", "io_cancel", "io_destroy"}
-    assert dict(PROFILE.errnos) == {"clone3": errno.ENOSYS} | dict.fromkeys(aio, errno.ENOSYS)
+    # So does statfs, as a system without it would: no runtime asks it unbidden.
+    errnos = {"clone3": errno.ENOSYS} | dict.fromkeys(aio, errno.ENOSYS)
+    errnos |= dict.fromkeys(("statfs", "fstatfs"), errno.ENOSYS)
+    assert dict(PROFILE.errnos) == errnos
 
 
 def test_only_harmless_arguments_pass_the_conditional_calls() -> None:

@@ -58,10 +58,11 @@ if TYPE_CHECKING:
 #: The ``runsc`` program.
 RUNSC = "runsc"
 #: runsc's flags for every bot: no network but loopback inside (the referee's socket is a
-#: host Unix socket it may open, none it may create), and no cgroups of its own (the bot's
-#: group is the launcher's). The platform is runsc's default (ptrace, or systrap in newer
+#: host Unix socket it may open, none it may create), no cgroups of its own (the bot's
+#: group is the launcher's), and the spec's filter applied by the Sentry to the bot
+#: (:func:`sentry_filter`). The platform is runsc's default (ptrace, or systrap in newer
 #: builds); KVM would need virtualisation this tier does not assume.
-FLAGS = ("--network=none", "--host-uds=open", "--ignore-cgroups")
+FLAGS = ("--network=none", "--host-uds=open", "--ignore-cgroups", "--oci-seccomp")
 #: The environment ``runsc`` itself runs with: fixed, so that nothing of the bot's
 #: environment (GODEBUG, GOMAXPROCS, TMPDIR...) reaches a Go program running as root
 #: outside the sandbox. The bot's environment goes into the bundle only.
@@ -255,7 +256,23 @@ def oci_spec(
         "root": {"path": "rootfs", "readonly": True},
         "hostname": policy.hostname,
         "mounts": mounts,
-        "linux": {"namespaces": [{"type": t} for t in NAMESPACES]},
+        "linux": {"namespaces": [{"type": t} for t in NAMESPACES], "seccomp": sentry_filter()},
+    }
+
+
+def sentry_filter() -> dict[str, Any]:
+    """The OCI filter the Sentry applies to the bot (``--oci-seccomp``): every call of its
+    own kernel allowed, but those whose answer comes from the host's
+    (:data:`referee.jail.seccomp.HOST_FIGURE_CALLS`: ``statfs`` on a bound path reads the
+    host's file system, whose free blocks the bots' logs move)."""
+    from referee.jail.seccomp import HOST_FIGURE_CALLS
+
+    return {
+        "defaultAction": "SCMP_ACT_ALLOW",
+        "architectures": ["SCMP_ARCH_X86_64"],
+        "syscalls": [
+            {"names": list(HOST_FIGURE_CALLS), "action": "SCMP_ACT_ERRNO", "errnoRet": 38}
+        ],
     }
 
 

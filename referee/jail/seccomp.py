@@ -80,7 +80,7 @@ ALLOWED = (
     "access", "chdir", "chmod", "chown", "chown32", "close", "close_range", "copy_file_range",
     "creat", "dup", "dup2", "dup3", "faccessat", "faccessat2", "fallocate", "fchdir", "fchmod", "fchmodat", "fchmodat2", "fchown", "fchown32",
     "fchownat", "fdatasync", "fgetxattr", "flistxattr",
-    "fremovexattr", "fsetxattr", "fstat", "fstat64", "fstatat64", "fstatfs", "fstatfs64",
+    "fremovexattr", "fsetxattr", "fstat", "fstat64", "fstatat64",
     "fsync", "ftruncate", "ftruncate64", "futimesat", "getcwd", "getdents", "getdents64",
     "getxattr", "getxattrat", "lchown", "lchown32", "lgetxattr", "link", "linkat", "listxattr",
     "listxattrat", "llistxattr", "_llseek", "lremovexattr", "lseek", "lsetxattr", "lstat",
@@ -88,7 +88,7 @@ ALLOWED = (
     "openat2", "pread64", "preadv", "pwrite64", "pwritev", "pwritev2", "read",
     "readlink", "readlinkat", "readv", "removexattr", "removexattrat", "rename",
     "renameat", "renameat2", "rmdir", "sendfile", "sendfile64", "setxattr", "setxattrat",
-    "splice", "stat", "stat64", "statfs", "statfs64", "statx", "symlink", "symlinkat",
+    "splice", "stat", "stat64", "statx", "symlink", "symlinkat",
     "sync", "sync_file_range", "syncfs", "tee", "truncate", "truncate64", "umask", "unlink",
     "unlinkat", "utime", "utimensat", "utimensat_time64", "utimes", "vmsplice", "write",
     "writev",
@@ -217,6 +217,10 @@ DENIED = {
     "moves and another reads (glibc's qsort asks it for the memory size, and sorts "
     "whatever the answer)",
     "mincore": "whether a page of a mapped shared file is in the page cache",
+    "statfs": "the free blocks and inodes of the host's file system under a bound path, "
+    "which the referee's writes (the bots' logs) move: a counter one seat moves and another "
+    "reads (ENOSYS; the gvisor tier refuses it too, :data:`HOST_FIGURE_CALLS`)",
+    "fstatfs": "the same, through a descriptor",
     "readahead": "load a shared file's page into the page cache: a bit another bot reads",
     "io_setup": "asynchronous I/O: a read's RWF_NOWAIT travels in memory, out of the "
     "filter's sight (ENOSYS, as a kernel without AIO: callers fall back to threads)",
@@ -244,11 +248,18 @@ DENIED = {
 }
 
 
+#: Calls that answer from the host's kernel whatever the tier, refused in both: runsc
+#: passes ``statfs`` on a bound path to the host's file system (:mod:`referee.jail.gvisor`
+#: refuses these in the Sentry, through the OCI spec's filter).
+HOST_FIGURE_CALLS = ("statfs", "fstatfs")
+
 #: Refused calls that fail with another errno than EPERM: ``clone3`` and the AIO calls
 #: answer as a kernel without them would (ENOSYS), so that callers fall back (to
-#: ``clone``, to threads).
+#: ``clone``, to threads); so do ``statfs`` and ``fstatfs`` (no runtime asks them
+#: unbidden: Python, Node, the JVM and the C++ sample bot start without them).
 ERRNOS = {
     "clone3": errno.ENOSYS,
+    **dict.fromkeys(HOST_FIGURE_CALLS, errno.ENOSYS),
     **{
         name: errno.ENOSYS
         for name in (

@@ -505,7 +505,10 @@ def try_host_counters() -> None:
     done, err = syscall("sysinfo", info)
     procs = int.from_bytes(info.raw[80:82], "little")
     route("sysinfo", done == 0, f"procs {procs}" if done == 0 else os.strerror(err))
-    own = sum(len(os.listdir(f"/proc/{pid}/task")) for pid in os.listdir("/proc") if pid.isdigit())
+    own = 0
+    for pid in (p for p in os.listdir("/proc") if p.isdigit()):
+        with contextlib.suppress(OSError):  # unconfined, a host process may end meanwhile
+            own += len(os.listdir(f"/proc/{pid}/task"))
     leaks = []
     text = (read("/proc/loadavg") or b"").decode()
     if text and (any(_numbers(text)[:3]) or _numbers(text)[4] > own):
@@ -729,6 +732,96 @@ def try_limits() -> None:
     route("raise_priority", bool(raised), f"raised: {raised}; RLIMIT_NICE, RTPRIO {limits}")
 
 
+def try_host_disk() -> None:
+    """The host's file system under a bound path: its free blocks, which the referee's
+    writes move (another seat's output, its log on the host's disk), through ``statfs``."""
+    try:
+        figures = os.statvfs("/usr")
+        route("statfs_host", figures.f_bfree > 0, f"free blocks {figures.f_bfree}")
+    except OSError as exc:
+        route("statfs_host", False, str(exc))
+
+
+def try_access_time() -> None:
+    """A file's access time as a mark another seat sees: reading its own script (the
+    interpreter has) updates it where the mount lets it (relatime: once after a change).
+    Tried only on a fresh copy (``HOSTILE_FRESH_COPY``), which no one but the sandboxes
+    has read since it was written."""
+    if not os.environ.get("HOSTILE_FRESH_COPY"):
+        return
+    info = os.stat(__file__)
+    marked = info.st_atime_ns > info.st_mtime_ns
+    route("access_time", marked, f"atime {info.st_atime_ns}, mtime {info.st_mtime_ns}")
+
+
+def try_message_queue() -> None:
+    """A POSIX message queue under a name every instance uses: one already there was made
+    by another instance (the IPC namespace says whether they share them)."""
+    try:
+        rt = ctypes.CDLL("librt.so.1", use_errno=True)
+    except OSError as exc:
+        route("posix_mqueue", False, str(exc))
+        return
+    name = b"/sticheln-hostile"
+    ctypes.set_errno(0)
+    if os.environ.get("HOSTILE_NO_WRITE"):
+        fd = rt.mq_open(name, os.O_RDONLY)
+        route(
+            "posix_mqueue",
+            fd >= 0,
+            "another's queue" if fd >= 0 else os.strerror(ctypes.get_errno()),
+        )
+        return
+    fd = rt.mq_open(name, os.O_RDONLY | os.O_CREAT | os.O_EXCL, 0o666, None)
+    err = ctypes.get_errno()
+    route(
+        "posix_mqueue", fd < 0 and err == errno.EEXIST, "made ours" if fd >= 0 else os.strerror(err)
+    )
+
+
+#: Pages apart (past read-ahead and fault-around) when timing a shared file's pages.
+STRIDE = 32 * 4096
+
+
+def try_page_cache_timing() -> None:
+    """Whether a page of a file every sandbox reads is in the host's page cache, by the
+    time a read of it takes (no call to refuse: a read is a read): a large shared file's
+    pages read once each, 32 pages apart. Open when they fall into two kinds, fast
+    (cached: another process read it) and slow (read from the disk)."""
+    found = []
+    for folder in ("/usr/lib/jvm", "/usr/lib/x86_64-linux-gnu", "/usr/share", "/usr/lib"):
+        with contextlib.suppress(OSError):
+            for root, _, files in os.walk(folder):
+                for name in files:
+                    path = os.path.join(root, name)
+                    with contextlib.suppress(OSError):
+                        if os.path.isfile(path) and os.path.getsize(path) > 256 * STRIDE:
+                            found.append(path)
+                if len(found) >= 4:
+                    break
+        if len(found) >= 4:
+            break
+    times = []
+    for path in found[:4]:
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            for k in range(64):
+                t = time.perf_counter()
+                os.pread(fd, 1, k * STRIDE)
+                times.append(time.perf_counter() - t)
+        finally:
+            os.close(fd)
+    times.sort()
+    two = bool(times) and times[-1] > 20 * times[0] and times[-1] > 50e-6
+    route(
+        "page_cache_timing",
+        two,
+        f"{len(times)} pages: fastest {times[0] * 1e6:.0f} us, slowest {times[-1] * 1e6:.0f} us"
+        if times
+        else "no large shared file",
+    )
+
+
 def main() -> None:
     token = os.environ.get("STICHELN_TOKEN", "")
     print(f"ENV {sorted(os.environ)}", flush=True)
@@ -752,6 +845,9 @@ def main() -> None:
         attempt()
     for attempt in (try_shared_memory_folders, try_limits):
         attempt()
+    for attempt in (try_host_disk, try_access_time, try_message_queue):
+        attempt()
+    try_page_cache_timing()
     try_fill_tmp()
     print("ROUTES DONE", flush=True)
     botlib.run(name="hostile")

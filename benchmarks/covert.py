@@ -1,0 +1,158 @@
+"""Covert channels that remain between sandboxed bots, measured in each tier.
+
+Two bot processes, each in its own sandbox as the referee starts them (``referee.jail``:
+its uid, cgroup, policy), one sending a random bit string and the other receiving it
+(``benchmarks/bots/covert_agent.py``), over:
+
+- ``cpu``: CPU contention between two seats of one table (the sender spins on every core
+  in a 1 slot; the receiver counts its loop turns per slot);
+- ``statfs``: the host's free disk blocks, which ``statfs`` on any bound path shows: the
+  sender's output goes into its log on the host's disk (64 KiB for a 1 slot), the receiver
+  reads the free blocks under ``/usr``;
+- ``pagecache``: the host's page cache, which outlives both sandboxes: the sender reads
+  page k of a file both may read for a 1 bit and ends; a later sandbox times its read of
+  each page (a duplicate deal's later seating learning what an earlier one knew).
+
+For each channel and tier: bits sent, wrong bits, and the rate (bits per second of the
+receiver's time, and per second less the wrong bits' share). Where runsc cannot run, the
+gvisor tier is skipped with the reason::
+
+    python benchmarks/covert.py [--bits 64] [--slot 0.1] [--tier bubblewrap --tier gvisor]
+        [--channel cpu --channel statfs --channel pagecache]
+
+Measured on the 2-core development machine (root referee, Debian's 2022 runsc, load
+average 11-26 from other work), ``--bits 64 --slot 0.3``:
+
+- ``pagecache``: bubblewrap 0 wrong bits of 64, gvisor 4-10 of 64, the receiver reading
+  its 64 pages in 4-12 ms: open in both tiers (docs/security.md);
+- ``cpu``: bubblewrap 13-36 wrong (0-0.1 bit/s net), gvisor 22-28 wrong (0-0.2 bit/s):
+  drowned by the machine's own load here;
+- ``statfs``: closed in both tiers (refused); before, 10-16 wrong bits of 32-64 at 0.1-0.3 s
+  slots (0.3-1.3 bit/s net, other work writing to the same disk), in either tier.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import math
+import os
+import random
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from referee import jail  # noqa: E402
+from referee.jail import gvisor  # noqa: E402
+from referee.jail.bots import BotSpec  # noqa: E402
+from referee.jail.sandbox import Sandbox  # noqa: E402
+
+AGENT = REPO / "benchmarks" / "bots" / "covert_agent.py"
+STRIDE = 32 * 4096
+
+
+async def _run(tier: str, folder: Path, args: list[str], log: Path) -> str:
+    sandbox = Sandbox(tier)
+    spec = BotSpec(name="covert", command=(sys.executable, AGENT.name, *args), workdir=AGENT.parent)
+    user = sandbox.lease_user()
+    try:
+        policy = sandbox.policy(AGENT.parent, (folder,), None, user.ids if user else None)
+        process = await jail.start(spec, "unix:/nowhere", "-", log, policy=policy)
+        await process.proc.wait()
+        await process.stop()
+    finally:
+        if user is not None:
+            user.release()
+    return log.read_text(errors="replace")
+
+
+def _got(text: str) -> tuple[str, float]:
+    for line in text.splitlines():
+        if line.startswith("REFUSED "):
+            raise Refused(line.removeprefix("REFUSED "))
+        if line.startswith("GOT "):
+            _, bits, _, seconds, _ = line.split()
+            return bits, float(seconds)
+    raise RuntimeError(f"the receiver said nothing: {text[-500:]}")
+
+
+class Refused(Exception):
+    """The sandbox refuses what the channel needs: closed."""
+
+
+def _evict(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    finally:
+        os.close(fd)
+
+
+async def measure(tier: str, channel: str, bits: str, slot: float, folder: Path) -> str:
+    logs = folder / f"{tier}-{channel}"
+    logs.mkdir()
+    if channel == "pagecache":
+        shared = folder / "shared.bin"
+        _evict(shared)
+        await _run(tier, folder, [channel, "send", bits, "0", "0", str(shared)], logs / "s.log")
+        got, seconds = _got(
+            await _run(tier, folder, [channel, "recv", bits, "0", "0", str(shared)], logs / "r.log")
+        )
+    else:
+        start = time.time() + (8 if tier == "gvisor" else 4)  # both started by then
+        args = [channel, "{}", bits, f"{start:.3f}", str(slot)]
+        sender = [a.replace("{}", "send") for a in args]
+        receiver = [a.replace("{}", "recv") for a in args]
+        _, text = await asyncio.gather(
+            _run(tier, folder, sender, logs / "s.log"), _run(tier, folder, receiver, logs / "r.log")
+        )
+        got, _ = _got(text)
+        seconds = slot * len(bits)
+    wrong = sum(a != b for a, b in zip(got, bits, strict=True))
+    p = wrong / len(bits)
+    entropy = 0.0 if p in (0, 1) else -(p * math.log2(p) + (1 - p) * math.log2(1 - p))
+    rate = len(bits) / seconds
+    return (
+        f"{tier:10} {channel:9} {len(bits)} bits, {wrong} wrong, "
+        f"{rate:8.1f} bit/s raw, {rate * max(0.0, 1 - entropy):8.1f} bit/s net "
+        f"({seconds:.3f} s)"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--bits", type=int, default=64)
+    parser.add_argument("--slot", type=float, default=0.1, help="seconds per bit (cpu, statfs)")
+    parser.add_argument("--tier", action="append", choices=("bubblewrap", "gvisor"))
+    parser.add_argument("--channel", action="append", choices=("cpu", "statfs", "pagecache"))
+    parser.add_argument("--seed", type=int, default=1)
+    args = parser.parse_args()
+    rng = random.Random(args.seed)
+    bits = "".join(rng.choice("01") for _ in range(args.bits))
+    folder = Path(tempfile.mkdtemp(prefix="sticheln-covert-"))
+    folder.chmod(0o755)
+    try:
+        shared = folder / "shared.bin"
+        shared.write_bytes(os.urandom(args.bits * STRIDE + 4096))
+        shared.chmod(0o644)
+        os.sync()
+        for tier in args.tier or ["bubblewrap", "gvisor"]:
+            if tier == "gvisor" and (why := gvisor.missing()):
+                print(f"{tier:10} skipped: {why}")
+                continue
+            for channel in args.channel or ["cpu", "statfs", "pagecache"]:
+                try:
+                    print(asyncio.run(measure(tier, channel, bits, args.slot, folder)), flush=True)
+                except Refused as exc:
+                    print(f"{tier:10} {channel:9} closed: the sandbox refuses it ({exc})")
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

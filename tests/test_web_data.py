@@ -109,7 +109,7 @@ def test_the_broadcast_sends_what_watch_match_sends_at_every_step(
             for _ in range(5):
                 await asyncio.sleep(0)
             broadcast.pump()
-            shown = [_unscored(json.loads(c.decode()[6:])) for c in broadcast.chunks]
+            shown = [_unscored(_event(c)) for c in broadcast.chunks]
             assert shown == sent
             # What a live stream writes: the events from a viewer's point on, in one block.
             for start in (0, len(broadcast.chunks) // 2):
@@ -120,6 +120,14 @@ def test_the_broadcast_sends_what_watch_match_sends_at_every_step(
         assert broadcast.done and sent[-1]["type"] == "end"
 
     asyncio.run(go())
+
+
+def _event(chunk: bytes) -> dict[str, Any]:
+    """One server-sent event of a live stream: its ``id:`` line is the event's number in
+    the stream (a viewer resumes after it); its ``data:`` line the event."""
+    lines = chunk.decode().splitlines()
+    assert lines[0].startswith("id: ") and lines[1].startswith("data: "), lines
+    return json.loads(lines[1][len("data: ") :])
 
 
 def _unscored(ev: dict[str, Any]) -> dict[str, Any]:
@@ -137,7 +145,7 @@ def test_the_live_running_scores_end_at_each_rounds_scores(record: list[dict[str
         feed.append(line)
     feed.finish()
     broadcast.pump()
-    events = [json.loads(c.decode()[6:]) for c in broadcast.chunks]
+    events = [_event(c) for c in broadcast.chunks]
     last: list[int] | None = None
     rounds = 0
     for ev in events:
@@ -161,7 +169,7 @@ def test_secret_pain_cards_give_no_running_scores_away(record: list[dict[str, An
         feed.append(line)
     feed.finish()
     broadcast.pump()
-    events = [json.loads(c.decode()[6:]) for c in broadcast.chunks]
+    events = [_event(c) for c in broadcast.chunks]
     assert any(e["type"] == "trick" for e in events)
     for ev in events:
         if ev["type"] in ("revealed", "trick"):
@@ -187,7 +195,7 @@ def test_a_delayed_round_plays_at_the_pace_it_was_played(record: list[dict[str, 
     # Round 1 was dealt 6 s ago: the header and round 0's first 7 lines (0 to 6 s after
     # its deal), of which the public ones are events.
     def shown() -> list[dict[str, Any]]:
-        return [json.loads(c.decode()[6:]) for c in broadcast.chunks]
+        return [_event(c) for c in broadcast.chunks]
 
     def public(lines: list[dict[str, Any]]) -> int:
         return sum(1 for x in lines if x["type"] not in ("header", "pain"))

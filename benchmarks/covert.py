@@ -13,12 +13,18 @@ its uid, cgroup, policy), one sending a random bit string and the other receivin
   page k of a file both may read for a 1 bit and ends; a later sandbox times its read of
   each page (a duplicate deal's later seating learning what an earlier one knew).
 
+- ``turns``: the referee's turn order, in a real ``referee match`` (the tier's sandbox):
+  one seat waits ``--delay`` ms before a card play for a 1 bit
+  (``tests/bots/turn_bot.py``), another seat of the same table times, for each of its
+  card plays, how long after its previous answer the request came; the record says
+  which of the sender's plays fell in each gap, so each bit is checked.
+
 For each channel and tier: bits sent, wrong bits, and the rate (bits per second of the
 receiver's time, and per second less the wrong bits' share). Where runsc cannot run, the
 gvisor tier is skipped with the reason::
 
     python benchmarks/covert.py [--bits 64] [--slot 0.1] [--tier bubblewrap --tier gvisor]
-        [--channel cpu --channel statfs --channel pagecache]
+        [--channel cpu --channel statfs --channel pagecache --channel turns]
 
 Measured on the 2-core development machine (root referee, Debian's 2022 runsc, load
 average 11-26 from other work), ``--bits 64 --slot 0.3``:
@@ -27,6 +33,9 @@ average 11-26 from other work), ``--bits 64 --slot 0.3``:
   its 64 pages in 4-12 ms: open in both tiers (docs/security.md);
 - ``cpu``: bubblewrap 13-36 wrong (0-0.1 bit/s net), gvisor 22-28 wrong (0-0.2 bit/s):
   drowned by the machine's own load here;
+- ``turns`` (``--slot`` is the sender's delay for a 1): at 50 ms, 0 wrong of 42 bits in
+  one match in either tier (35-40 bit/s of the match's think time); at 10 ms, 0 wrong
+  under bubblewrap (177 bit/s), 19 of 42 under gvisor (whose answers vary by milliseconds);
 - ``statfs``: closed in both tiers (refused); before, 10-16 wrong bits of 32-64 at 0.1-0.3 s
   slots (0.3-1.3 bit/s net, other work writing to the same disk), in either tier.
 """
@@ -35,10 +44,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import math
 import os
 import random
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -93,9 +104,54 @@ def _evict(path: Path) -> None:
         os.close(fd)
 
 
+def turns(tier: str, bits: str, delay_ms: int, folder: Path) -> tuple[int, int, float]:
+    """The turn-order channel in one match: (bits checked, wrong, seconds of play)."""
+    bots = REPO / "tests" / "bots"
+    files = []
+    for role in ("recv", "send", "lowest"):
+        script = "lowest_bot.py" if role == "lowest" else "turn_bot.py"
+        path = folder / f"{tier}-{role}.toml"
+        env = {"TURN_ROLE": role, "TURN_BITS": bits, "TURN_DELAY_MS": str(delay_ms)}
+        lines = [f'name = "{role}"', f'command = ["{sys.executable}", "{script}"]']
+        lines += [f'workdir = "{bots}"', "[env]", *(f'{k} = "{v}"' for k, v in env.items())]
+        path.write_text("\n".join(lines) + "\n")
+        files += ["--bot", str(path)]
+    out = folder / f"{tier}-turns"
+    argv = [sys.executable, "-m", "referee.cli", "match", "--sandbox", tier, "--seed", "7"]
+    argv += [*files, "--rules", "sticheln", "--out", str(out), "--read", str(bots)]
+    subprocess.run(argv, check=True, capture_output=True, timeout=600)
+    (log,) = (out / "logs").glob("*-recv.log")
+    gaps = [float(x) for x in log.read_text().split("GAPS ")[1].split()]
+    (record,) = (out / "matches").glob("*.jsonl")
+    lines = [json.loads(x) for x in record.read_text().splitlines()]
+    # For each of the receiver's plays, the sender's 1 bits played since its previous one.
+    expected, sent, since = [], 0, 0
+    for line in lines:
+        if line.get("type") == "round_start":
+            since = 0  # the round's pain choices came in between: gaps restart at them
+        if line.get("type") != "play":
+            continue
+        if line["seat"] == 1:
+            sent += 1
+            since += bits[(sent - 1) % len(bits)] == "1"
+        elif line["seat"] == 0:
+            expected.append(since)
+            since = 0
+    got = [round(g / delay_ms) for g in gaps]
+    wrong = sum(a != b for a, b in zip(got, expected, strict=True))
+    seconds = sum(x.get("think_us", 0) for x in lines if x.get("type") == "play") / 1e6
+    return sent, wrong, seconds
+
+
 async def measure(tier: str, channel: str, bits: str, slot: float, folder: Path) -> str:
     logs = folder / f"{tier}-{channel}"
     logs.mkdir()
+    if channel == "turns":
+        sent, wrong, seconds = turns(tier, bits, round(slot * 1000), folder)
+        return (
+            f"{tier:10} {channel:9} {sent} bits, {wrong} gaps read wrong, "
+            f"{sent / seconds:8.1f} bit/s (the match's think time {seconds:.2f} s)"
+        )
     if channel == "pagecache":
         shared = folder / "shared.bin"
         _evict(shared)
@@ -127,9 +183,12 @@ async def measure(tier: str, channel: str, bits: str, slot: float, folder: Path)
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--bits", type=int, default=64)
-    parser.add_argument("--slot", type=float, default=0.1, help="seconds per bit (cpu, statfs)")
+    parser.add_argument(
+        "--slot", type=float, default=0.1, help="seconds per bit (cpu, statfs; turns: a 1's delay)"
+    )
     parser.add_argument("--tier", action="append", choices=("bubblewrap", "gvisor"))
-    parser.add_argument("--channel", action="append", choices=("cpu", "statfs", "pagecache"))
+    channels = ("cpu", "statfs", "pagecache", "turns")
+    parser.add_argument("--channel", action="append", choices=channels)
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()
     rng = random.Random(args.seed)
@@ -145,7 +204,7 @@ def main() -> None:
             if tier == "gvisor" and (why := gvisor.missing()):
                 print(f"{tier:10} skipped: {why}")
                 continue
-            for channel in args.channel or ["cpu", "statfs", "pagecache"]:
+            for channel in args.channel or channels:
                 try:
                     print(asyncio.run(measure(tier, channel, bits, args.slot, folder)), flush=True)
                 except Refused as exc:

@@ -73,6 +73,16 @@ PARALLEL = 8
 TABLE_SIZE = 4
 VALIDATION_TIMEOUT_S = 3600.0
 TARGET_TWO_WORKERS = 1.7
+#: Folders made outside the run's temporary folder (code folders must be traversable by
+#: the bots' uids, which pytest-style private folders are not); removed at the end.
+MADE: list[Path] = []
+
+
+def _made(prefix: str) -> Path:
+    folder = Path(tempfile.mkdtemp(prefix=prefix, dir="/tmp"))
+    folder.chmod(0o755)
+    MADE.append(folder)
+    return folder
 
 
 def _cpu_s(pid: int) -> float:
@@ -131,8 +141,7 @@ def league_file(folder: Path, hosting: bool) -> Path:
         "shutdown_grace_s = 0",
     ]
     if hosting:
-        code = Path(tempfile.mkdtemp(prefix="hosted-bench-code-", dir="/tmp"))
-        code.chmod(0o755)
+        code = _made("hosted-bench-code-")
         lines += [
             "[hosting]",
             "enabled = true",
@@ -265,8 +274,7 @@ def run_hosted(folder: Path, snapshot: Path, count: int, warmup: float, seconds:
     workers: list[subprocess.Popen[bytes]] = []
     try:
         for i in range(count):
-            where = Path(tempfile.mkdtemp(prefix=f"hosted-bench-worker{i}-", dir="/tmp"))
-            where.chmod(0o755)
+            where = _made(f"hosted-bench-worker{i}-")
             workers.append(
                 subprocess.Popen(
                     [
@@ -342,16 +350,32 @@ def main() -> int:
     args = parser.parse_args()
     BOTS = args.bots
     print(f"{os.cpu_count()} CPUs; load average {os.getloadavg()[0]:.1f}", flush=True)
+    try:
+        results = measure_all(args.warmup, args.seconds)
+    finally:
+        for folder in MADE:
+            shutil.rmtree(folder, ignore_errors=True)
+    report(results)
+    return 0
+
+
+def measure_all(warmup: float, seconds: float) -> list[Figures]:
+    """The three configurations, in a temporary folder."""
     with tempfile.TemporaryDirectory(prefix="hosted-bench-") as tmp:
         base = Path(tmp)
         (base / "dialin").mkdir()
         (base / "hosted").mkdir()
         snapshot = setup_hosted(base / "hosted")
-        results = [run_dialin(base / "dialin", args.warmup, args.seconds)]
+        results = [run_dialin(base / "dialin", warmup, seconds)]
         print(results[-1].line(), flush=True)
         for count in (1, 2):
-            results.append(run_hosted(base / "hosted", snapshot, count, args.warmup, args.seconds))
+            results.append(run_hosted(base / "hosted", snapshot, count, warmup, seconds))
             print(results[-1].line(), flush=True)
+    return results
+
+
+def report(results: list[Figures]) -> None:
+    """The ratios, a warning for a loaded machine, and the last line."""
     dialin, one, two = results
     ratio = two.matches_per_s / one.matches_per_s if one.matches_per_s else float("nan")
     print(
@@ -371,7 +395,6 @@ def main() -> int:
         f"league_peak_mb={max(r.league_peak_mb for r in results):.0f} "
         f"worker_peak_mb={max(two.worker_peak_mb + one.worker_peak_mb):.0f}"
     )
-    return 0
 
 
 if __name__ == "__main__":

@@ -112,3 +112,36 @@ def test_connections_are_counted_per_listening_socket(tmp_path: Path) -> None:
     finally:
         for s in (*listeners, *clients):
             s.close()
+
+
+def test_a_bot_flooding_late_answers_is_disconnected_and_the_others_play_on(
+    tmp_path: Path,
+) -> None:
+    """A late answer to a request that timed out costs its bot no strike, and every
+    message costs the referee a parse and a fault on the loop all seats share: a bot that
+    sent one late answer again and again made an honest seat (100 ms a decision, 300 ms
+    allowed) time out three times and forfeit. More than 16 messages that answer no
+    request between two requests now end the stream (nothing more of it is read): the
+    flooder is disconnected, the others play the match to its end without a fault."""
+    stale = _bot_file(tmp_path, "stale", "stale_bot.py", {"STALE_WAIT_MS": "1500"})
+    lowest = _bot_file(tmp_path, "lowest", "lowest_bot.py", {})
+    out = tmp_path / "out"
+    done = subprocess.run(
+        [
+            *(sys.executable, "-m", "referee.cli", "match", "--rules", "sticheln"),
+            *("--out", str(out), *READ_BOTS, "--decision-ms", "1000"),
+            *("--bot", str(stale), "--bot", str(lowest), "--bot", str(lowest)),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=150,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    (record,) = (out / "matches").glob("*.jsonl")
+    lines = [json.loads(x) for x in record.read_text().splitlines()]
+    assert lines[-1]["type"] == "end" and lines[-1]["reason"] == "completed"
+    faults = [x for x in lines if x.get("type") == "fault"]
+    assert {x["seat"] for x in faults} == {0}, "only the flooder faults"
+    cut = [x for x in faults if "answering no request" in x["detail"]]
+    assert cut and cut[0]["forfeited"], [x["detail"] for x in faults]

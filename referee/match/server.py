@@ -286,6 +286,12 @@ CAPABILITIES = frozenset({"events"})
 SEQUENCE_BITS = 32
 _SEQUENCE_MASK = (1 << SEQUENCE_BITS) - 1
 _STREAM_SERIALS = itertools.count(1)
+#: Messages a stream may send between two requests that answer none (a late answer to a
+#: request that timed out, a second answer, one naming no request): a bot has use for one
+#: or two. Each costs the referee a parse and a fault on the event loop every seat shares,
+#: and a late answer costs its bot no strike: a bot sending them without end made honest
+#: seats at its table time out. One more ends the stream (the seat is disconnected).
+UNSOLICITED_LIMIT = 16
 
 
 class SeatStream:
@@ -322,6 +328,8 @@ class SeatStream:
         self.oversized: Oversized | None = None
         #: Called with (reason, detail, request_id) for faults outside a pending request.
         self.on_fault: Callable[[FaultReason, str, int], None] | None = None
+        # Messages since the last request that answered no request (UNSOLICITED_LIMIT).
+        self._unsolicited = 0
 
     async def write(self, message: bot_pb2.RefereeMessage) -> None:
         """Send one message to the bot."""
@@ -357,6 +365,7 @@ class SeatStream:
         self._pending = fut
         self._pending_id = request_id
         self._sent += 1
+        self._unsolicited = 0
         self._answered.clear()
         self._answer_due = time.monotonic() + limit_s
         return fut
@@ -383,6 +392,15 @@ class SeatStream:
         """Route one message from the bot."""
         self._answered.set()
         pending = self._pending
+        if pending is None or pending.done():
+            self._unsolicited += 1
+            if self._unsolicited > UNSOLICITED_LIMIT:
+                self.close(
+                    FaultReason.DISCONNECT,
+                    f"it sent more than {UNSOLICITED_LIMIT} messages answering no request "
+                    "since its last request; the stream was closed",
+                )
+                return
         if isinstance(message, Malformed):
             if pending is not None and not pending.done():
                 pending.set_result((message, arrived))
@@ -693,6 +711,8 @@ class RefereeServicer:
                     stream.close(FaultReason.DISCONNECT, message.detail)
                     return
                 stream.deliver(message, clock())
+                if stream.closed.is_set():
+                    return  # closed for what it sent: nothing more of it is read
         except asyncio.CancelledError:
             raise
         except Exception as exc:

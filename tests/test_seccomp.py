@@ -62,7 +62,8 @@ def test_the_profile_refuses_every_call_a_hostile_bot_would_use() -> None:
 def test_only_harmless_arguments_pass_the_conditional_calls() -> None:
     rules = {rule.call: rule for rule in PROFILE.allowed_when}
     assert set(rules) == {
-        *("clone", "socket", "personality", "fcntl", "fcntl64", "preadv2", "fadvise64")
+        *("clone", "socket", "personality", "fcntl", "fcntl64", "preadv2", "fadvise64"),
+        "madvise",
     }
     # clone without any namespace flag (CLONE_NEWNS|NEWCGROUP|NEWUTS|NEWIPC|NEWUSER|NEWPID|NEWNET).
     assert rules["clone"].mask == 0x7E020000 and rules["clone"].values == ()
@@ -78,6 +79,11 @@ def test_only_harmless_arguments_pass_the_conditional_calls() -> None:
     assert rules["preadv2"].values == (0,), "no RWF_NOWAIT page-cache probe"
     # NORMAL, RANDOM, SEQUENTIAL, NOREUSE: not WILLNEED (3), DONTNEED (4), pages moved at will.
     assert rules["fadvise64"].index == 3 and rules["fadvise64"].values == (0, 1, 2, 5)
+    # Every advice a runtime gives its memory; not COLD (20) or PAGEOUT (21), which push a
+    # shared file's pages out of the host's page cache.
+    assert rules["madvise"].index == 2
+    assert {0, 4, 8, 14, 15, 22} <= set(rules["madvise"].values)
+    assert not {20, 21} & set(rules["madvise"].values)
 
 
 def test_every_named_call_is_known_to_libseccomp() -> None:
@@ -163,6 +169,11 @@ PROBE = textwrap.dedent(
     seen["io_setup"] = call(206, 1, ctypes.byref(ctypes.c_ulong(0)))
     seen["readahead"] = call(187, shared, 0, 4096)
     seen["mincore"] = call(27, 0, 4096, ctypes.create_string_buffer(1))
+    libc.mmap.restype = ctypes.c_void_p
+    page = ctypes.c_void_p(libc.mmap(None, 4096, 1, 1, shared, 0))  # PROT_READ, MAP_SHARED
+    seen["madvise_pageout"] = call(28, page, 4096, 21)  # MADV_PAGEOUT
+    seen["madvise_cold"] = call(28, page, 4096, 20)  # MADV_COLD
+    seen["madvise_dontneed"] = call(28, page, 4096, 4)  # MADV_DONTNEED: own mapping only
     done = []
     thread = threading.Thread(target=lambda: done.append(1))
     thread.start()
@@ -238,6 +249,8 @@ def test_in_the_sandbox_keyrings_and_tracing_are_refused_on_every_abi(world: Pat
     assert seen["readahead"] == eperm and seen["mincore"] == eperm
     assert seen["fadvise_dontneed"] == errno.EPERM and seen["fadvise_willneed"] == errno.EPERM
     assert seen["fadvise_sequential"] == 0
+    assert seen["madvise_pageout"] == eperm and seen["madvise_cold"] == eperm
+    assert seen["madvise_dontneed"] == [0, 0]
 
 
 def test_without_the_filter_the_same_probe_reaches_the_kernel(world: Path) -> None:
@@ -251,6 +264,7 @@ def test_without_the_filter_the_same_probe_reaches_the_kernel(world: Path) -> No
     assert seen["flock"] == 0 and seen["fcntl_lock"] == 0 and seen["inotify"][0] >= 0
     assert seen["io_setup"] == [0, 0] and seen["readahead"] == [0, 0]
     assert seen["fadvise_dontneed"] == 0 and seen["mincore"][1] != errno.EPERM
+    assert seen["madvise_pageout"] == [0, 0] and seen["madvise_cold"] == [0, 0]
 
 
 #: A 64-bit program that enters the kernel through its 32-bit doors: ``int 0x80`` (the i386

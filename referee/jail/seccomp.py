@@ -13,7 +13,8 @@ watches (inotify, fanotify, F_NOTIFY) and the page cache, which is the host's an
 every process: no query of it (``cachestat``, ``mincore``, ``RWF_NOWAIT`` whether passed
 to ``preadv2`` or inside an asynchronous-I/O request, where a filter cannot look: the AIO
 calls are refused as a kernel without AIO refuses them), and no loading or dropping of a
-page at will (``readahead``, ``fadvise64``'s ``WILLNEED`` and ``DONTNEED``); nor the
+page at will (``readahead``, ``fadvise64``'s ``WILLNEED`` and ``DONTNEED``, ``madvise``'s
+``COLD`` and ``PAGEOUT``); nor the
 whole host's counters (``sysinfo``: threads, load, free memory; the sandbox's ``/proc``
 shows fixed figures in their place, :func:`referee.jail.sandbox.counter_files`). A bot that
 keeps a database in its ``/tmp`` opens it without locking (SQLite: ``?nolock=1``).
@@ -73,6 +74,12 @@ PERSONALITIES = (0x0, 0x8, 0x20000, 0x20008, 0xFFFFFFFF)
 #: the host's page cache, where another bot reading the same file would see them.
 FADVISE_ADVICE = (0, 1, 2, 5)
 
+#: ``madvise`` advice a bot may give about its own memory: every value a runtime uses
+#: (NORMAL to KEEPONFORK, 0-19; POPULATE_READ/WRITE, DONTNEED_LOCKED and COLLAPSE, 22-25).
+#: Not COLD (20) and PAGEOUT (21): on a mapping of a shared file they push its pages out
+#: of the host's page cache, which another bot reading the same file would notice.
+MADVISE_ADVICE = (*range(20), 22, 23, 24, 25)
+
 #: Calls an unprivileged process needs, as in Docker's default profile (its names of 32-bit
 #: ABIs' calls, which the native ABI lacks, compile to nothing).
 ALLOWED = (
@@ -99,7 +106,7 @@ ALLOWED = (
     "signalfd4", "timerfd_create", "timerfd_gettime", "timerfd_gettime64",
     "timerfd_settime", "timerfd_settime64", "pipe", "pipe2",
     # memory
-    "brk", "madvise", "map_shadow_stack", "membarrier", "memfd_create", "memfd_secret",
+    "brk", "map_shadow_stack", "membarrier", "memfd_create", "memfd_secret",
     "mlock", "mlock2", "mlockall", "mmap", "mmap2", "mprotect", "mremap", "mseal",
     "msync", "munlock", "munlockall", "munmap", "pkey_alloc", "pkey_free", "pkey_mprotect",
     "remap_file_pages",
@@ -313,6 +320,7 @@ PROFILE = SyscallProfile(
         # No RWF_NOWAIT: it says whether another bot has read a shared file's page.
         ArgRule("preadv2", 5, values=(0,)),
         ArgRule("fadvise64", 3, values=FADVISE_ADVICE),
+        ArgRule("madvise", 2, values=MADVISE_ADVICE),
     ),
     denied=tuple(name for name in DENIED if name not in ERRNOS),
     errnos=tuple(ERRNOS.items()),

@@ -38,6 +38,8 @@ from leaguekit import (
 from leaguekit import bots as leaguekit_bots
 from test_hosting_archive import HOSTILE_TARS, HOSTILE_ZIPS
 
+from referee.jail import strongest_mode
+from referee.league.hosting import hosted_mode
 from sticheln.v1 import league_pb2
 
 PYTHON_BOT = SAMPLES / "python"
@@ -54,7 +56,14 @@ def code_dir() -> Iterator[Path]:
     shutil.rmtree(folder, ignore_errors=True)
 
 
-def league_file(tmp_path: Path, db: LeagueDb, code: Path, **hosting: Any) -> Path:
+def league_file(
+    tmp_path: Path, db: LeagueDb, code: Path, tier: str = "bubblewrap", **hosting: Any
+) -> Path:
+    """A hosted league's file. Its hosted code runs in ``tier``: bubblewrap unless a test
+    is about the tier (``"strongest"``, the default a league file without ``[sandbox]
+    mode`` gets: gVisor here when runsc runs). Every validation start is a sandbox of its
+    own, and gVisor's cost ~4x bubblewrap's; test_hosted_bots_are_submitted_validated_and_
+    played on SQLite plays in the strongest tier."""
     path = write_config(
         tmp_path / "hosted.toml",
         {"name": "hosted", "table_size": 3, **db.table},
@@ -62,6 +71,8 @@ def league_file(tmp_path: Path, db: LeagueDb, code: Path, **hosting: Any) -> Pat
     )
     table = {"enabled": True, "code_dir": str(code), "workers": 1, **hosting}
     lines = ["[hosting]", *(f"{k} = {json.dumps(v)}" for k, v in table.items())]
+    if tier != "strongest":
+        lines += ["[sandbox]", f"mode = {json.dumps(tier)}"]
     path.write_text(path.read_text() + "\n".join(lines) + "\n")
     return path
 
@@ -122,7 +133,10 @@ def broken_bot(folder: Path) -> Path:
 def test_hosted_bots_are_submitted_validated_and_played(
     tmp_path: Path, league_db: LeagueDb, code_dir: Path
 ) -> None:
-    config = league_file(tmp_path, league_db, code_dir, submissions_per_day=2)
+    # The one league here in the default tier, the strongest this machine has: its
+    # validations and matches run there (the others choose bubblewrap, for time).
+    tier = "strongest" if league_db.kind == "sqlite" else "bubblewrap"
+    config = league_file(tmp_path, league_db, code_dir, tier, submissions_per_day=2)
     config.write_text(config.read_text().replace("[league]\n", "[league]\nweb_port = 0\n", 1))
     with serving(config, tmp_path / "serve.log") as s:
         web = s.lines.get(timeout=30).rsplit(" ", 1)[1].strip().rstrip("/")
@@ -204,6 +218,12 @@ def test_hosted_bots_are_submitted_validated_and_played(
         assert started >= 2
         logs = list((tmp_path / "out" / "logs").glob("hosted-*-seat*-alpha*.log"))
         assert len(logs) >= 2, "one process per match and seat"
+        # Played in the league's tier: the strongest this machine has, or the one named.
+        ids = query(league_db.target, "SELECT match_id FROM matches WHERE status = 'finished'")
+        for (match_id,) in ids:
+            path = tmp_path / "out" / "matches" / f"{match_id}.jsonl"
+            header = json.loads(path.read_text().split("\n", 1)[0])
+            assert header["sandbox"] == (strongest_mode() if tier == "strongest" else tier)
 
         # A second submission replaces the first once it passes; the quota then refuses.
         again = submitted(
@@ -267,6 +287,13 @@ def refusal(result: Any, code: grpc.StatusCode, words: str) -> str:
     assert words in details, details
     assert "\n" not in details
     return details
+
+
+def test_hosted_code_runs_in_the_strongest_tier_unless_the_league_names_one() -> None:
+    assert hosted_mode("strongest") == "strongest"  # resolved by Sandbox: gvisor here
+    assert hosted_mode("gvisor") == "gvisor"
+    assert hosted_mode("bubblewrap") == "bubblewrap"
+    assert hosted_mode("none") == "strongest", "never unconfined (and refused at start)"
 
 
 def test_every_hostile_upload_is_refused_in_one_line_and_stores_nothing(
@@ -565,7 +592,7 @@ def test_external_workers_play_and_a_killed_one_leaves_a_void_match_played_again
         where.mkdir()
         return subprocess.Popen(
             [*REFEREE, "league", "worker", "--database", postgres_url, "--name", name,
-             "--lease-s", "3", "--out", "out", "--code-dir", str(code_dir.parent / name)],
+             "--lease-s", "3", "--sandbox", "bubblewrap", "--out", "out", "--code-dir", str(code_dir.parent / name)],
             cwd=where, stdout=subprocess.PIPE, stderr=(where / "worker.log").open("wb"),
             text=True, env={**os.environ, "PYTHONPATH": str(ROOT)},
         )  # fmt: skip
@@ -632,13 +659,20 @@ def test_external_workers_play_and_a_killed_one_leaves_a_void_match_played_again
         finally:
             second.terminate()
             assert second.wait(60) == 0
-        # The league took the workers' matches in: ratings, recent matches, records.
-        recent = s.recent()
-        assert len(recent.matches) >= 3
+        # The league takes the workers' matches in (it looks once a second): ratings,
+        # recent matches, records.
+        recent = wait_for(
+            lambda: (r := s.recent()).matches and len(r.matches) >= 3 and r,
+            30,
+            "the league to take in the workers' matches",
+            every=0.2,
+        )
         record = s.league.GetMatchRecord(
             league_pb2.GetMatchRecordRequest(match_id=recent.matches[0].match_id), timeout=10
         )
         assert record.record_jsonl.count("\n") > 10
+        # Played in the tier the worker was given (--sandbox), as the league file names.
+        assert json.loads(record.record_jsonl.split("\n", 1)[0])["sandbox"] == "bubblewrap"
         copied = tmp_path / "out" / "matches" / f"{recent.matches[0].match_id}.jsonl"
         assert copied.read_text() == record.record_jsonl, "copied from the database"
         stored = query(postgres_url, "SELECT COUNT(*) FROM league_records")[0][0]

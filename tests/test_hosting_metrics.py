@@ -83,7 +83,7 @@ def test_the_league_times_builds_and_an_external_worker_counts_its_matches(
         worker = subprocess.Popen(
             [*REFEREE, "league", "worker", "--database", str(db.target), "--name", "w1",
              "--code-dir", str(code_dir.parent / "w1"), "--out", str(tmp_path / "w1"),
-             "--metrics-port", "0"],
+             "--metrics-port", "0", "--sandbox", "bubblewrap"],
             stdout=subprocess.PIPE, stderr=worker_log.open("wb"), text=True, cwd=ROOT,
             env={**os.environ, "PYTHONPATH": str(ROOT)},
         )  # fmt: skip

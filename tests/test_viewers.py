@@ -55,6 +55,9 @@ def _tournament(tmp: Path, marker: str) -> Path:
         "decision_ms = 5000",
         "startup_ms = 30000",
         "[sandbox]",
+        # Bubblewrap, as a round robin's default: a duplicate tournament's is the strongest
+        # tier (gVisor here), ~4x the time a start, and the descriptors are the referee's.
+        'mode = "bubblewrap"',
         f"read = [{json.dumps(str(BOTS_DIR))}]",
     ]
     for name in ("ann", "ben", "cy"):

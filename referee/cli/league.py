@@ -130,6 +130,13 @@ def add_parsers(sub: Subparsers) -> None:
     wk.add_argument(
         "--metrics-addr", default="127.0.0.1", help="the metrics address (default 127.0.0.1)"
     )
+    wk.add_argument(
+        "--sandbox",
+        choices=("strongest", "gvisor", "bubblewrap"),
+        default="strongest",
+        help="the jail tier of the hosted code it plays (default: the strongest this "
+        "machine has; give the league file's [sandbox] mode when it names one)",
+    )
     add_bot_uids(wk)
     add_log_level(wk, "info", who="the worker")
     wk.set_defaults(func=worker)
@@ -452,7 +459,7 @@ def worker(args: argparse.Namespace) -> int:
                 f"give --league NAME; the database holds {len(found)} leagues"
                 + (f": {', '.join(found)}" if found else "")
             )
-        sandbox = sandbox_for(hosted_mode("strongest"), [], say=False, bot_uids=args.bot_uids)
+        sandbox = sandbox_for(hosted_mode(args.sandbox), [], say=False, bot_uids=args.bot_uids)
         try:
             sandbox.check()  # hosted code never runs unconfined
         except SandboxUnavailable as exc:

@@ -73,9 +73,10 @@ REPORT_TAIL = 20
 
 def hosted_mode(mode: str) -> str:
     """The jail tier hosted code runs in, given the league's ``[sandbox] mode``: the
-    strongest the machine has (gVisor where runsc runs, else bubblewrap), or gVisor when
-    the league insists on it. Never none: a league hosting bots refuses ``mode = "none"``."""
-    return "gvisor" if mode == "gvisor" else STRONGEST
+    strongest the machine has (gVisor where runsc runs, else bubblewrap) unless the league
+    names a tier (``"gvisor"`` insists on gVisor, ``"bubblewrap"`` chooses the cheaper
+    tier). Never none: a league hosting bots refuses ``mode = "none"``."""
+    return mode if mode in ("gvisor", "bubblewrap") else STRONGEST
 
 
 class Refusal(Exception):

@@ -8,10 +8,10 @@ import math
 
 import numpy as np
 import pytest
+from test_ratings import simulate
 
 from referee.league.standings import BOOTSTRAP_BOTS, BOOTSTRAP_MATCHES, interval_method
 from referee.results.ratings import FEW_MATCHES, MatchOutcome, fit
-from tests.test_ratings import simulate
 
 FIELD = {f"b{i:02d}": 1500.0 + 60.0 * (i - 5.5) for i in range(12)}
 

@@ -132,6 +132,11 @@ def test_shards_partition_the_schedule(tmp_path: Path) -> None:
     assert dry.stdout.startswith(f"tournament sharded (shard 1/3): {MATCHES // 3} matches")
 
 
+def said(stderr: str) -> list[str]:
+    """What the run said on stderr besides the sandbox's and the bounds' descriptions."""
+    return [x for x in stderr.strip().splitlines() if not x.startswith(("sandbox: ", "bounds: "))]
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
@@ -146,7 +151,7 @@ def test_shards_partition_the_schedule(tmp_path: Path) -> None:
 def test_bad_shard_or_database_is_one_line(tmp_path: Path, args: list[str], message: str) -> None:
     done = referee("tournament", str(tournament_file(tmp_path, "bad")), *args, timeout=60)
     assert done.returncode == 2
-    lines = done.stderr.strip().splitlines()
+    lines = said(done.stderr)
     assert len(lines) == 1 and message in lines[0], done.stderr
 
 
@@ -159,7 +164,7 @@ def test_unreachable_postgres_is_one_line_without_the_password(tmp_path: Path) -
     url = f"postgresql://referee:hunter2@127.0.0.1:{port}/sticheln"
     done = referee("tournament", str(tournament_file(tmp_path, "x")), "--db", url, timeout=60)
     assert done.returncode == 2
-    lines = done.stderr.strip().splitlines()
+    lines = said(done.stderr)
     assert len(lines) == 1 and "cannot connect to the database" in lines[0], done.stderr
     assert "hunter2" not in done.stderr and "referee:***@" in lines[0]
 
@@ -319,7 +324,7 @@ def test_a_sqlite_shard_without_a_deal_key_is_refused_in_one_line(tmp_path: Path
         "tournament", str(config), "--shard", "0/2", "--db", str(tmp_path / "s.db"), env=NO_KEY
     )
     assert done.returncode == 2
-    lines = done.stderr.strip().splitlines()
+    lines = said(done.stderr)
     assert len(lines) == 1 and "needs the tournament's deal key" in lines[0], done.stderr
     assert "referee deal-key" in lines[0] and "--deal-key-file" in lines[0]
     assert not (tmp_path / "s.db").exists()
@@ -327,7 +332,7 @@ def test_a_sqlite_shard_without_a_deal_key_is_refused_in_one_line(tmp_path: Path
     bad.write_text("not a key\n")
     done = referee("tournament", str(config), "--shard", "0/2", "--deal-key-file", str(bad))
     assert done.returncode == 2
-    lines = done.stderr.strip().splitlines()
+    lines = said(done.stderr)
     assert len(lines) == 1 and f"--deal-key-file {bad}: a deal key is 64 hex digits" in lines[0]
 
 

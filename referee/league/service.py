@@ -1171,6 +1171,8 @@ class LeagueServicer:
         self._uploading: set[str] = set()
         #: When each entry's uploads were refused at once (for the daily quota).
         self._refused_uploads: dict[str, list[float]] = {}
+        #: Every entry's latest submission as last read (ListBots while the database is away).
+        self._latest: dict[str, Any] = {}
 
     def _admin(self, context: Context) -> None:
         """Refuse unless the call carries the admin token."""
@@ -1226,7 +1228,11 @@ class LeagueServicer:
     async def ListBots(
         self, request: league_pb2.ListBotsRequest, context: Context
     ) -> league_pb2.ListBotsResponse:
-        latest = self.league.submissions.latest_by_bot()
+        try:
+            latest = self._latest = self.league.submissions.latest_by_bot()
+        except StoreError:
+            # The league serves on while its database is away: submissions as last read.
+            latest = self._latest
         return league_pb2.ListBotsResponse(
             bots=[self.league.bot_message(e, latest) for e in self.league.registry.entries()]
         )

@@ -33,6 +33,14 @@ loaded 2-core machine, not how workers scale.
 
     .venv/bin/python benchmarks/hosted_league.py                 # 60 s each
     .venv/bin/python benchmarks/hosted_league.py --seconds 120 --warmup 20
+    .venv/bin/python benchmarks/hosted_league.py --pin --bots 16   # a core per worker
+
+``--pin`` gives each worker a core of its own (``taskset``: worker ``i`` and every
+process it starts, its sandboxes included, run on CPU ``i``): one worker on one core
+against two workers on two, the league process free to run anywhere. That is how the
+ratio "two workers against one" reads on a machine with a core per worker; unpinned, on
+2 cores, one worker's matches already spread over both (a seat's sandbox start is several
+processes), and the second worker has little left to use.
 
 The last line is ``dialin_matches_per_s=<a> hosted1_matches_per_s=<b>
 hosted2_matches_per_s=<c> two_workers_ratio=<c/b> dialin_cpu_per_match=<d>
@@ -266,7 +274,9 @@ def measure(
     return f
 
 
-def run_hosted(folder: Path, snapshot: Path, count: int, warmup: float, seconds: float) -> Figures:
+def run_hosted(
+    folder: Path, snapshot: Path, count: int, warmup: float, seconds: float, pin: bool
+) -> Figures:
     for suffix in ("", "-wal", "-shm"):
         (folder / f"league.db{suffix}").unlink(missing_ok=True)
     shutil.copy(snapshot, folder / "league.db")
@@ -278,6 +288,7 @@ def run_hosted(folder: Path, snapshot: Path, count: int, warmup: float, seconds:
             workers.append(
                 subprocess.Popen(
                     [
+                        *(["taskset", "-c", str(i % (os.cpu_count() or 1))] if pin else []),
                         *REFEREE,
                         "league",
                         "worker",
@@ -299,7 +310,7 @@ def run_hosted(folder: Path, snapshot: Path, count: int, warmup: float, seconds:
                     cwd=ROOT,
                 )
             )
-        label = f"hosted, {count} worker" + ("s" if count > 1 else "")
+        label = f"hosted, {count} worker" + ("s" if count > 1 else "") + (" pinned" if pin else "")
         return measure(label, folder / "league.db", league, workers, [], warmup, seconds)
     finally:
         for w in workers:
@@ -347,11 +358,14 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=60.0, help="the measured window")
     parser.add_argument("--warmup", type=float, default=15.0, help="seconds before it")
     parser.add_argument("--bots", type=int, default=BOTS, help="entries in the league")
+    parser.add_argument(
+        "--pin", action="store_true", help="each worker on a core of its own (taskset)"
+    )
     args = parser.parse_args()
     BOTS = args.bots
     print(f"{os.cpu_count()} CPUs; load average {os.getloadavg()[0]:.1f}", flush=True)
     try:
-        results = measure_all(args.warmup, args.seconds)
+        results = measure_all(args.warmup, args.seconds, args.pin)
     finally:
         for folder in MADE:
             shutil.rmtree(folder, ignore_errors=True)
@@ -359,7 +373,7 @@ def main() -> int:
     return 0
 
 
-def measure_all(warmup: float, seconds: float) -> list[Figures]:
+def measure_all(warmup: float, seconds: float, pin: bool) -> list[Figures]:
     """The three configurations, in a temporary folder."""
     with tempfile.TemporaryDirectory(prefix="hosted-bench-") as tmp:
         base = Path(tmp)
@@ -369,7 +383,7 @@ def measure_all(warmup: float, seconds: float) -> list[Figures]:
         results = [run_dialin(base / "dialin", warmup, seconds)]
         print(results[-1].line(), flush=True)
         for count in (1, 2):
-            results.append(run_hosted(base / "hosted", snapshot, count, warmup, seconds))
+            results.append(run_hosted(base / "hosted", snapshot, count, warmup, seconds, pin))
             print(results[-1].line(), flush=True)
     return results
 

@@ -96,12 +96,17 @@ def test_the_python_sample_bots_pass_every_scenario(name: str, tmp_path: Path) -
     bot.write_text(
         f'{text}\nworkdir = {json.dumps(str(SAMPLE_BOTS))}\n[env]\nMONTECARLO_CAP_MS = "5"\n'
     )
-    done = check_bot("--bot", str(bot))
+    # The heuristic bot plays three families side by side, as a league validates it: the
+    # report is the same, in the same order.
+    jobs = "3" if name == "heuristic" else "1"
+    done = check_bot("--bot", str(bot), "--jobs", jobs)
     assert done.returncode == 0, done.stdout + done.stderr
     passes = [line for line in done.stdout.splitlines() if line.startswith("PASS ")]
     # random and heuristic declare seats = 8: they also play the seats scenario.
     want = ALL + (name != "montecarlo")
     assert len(passes) == want, done.stdout
+    names = [s.name for s in scenarios(seats=8 if name != "montecarlo" else 1)]
+    assert [line.split()[1] for line in passes] == names, done.stdout
     assert ("PASS seats (" in done.stdout) == (name != "montecarlo")
     assert "FAIL" not in done.stdout
     assert done.stdout.strip().endswith(f"all {want} scenarios passed")
@@ -285,6 +290,8 @@ def test_usage_errors_are_one_line_and_status_2() -> None:
         (("--bot", "missing.toml"), "bot file not found"),
         (("--rounds", "0", "--connect"), "--rounds: 0 is not allowed"),
         (("--strikes", "0", "--connect"), "--strikes: 0 is not allowed"),
+        (("--jobs", "0", "--connect"), "--jobs: 0 is not allowed"),
+        (("--jobs", "2", "--connect"), "a bot that dials in plays one scenario at a time"),
     ]:
         done = check_bot(*args, timeout=30)
         assert done.returncode == 2, done.stderr
@@ -390,10 +397,14 @@ def test_the_seats_scenario_needs_a_bot_file_with_seats(tmp_path: Path) -> None:
 
 
 @pytest.mark.timeout(120)
-def test_a_bot_that_times_out_everywhere_plays_one_scenario_per_family(tmp_path: Path) -> None:
-    # Every answer comes after the 1 s decision limit: one timeout per family proves it.
+@pytest.mark.parametrize("jobs", ["1", "3"])
+def test_a_bot_that_times_out_everywhere_plays_one_scenario_per_family(
+    tmp_path: Path, jobs: str
+) -> None:
+    # Every answer comes after the 1 s decision limit: one timeout per family proves it,
+    # whether the families are played one after another or side by side.
     bot = _bot_file(tmp_path, "sleepy", "lowest_bot.py", SLEEP_MS="1500")
-    done = check_bot("--bot", str(bot), "--rounds", "1", "--strikes", "1")
+    done = check_bot("--bot", str(bot), "--rounds", "1", "--strikes", "1", "--jobs", jobs)
     assert done.returncode == 1, done.stdout + done.stderr
     out = done.stdout.splitlines()
     heads = [line.split()[:2] for line in out if line.split()[:1] in (["FAIL"], ["SKIP"], ["PASS"])]

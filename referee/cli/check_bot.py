@@ -64,6 +64,13 @@ def add_parsers(sub: Subparsers) -> None:
         default=0,
         help="time the bot has to connect (default 10000; 60000 with --connect)",
     )
+    chk.add_argument(
+        "--jobs",
+        type=int,
+        default=1,
+        help="scenario families played side by side (default 1; the short-clock and "
+        "many-stream scenarios are always played alone; not with --connect)",
+    )
     chk.add_argument("--out", help="keep match records and bot logs here (default: a temp folder)")
     chk.add_argument(
         "--host", default="127.0.0.1", help="address to serve bots on (default 127.0.0.1)"
@@ -100,6 +107,10 @@ def check_bot(args: argparse.Namespace) -> int:
         raise UsageError(f"--strikes: {args.strikes} is not allowed; allowed: 1 or more")
     if args.startup_ms < 0:
         raise UsageError(f"--startup-ms: {args.startup_ms} is not allowed; allowed: 1 or more")
+    if args.jobs < 1:
+        raise UsageError(f"--jobs: {args.jobs} is not allowed; allowed: 1 or more")
+    if args.jobs > 1 and args.connect:
+        raise UsageError("--jobs: a bot that dials in plays one scenario at a time; drop --jobs")
     if args.list:
         for s in scenarios(rounds=args.rounds, seats=2):
             note = " (for a bot file that declares seats)" if s.name == SEATS_SCENARIO else ""
@@ -192,6 +203,7 @@ def check_bot(args: argparse.Namespace) -> int:
             same_seed=(lambda line: print(line, flush=True)) if probe else None,
             # Scenarios named on the command line are all played.
             skip_after_timeout=not args.scenario,
+            jobs=args.jobs,
         )
         failed = [o.scenario.name for o in outcomes if not o.passed and not o.skipped]
         skipped = [o.scenario.name for o in outcomes if o.skipped]

@@ -67,6 +67,8 @@ class HostingConfig:
     code_dir: Path = Path("hosted-code")
     #: Rounds of each validation scenario (``referee check-bot``).
     validation_rounds: int = 1
+    #: Validation scenarios played side by side (``referee check-bot --jobs``).
+    validation_jobs: int = 3
     #: Seconds an upload may take, header to last chunk.
     upload_timeout_s: float = 300.0
 
@@ -213,6 +215,9 @@ class HostingTable(Table):
     results folder; its files are readable by the bots' uids)."""
     validation_rounds: Annotated[int, Field(ge=1, le=20)] = 1
     """Rounds of each check-bot scenario a submission is validated with."""
+    validation_jobs: Annotated[int, Field(ge=1, le=16)] = 3
+    """Check-bot scenario families played side by side while a submission is validated
+    (the short-clock and many-stream scenarios are still played alone)."""
     upload_timeout_s: Annotated[float, Field(gt=0, le=3600)] = 300.0
     """Seconds an upload may take, header to last chunk (a slower one is refused)."""
 
@@ -300,6 +305,7 @@ def league_from_table(data: dict[str, Any], base: Path, source: Path, environ: A
         workers=h.workers,
         code_dir=code_dir,
         validation_rounds=h.validation_rounds,
+        validation_jobs=h.validation_jobs,
         upload_timeout_s=h.upload_timeout_s,
     )
     return LeagueConfig(

@@ -355,7 +355,13 @@ class Hosting:
             )
         report.append("start check: started and greeted")
         chosen = scenarios(rounds=self.config.validation_rounds, seats=spec.seats)
-        outcomes = await check_bot(spec, chosen, out_dir=logs / "check-bot", sandbox=self.sandbox)
+        outcomes = await check_bot(
+            spec,
+            chosen,
+            out_dir=logs / "check-bot",
+            sandbox=self.sandbox,
+            jobs=self.config.validation_jobs,
+        )
         for o in outcomes:
             report.extend(o.lines())
         failed = [o.scenario.name for o in outcomes if not o.passed]

@@ -65,6 +65,9 @@ class Scenario:
     #: once the bot timed out in one, the rest of its family is not played (another
     #: timeout there would only take the time the clock allows, again).
     family: str = ""
+    #: Played with no other scenario at once when scenarios run side by side (its clock
+    #: is short, or it starts many streams): what it judges must not depend on them.
+    alone: bool = False
 
 
 def scenarios(rounds: int = 2, seats: int = 1) -> list[Scenario]:
@@ -129,6 +132,7 @@ def scenarios(rounds: int = 2, seats: int = 1) -> list[Scenario]:
             4,
             2,
             Clock(decision_ms=150, time_bank_ms=1000),
+            alone=True,
         ),
     ]
     if seats > 1:
@@ -141,6 +145,7 @@ def scenarios(rounds: int = 2, seats: int = 1) -> list[Scenario]:
                 4,
                 1,
                 parallel=2,
+                alone=True,
             )
         )
     return out
@@ -627,6 +632,7 @@ async def check_bot(
     sandbox: Sandbox | None = None,
     same_seed: Callable[[str], None] | None = None,
     skip_after_timeout: bool = True,
+    jobs: int = 1,
 ) -> list[Outcome]:
     """Play ``bot`` through ``chosen`` on one server; ``on_ready`` gets its address. A
     started bot runs in ``sandbox`` (default: bubblewrap). With ``same_seed``, then play
@@ -635,19 +641,32 @@ async def check_bot(
 
     With ``skip_after_timeout``, once the bot timed out in a scenario the rest of that
     scenario's family, and the same-seed probe, are not played: a bot that is too slow
-    everywhere is told so in seconds, not after every scenario's clock has run out."""
+    everywhere is told so in seconds, not after every scenario's clock has run out.
+
+    ``jobs`` above 1 plays up to that many families side by side (a family's scenarios
+    still one after another, so the skip above is the same), then the scenarios marked
+    ``alone`` one at a time. Each scenario keeps its seed (``seed`` plus its place in
+    ``chosen``), and ``on_outcome`` still hears the outcomes in ``chosen``'s order."""
     registry = _TappingRegistry()
     server = RefereeServer(registry, sandbox=sandbox)
     await server.start(host, port)
-    outcomes: list[Outcome] = []
-    try:
-        if on_ready is not None:
-            on_ready(server.address)
-        for i, scenario in enumerate(chosen):
+    outcomes: dict[int, Outcome] = {}
+    told = 0
+
+    def tell() -> None:
+        nonlocal told
+        while told in outcomes:
+            if on_outcome is not None:
+                on_outcome(outcomes[told])
+            told += 1
+
+    async def play(indices: Sequence[int]) -> None:
+        for i in indices:
+            scenario = chosen[i]
             slow = next(
                 (
                     o.scenario.name
-                    for o in outcomes
+                    for o in outcomes.values()
                     if o.timed_out and scenario.family and o.scenario.family == scenario.family
                 ),
                 None,
@@ -659,25 +678,44 @@ async def check_bot(
                     skipped=f"not played: the bot timed out in {slow}, of the same family "
                     f"({scenario.family})",
                 )
-                outcomes.append(outcome)
-                if on_outcome is not None:
-                    on_outcome(outcome)
-                continue
-            play = run_seats_scenario if scenario.parallel > 1 else run_scenario
-            outcome = await play(
-                server,
-                registry,
-                bot,
-                scenario,
-                seed=seed + i,
-                out_dir=out_dir,
-                strike_limit=strike_limit,
-                startup_ms=startup_ms,
-            )
-            outcomes.append(outcome)
-            if on_outcome is not None:
-                on_outcome(outcome)
-        slow = next((o.scenario.name for o in outcomes if o.timed_out), None)
+            else:
+                run = run_seats_scenario if scenario.parallel > 1 else run_scenario
+                outcome = await run(
+                    server,
+                    registry,
+                    bot,
+                    scenario,
+                    seed=seed + i,
+                    out_dir=out_dir,
+                    strike_limit=strike_limit,
+                    startup_ms=startup_ms,
+                )
+            outcomes[i] = outcome
+            tell()
+
+    try:
+        if on_ready is not None:
+            on_ready(server.address)
+        if jobs <= 1:
+            await play(range(len(chosen)))
+        else:
+            lanes: dict[str, list[int]] = {}
+            for i, scenario in enumerate(chosen):
+                if not scenario.alone:
+                    lanes.setdefault(scenario.family or f"#{i}", []).append(i)
+            turns = asyncio.Semaphore(jobs)
+
+            async def lane(indices: list[int]) -> None:
+                async with turns:
+                    await play(indices)
+
+            async with asyncio.TaskGroup() as group:
+                for indices in lanes.values():
+                    group.create_task(lane(indices))
+            await play([i for i, scenario in enumerate(chosen) if scenario.alone])
+        slow = next(
+            (outcomes[i].scenario.name for i in sorted(outcomes) if outcomes[i].timed_out), None
+        )
         if same_seed is not None and skip_after_timeout and slow is not None:
             from referee.match.sameseed import SAME_SEED
 
@@ -699,4 +737,4 @@ async def check_bot(
     finally:
         await registry.disarm()
         await server.stop(0.5)
-    return outcomes
+    return [outcomes[i] for i in range(len(chosen))]

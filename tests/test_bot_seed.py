@@ -132,6 +132,7 @@ def test_both_matches_of_a_compare_pair_hand_every_seat_the_same_bot_seed(
             matches=4,
             decision_ms=3000,
             startup_ms=15000,
+            sandbox="bubblewrap",
         ),
     )
     asyncio.run(run_compare(config))

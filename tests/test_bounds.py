@@ -42,7 +42,8 @@ from referee.jail.sandbox import Sandbox
 from referee.match.runner import Clock, MatchResult
 from referee.match.server import RefereeServer
 
-pytestmark = pytest.mark.timeout(240)
+# A hog spins on every core it can: the other tests are not run beside it.
+pytestmark = [pytest.mark.timeout(240), pytest.mark.serial]
 
 #: The clock of every match here: short, as in the rest of the suite.
 CLOCK = Clock(decision_ms=300, time_bank_ms=0, startup_ms=15_000)

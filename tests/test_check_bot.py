@@ -131,6 +131,7 @@ def busy_machine() -> Iterator[int]:
 
 
 @pytest.mark.timeout(280)
+@pytest.mark.serial
 def test_house_seats_never_fail_a_good_bot_on_a_busy_machine(
     busy_machine: int, tmp_path: Path
 ) -> None:

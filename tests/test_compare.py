@@ -16,6 +16,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -44,6 +45,7 @@ from referee.compare.run import (
     unlike,
 )
 from referee.compare.sprt import H0, H1, first_verdict, simulate
+from referee.jail import gvisor
 from referee.match.dealkey import DealKey
 
 ROOT = Path(__file__).parent.parent
@@ -61,6 +63,9 @@ def flags(tmp_path: Path, **kw: object) -> Overrides:
         "out": str(tmp_path / "out"),
         "decision_ms": 2000,
         "startup_ms": 8000,
+        # The cheaper tier: a comparison's default, the strongest (tests/test_gvisor.py),
+        # is played by the fixed-size comparison below.
+        "sandbox": "bubblewrap",
     }
     base.update(kw)
     return Overrides(**base)  # type: ignore[arg-type]
@@ -293,6 +298,9 @@ def test_a_fixed_size_comparison_plays_exactly_its_matches_and_streams_json_line
     expected = {"better": 0, "worse": 1, "no difference": 2}[summary["verdict"]]
     assert proc.returncode == expected
     assert "score difference per match" in proc.stdout
+    # A comparison runs in the strongest tier by default: gVisor where runsc runs here.
+    tiers = {_header(r)["sandbox"] for r in (out / "matches").glob("*.jsonl")}
+    assert tiers == {"gvisor" if not gvisor.missing() else "bubblewrap"}
 
 
 @pytest.mark.timeout(240)
@@ -303,6 +311,7 @@ def test_kill_9_then_resume_keeps_finished_pairs_and_completes(tmp_path: Path) -
         "--candidate", RANDOM, "--baseline", RANDOM,
         "--opponent", MINIMAL, "--opponent", MINIMAL,
         "--sprt", "upper=40", "min_pairs=10", "--parallel", "2", "--out", str(out),
+        "--sandbox", "bubblewrap",
     ]  # fmt: skip
     db = out / "compare.db"
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -323,6 +332,13 @@ def test_kill_9_then_resume_keeps_finished_pairs_and_completes(tmp_path: Path) -
     assert summary["verdict"] in (H0, H1) and summary["pairs"] >= 10
     assert all(2 * d in after and 2 * d + 1 in after for d in range(summary["pairs"]))
     assert summary["matches"] == len(after)
+    # --sandbox chose the tier of every match.
+    assert {_header(r)["sandbox"] for r in (out / "matches").glob("*.jsonl")} == {"bubblewrap"}
+
+
+def _header(record: Path) -> dict[str, Any]:
+    with record.open() as f:
+        return dict(json.loads(f.readline()))
 
 
 def _finished(db: Path) -> int:
@@ -523,6 +539,7 @@ def test_a_void_match_is_played_again_and_every_count_agrees(tmp_path: Path) -> 
             opponents=[MINIMAL, MINIMAL],
             matches=6,
             parallel=2,
+            sandbox=None,  # the file's
         ),
     )
     outcome = asyncio.run(run_compare(config))
@@ -606,6 +623,7 @@ def test_a_pair_whose_opponent_forfeited_in_one_match_only_is_played_again(
             opponents=[str(tmp_path / "crasher.toml"), MINIMAL],
             matches=6,
             parallel=2,
+            sandbox=None,  # the file's
         ),
     )
     outcome = asyncio.run(run_compare(config))

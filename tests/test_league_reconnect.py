@@ -80,17 +80,22 @@ def league_file(tmp_path: Path, url: str) -> Path:
 
 @contextmanager
 def playing(
-    postgres_server: Any, url: str, tmp_path: Path, log: Path
+    postgres_server: Any, url: str, tmp_path: Path, log: Path, think_ms: int = 0
 ) -> Iterator[tuple[Serve, psycopg.Connection]]:
     """A league on ``url`` logging to ``log``, its three bots playing and two matches
-    finished; with a connection of the server's administrator (autocommit)."""
+    finished; with a connection of the server's administrator (autocommit). With
+    ``think_ms`` the first bot thinks that long per decision: matches that last long
+    enough to be caught running."""
     with (
         serving(league_file(tmp_path, url), log) as serve,
         bots(serve.address, tmp_path) as b,
         psycopg.connect(postgres_server.url("postgres"), autocommit=True) as admin,
     ):
-        for n in TRIO:
-            b.start("random", n, serve.register(n))
+        for i, n in enumerate(TRIO):
+            if think_ms and i == 0:
+                b.start("slow", n, serve.register(n), think_ms=think_ms)
+            else:
+                b.start("random", n, serve.register(n))
         wait_for(lambda: len(finished(url, NAME)) >= 2, 120, "two finished matches")
         yield serve, admin
 
@@ -126,7 +131,7 @@ def test_a_result_finished_while_the_database_is_away_is_stored_when_it_is_back(
     url = with_password(postgres_url, PASSWORD)
     name = database_of(url)
     log = tmp_path / "serve.log"
-    with playing(postgres_server, url, tmp_path, log) as (serve, admin):
+    with playing(postgres_server, url, tmp_path, log, think_ms=20) as (serve, admin):
         # The database goes away while a match is running: its result cannot be stored
         # when it ends (a match running now started before, as a match cannot be
         # planned while the database is away).

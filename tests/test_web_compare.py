@@ -91,7 +91,8 @@ def _compare_cmd(bots: Path, out: Path, pairs: int, *extra: str) -> list[str]:
         "--candidate", str(heuristic), "--baseline", str(baseline),
         "--opponent", str(opponent), "--opponent", str(SAMPLES / "minimal-python.toml"),
         "--sprt", "lower=0", "upper=5", f"min_pairs={pairs}", "--matches", str(2 * pairs),
-        "--parallel", "2", "--decision-ms", "2000", "--out", str(out), *extra,
+        "--parallel", "2", "--decision-ms", "2000", "--out", str(out),
+        "--sandbox", "bubblewrap", *extra,
     ]  # fmt: skip
 
 

@@ -88,6 +88,12 @@ def add_parsers(sub: Subparsers) -> None:
         "it (repeatable; added to the file's [sandbox] read; never /proc, /sys, /dev, /run "
         "or the output folder)",
     )
+    cmp.add_argument(
+        "--sandbox",
+        choices=("bubblewrap", "gvisor", "strongest"),
+        help="the sandbox tier, in place of the file's [sandbox] mode (default strongest: "
+        "gvisor where runsc runs, a root referee, else bubblewrap)",
+    )
     add_preflight_flag(cmp)
     cmp.set_defaults(func=compare)
 
@@ -128,6 +134,7 @@ def compare(args: argparse.Namespace) -> int:
         time_bank_ms=args.time_bank_ms,
         startup_ms=args.startup_ms,
         read=args.read,
+        sandbox=args.sandbox,
     )
     try:
         config = load_compare(args.file, flags)

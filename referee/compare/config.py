@@ -193,6 +193,8 @@ class Overrides:
     startup_ms: int | None = None
     #: ``--read`` paths: the organiser's grants, added to the file's ``[sandbox] read``.
     read: list[str] | None = None
+    #: ``--sandbox``: the tier, in place of the file's ``[sandbox] mode``.
+    sandbox: str | None = None
 
 
 def parse_sprt_words(words: list[str]) -> dict[str, float | str]:
@@ -326,6 +328,8 @@ def _apply(data: dict[str, Any], flags: Overrides) -> dict[tuple[str, ...], str]
             listed = sandbox.get("read", [])
             listed = listed if isinstance(listed, list) else [listed]
             put(("sandbox", "read"), [*listed, *(str(cwd / p) for p in flags.read)], "--read")
+    if flags.sandbox is not None:
+        put(("sandbox", "mode"), flags.sandbox, "--sandbox")
     if flags.rules is not None:
         data["rules"] = {}
         put(("rules", "preset"), flags.rules, "--rules")

@@ -55,4 +55,15 @@ cmake --build sample_bots/cpp/build -j2 >/dev/null
 export PATH="$PWD/.venv/bin:$PATH"
 echo "== ruff"; ruff check . && ruff format --check .
 echo "== mypy"; mypy
-echo "== pytest"; pytest "$@"
+# Three test processes share the 2 cores (most tests wait on bot processes, servers and
+# browsers); the tests marked serial load the whole machine themselves and run alone, after.
+# A selection (-k, a file) that leaves either half empty is fine (pytest's status 5).
+echo "== pytest"
+status=0
+pytest -n 3 -m "not serial" "$@" || status=$?
+[ "$status" -eq 5 ] && status=0
+[ "$status" -eq 0 ] || exit "$status"
+echo "== pytest (serial)"
+pytest -m serial "$@" || status=$?
+[ "$status" -eq 5 ] && status=0
+exit "$status"

@@ -102,6 +102,9 @@ def test_half_sent_messages_on_a_bot_socket_cost_little_and_the_match_goes_on(
     try:
 
         def playing() -> bool:
+            if proc.poll() is not None:
+                _, err = proc.communicate()
+                raise AssertionError(f"the referee exited {proc.returncode}: {err[-2000:]}")
             matches = out / "matches"
             records = list(matches.glob("*.jsonl")) if matches.exists() else []
             return any('"type":"play"' in r.read_text() for r in records)

@@ -363,7 +363,9 @@ def test_killing_the_referee_also_kills_what_its_bots_started(
     tmp = tmp_path / "tmp"  # where the referee makes its private socket folders
     tmp.mkdir()
     env = {**os.environ, "TMPDIR": str(tmp)}
-    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    err = tmp_path / "stderr.txt"
+    with err.open("wb") as sink:
+        proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=sink, env=env)
     try:
         deadline = time.monotonic() + 60
 
@@ -372,7 +374,10 @@ def test_killing_the_referee_also_kills_what_its_bots_started(
 
         while len(children()) < 3 and time.monotonic() < deadline and proc.poll() is None:
             time.sleep(0.02)  # polling /proc for the bots' children, not waiting out a race
-        assert len(children()) == 3, "the bots' children never started"
+        assert len(children()) == 3, (
+            f"the bots' children never started (referee status {proc.poll()}): "
+            f"{err.read_text()[-2000:]}"
+        )
         assert bool(list(tmp.glob("sticheln-sockets-*"))) == sandboxed
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(10)

@@ -9,6 +9,8 @@ upload, the unpacking, the build (C++), the start check and the check-bot scenar
 (``validation_rounds`` = 1), all jailed.
 
     .venv/bin/python benchmarks/hosting.py                 # the Python sample bot, 5 runs
+    .venv/bin/python benchmarks/hosting.py --validation-jobs 1   # scenarios one at a time
+    .venv/bin/python benchmarks/hosting.py --sandbox bubblewrap  # the cheaper tier
     .venv/bin/python benchmarks/hosting.py --bot cpp --runs 1
     .venv/bin/python benchmarks/hosting.py --bot node --runs 3
 
@@ -31,6 +33,10 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from machine import Steal
+
+from referee.jail import gvisor
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "sample_bots"
@@ -68,7 +74,7 @@ def folder_of(bot: str, work: Path) -> tuple[Path, str]:
     return dest, "bot.toml"
 
 
-def one_run(bot: str, timeout_s: float) -> float:
+def one_run(bot: str, timeout_s: float, sandbox: str, jobs: int) -> float:
     work = Path(tempfile.mkdtemp(prefix="bench-hosting-", dir="/tmp"))
     work.chmod(0o755)
     env = {**os.environ, "STICHELN_ADMIN_TOKEN": ADMIN}
@@ -76,7 +82,8 @@ def one_run(bot: str, timeout_s: float) -> float:
     config.write_text(
         '[league]\nname = "bench"\nport = 0\nout = "out"\n'
         f'[hosting]\nenabled = true\ncode_dir = "{work / "code"}"\nworkers = 0\n'
-        "build_timeout_s = 1200\n",
+        f"build_timeout_s = 1200\nvalidation_jobs = {jobs}\n"
+        f'[sandbox]\nmode = "{sandbox}"\n',
         encoding="utf-8",
     )
     serve = subprocess.Popen(
@@ -131,14 +138,31 @@ def main() -> None:
     parser.add_argument("--bot", choices=("python", "node", "cpp"), default="python")
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--timeout", type=float, default=1200.0, help="seconds per run")
+    parser.add_argument(
+        "--sandbox",
+        choices=("strongest", "gvisor", "bubblewrap"),
+        default="strongest",
+        help="the tier hosted code runs in (default strongest, as a league runs it)",
+    )
+    parser.add_argument(
+        "--validation-jobs", type=int, default=3, help="[hosting] validation_jobs (default 3)"
+    )
     args = parser.parse_args()
+    tier = args.sandbox
+    if tier == "strongest":
+        tier = "bubblewrap" if gvisor.missing() else "gvisor"
+    print(f"tier: {tier}; {os.cpu_count()} CPUs; load average {os.getloadavg()[0]:.1f}")
     times = []
+    steal = Steal()
     for i in range(args.runs):
-        t = one_run(args.bot, args.timeout)
+        t = one_run(args.bot, args.timeout, args.sandbox, args.validation_jobs)
         times.append(t)
         print(f"run {i + 1}: {args.bot} submit -> playing in {t:.1f} s", flush=True)
     median = statistics.median(times)
-    print(f"median of {len(times)}: {median:.1f} s (min {min(times):.1f}, max {max(times):.1f})")
+    print(
+        f"median of {len(times)}: {median:.1f} s (min {min(times):.1f}, max {max(times):.1f}); "
+        f"{steal.percent():.1f}% of the CPU stolen"
+    )
     if args.bot == "python":
         met = "met" if median < TARGET_PYTHON_S else "MISSED"
         print(f"target: under {TARGET_PYTHON_S:g} s: {met}")

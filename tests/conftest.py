@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import os
 import random
+import shutil
+import tempfile
 from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
 
 import pytest
 
@@ -101,6 +104,18 @@ def play_round(
 def rng() -> random.Random:
     """A fixed-seed random generator, so every run plays the same games."""
     return random.Random(20260101)
+
+
+@pytest.fixture
+def short_tmp() -> Iterator[Path]:
+    """A fresh folder right under /tmp, for a referee's TMPDIR whose socket folders a test
+    looks into: pytest's own folders (deeper still under several test processes) are too
+    deep for a Unix socket's path, so the referee would make its sockets in /tmp instead."""
+    folder = Path(tempfile.mkdtemp(prefix="tmp-", dir="/tmp"))
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

@@ -74,10 +74,9 @@ def refused(senders: list[HalfSender], why: str) -> int:
 
 
 def test_half_sent_messages_on_a_bot_socket_cost_little_and_the_match_goes_on(
-    tmp_path: Path, marker: str
+    tmp_path: Path, short_tmp: Path, marker: str
 ) -> None:
-    tmp = tmp_path / "tmp"  # where the referee makes its bots' private sockets
-    tmp.mkdir()
+    tmp = short_tmp  # where the referee makes its bots' private sockets
     files = []
     for name in ("ann", "ben", "cy"):
         path = tmp_path / "bots" / f"{name}.toml"

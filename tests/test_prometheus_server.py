@@ -269,7 +269,12 @@ def test_prometheus_scrapes_the_tournament_results(
         assert api.scalar("sticheln_match_duration_seconds_count") == matches
         assert api.scalar("sticheln_decision_limit_seconds") == 1.5
         assert api.scalar("sum(sticheln_think_time_seconds_count)") == sum(decisions.values())
-        standings = json.loads((config.out / "ratings.json").read_text())["standings"]
+        ratings = config.out / "ratings.json"
+        if not ratings.exists():  # what the referee printed says why (it lingers on)
+            referee.terminate()
+            out, err = referee.communicate(timeout=60)
+            pytest.fail(f"no {ratings} after the tournament; stdout: {out}; stderr: {err}")
+        standings = json.loads(ratings.read_text())["standings"]
         live = {s["bot"]: s["live_elo"] for s in standings}
 
         def exported_elo() -> dict[str, float] | None:

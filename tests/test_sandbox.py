@@ -335,6 +335,34 @@ def test_killing_the_referee_leaves_no_sandboxed_bot(tmp_path: Path) -> None:
             proc.wait()
 
 
+def test_a_tmpdir_too_deep_for_a_socket_path_puts_the_sockets_in_tmp(short_tmp: Path) -> None:
+    # A Unix socket's path has at most 107 bytes: in this TMPDIR a bot's socket would have
+    # more. The referee makes its socket folders in /tmp instead, and the match plays.
+    deep = short_tmp / ("d" * 70)
+    deep.mkdir()
+    assert len(str(deep)) + len("/sticheln-sockets-12345678/1/referee.sock") > 107
+    marker = new_marker()
+    bots = [_bot_file(short_tmp, n, marker) for n in ("a", "b", "c")]
+    out = short_tmp / "out"
+    args = [sys.executable, "-m", "referee.cli", "match", "--out", str(out), *READ_BOTS]
+    args += ["--rules", "sticheln", *(x for b in bots for x in ("--bot", str(b)))]
+    env = {**os.environ, "TMPDIR": str(deep)}
+    done = subprocess.run(args, capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    (record,) = (out / "matches").glob("*.jsonl")
+    assert '"type":"end"' in record.read_text()
+    assert not list(deep.iterdir()), "nothing is made in the too-deep TMPDIR"
+    # The rule that keeps bots out of the socket folders names the folder they are in.
+    env_tmp = tempfile.tempdir
+    try:
+        tempfile.tempdir = str(deep)
+        assert jail.policy.socket_parent() == Path("/tmp")
+        tempfile.tempdir = str(short_tmp)
+        assert jail.policy.socket_parent() == short_tmp.resolve()
+    finally:
+        tempfile.tempdir = env_tmp
+
+
 #: A bot that leaves the work to a child process and waits for it (as a shell script or
 #: a build tool's wrapper does); neither ever connects.
 CHILD = "import time; time.sleep(600)"
@@ -345,7 +373,7 @@ FORKING_BOT = (
 
 @pytest.mark.parametrize("sandboxed", [False, True], ids=["no-sandbox", "sandbox"])
 def test_killing_the_referee_also_kills_what_its_bots_started(
-    tmp_path: Path, sandboxed: bool
+    tmp_path: Path, short_tmp: Path, sandboxed: bool
 ) -> None:
     """The launcher's death signal reaches only the process it became; the watchdog
     (referee/jail/watchdog.py) kills each bot's whole process group, and removes the
@@ -360,8 +388,7 @@ def test_killing_the_referee_also_kills_what_its_bots_started(
         command = [sys.executable, "-c", FORKING_BOT, marker]
         path.write_text(f'name = "{name}"\ncommand = {json.dumps(command)}\n')
         args += ["--bot", str(path)]
-    tmp = tmp_path / "tmp"  # where the referee makes its private socket folders
-    tmp.mkdir()
+    tmp = short_tmp  # where the referee makes its private socket folders
     env = {**os.environ, "TMPDIR": str(tmp)}
     err = tmp_path / "stderr.txt"
     with err.open("wb") as sink:

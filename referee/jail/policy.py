@@ -94,6 +94,22 @@ def path_variable(env: dict[str, str]) -> str:
 #: The name the referee's private socket folders begin with, in the temporary folder
 #: (:meth:`referee.match.server.RefereeServer.open_bot_socket`).
 SOCKET_ROOT_PREFIX = "sticheln-sockets-"
+#: The longest path a Unix socket may have (``sun_path``, less its closing NUL).
+SOCKET_PATH_MAX = 107
+#: What a bot's socket adds to the folder its socket folders are made in: the private
+#: folder (``mkdtemp``'s 8 random letters), a folder per socket (a count) and the socket.
+_SOCKET_TAIL = len(f"/{SOCKET_ROOT_PREFIX}{'x' * 8}/{'9' * 7}/referee.sock")
+
+
+def socket_parent() -> Path:
+    """Where the referee makes its private socket folders: the temporary folder
+    (``TMPDIR``), or ``/tmp`` when a socket's path there would be longer than a Unix
+    socket's may be (a deep ``TMPDIR``, as a test runner's)."""
+    tmp = Path(tempfile.gettempdir()).resolve()
+    if len(str(tmp)) + _SOCKET_TAIL <= SOCKET_PATH_MAX:
+        return tmp
+    return Path("/tmp")
+
 
 #: Where the refusal says the organiser grants a path.
 GRANT_HOW = (
@@ -148,7 +164,7 @@ def never_readable(
     """Everything no bot may read in a run with this output folder, database (a path, or
     a URL, which has no folder) and deal key file."""
     rules: list[Rule] = [Protected(path, what) for path, what in HOST_NEVER]
-    rules.append(SocketFolders(Path(tempfile.gettempdir()).resolve()))
+    rules.append(SocketFolders(socket_parent()))
     if out is not None:
         rules.append(Protected(_real(out), f"the output folder {_real(out)}"))
     if database is not None and "://" not in str(database):

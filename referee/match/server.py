@@ -49,6 +49,7 @@ from grpc_reflection.v1alpha import reflection
 from referee import __version__
 from referee.jail import watchdog
 from referee.jail.bots import MAX_SEATS
+from referee.jail.policy import SOCKET_ROOT_PREFIX, socket_parent
 from referee.jail.sandbox import Sandbox
 from referee.match.faults import FaultReason
 from referee.match.peers import blame
@@ -913,7 +914,9 @@ class RefereeServer:
         (the user a sandboxed bot runs as). Give its :attr:`BotSocket.origin` to the
         process's seats, and close it when the process has ended."""
         if self._socket_root is None:
-            self._socket_root = Path(tempfile.mkdtemp(prefix="sticheln-sockets-"))
+            self._socket_root = Path(
+                tempfile.mkdtemp(prefix=SOCKET_ROOT_PREFIX, dir=socket_parent())
+            )
             watchdog.remove_on_exit(self._socket_root)
         # A short name: a socket's path has at most 107 bytes, and TMPDIR may be long.
         folder = self._socket_root / str(next(self._sockets))

@@ -44,6 +44,11 @@ def test_every_pooled_stream_reads_its_last_match_end_ends_ok_and_exits_by_itsel
     outcome = asyncio.run(run_tournament(config, progress=False, workers=workers))
     assert outcome.finished == outcome.planned == 8
     collect_reports(tmp_path)
+    # A process's log holds that process's lines alone, also when the pools of several
+    # worker processes start bots into the one log folder.
+    for log in (tmp_path / "out" / "logs").glob("*.log"):
+        told = [x.split() for x in log.read_text().splitlines() if x.startswith("@a ")]
+        assert len({words[2] for words in told}) <= 1, (log.name, told)
     lines = [line.split() for line in (tmp_path / "endings").read_text().splitlines()]
     by_pid: dict[str, list[list[str]]] = {}
     for line in lines:

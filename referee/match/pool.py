@@ -308,6 +308,9 @@ class BotPool:
     _discarding: set[asyncio.Task[None]] = field(default_factory=set)
     #: Each process serves one match; a replacement starts whenever one is lent.
     single_use: bool = False
+    #: Before each process's number in its log's name: the pools of a tournament's
+    #: worker processes share one log folder, and each counts its processes from 1.
+    process_tag: str = ""
 
     def serves(self, spec: BotSpec) -> bool:
         """The pool starts command bots; an external bot dials in for each seat itself."""
@@ -411,7 +414,7 @@ class BotPool:
         """Start the process and wait until every one of its streams is attached; on any
         failure stop it and close its seats, so that no late stream finds a seat."""
         spec, registry = launch.spec, self.server.registry
-        log_path = self.log_dir / process_log_name(spec.name, n)
+        log_path = self.log_dir / process_log_name(spec.name, f"{self.process_tag}{n}")
         extra = {"STICHELN_SEATS": str(spec.seats)} if spec.seats > 1 else {}
         process: BotProcess | None = None
         try:

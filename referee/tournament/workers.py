@@ -479,7 +479,11 @@ async def serve_worker(
     server = RefereeServer(observer=batch, sandbox=Sandbox(sandbox))
     await server.start(host, 0)
     pool = (
-        BotPool(server, log_dir, startup_s, single_use=single_use) if pooled or single_use else None
+        # This worker's own log names: its processes are numbered from 1, as every other
+        # worker's are, in the tournament's one log folder.
+        BotPool(server, log_dir, startup_s, single_use=single_use, process_tag=f"w{os.getpid()}-")
+        if pooled or single_use
+        else None
     )
     matches: set[asyncio.Task[None]] = set()
 

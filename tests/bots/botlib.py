@@ -27,6 +27,8 @@ from __future__ import annotations
 import asyncio
 import base64
 import os
+import sys
+import threading
 import uuid
 from collections.abc import Awaitable, Callable
 
@@ -42,7 +44,15 @@ PROCESS = uuid.uuid4().hex[:12]
 def tell(path: str, text: str, replace: bool = False) -> None:
     """Append ``text`` as a line to the test's file ``path`` (or replace it), through the
     bot's log (see the module docstring)."""
-    print(f"@{'w' if replace else 'a'} {path} {text}", flush=True)
+    line = f"@{'w' if replace else 'a'} {path} {text}\n"
+    # One write under a lock: print() writes the text and its newline apart, so two
+    # threads' lines (a bot with several streams) could run into one.
+    with _TELLING:
+        sys.stdout.write(line)
+        sys.stdout.flush()
+
+
+_TELLING = threading.Lock()
 
 
 assert bot_pb2_grpc.RefereeStub  # the method path above is the stub's

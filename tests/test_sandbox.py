@@ -363,6 +363,30 @@ def test_a_tmpdir_too_deep_for_a_socket_path_puts_the_sockets_in_tmp(short_tmp: 
         tempfile.tempdir = env_tmp
 
 
+def test_a_socket_that_cannot_be_bound_is_an_oserror_naming_it(
+    short_tmp: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # What a bot's start reports in one line ("cannot start it: …"), not gRPC's traceback.
+    import referee.match.server as server_module
+
+    deep = short_tmp / ("d" * 100)
+    deep.mkdir()
+    monkeypatch.setattr(server_module, "socket_parent", lambda: deep)
+
+    async def bind() -> str:
+        server = RefereeServer()
+        await server.start("127.0.0.1", 0)
+        try:
+            with pytest.raises(OSError) as caught:
+                await server.open_bot_socket()
+            return str(caught.value)
+        finally:
+            await server.stop(0)
+
+    message = asyncio.run(bind())
+    assert message.startswith(f"cannot listen on the bot's socket {deep}/"), message
+
+
 #: A bot that leaves the work to a child process and waits for it (as a shell script or
 #: a build tool's wrapper does); neither ever connects.
 CHILD = "import time; time.sleep(600)"

@@ -935,8 +935,12 @@ class RefereeServer:
 
         server.add_generic_rpc_handlers((_play_handler(play),))
         try:
-            if not server.add_insecure_port(f"unix:{path}"):
-                raise OSError(f"cannot listen on {path}")
+            try:
+                bound = server.add_insecure_port(f"unix:{path}")
+            except RuntimeError:  # gRPC's "Failed to bind", which says no more
+                bound = 0
+            if not bound:
+                raise OSError(f"cannot listen on the bot's socket {path}")
             await server.start()
             os.chmod(path, 0o600)
             if owner is not None:

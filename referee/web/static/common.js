@@ -270,7 +270,8 @@ export function lineChart(points, yLabel, width = 696) {
 }
 
 // Horizontal bars (label, value) against a dashed limit line.
-// A bar too short to see is drawn 3 px wide, its value written beside it.
+// A bar too short to see is drawn 3 px wide, its value written beside it; so is a
+// measured 0 (a think time under the clock's resolution). No bar where there is no value.
 export function barsWithLimit(bars, limit, unit, width = 650) {
   const labelW = 50, plotW = width - labelW - 90, rowH = 22, top = 8, bottom = 34;
   const height = top + rowH * bars.length + bottom;
@@ -280,7 +281,7 @@ export function barsWithLimit(bars, limit, unit, width = 650) {
   bars.forEach((b, i) => {
     const y = top + rowH * i;
     chart.append(svg("text", { x: labelW - 6, y: y + 15, "text-anchor": "end", text: b.label }),
-      svg("rect", { class: "hbar", x: labelW, y: y + 3, width: b.value ? Math.max(3, X(b.value) - labelW) : 0, height: rowH - 6 }),
+      svg("rect", { class: "hbar", x: labelW, y: y + 3, width: b.value === null || b.value === undefined ? 0 : Math.max(3, X(b.value) - labelW), height: rowH - 6 }),
       svg("text", { x: Math.max(X(b.value || 0), labelW + 3) + 4, y: y + 15, text: `${fmt(b.value, b.value !== null && b.value < 1 ? 2 : 1)} ${unit}` }));
   });
   const axisY = top + rowH * bars.length;

@@ -285,11 +285,20 @@ class WorkerProcesses:
     async def play(self, job: MatchJob, started: Callable[[Path], None]) -> MatchResult:
         """Lend ``job`` to the least busy worker; a fresh worker replaces one that died."""
         async with self._lock:
-            live = [w for w in self.workers if not w.dead]
+            # A worker whose pipe is closing has died, though its reader may not have
+            # seen the end of its output yet.
+            live = [w for w in self.workers if not w.dead and not _closing(w)]
             worker = min(live, key=lambda w: len(w.pending)) if live else await self._spawn()
         future: asyncio.Future[MatchResult] = asyncio.get_running_loop().create_future()
         worker.pending[job.index] = (future, started)
-        _send(worker, ("match", job))
+        try:
+            _send(worker, ("match", job))
+        except (RuntimeError, OSError) as exc:  # its pipe closed under the write
+            worker.dead = True
+            worker.pending.pop(job.index, None)
+            raise WorkerDied(
+                f"the referee worker given match {job.index} had died ({exc})"
+            ) from None
         return await future
 
     async def _read(self, worker: _Worker) -> None:
@@ -381,6 +390,11 @@ async def _echo(stream: asyncio.StreamReader | None) -> None:
         while chunk := await stream.read(1 << 16):
             sys.stderr.write(decoder.decode(chunk))
             sys.stderr.flush()
+
+
+def _closing(worker: _Worker) -> bool:
+    stdin = worker.proc.stdin
+    return stdin is None or stdin.is_closing()
 
 
 def _send(worker: _Worker, message: tuple[Any, ...]) -> None:

@@ -117,7 +117,10 @@ def test_a_killed_worker_loses_only_its_match_which_is_played_again(tmp_path: Pa
     out, err = proc.communicate(timeout=180)
     assert proc.returncode == 0, err.decode()
     assert b"16/16 matches finished" in out
-    assert b"match_replayed" in err or b"died" in err
+    # The killed worker's match, when it had one at that moment, was played again (a
+    # worker between two matches loses none); either way every match is stored once.
+    if b"died" in err:
+        assert b"match_replayed" in err
     with sqlite3.connect(db) as con:
         rows = con.execute("SELECT COUNT(*) FROM results").fetchone()[0]
         dupes = con.execute(

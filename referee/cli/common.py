@@ -45,6 +45,8 @@ def u64(text: str) -> int:
 
 
 LOG_LEVELS = ("debug", "info", "warning", "error")
+#: The sandbox tiers --sandbox chooses from (referee match, referee compare).
+SANDBOX_TIERS = ("bubblewrap", "gvisor", "strongest")
 
 
 def add_log_level(

@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from referee.cli.common import (
+    SANDBOX_TIERS,
     Subparsers,
     UsageError,
     add_bot_uids,
@@ -90,7 +91,7 @@ def add_parsers(sub: Subparsers) -> None:
     )
     cmp.add_argument(
         "--sandbox",
-        choices=("bubblewrap", "gvisor", "strongest"),
+        choices=SANDBOX_TIERS,
         help="the sandbox tier, in place of the file's [sandbox] mode (default strongest: "
         "gvisor where runsc runs, a root referee, else bubblewrap)",
     )

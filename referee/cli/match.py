@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from referee.cli.common import (
+    SANDBOX_TIERS,
     Subparsers,
     UsageError,
     add_bot_uids,
@@ -80,7 +81,7 @@ def add_parsers(sub: Subparsers) -> None:
     )
     parser.add_argument(
         "--sandbox",
-        choices=("bubblewrap", "gvisor", "strongest"),
+        choices=SANDBOX_TIERS,
         default="bubblewrap",
         help="the sandbox tier: bubblewrap (default), gvisor (an application kernel per "
         "bot; runsc, a root referee) or strongest (gvisor where it runs, else bubblewrap)",

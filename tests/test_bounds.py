@@ -190,6 +190,28 @@ def test_a_bots_cpu_group_sits_beside_the_referee_subtree_and_goes_with_the_bot(
     _no_groups_left(system)
 
 
+def test_another_referees_groups_under_the_same_process_number_are_not_in_the_way() -> None:
+    # Referees in PID namespaces of their own (containers, each one's process 1) share the
+    # host's cgroup file system: a group named for the process number alone was already
+    # there, and the second referee's bots failed to start with "File exists".
+    system = _cgroups()
+    other = f"sticheln-referee-{os.getpid()}"
+    theirs = [h.own / other for h in system.hierarchies]
+    theirs += [h.own / f"{other}-bot-{n}" for h in system.hierarchies for n in range(1, 65)]
+    theirs += [h.own / other / f"bot-{n}" for h in system.hierarchies for n in range(1, 65)]
+    for folder in theirs:
+        folder.mkdir(exist_ok=True)
+    try:
+        group = system.make(Limits())
+        try:
+            assert not set(group.folders) & set(theirs)
+        finally:
+            run(group.close())
+    finally:
+        for folder in reversed(theirs):
+            folder.rmdir()
+
+
 def test_the_referee_takes_the_shortest_time_slice_for_itself_and_the_bots_it_starts() -> None:
     def slice_ns() -> int | None:
         with open("/proc/thread-self/sched", encoding="ascii") as f:
@@ -372,12 +394,18 @@ def test_a_killed_referee_leaves_no_cgroup_and_no_process(tmp_path: Path) -> Non
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    subtrees = [h.own / f"sticheln-referee-{referee.pid}" for h in system.hierarchies]
     try:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and len(processes_with(marker, bots_only=True)) < 3:
             time.sleep(0.02)  # polling /proc until the bots run, within a deadline
         assert len(processes_with(marker, bots_only=True)) >= 3, "the bots never started"
+        subtrees = [
+            s
+            for h in system.hierarchies
+            for s in h.own.glob(f"sticheln-referee-{referee.pid}-*")
+            if "-bot-" not in s.name and not s.name.endswith("-self")
+        ]
+        assert len(subtrees) == len(system.hierarchies), subtrees
         assert all(s.is_dir() for s in subtrees)
     finally:
         referee.kill()

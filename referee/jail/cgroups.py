@@ -20,7 +20,8 @@ started bot gets one group with
 What is written where is data (:func:`settings`, from a bot's
 :class:`~referee.jail.bots.Limits`), tested on its own; :class:`Cgroups` is the one place
 that applies it. The referee makes its groups under its own, in a subtree named for its
-process (``sticheln-referee-PID``); the bot's launcher (:mod:`referee.jail.launch`) moves
+process (``sticheln-referee-PID-TOKEN``: a process number alone is not unique on a host where
+referees run in PID namespaces of their own, as in containers); the bot's launcher (:mod:`referee.jail.launch`) moves
 itself into the bot's group before it starts bubblewrap, so nothing of the bot runs
 outside it. A bot's group is emptied and removed when the bot has ended, and the
 :mod:`~referee.jail.watchdog` removes what is left when the referee is killed.
@@ -40,6 +41,7 @@ import ctypes
 import errno
 import itertools
 import os
+import secrets
 import signal
 import threading
 import time
@@ -415,6 +417,22 @@ async def _empty_and_remove(folders: Sequence[Path], deadline_s: float = 5.0) ->
         await asyncio.sleep(0.005)  # the killed processes are still being torn down
 
 
+_INSTANCE: dict[int, str] = {}
+
+
+def instance() -> str:
+    """This process's part of its group names: its process number and a random token.
+
+    The number alone collides where referees share a cgroup file system but not a PID
+    namespace (two containers, or two referees each started as process 1 of its own
+    namespace): both would be ``sticheln-referee-1``, and the second's first bot would
+    fail with "File exists"."""
+    pid = os.getpid()
+    if pid not in _INSTANCE:
+        _INSTANCE[pid] = f"{pid}-{secrets.token_hex(4)}"
+    return _INSTANCE[pid]
+
+
 class Cgroups:
     """The referee's subtree of control groups, and the one place bots' bounds are applied."""
 
@@ -423,7 +441,7 @@ class Cgroups:
         self.version = version
         self.hierarchies = tuple(hierarchies)
         #: The referee's subtree in each hierarchy (made with the first bot's group).
-        self.subtrees = tuple(h.own / f"sticheln-referee-{os.getpid()}" for h in hierarchies)
+        self.subtrees = tuple(h.own / f"sticheln-referee-{instance()}" for h in hierarchies)
         self._made = False
         self._numbers = itertools.count(1)
 
@@ -512,7 +530,7 @@ def _probe(root: Path) -> Cgroups:
             errors.append(str(exc))
             continue
         system = Cgroups(version, hierarchies)
-        trial = [h.own / f"sticheln-trial-{os.getpid()}" for h in hierarchies]
+        trial = [h.own / f"sticheln-trial-{instance()}" for h in hierarchies]
         try:
             for folder in trial:
                 folder.mkdir(exist_ok=True)
@@ -540,7 +558,7 @@ def _enable(hierarchy: Hierarchy) -> None:
     A v2 group other than the root that holds processes cannot pass controllers on ("no
     internal processes"). Where the referee is the only process of its group (a container
     whose first process it is, a ``systemd-run --scope -p Delegate=yes``), it moves itself
-    into a leaf of its own first, ``sticheln-referee-PID-self``; with other processes
+    into a leaf of its own first, ``sticheln-referee-PID-TOKEN-self``; with other processes
     there, the referee needs a delegated group of its own.
     """
     control = hierarchy.own / "cgroup.subtree_control"
@@ -553,7 +571,7 @@ def _enable(hierarchy: Hierarchy) -> None:
     except OSError as exc:
         if exc.errno != errno.EBUSY or _procs([hierarchy.own]) != [os.getpid()]:
             raise
-        leaf = hierarchy.own / f"sticheln-referee-{os.getpid()}-self"
+        leaf = hierarchy.own / f"sticheln-referee-{instance()}-self"
         leaf.mkdir(exist_ok=True)
         _write(leaf / "cgroup.procs", str(os.getpid()))
         _write(control, wanted)

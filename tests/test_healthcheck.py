@@ -92,3 +92,30 @@ def test_a_bad_timeout_is_a_usage_error() -> None:
         assert "--timeout: 0.0 is not allowed" in err
 
     _with_server(body)
+
+
+def test_a_start_cancelled_at_any_point_leaves_nothing_listening() -> None:
+    # SIGTERM as a server starts (a tournament's linger, just after the exports) once left
+    # a gRPC server running that nobody stopped: the process hung at exit.
+    async def main() -> int:
+        cut = 0
+        for steps in range(12):
+            server = RefereeServer()
+            with socket.socket() as probe:
+                probe.bind(("127.0.0.1", 0))
+                port = probe.getsockname()[1]
+            task = asyncio.ensure_future(server.start("127.0.0.1", port))
+            for _ in range(steps):
+                await asyncio.sleep(0)
+            cancelled = task.cancel()
+            try:
+                await task
+            except asyncio.CancelledError:
+                cut += cancelled
+            else:
+                await server.stop(0)
+            with socket.socket() as probe, pytest.raises(ConnectionRefusedError):
+                probe.connect(("127.0.0.1", port))
+        return cut
+
+    assert asyncio.run(main()) >= 2  # the sweep cut at least two starts half-way

@@ -223,16 +223,19 @@ def test_prometheus_scrapes_the_tournament_results(
         # on the fixed port answers SERVING for the server and NOT_SERVING for the referee
         # service once the exports are written. (While the matches' server stops, for its
         # grace period, both are NOT_SERVING; then nothing answers until the linger binds.)
+        # The referee service is asked first: the stopping server turns the whole server
+        # NOT_SERVING before it, so a SERVING server after a NOT_SERVING referee service is
+        # the linger's, never the stopping matches' server caught between two answers.
         address = f"127.0.0.1:{grpc_port}"
         lingering = (
-            (True, f"{address}: the server is SERVING"),
             (False, f"{address}: service 'sticheln.v1.Referee' is NOT_SERVING"),
+            (True, f"{address}: the server is SERVING"),
         )
         _poll(
             "the tournament to finish and linger",
             lambda: (
                 True
-                if (check(address, timeout=2), check(address, "sticheln.v1.Referee", timeout=2))
+                if (check(address, "sticheln.v1.Referee", timeout=2), check(address, timeout=2))
                 == lingering
                 else None
             ),

@@ -303,13 +303,13 @@ async def linger(seconds: float, host: str, port: int) -> None:
     from referee.match.server import SERVICE_NAME, RefereeServer
 
     server: RefereeServer | None = None
-    if port:
-        server = RefereeServer()
-        await server.start(host, port)
-        await server.set_serving(SERVICE_NAME, False)
-    until = "until stopped" if math.isinf(seconds) else f"for {seconds:g} s"
-    print(f"tournament over; serving metrics {until}", file=sys.stderr, flush=True)
     try:
+        if port:
+            server = RefereeServer()
+            await server.start(host, port)
+            await server.set_serving(SERVICE_NAME, False)
+        until = "until stopped" if math.isinf(seconds) else f"for {seconds:g} s"
+        print(f"tournament over; serving metrics {until}", file=sys.stderr, flush=True)
         if math.isinf(seconds):
             await asyncio.Event().wait()
         else:

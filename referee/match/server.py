@@ -904,9 +904,23 @@ class RefereeServer:
             self.port = server.add_secure_port(bind, creds)
         self.host = host
         self.tls = tls
-        await server.start()
-        await _set_health(self.health, health_pb2.HealthCheckResponse.SERVING, self._names())
         self._server = server
+
+        async def serve() -> None:
+            await server.start()
+            await _set_health(self.health, health_pb2.HealthCheckResponse.SERVING, self._names())
+
+        # gRPC's start cannot be cancelled half-way (its shutdown then fails), and a server
+        # left running holds the process at exit: a start cancelled by SIGTERM finishes,
+        # then stops.
+        starting = asyncio.ensure_future(serve())
+        try:
+            await asyncio.shield(starting)
+        except BaseException:
+            with contextlib.suppress(Exception):
+                await starting
+            await self.stop(0)
+            raise
 
     async def open_bot_socket(self, owner: tuple[int, int] | None = None) -> BotSocket:
         """A fresh Unix socket for one bot process, in its own folder inside a private

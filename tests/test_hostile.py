@@ -336,6 +336,10 @@ def _match(
             str(out),
             "--rules",
             "sticheln",
+            # The hostile bot probes every route before it connects (seconds under load,
+            # more in gVisor), once in the start check and once per seat.
+            "--startup-ms",
+            "60000",
             *READ_BOTS,
             *extra,
             world=world,
@@ -443,7 +447,7 @@ def test_a_fresh_sandbox_for_every_instance_in_duplicate_mode(
     config.write_text(
         '[tournament]\nname = "dup"\nseed = 3\nmode = "duplicate"\ntable_size = 3\n'
         f'matches_per_table = 3\nparallel = 1\nout = "{world / "dup"}"\n'
-        '[rules]\npreset = "sticheln"\nrounds = 1\n[clock]\nstartup_ms = 20000\n'
+        '[rules]\npreset = "sticheln"\nrounds = 1\n[clock]\nstartup_ms = 60000\n'
         f'[sandbox]\nmode = "{tier}"\nread = ["{BOTS_DIR}"]\n'
         f'[[bots]]\nfile = "{hostile}"\n[[bots]]\nfile = "{lowest}"\n'
         f'[[bots]]\nfile = "{highest}"\n'

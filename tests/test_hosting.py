@@ -68,6 +68,9 @@ def league_file(
         tmp_path / "hosted.toml",
         {"name": "hosted", "table_size": 3, **db.table},
         rules={"preset": "sticheln", "rounds": 2},
+        # Validation starts each scenario's seats in sandboxes side by side, on a machine
+        # that runs other tests at the same time.
+        clock={"startup_ms": 30000},
     )
     table = {"enabled": True, "code_dir": str(code), "workers": 1, **hosting}
     lines = ["[hosting]", *(f"{k} = {json.dumps(v)}" for k, v in table.items())]

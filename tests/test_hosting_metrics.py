@@ -98,17 +98,25 @@ def test_the_league_times_builds_and_an_external_worker_counts_its_matches(
                 "the worker to play two matches",
                 every=0.5,
             )
+
+            def done() -> int:
+                return int(
+                    query(
+                        db.target,
+                        "SELECT COUNT(*) FROM match_queue WHERE status = 'done' AND worker = 'w1'",
+                    )[0][0]
+                )
+
+            # The worker plays on while it is read: the scrape is bracketed by two counts.
+            before = done()
             seen = scrape(worker_port)
+            after = done()
             played = seen[played_by_w1]
             # Its seats' decisions are counted here, where they were played.
             assert sum(v for k, v in seen.items() if k.startswith("sticheln_decisions_total")) > 0
-            done = query(
-                db.target,
-                "SELECT COUNT(*) FROM match_queue WHERE status = 'done' AND worker = 'w1'",
-            )[0][0]
             # What the worker counted is what it stored (the queue row is marked done
-            # just after).
-            assert done <= played <= done + 1
+            # just after the count).
+            assert before <= played <= after + 1
         finally:
             worker.terminate()
             worker.wait(60)

@@ -16,6 +16,7 @@ from pathlib import Path
 import grpc
 import pytest
 from bots.harness import BOTS_DIR, assert_no_processes, collect_reports, new_marker, run
+from test_tournament import marker_of
 
 from referee.config.bots import bot_from_table
 from referee.jail.bots import BotConfigError, BotSpec
@@ -37,7 +38,7 @@ def _league(tmp_path: Path, name: str, parallel: int, seats: int) -> Path:
     for i, script in enumerate(["lowest_bot.py", "highest_bot.py"] * 2):
         bots += (
             f'[[bots]]\nname = "{script.split("_")[0]}{i}"\n'
-            f'command = ["{sys.executable}", "{script}", "--marker={tmp_path.name}"]\n'
+            f'command = ["{sys.executable}", "{script}", "--marker={marker_of(tmp_path)}"]\n'
             f'workdir = "{BOTS_DIR}"\nseats = {seats}\n'
             f'env = {{ MATCHES = "{tmp_path / (name + ".matches")}" }}\n'
         )
@@ -86,7 +87,7 @@ def test_bots_with_seats_play_parallel_matches_from_fewer_processes(
     # No process ever held two seats of one match.
     assert max(seated.values()) == 1
     assert len({m for _, m in seated}) == 12
-    assert_no_processes(tmp_path.name)
+    assert_no_processes(marker_of(tmp_path))
 
 
 def _spec(marker: str, seats: int, tmp_path: Path) -> BotSpec:

@@ -387,6 +387,34 @@ def test_a_socket_that_cannot_be_bound_is_an_oserror_naming_it(
     assert message.startswith(f"cannot listen on the bot's socket {deep}/"), message
 
 
+def test_a_bot_socket_cancelled_as_it_opens_is_closed_and_removed() -> None:
+    # SIGINT just as a bot starts: gRPC's start cut half-way once left a socket whose stop
+    # raised InvalidStateError in place of the cancellation.
+    async def sweep() -> int:
+        server = RefereeServer()
+        await server.start("127.0.0.1", 0)
+        cut = 0
+        try:
+            for steps in range(12):
+                task = asyncio.ensure_future(server.open_bot_socket())
+                for _ in range(steps):
+                    await asyncio.sleep(0)
+                cancelled = task.cancel()
+                try:
+                    made = await task
+                except asyncio.CancelledError:
+                    cut += cancelled
+                else:
+                    await made.close()
+                root = server._socket_root  # made with the first socket
+                assert root is None or list(root.iterdir()) == []
+        finally:
+            await server.stop(0)
+        return cut
+
+    assert asyncio.run(sweep()) >= 2  # the sweep cut at least two opens half-way
+
+
 #: A bot that leaves the work to a child process and waits for it (as a shell script or
 #: a build tool's wrapper does); neither ever connects.
 CHILD = "import time; time.sleep(600)"

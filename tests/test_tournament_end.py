@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from bots.harness import BOTS_DIR, assert_no_processes, collect_reports
+from test_tournament import marker_of
 
 from referee.tournament.config import load_config
 from referee.tournament.run import run_tournament
@@ -23,7 +24,7 @@ def _tournament(tmp_path: Path, seats: int, parallel: int) -> Path:
     for i in range(4):
         bots += (
             f'[[bots]]\nname = "ending{i}"\n'
-            f'command = ["{sys.executable}", "ending_bot.py", "--marker={tmp_path.name}"]\n'
+            f'command = ["{sys.executable}", "ending_bot.py", "--marker={marker_of(tmp_path)}"]\n'
             f'workdir = "{BOTS_DIR}"\nseats = {seats}\n'
             f'env = {{ ENDINGS = "{tmp_path / "endings"}" }}\n'
         )
@@ -62,4 +63,4 @@ def test_every_pooled_stream_reads_its_last_match_end_ends_ok_and_exits_by_itsel
         statuses = [n[1] for n in notes if n[0] == "status"]
         assert statuses == ["OK"] * seats, (pid, notes)
         assert kinds[-1] == "exit", (pid, notes)
-    assert_no_processes(tmp_path.name)
+    assert_no_processes(marker_of(tmp_path))

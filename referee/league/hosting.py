@@ -360,6 +360,8 @@ class Hosting:
             chosen,
             out_dir=logs / "check-bot",
             sandbox=self.sandbox,
+            # The league's start-up time holds in every scenario, as in the start check.
+            startup_ms=round(self.startup_s * 1000),
             jobs=self.config.validation_jobs,
         )
         for o in outcomes:

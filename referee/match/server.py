@@ -905,21 +905,11 @@ class RefereeServer:
         self.host = host
         self.tls = tls
         self._server = server
-
-        async def serve() -> None:
-            await server.start()
-            await _set_health(self.health, health_pb2.HealthCheckResponse.SERVING, self._names())
-
-        # gRPC's start cannot be cancelled half-way (its shutdown then fails), and a server
-        # left running holds the process at exit: a start cancelled by SIGTERM finishes,
-        # then stops.
-        starting = asyncio.ensure_future(serve())
         try:
-            await asyncio.shield(starting)
+            await _start(server)
+            await _set_health(self.health, health_pb2.HealthCheckResponse.SERVING, self._names())
         except BaseException:
-            with contextlib.suppress(Exception):
-                await starting
-            await self.stop(0)
+            await self.stop(0)  # a server left running holds the process at exit
             raise
 
     async def open_bot_socket(self, owner: tuple[int, int] | None = None) -> BotSocket:
@@ -955,7 +945,7 @@ class RefereeServer:
                 bound = 0
             if not bound:
                 raise OSError(f"cannot listen on the bot's socket {path}")
-            await server.start()
+            await _start(server)
             os.chmod(path, 0o600)
             if owner is not None:
                 for item in (folder, path):
@@ -1026,6 +1016,19 @@ class RefereeServer:
             shutil.rmtree(self._socket_root, ignore_errors=True)
             watchdog.forget(self._socket_root)
             self._socket_root = None
+
+
+async def _start(server: grpc.aio.Server) -> None:
+    """Start ``server``; cancelled (SIGTERM, SIGINT), the start still finishes before the
+    cancellation is raised: gRPC's start cut half-way leaves a server whose stop raises
+    InvalidStateError, so that the caller could not stop it."""
+    starting = asyncio.ensure_future(server.start())
+    try:
+        await asyncio.shield(starting)
+    except asyncio.CancelledError:
+        with contextlib.suppress(Exception):
+            await starting
+        raise
 
 
 async def _set_health(servicer: object, status: int, names: Sequence[str]) -> None:

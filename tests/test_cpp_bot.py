@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import fcntl
 import json
 import os
 import random
@@ -63,12 +64,17 @@ def built() -> None:
             f"the C++ toolchain is not installed (missing: {missing}); scripts/test.sh "
             "installs cmake g++ libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev libssl-dev"
         )
-    for argv in (
-        ["cmake", "-S", str(CPP_DIR), "-B", str(BUILD), "-DCMAKE_BUILD_TYPE=Release"],
-        ["cmake", "--build", str(BUILD), "-j2"],
-    ):
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=900)
-        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    # One build at a time: test processes that run side by side share the build folder,
+    # and a second configure rewrites the makefiles the first one's build reads.
+    BUILD.mkdir(exist_ok=True)
+    with open(BUILD / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        for argv in (
+            ["cmake", "-S", str(CPP_DIR), "-B", str(BUILD), "-DCMAKE_BUILD_TYPE=Release"],
+            ["cmake", "--build", str(BUILD), "-j2"],
+        ):
+            done = subprocess.run(argv, capture_output=True, text=True, timeout=900)
+            assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert BOT.is_file() and CONFORMANCE_TEST.is_file() and PROBE.is_file()
 
 

@@ -36,7 +36,7 @@ from referee.jail.bots import BotSpec, log_name
 from referee.jail.process import BotProcess
 from referee.jail.sandbox import Sandbox, SandboxUnavailable
 from referee.match.faults import Fault, FaultReason
-from referee.match.pool import RefereeFault, await_handshake, start_bot
+from referee.match.pool import EXIT_GRACE_S, RefereeFault, await_handshake, start_bot
 from referee.match.runner import Clock, MatchResult, MatchRunner
 from referee.match.server import Malformed, RefereeServer, SeatRegistry, SeatSlot, SeatStream
 from referee.rules import PRESETS, RuleSet, card_str, cards_str, preset
@@ -45,8 +45,9 @@ from sticheln.v1 import bot_pb2, bot_pb2_grpc
 HOUSE_NAME = "house-lowest"
 #: The name of the scenario that plays two matches at once on one process's streams.
 SEATS_SCENARIO = "seats"
-#: Seconds a started bot may take to exit after the referee ended its stream with OK.
-LINGER_S = 5.0
+#: Seconds a started bot may take to exit after the referee ended its stream with OK (the
+#: grace every match gives it).
+LINGER_S = EXIT_GRACE_S
 
 
 @dataclass(frozen=True)

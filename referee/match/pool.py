@@ -47,8 +47,10 @@ POOLED_WELCOME = (
     "ready for matches: this stream serves one match at a time, each begins with a "
     "MatchStart naming the seat and the match"
 )
-#: How long a bot may take to exit by itself after its last stream ended, before SIGTERM.
-EXIT_GRACE_S = 1.0
+#: How long a bot may take to exit by itself after its last stream ended, before SIGTERM:
+#: what ``referee check-bot`` allows (a bot it passed is not stopped here). A process exits
+#: in well under a second; on a loaded machine several ending at once take longer.
+EXIT_GRACE_S = 5.0
 
 
 async def await_handshake(slot: SeatSlot, process: BotProcess | None, timeout_s: float) -> str:

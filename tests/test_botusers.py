@@ -29,7 +29,7 @@ def test_every_lease_is_a_uid_of_its_own_and_the_range_runs_out(tmp_path: Path) 
 
 
 def test_a_released_uid_is_not_handed_out_again_at_once(tmp_path: Path) -> None:
-    users = BotUsers((5000, 5099), tmp_path / "uids.lock")
+    users = BotUsers((5100, 5199), tmp_path / "uids.lock")
     seen = []
     for _ in range(100):
         lease = users.lease()
@@ -41,13 +41,13 @@ def test_a_released_uid_is_not_handed_out_again_at_once(tmp_path: Path) -> None:
 
 def test_another_referee_process_never_gets_a_uid_this_one_holds(tmp_path: Path) -> None:
     lock = tmp_path / "uids.lock"
-    users = BotUsers((5000, 5001), lock)
+    users = BotUsers((5200, 5201), lock)
     held = users.lease()
     other = textwrap.dedent(
         f"""
         from pathlib import Path
         from referee.jail.botusers import BotUsers, NoFreeUid
-        users = BotUsers((5000, 5001), Path({str(lock)!r}))
+        users = BotUsers((5200, 5201), Path({str(lock)!r}))
         first = users.lease().uid
         try:
             users.lease()
@@ -69,24 +69,26 @@ def test_another_referee_process_never_gets_a_uid_this_one_holds(tmp_path: Path)
 
 
 def test_a_uid_some_process_still_runs_as_is_passed_over(tmp_path: Path) -> None:
-    """A process of an earlier referee's bot (or anyone's) keeps its uid from being leased."""
+    """A process of an earlier referee's bot (or anyone's) keeps its uid from being leased.
+    (Each test here leases from a range of its own: a uid one runs a process as is passed
+    over by the others, which may run at the same time.)"""
     if os.geteuid() != 0:
         mine = os.geteuid()
         users = BotUsers((mine, mine + 1), tmp_path / "uids.lock")
         assert users.lease().uid == mine + 1
         return
     sleeper = subprocess.Popen(
-        ["setpriv", "--reuid=5000", "--regid=5000", "--clear-groups", "sleep", "60"]
+        ["setpriv", "--reuid=5300", "--regid=5300", "--clear-groups", "sleep", "60"]
     )
     try:
         deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:  # until setpriv has become uid 5000
+        while time.monotonic() < deadline:  # until setpriv has become uid 5300
             with contextlib.suppress(OSError):
-                if os.stat(f"/proc/{sleeper.pid}").st_uid == 5000:
+                if os.stat(f"/proc/{sleeper.pid}").st_uid == 5300:
                     break
             time.sleep(0.01)
-        users = BotUsers((5000, 5001), tmp_path / "uids.lock")
-        assert [users.lease().uid for _ in range(1)] == [5001]
+        users = BotUsers((5300, 5301), tmp_path / "uids.lock")
+        assert [users.lease().uid for _ in range(1)] == [5301]
         with pytest.raises(NoFreeUid):
             users.lease()
     finally:

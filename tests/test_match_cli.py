@@ -68,10 +68,11 @@ def test_a_match_prints_the_result_table_and_a_record_that_replays(
         *(x for b in bots for x in ("--bot", b)),
         "--seed",
         "42",
+        # Room to spare: no strike is expected, and the machine may be loaded.
         "--decision-ms",
-        "300",
+        "2000",
         "--startup-ms",
-        "5000",
+        "30000",
         "--out",
         out,
     )

@@ -84,7 +84,8 @@ def test_half_sent_messages_on_a_bot_socket_cost_little_and_the_match_goes_on(
         command = [sys.executable, "lowest_bot.py", f"--marker={marker}"]
         path.write_text(
             f"name = {json.dumps(name)}\ncommand = {json.dumps(command)}\n"
-            f'workdir = {json.dumps(str(BOTS_DIR))}\n[env]\nSLEEP_MS = "40"\n'
+            # Slow enough that the match outlasts the attack on a loaded machine.
+            f'workdir = {json.dumps(str(BOTS_DIR))}\n[env]\nSLEEP_MS = "120"\n'
         )
         files.append(path)
     out = tmp_path / "out"

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -385,6 +386,25 @@ def test_a_socket_that_cannot_be_bound_is_an_oserror_naming_it(
 
     message = asyncio.run(bind())
     assert message.startswith(f"cannot listen on the bot's socket {deep}/"), message
+
+
+def test_a_bot_sockets_folder_does_not_count_the_bots_started() -> None:
+    # A sandboxed bot sees where its socket was bound from (/proc/self/mountinfo): a
+    # folder numbered 1, 2, 3... told it how many bot processes the referee had started.
+    async def names() -> list[str]:
+        server = RefereeServer()
+        await server.start("127.0.0.1", 0)
+        try:
+            made = [await server.open_bot_socket() for _ in range(3)]
+            for socket in made:
+                await socket.close()
+            return [socket.folder.name for socket in made]
+        finally:
+            await server.stop(0)
+
+    found = asyncio.run(names())
+    assert len(set(found)) == 3
+    assert all(re.fullmatch(r"[0-9a-f]{8}", name) for name in found), found
 
 
 def test_a_bot_socket_cancelled_as_it_opens_is_closed_and_removed() -> None:

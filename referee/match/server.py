@@ -858,7 +858,6 @@ class RefereeServer:
         #: connections (:meth:`guard_sockets`).
         self._bot_sockets: dict[str, BotSocket] = {}
         self._guard: asyncio.Task[None] | None = None
-        self._sockets = itertools.count(1)
         self.servicer = RefereeServicer(
             self.registry, handshake_timeout, observer, lobby, self.intake
         )
@@ -922,9 +921,16 @@ class RefereeServer:
                 tempfile.mkdtemp(prefix=SOCKET_ROOT_PREFIX, dir=socket_parent())
             )
             watchdog.remove_on_exit(self._socket_root)
-        # A short name: a socket's path has at most 107 bytes, and TMPDIR may be long.
-        folder = self._socket_root / str(next(self._sockets))
-        folder.mkdir(mode=0o700)
+        # A short name: a socket's path has at most 107 bytes, and TMPDIR may be long. A
+        # random one: the bot sees its socket's folder (/proc/self/mountinfo), and a count
+        # would tell it how many bot processes this referee has started.
+        while True:
+            folder = self._socket_root / secrets.token_hex(4)
+            try:
+                folder.mkdir(mode=0o700)
+                break
+            except FileExistsError:
+                continue
         path = folder / SOCKET_NAME
         # Only the bot's own process can reach its socket: it may hold as many calls as a
         # process has seats (and a few), any more are refused before they are read.

@@ -8,6 +8,7 @@ print the share for each run so that such runs can be told apart (docs/performan
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 _STAT = Path("/proc/stat")
@@ -38,6 +39,35 @@ class Steal:
         if self._start is None or end is None or end[1] <= self._start[1]:
             return float("nan")
         return 100.0 * (end[0] - self._start[0]) / (end[1] - self._start[1])
+
+
+def _busy_times() -> tuple[int, int] | None:
+    """(busy, total) jiffies of all CPUs since boot: busy is user, nice, system, irq and
+    softirq time; None where /proc/stat is missing."""
+    try:
+        first = _STAT.read_text().splitlines()[0].split()
+    except OSError:
+        return None
+    values = [int(v) for v in first[1:]]
+    return sum(values[i] for i in (0, 1, 2, 5, 6)), sum(values[:8])
+
+
+class Busy:
+    """How many cores the whole machine kept busy from creation to :meth:`cores`: every
+    process's time, whether or not a benchmark's accounting reaches it (a process that is
+    not the waited-for child of one it measures, such as gVisor's sandbox, is counted here
+    and nowhere else), and other users' too."""
+
+    def __init__(self) -> None:
+        self._start = _busy_times()
+
+    def cores(self) -> float:
+        """Busy cores on average since creation (NaN where the kernel does not say)."""
+        end = _busy_times()
+        if self._start is None or end is None or end[1] <= self._start[1]:
+            return float("nan")
+        share = (end[0] - self._start[0]) / (end[1] - self._start[1])
+        return share * (os.cpu_count() or 1)
 
 
 #: Stolen share (%) above which a run measured the neighbours as much as the code.

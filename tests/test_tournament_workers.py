@@ -69,7 +69,7 @@ def test_worker_processes_give_the_results_of_one_process(tmp_path: Path) -> Non
     assert registry.get_sample_value("sticheln_tricks_total") == 12 * 3 * 14
     assert registry.get_sample_value("sticheln_connected_bots") == 0
     assert b.referee_cpu_s > 0
-    assert not _workers(marker_of(tmp_path))
+    assert not _workers(str(tmp_path))
 
 
 @pytest.mark.timeout(240)
@@ -111,7 +111,7 @@ def test_a_killed_worker_loses_only_its_match_which_is_played_again(tmp_path: Pa
         time.sleep(0.05)  # polling the database for a condition, not waiting out a race
     # The tournament's own children: a worker's fork that has not yet become a bot has
     # the worker's command line for a moment.
-    victims = [pid for pid in _workers(marker_of(tmp_path)) if _parent(pid) == proc.pid]
+    victims = [pid for pid in _workers(str(tmp_path)) if _parent(pid) == proc.pid]
     assert len(victims) == 2
     os.kill(victims[0], signal.SIGKILL)
     out, err = proc.communicate(timeout=180)

@@ -607,3 +607,61 @@ def test_a_match_of_the_three_sample_bots_has_no_faults(tmp_path: Path) -> None:
 def test_card_text_matches_the_engine() -> None:
     for c in range(16, 144):
         assert sticheln_bot.card_text(c) == card_str(c)
+
+
+#: A bot on the Python helper that answers every request 300 ms late.
+LATE_BOT = """
+import sys, time
+sys.path.insert(0, {folder!r})
+import sticheln_bot
+
+class Late(sticheln_bot.Bot):
+    name = "late"
+
+    def decide(self, request):
+        time.sleep(0.3)
+        return [1]
+
+sticheln_bot.run(Late())
+"""
+
+
+def test_the_python_helper_exits_0_when_the_stream_ends_under_its_late_answer(
+    tmp_path: Path,
+) -> None:
+    # The referee ends the stream (OK) while the bot is still thinking; the bot's answer
+    # then meets the end, which grpcio's asyncio client reports as INTERNAL (whatever the
+    # server sent). The helper took that for a refusal and exited 1, which check-bot's
+    # exit check counts against the bot.
+    from sticheln.v1 import bot_pb2_grpc
+
+    class EndsAtOnce(bot_pb2_grpc.RefereeServicer):
+        async def Play(self, requests: Any, context: Any) -> Any:
+            await requests.__anext__()  # the Hello
+            yield bot_pb2.RefereeMessage(request=bot_pb2.DecisionRequest(request_id=7))
+            await asyncio.sleep(0.05)  # the bot is thinking: the stream ends, OK
+
+    async def main() -> tuple[int | None, bytes]:
+        server = grpc.aio.server()
+        bot_pb2_grpc.add_RefereeServicer_to_server(EndsAtOnce(), server)  # type: ignore[no-untyped-call]
+        port = server.add_insecure_port("127.0.0.1:0")
+        await server.start()
+        try:
+            script = tmp_path / "late.py"
+            script.write_text(LATE_BOT.format(folder=str(SAMPLE_BOTS / "python")))
+            proc = await asyncio.create_subprocess_exec(
+                sys.executable,
+                str(script),
+                "--referee",
+                f"127.0.0.1:{port}",
+                stderr=asyncio.subprocess.PIPE,
+                env={**os.environ, "PYTHONPATH": str(ROOT)},
+            )
+            _, err = await asyncio.wait_for(proc.communicate(), 60)
+            return proc.returncode, err
+        finally:
+            await server.stop(0)
+
+    status, err = asyncio.run(main())
+    assert status == 0, err.decode()
+    assert b"the answer to request 7 was sent (too late to count)" in err, err.decode()

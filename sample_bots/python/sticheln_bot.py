@@ -407,7 +407,8 @@ async def play(bot: Bot, address: str, token: str, ca_file: str = "", seats: int
         )
         try:
             await call.write(bot_pb2.BotMessage(hello=hello))
-            await _serve(bot, call)
+            if await _serve(bot, call) == "ended while answering":
+                return
         except grpc.aio.AioRpcError as exc:
             # An answer written just as the referee ends the stream fails; the stream's
             # status says how it ended.
@@ -419,14 +420,16 @@ async def play(bot: Bot, address: str, token: str, ca_file: str = "", seats: int
             raise Refused(code, await call.details())
 
 
-async def _serve(bot: Bot, call: Any) -> None:
+async def _serve(bot: Bot, call: Any) -> str:
+    """Answer and follow the stream until it ends: "ended" at its end, "ended while
+    answering" when it ended as an answer was being sent."""
     eof = grpc.aio.EOF
     clock = time.perf_counter
     read = call.read
     while True:
         msg = await read()
         if msg is eof:
-            return
+            return "ended"
         received = clock()
         for event in msg.events:
             bot.on_event(event)
@@ -438,7 +441,20 @@ async def _serve(bot: Bot, call: Any) -> None:
             answer = bot_pb2.BotMessage()
             answer.decision.request_id = request.request_id
             answer.decision.cards.extend(bot.decide(request))
-            await call.write(answer)
+            try:
+                await call.write(answer)
+            except grpc.aio.AioRpcError as exc:
+                if not _write_met_the_end(exc):
+                    raise
+                # The referee had ended the stream (the answer came too late to count).
+                # grpcio's asyncio client then reports INTERNAL in place of the status
+                # the referee sent, OK: this is the stream's end, not a failure.
+                print(
+                    f"{bot.name}: the stream ended as the answer to request "
+                    f"{request.request_id} was sent (too late to count)",
+                    file=sys.stderr,
+                )
+                return "ended while answering"
         elif kind == "match_start":
             bot.seat = msg.match_start.seat
             bot.match_start = msg.match_start
@@ -464,6 +480,15 @@ async def _serve(bot: Bot, call: Any) -> None:
                 )
             bot.on_match_end(end)
             # The stream may carry the next MatchStart; the referee ends it when done.
+
+
+def _write_met_the_end(exc: grpc.aio.AioRpcError) -> bool:
+    """A write that failed because the server had already ended the stream: grpcio's
+    asyncio client turns that into INTERNAL "Internal error from Core" (grpc/grpc#36066),
+    whatever status the server sent."""
+    return exc.code() == grpc.StatusCode.INTERNAL and "execute_batch" in (
+        exc.debug_error_string() or ""
+    )
 
 
 def arg_parser(bot_name: str) -> argparse.ArgumentParser:

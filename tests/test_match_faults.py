@@ -52,6 +52,11 @@ def marker() -> Iterator[str]:
     assert_no_processes(mark)
 
 
+#: For matches whose faults are counted exactly: no honest answer may time out, even on a
+#: machine busy enough to hold a process back for a few hundred milliseconds.
+ROOMY = Clock(decision_ms=2000, time_bank_ms=0, startup_ms=15000)
+
+
 def reasons(result: MatchResult, seat: int) -> list[FaultReason]:
     return [f.reason for f in result.seats[seat].faults]
 
@@ -211,7 +216,7 @@ def test_the_first_decision_gets_the_startup_time(tmp_path: Path, marker: str) -
 def test_a_bot_that_kills_itself_is_a_crash_and_ranks_last(tmp_path: Path, marker: str) -> None:
     crash = bot("crash_bot.py", marker, env={"CRASH_AT": "6", "CHILD": "1"})
     lowest = bot("lowest_bot.py", marker)
-    result = run_match([lowest, lowest, crash, lowest], out_dir=tmp_path)
+    result = run_match([lowest, lowest, crash, lowest], out_dir=tmp_path, clock=ROOMY)
     lines = finished(result, marker, faulty={2})
 
     (fault,) = result.seats[2].faults
@@ -258,7 +263,7 @@ def test_a_card_not_in_hand_is_struck_and_three_strikes_forfeit(
     capture = tmp_path / "illegal.capture"
     illegal = bot("illegal_bot.py", marker, env={"CAPTURE": str(capture)})
     lowest = bot("lowest_bot.py", marker)
-    result = run_match([lowest, illegal, lowest], out_dir=tmp_path)
+    result = run_match([lowest, illegal, lowest], out_dir=tmp_path, clock=ROOMY)
     lines = finished(result, marker, faulty={1})
 
     faults = result.seats[1].faults
@@ -283,7 +288,7 @@ def test_the_wrong_number_of_cards_is_struck_and_the_strike_limit_is_configurabl
 ) -> None:
     illegal = bot("illegal_bot.py", marker, env={"ILLEGAL": "wrong_count", "ILLEGAL_AT": "1,5"})
     lowest = bot("lowest_bot.py", marker)
-    result = run_match([illegal, lowest, lowest], out_dir=tmp_path, strike_limit=2)
+    result = run_match([illegal, lowest, lowest], out_dir=tmp_path, strike_limit=2, clock=ROOMY)
     lines = finished(result, marker, faulty={0})
 
     faults = result.seats[0].faults
@@ -317,7 +322,7 @@ def test_garbage_is_malformed_and_late_answers_are_stale_and_never_applied(
     script = "2:nokind,3:hello,4:raw,5:late,7:dup,8:unknown"
     garbage = bot("garbage_bot.py", marker, env={"SCRIPT": script})
     lowest = bot("lowest_bot.py", marker)
-    result = run_match([lowest, lowest, garbage], out_dir=tmp_path, strike_limit=10)
+    result = run_match([lowest, lowest, garbage], out_dir=tmp_path, strike_limit=10, clock=ROOMY)
     lines = finished(result, marker, faulty={2})
 
     faults = result.seats[2].faults

@@ -16,6 +16,9 @@ import pytest
 from referee.jail.botusers import DEFAULT_UIDS, BotUsers, NoFreeUid, parse_range
 from referee.jail.sandbox import Sandbox
 
+# Each test leases from a range of its own: a uid one of them runs a process as is passed
+# over by the others, which may run at the same time.
+
 
 def test_every_lease_is_a_uid_of_its_own_and_the_range_runs_out(tmp_path: Path) -> None:
     users = BotUsers((5000, 5003), tmp_path / "uids.lock")
@@ -69,9 +72,7 @@ def test_another_referee_process_never_gets_a_uid_this_one_holds(tmp_path: Path)
 
 
 def test_a_uid_some_process_still_runs_as_is_passed_over(tmp_path: Path) -> None:
-    """A process of an earlier referee's bot (or anyone's) keeps its uid from being leased.
-    (Each test here leases from a range of its own: a uid one runs a process as is passed
-    over by the others, which may run at the same time.)"""
+    """A process of an earlier referee's bot (or anyone's) keeps its uid from being leased."""
     if os.geteuid() != 0:
         mine = os.geteuid()
         users = BotUsers((mine, mine + 1), tmp_path / "uids.lock")

@@ -107,7 +107,9 @@ def test_a_start_cancelled_at_any_point_leaves_nothing_listening() -> None:
             task = asyncio.ensure_future(server.start("127.0.0.1", port))
             for _ in range(steps):
                 await asyncio.sleep(0)
-            cancelled = task.cancel()
+            cancelled = task.cancel() and steps > 0  # at 0 it had not begun
+            await asyncio.sleep(0)
+            task.cancel()  # a second signal (SIGTERM, then Ctrl-C) while it winds down
             try:
                 await task
             except asyncio.CancelledError:

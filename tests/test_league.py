@@ -96,8 +96,8 @@ def test_five_bots_join_leave_return_and_the_standings_match_the_database(
         wait_for(lambda: len(played(db, name, "late")) >= 2, 120, "the late bot playing")
 
         # A bot disconnects in the middle of a match: it forfeits that match only. (The
-        # match seen running may end before the kill lands; then the one it had started
-        # next is the one it leaves.)
+        # match seen running may end before the kill lands; it then leaves the next one,
+        # which it is seated in at once: six streams for six seats.)
         wait_for(lambda: running_with(serve, "slow"), 60, "a match with 'slow'")
         b.kill("slow")
         gone = len(finished(db, name))
@@ -105,8 +105,9 @@ def test_five_bots_join_leave_return_and_the_standings_match_the_database(
             lambda: played(db, name, "slow", forfeited=True), 60, "the match 'slow' left"
         )
         assert lost["forfeited"] == ["slow"]
-        # Matches go on without it.
+        # Matches go on without it, and it forfeited no other.
         wait_for(lambda: len(finished(db, name)) >= gone + 4, 120, "matches without 'slow'")
+        assert played(db, name, "slow", forfeited=True) == [lost]
         assert {
             x.name: x.connected_streams
             for x in serve.league.ListBots(league_pb2.ListBotsRequest(), timeout=10).bots
@@ -197,7 +198,9 @@ def test_sigterm_mid_match_exits_0_and_the_match_is_replayed_after_restart(
     done_before = {m["match_id"]: m for m in finished(db, name)}
     # The match SIGTERM interrupted (the one seen running, or the next when that one ended
     # first) is planned again: replayed later.
-    [match_id] = [m for m, row in rows.items() if row["status"] == "planned"]
+    planned = [m for m, row in rows.items() if row["status"] == "planned"]
+    assert len(planned) == 1, f"one interrupted match, replayed later: {planned}"
+    [match_id] = planned
     assert match_id not in done_before
     assert all(m["status"] in ("finished", "planned") for m in rows.values())
     old_seed = rows[match_id]["seed"]

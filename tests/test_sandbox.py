@@ -341,7 +341,7 @@ def test_a_tmpdir_too_deep_for_a_socket_path_puts_the_sockets_in_tmp(short_tmp: 
     # more. The referee makes its socket folders in /tmp instead, and the match plays.
     deep = short_tmp / ("d" * 70)
     deep.mkdir()
-    assert len(str(deep)) + len("/sticheln-sockets-12345678/1/referee.sock") > 107
+    assert len(str(deep)) + len("/sticheln-sockets-12345678/0123abcd/referee.sock") > 107
     marker = new_marker()
     bots = [_bot_file(short_tmp, n, marker) for n in ("a", "b", "c")]
     out = short_tmp / "out"
@@ -360,6 +360,35 @@ def test_a_tmpdir_too_deep_for_a_socket_path_puts_the_sockets_in_tmp(short_tmp: 
         assert jail.policy.socket_parent() == Path("/tmp")
         tempfile.tempdir = str(short_tmp)
         assert jail.policy.socket_parent() == short_tmp.resolve()
+    finally:
+        tempfile.tempdir = env_tmp
+
+
+def test_a_tmpdir_just_short_enough_for_a_socket_path_keeps_the_sockets(
+    short_tmp: Path,
+) -> None:
+    # The deepest TMPDIR the referee keeps its sockets in: a bot's socket there has the
+    # longest path a Unix socket may have, and it binds.
+    room = jail.policy.SOCKET_PATH_MAX - jail.policy._SOCKET_TAIL
+    edge = short_tmp / ("e" * (room - len(str(short_tmp.resolve())) - 1))
+    edge.mkdir()
+    assert len(str(edge.resolve())) == room
+
+    async def bind() -> int:
+        server = RefereeServer()
+        await server.start("127.0.0.1", 0)
+        try:
+            made = await server.open_bot_socket()
+            await made.close()
+            return len(str(made.path))
+        finally:
+            await server.stop(0)
+
+    env_tmp = tempfile.tempdir
+    try:
+        tempfile.tempdir = str(edge)
+        assert jail.policy.socket_parent() == edge.resolve()
+        assert asyncio.run(bind()) == jail.policy.SOCKET_PATH_MAX
     finally:
         tempfile.tempdir = env_tmp
 
@@ -419,7 +448,9 @@ def test_a_bot_socket_cancelled_as_it_opens_is_closed_and_removed() -> None:
                 task = asyncio.ensure_future(server.open_bot_socket())
                 for _ in range(steps):
                     await asyncio.sleep(0)
-                cancelled = task.cancel()
+                cancelled = task.cancel() and steps > 0  # at 0 it had not begun
+                await asyncio.sleep(0)
+                task.cancel()  # a second signal (SIGTERM, then Ctrl-C) while it winds down
                 try:
                     made = await task
                 except asyncio.CancelledError:

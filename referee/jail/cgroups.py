@@ -20,9 +20,9 @@ started bot gets one group with
 What is written where is data (:func:`settings`, from a bot's
 :class:`~referee.jail.bots.Limits`), tested on its own; :class:`Cgroups` is the one place
 that applies it. The referee makes its groups under its own, in a subtree named for its
-process (``sticheln-referee-PID-TOKEN``: a process number alone is not unique on a host where
-referees run in PID namespaces of their own, as in containers); the bot's launcher (:mod:`referee.jail.launch`) moves
-itself into the bot's group before it starts bubblewrap, so nothing of the bot runs
+process (``sticheln-referee-PID-TOKEN``: a process number alone is not unique where
+referees run in PID namespaces of their own, as in containers); the bot's launcher
+(:mod:`referee.jail.launch`) moves itself into the bot's group before it starts bubblewrap, so nothing of the bot runs
 outside it. A bot's group is emptied and removed when the bot has ended, and the
 :mod:`~referee.jail.watchdog` removes what is left when the referee is killed.
 

@@ -96,9 +96,12 @@ def path_variable(env: dict[str, str]) -> str:
 SOCKET_ROOT_PREFIX = "sticheln-sockets-"
 #: The longest path a Unix socket may have (``sun_path``, less its closing NUL).
 SOCKET_PATH_MAX = 107
+#: Random bytes in the name of a bot socket's own folder (written as twice as many hex
+#: digits): a random name, as a sandboxed bot sees it in its mount table.
+SOCKET_FOLDER_BYTES = 4
 #: What a bot's socket adds to the folder its socket folders are made in: the private
-#: folder (``mkdtemp``'s 8 random letters), a folder per socket (a count) and the socket.
-_SOCKET_TAIL = len(f"/{SOCKET_ROOT_PREFIX}{'x' * 8}/{'9' * 7}/referee.sock")
+#: folder (``mkdtemp``'s 8 random letters), a folder per socket and the socket.
+_SOCKET_TAIL = len(f"/{SOCKET_ROOT_PREFIX}{'x' * 8}/{'x' * 2 * SOCKET_FOLDER_BYTES}/referee.sock")
 
 
 def socket_parent() -> Path:

@@ -36,10 +36,10 @@ import socket
 import tempfile
 import time
 import urllib.parse
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import grpc
 import structlog
@@ -49,7 +49,7 @@ from grpc_reflection.v1alpha import reflection
 from referee import __version__
 from referee.jail import watchdog
 from referee.jail.bots import MAX_SEATS
-from referee.jail.policy import SOCKET_ROOT_PREFIX, socket_parent
+from referee.jail.policy import SOCKET_FOLDER_BYTES, SOCKET_ROOT_PREFIX, socket_parent
 from referee.jail.sandbox import Sandbox
 from referee.match.faults import FaultReason
 from referee.match.peers import blame
@@ -905,7 +905,7 @@ class RefereeServer:
         self.tls = tls
         self._server = server
         try:
-            await _start(server)
+            await _whole(server.start())
             await _set_health(self.health, health_pb2.HealthCheckResponse.SERVING, self._names())
         except BaseException:
             await self.stop(0)  # a server left running holds the process at exit
@@ -925,7 +925,7 @@ class RefereeServer:
         # random one: the bot sees its socket's folder (/proc/self/mountinfo), and a count
         # would tell it how many bot processes this referee has started.
         while True:
-            folder = self._socket_root / secrets.token_hex(4)
+            folder = self._socket_root / secrets.token_hex(SOCKET_FOLDER_BYTES)
             try:
                 folder.mkdir(mode=0o700)
                 break
@@ -951,14 +951,16 @@ class RefereeServer:
                 bound = 0
             if not bound:
                 raise OSError(f"cannot listen on the bot's socket {path}")
-            await _start(server)
+            await _whole(server.start())
             os.chmod(path, 0o600)
             if owner is not None:
                 for item in (folder, path):
                     os.chown(item, *owner)
         except BaseException:
-            await server.stop(0)
-            shutil.rmtree(folder, ignore_errors=True)
+            try:
+                await _whole(server.stop(0))
+            finally:
+                shutil.rmtree(folder, ignore_errors=True)
             raise
         made = BotSocket(folder, server)
         self._bot_sockets[made.origin] = made
@@ -1007,34 +1009,46 @@ class RefereeServer:
         return (SERVICE_NAME, *(name for name, _ in self.services))
 
     async def stop(self, grace: float = 2.0) -> None:
-        """Stop serving; streams still open get ``grace`` seconds to finish."""
-        if self._server is not None:
-            await _set_health(
-                self.health, health_pb2.HealthCheckResponse.NOT_SERVING, self._names()
-            )
-            await self._server.stop(grace)
-            self._server = None
-        if self._guard is not None:
-            self._guard.cancel()
-            self._guard = None
-        self._bot_sockets.clear()
-        if self._socket_root is not None:
-            shutil.rmtree(self._socket_root, ignore_errors=True)
-            watchdog.forget(self._socket_root)
-            self._socket_root = None
+        """Stop serving; streams still open get ``grace`` seconds to finish. Cancelled
+        meanwhile (a second Ctrl-C), it still stops the server and removes the sockets."""
+        server, self._server = self._server, None
+        try:
+            if server is not None:
+                try:
+                    await _set_health(
+                        self.health, health_pb2.HealthCheckResponse.NOT_SERVING, self._names()
+                    )
+                finally:
+                    await _whole(server.stop(grace))
+        finally:
+            if self._guard is not None:
+                self._guard.cancel()
+                self._guard = None
+            self._bot_sockets.clear()
+            if self._socket_root is not None:
+                shutil.rmtree(self._socket_root, ignore_errors=True)
+                watchdog.forget(self._socket_root)
+                self._socket_root = None
 
 
-async def _start(server: grpc.aio.Server) -> None:
-    """Start ``server``; cancelled (SIGTERM, SIGINT), the start still finishes before the
-    cancellation is raised: gRPC's start cut half-way leaves a server whose stop raises
-    InvalidStateError, so that the caller could not stop it."""
-    starting = asyncio.ensure_future(server.start())
-    try:
-        await asyncio.shield(starting)
-    except asyncio.CancelledError:
-        with contextlib.suppress(Exception):
-            await starting
-        raise
+T = TypeVar("T")
+
+
+async def _whole(work: Coroutine[Any, Any, T]) -> T:
+    """Await ``work`` to its end even when cancelled meanwhile (once or again: SIGTERM,
+    then Ctrl-C), then raise the cancellation. For gRPC's server start and stop: a start
+    cut half-way leaves a server whose stop raises InvalidStateError, so that nobody can
+    stop it, and a server left running holds the process at exit."""
+    task = asyncio.ensure_future(work)
+    cancelled = False
+    while not task.done():
+        try:
+            await asyncio.shield(task)
+        except asyncio.CancelledError:
+            cancelled = True
+    if cancelled:
+        raise asyncio.CancelledError
+    return task.result()
 
 
 async def _set_health(servicer: object, status: int, names: Sequence[str]) -> None:

@@ -385,7 +385,8 @@ class Refused(Exception):
 
 
 async def play(bot: Bot, address: str, token: str, ca_file: str = "", seats: int = 1) -> None:
-    """Play every match the referee seats this stream in; return when it ends with OK.
+    """Play every match the referee seats this stream in; return when it ends with OK, or
+    when it had ended as an answer was being sent (grpcio then hides its status).
 
     ``seats`` is the number of streams this bot keeps open at once (sent as
     ``Hello.max_concurrent_matches``). Raises :class:`Refused` when the referee refuses or
@@ -407,8 +408,8 @@ async def play(bot: Bot, address: str, token: str, ca_file: str = "", seats: int
         )
         try:
             await call.write(bot_pb2.BotMessage(hello=hello))
-            if await _serve(bot, call) == "ended while answering":
-                return
+            if await _serve(bot, call):
+                return  # its status is lost (see _write_met_the_end)
         except grpc.aio.AioRpcError as exc:
             # An answer written just as the referee ends the stream fails; the stream's
             # status says how it ended.
@@ -420,16 +421,16 @@ async def play(bot: Bot, address: str, token: str, ca_file: str = "", seats: int
             raise Refused(code, await call.details())
 
 
-async def _serve(bot: Bot, call: Any) -> str:
-    """Answer and follow the stream until it ends: "ended" at its end, "ended while
-    answering" when it ended as an answer was being sent."""
+async def _serve(bot: Bot, call: Any) -> bool:
+    """Answer and follow the stream until it ends; True when it had ended as an answer
+    was being sent."""
     eof = grpc.aio.EOF
     clock = time.perf_counter
     read = call.read
     while True:
         msg = await read()
         if msg is eof:
-            return "ended"
+            return False
         received = clock()
         for event in msg.events:
             bot.on_event(event)
@@ -446,15 +447,15 @@ async def _serve(bot: Bot, call: Any) -> str:
             except grpc.aio.AioRpcError as exc:
                 if not _write_met_the_end(exc):
                     raise
-                # The referee had ended the stream (the answer came too late to count).
-                # grpcio's asyncio client then reports INTERNAL in place of the status
-                # the referee sent, OK: this is the stream's end, not a failure.
+                # The referee had ended the stream (at the end of the matches, or as the
+                # answer came too late). grpcio's asyncio client then reports INTERNAL in
+                # place of the status the referee sent: the stream's end, not a failure.
                 print(
-                    f"{bot.name}: the stream ended as the answer to request "
-                    f"{request.request_id} was sent (too late to count)",
+                    f"{bot.name}: the referee had ended the stream when the answer to "
+                    f"request {request.request_id} was sent; it was not counted",
                     file=sys.stderr,
                 )
-                return "ended while answering"
+                return True
         elif kind == "match_start":
             bot.seat = msg.match_start.seat
             bot.match_start = msg.match_start
@@ -542,8 +543,9 @@ def run(
 ) -> None:
     """The bot's entry point: parse the command line (or take ``args``), play, exit.
 
-    Exit status 0 when the referee ends the stream with OK, 1 when it refuses the stream
-    or cannot be reached (one line on stderr says why), 2 for a usage error.
+    Exit status 0 when the referee ends the stream with OK (or had ended it when an answer
+    was sent, which grpcio reports without its status), 1 when it refuses the stream or
+    cannot be reached (one line on stderr says why), 2 for a usage error.
     """
     if args is None:
         args = arg_parser(bot.name).parse_args(argv)

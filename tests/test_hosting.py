@@ -787,3 +787,47 @@ def test_with_no_worker_hosted_matches_queue_and_dial_in_bots_play_on(
         assert all(rows[n]["matches"] == 0 for n in ("hosted-a", "hosted-b", "hosted-c"))
         assert info()["queued_matches"] == 1
         assert query(db.target, "SELECT status FROM match_queue") == [("queued",)]
+
+
+def test_validation_gives_every_check_the_leagues_start_up_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The start check and check-bot's scenarios start the bot within the league's
+    # [clock] startup_ms; the scenarios once kept check-bot's own 10 s.
+    import asyncio
+
+    import referee.league.hosting as hosting_module
+    from referee.jail.sandbox import Sandbox
+    from referee.league.config import HostingConfig
+    from referee.league.submissions import Submission
+
+    code_dir = tmp_path / "code"
+    folder = code_dir / ("0" * 64)  # an upload already unpacked under its hash
+    folder.mkdir(parents=True)
+    (folder / "bot.toml").write_text('name = "slowstart"\ncommand = ["python3", "bot.py"]\n')
+    (folder / "bot.py").write_text("")
+    given: dict[str, Any] = {}
+
+    async def start_check(specs: Any, sandbox: Any, startup_s: float, logs: Any) -> list[Any]:
+        given["start check"] = startup_s
+        return []
+
+    async def check_bot(spec: Any, chosen: Any, **kwargs: Any) -> list[Any]:
+        given["check-bot"] = kwargs.get("startup_ms")
+        return []
+
+    monkeypatch.setattr(hosting_module, "check_starts_on_own_server", start_check)
+    monkeypatch.setattr(hosting_module, "check_bot", check_bot)
+    hosting = hosting_module.Hosting(
+        HostingConfig(enabled=True, code_dir=code_dir),
+        None,  # type: ignore[arg-type]  # the upload is unpacked already: no store needed
+        Sandbox(),
+        tmp_path / "validation",
+        startup_s=42.5,
+    )
+    submission = Submission(
+        "slowstart", 1, "0" * 64, "tar.gz", "bot.toml", "validating", "", "", "", 0.0, None
+    )
+    report, _ = asyncio.run(hosting.check(submission))
+    assert "start check: started and greeted" in report
+    assert given == {"start check": 42.5, "check-bot": 42500}

@@ -15,6 +15,7 @@ import subprocess
 import sys
 import urllib.parse
 from collections.abc import Iterator
+from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
 from typing import Any
 
@@ -420,14 +421,20 @@ def test_secret_pain_cards_stay_hidden_until_the_round_is_scored(
 
 
 def _think_text(us: int) -> str:
-    """The viewer's words for a think time (table.js thinkText)."""
+    """The viewer's words for a think time (table.js thinkText). JavaScript's toFixed and
+    Math.round take a tie up (250 µs is "0.3 ms"); Python's formatting takes it to the even
+    digit, so the exact value of the same double is rounded here as JavaScript does."""
+
+    def fixed(x: float, digits: int) -> str:
+        return str(Decimal(x).quantize(Decimal(1).scaleb(-digits), rounding=ROUND_HALF_UP))
+
     if us == 0:
         return "0 ms"
     if us < 1000:
-        return f"{us / 1000:.{2 if us < 100 else 1}f} ms"
+        return f"{fixed(us / 1000, 2 if us < 100 else 1)} ms"
     if us < 1_000_000:
-        return f"{round(us / 1000)} ms"
-    return f"{us / 1e6:.1f} s"
+        return f"{fixed(us / 1000, 0)} ms"
+    return f"{fixed(us / 1e6, 1)} s"
 
 
 @pytest.mark.parametrize("phone", [True, False], ids=["phone", "desk"])

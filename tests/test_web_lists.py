@@ -41,6 +41,8 @@ from webkit import (
     have_chromium,
 )
 
+from referee.web.render import fmt
+
 PY = sys.executable
 BOTS = ["heuristic", "random", "random-two", "heuristic-two", "a-bot-with-a-rather-long-name"]
 UNMEASURED_BOT = "random-two"
@@ -350,7 +352,7 @@ def test_head_to_head_on_a_phone_is_a_list_per_bot_and_the_matrix_on_purpose(
         others = [c for c in doc["cells"][0] if c]
         assert items.count() == len(others)
         first = items.first.inner_text()
-        assert f"{round(others[0]['better_share'] * 100)}%" in first and "matches" in first
+        assert f"{fmt(others[0]['better_share'] * 100)}%" in first and "matches" in first
         assert sideways(page) <= 0
         shot(page, f"lists-h2h-{size}")
         page.locator("label[for=whole-matrix]").tap()
@@ -479,3 +481,25 @@ def test_pages_left_open_during_a_tournament_ask_only_for_changes(
         if proc.poll() is None:
             proc.terminate()
             proc.wait(30)
+
+
+def test_numbers_drawn_by_the_server_are_those_the_pages_javascript_draws() -> None:
+    # A page is drawn by the server, then redrawn live by its JavaScript: both must round
+    # alike, or a share of 12.5% reads 12% and then 13%. JavaScript's toFixed is asked.
+    import shutil
+
+    from referee.web.render import signed
+
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("no node to ask what JavaScript writes")
+    values = [(12.5, 0), (0.25, 1), (-2.5, 0), (2.675, 2), (0.35, 1), (-0.4, 0), (1.5, 0)]
+    values += [(x / 8, d) for x in range(-40, 41) for d in (0, 1, 2)]
+    script = f"for (const [x, d] of {json.dumps(values)}) console.log(x.toFixed(d));"
+    done = subprocess.run([node, "-e", script], capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0, done.stderr
+    javascript = done.stdout.split()
+    assert [fmt(x, d) for x, d in values] == javascript
+    assert [signed(x, d) for x, d in values] == [
+        f"+{text}" if x > 0 else text for (x, _), text in zip(values, javascript, strict=True)
+    ]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
+from decimal import ROUND_HALF_UP, Decimal
 from html import escape
 from typing import Any
 from urllib.parse import quote
@@ -28,18 +29,28 @@ def e(value: Any) -> str:
     return escape(str(value), quote=True)
 
 
+def _fixed(x: float, digits: int) -> str:
+    """``x`` with ``digits`` decimals, rounded as the pages' JavaScript rounds it
+    (``toFixed``: a tie of the double's exact value goes away from zero, 12.5 is "13"),
+    so that a page drawn here and redrawn live says the same. Python's own formatting
+    takes a tie to the even digit ("12")."""
+    if not math.isfinite(x):
+        return f"{x:.{digits}f}"
+    return str(Decimal(x).quantize(Decimal(1).scaleb(-digits), rounding=ROUND_HALF_UP))
+
+
 def fmt(x: Any, digits: int = 0) -> str:
     """A number as the pages write it ("–" when unknown)."""
     if x is None or (isinstance(x, float) and not math.isfinite(x)):
         return "–"
-    return f"{float(x):.{digits}f}"
+    return _fixed(float(x), digits)
 
 
 def signed(x: Any, digits: int = 0) -> str:
     """A score with its sign: ``+2``, ``0``, ``-3``."""
     if x is None:
         return "–"
-    text = f"{float(x):.{digits}f}"
+    text = _fixed(float(x), digits)
     return f"+{text}" if float(x) > 0 else text
 
 

@@ -393,15 +393,8 @@ class SeatStream:
         """Route one message from the bot."""
         self._answered.set()
         pending = self._pending
-        if pending is None or pending.done():
-            self._unsolicited += 1
-            if self._unsolicited > UNSOLICITED_LIMIT:
-                self.close(
-                    FaultReason.DISCONNECT,
-                    f"it sent more than {UNSOLICITED_LIMIT} messages answering no request "
-                    "since its last request; the stream was closed",
-                )
-                return
+        if (pending is None or pending.done()) and self._unsolicited_over_limit():
+            return
         if isinstance(message, Malformed):
             if pending is not None and not pending.done():
                 pending.set_result((message, arrived))
@@ -421,7 +414,12 @@ class SeatStream:
         rid = message.decision.request_id
         if pending is not None and rid == self._pending_id and not pending.done():
             pending.set_result((message, arrived))
-        elif self.on_fault:
+            return
+        # An old or unknown answer while a request waits answers no request either: a
+        # flood kept behind each of the bot's own answers is counted as well.
+        if pending is not None and not pending.done() and self._unsolicited_over_limit():
+            return
+        if self.on_fault:
             if self.was_sent(rid):
                 self.on_fault(
                     FaultReason.STALE_REQUEST_ID, f"answer to old request {rid} dropped", rid
@@ -432,6 +430,19 @@ class SeatStream:
                     f"answer names request {rid}, which was never sent",
                     rid,
                 )
+
+    def _unsolicited_over_limit(self) -> bool:
+        """Count one more message answering no request; past :data:`UNSOLICITED_LIMIT`
+        since the last request, close the stream and say True."""
+        self._unsolicited += 1
+        if self._unsolicited <= UNSOLICITED_LIMIT:
+            return False
+        self.close(
+            FaultReason.DISCONNECT,
+            f"it sent more than {UNSOLICITED_LIMIT} messages answering no request since its "
+            "last request; the stream was closed",
+        )
+        return True
 
     def close(self, reason: FaultReason, detail: str) -> None:
         """The stream has ended; a pending request fails at once."""

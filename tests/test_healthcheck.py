@@ -7,6 +7,7 @@ import socket
 import sys
 
 import pytest
+from bots.harness import cancel_twice
 
 from referee.match.server import SERVICE_NAME, RefereeServer
 from referee.runtime.healthcheck import check
@@ -104,18 +105,11 @@ def test_a_start_cancelled_at_any_point_leaves_nothing_listening() -> None:
             with socket.socket() as probe:
                 probe.bind(("127.0.0.1", 0))
                 port = probe.getsockname()[1]
-            task = asyncio.ensure_future(server.start("127.0.0.1", port))
-            for _ in range(steps):
-                await asyncio.sleep(0)
-            cancelled = task.cancel() and steps > 0  # at 0 it had not begun
-            await asyncio.sleep(0)
-            task.cancel()  # a second signal (SIGTERM, then Ctrl-C) while it winds down
-            try:
-                await task
-            except asyncio.CancelledError:
-                cut += cancelled
-            else:
+            finished, _ = await cancel_twice(server.start("127.0.0.1", port), steps)
+            if finished:
                 await server.stop(0)
+            else:
+                cut += steps > 0  # at 0 it had not begun
             with socket.socket() as probe, pytest.raises(ConnectionRefusedError):
                 probe.connect(("127.0.0.1", port))
         return cut

@@ -20,6 +20,7 @@ from bots.harness import (
     BOTS_DIR,
     READ_BOTS,
     assert_no_processes,
+    cancel_twice,
     collect_reports,
     new_marker,
     processes_with,
@@ -445,18 +446,11 @@ def test_a_bot_socket_cancelled_as_it_opens_is_closed_and_removed() -> None:
         cut = 0
         try:
             for steps in range(12):
-                task = asyncio.ensure_future(server.open_bot_socket())
-                for _ in range(steps):
-                    await asyncio.sleep(0)
-                cancelled = task.cancel() and steps > 0  # at 0 it had not begun
-                await asyncio.sleep(0)
-                task.cancel()  # a second signal (SIGTERM, then Ctrl-C) while it winds down
-                try:
-                    made = await task
-                except asyncio.CancelledError:
-                    cut += cancelled
-                else:
+                finished, made = await cancel_twice(server.open_bot_socket(), steps)
+                if made is not None:
                     await made.close()
+                elif not finished:
+                    cut += steps > 0  # at 0 it had not begun
                 root = server._socket_root  # made with the first socket
                 assert root is None or list(root.iterdir()) == []
         finally:

@@ -259,3 +259,19 @@ def read_capture(path: Path) -> list[Any]:
 def requests_in(messages: Iterable[Any]) -> list[Any]:
     """The decision requests among captured messages."""
     return [m.request for m in messages if m.HasField("request")]
+
+
+async def cancel_twice(work: Coroutine[Any, Any, T], steps: int) -> tuple[bool, T | None]:
+    """Run ``work`` for ``steps`` turns of the event loop, cancel it, and cancel it again a
+    turn later (SIGTERM, then Ctrl-C, while it winds down). Whether it finished all the
+    same, and its result then (None when it was cancelled)."""
+    task = asyncio.ensure_future(work)
+    for _ in range(steps):
+        await asyncio.sleep(0)
+    task.cancel()
+    await asyncio.sleep(0)
+    task.cancel()
+    try:
+        return True, await task
+    except asyncio.CancelledError:
+        return False, None

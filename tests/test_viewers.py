@@ -228,7 +228,9 @@ def test_a_descriptor_shortage_at_a_bots_start_voids_the_match_and_charges_no_bo
         def serves(self, spec: object) -> bool:
             return True
 
-        async def acquire(self, spec: object, match_id: str = "") -> object:
+        async def acquire(
+            self, spec: object, match_id: str = "", deal_seed: int | None = None
+        ) -> object:
             raise RefereeFault("the referee ran out of file descriptors (255 open of 256)")
 
         def release(self, bot: object) -> None:

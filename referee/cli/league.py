@@ -131,6 +131,32 @@ def add_parsers(sub: Subparsers) -> None:
         "--metrics-addr", default="127.0.0.1", help="the metrics address (default 127.0.0.1)"
     )
     wk.add_argument(
+        "--max-bots",
+        type=int,
+        default=64,
+        help="bot processes kept warm between matches, at most (default 64; the least "
+        "recently used idle ones stop first)",
+    )
+    wk.add_argument(
+        "--max-bot-memory-mb",
+        type=int,
+        default=4096,
+        help="their memory together (their cgroups'), at most, in MiB (default 4096)",
+    )
+    wk.add_argument(
+        "--bot-idle-s",
+        type=float,
+        default=600.0,
+        help="a bot process without a match for this long stops (default 600)",
+    )
+    wk.add_argument(
+        "--live-interval-s",
+        type=float,
+        default=0.5,
+        help="how often the running match's record lines go to the database for the "
+        "league's spectators (default 0.5; 0: not at all)",
+    )
+    wk.add_argument(
         "--sandbox",
         choices=("strongest", "gvisor", "bubblewrap"),
         default="strongest",
@@ -428,6 +454,7 @@ def worker(args: argparse.Namespace) -> int:
     from referee.jail.sandbox import SandboxUnavailable
     from referee.league.hosting import hosted_mode
     from referee.league.worker import Worker, leagues
+    from referee.match.pool import Bounds
     from referee.results.store import StoreError, open_store
     from referee.runtime import eventloop, logs
 
@@ -439,6 +466,17 @@ def worker(args: argparse.Namespace) -> int:
         raise UsageError(f"--lease-s: {args.lease_s} is not allowed; allowed: 3 or more")
     if args.metrics_port is not None and not 0 <= args.metrics_port <= 65535:
         raise UsageError(f"--metrics-port: {args.metrics_port} is not allowed; allowed: 0-65535")
+    for flag, value, least in (
+        ("--max-bots", args.max_bots, 1),
+        ("--max-bot-memory-mb", args.max_bot_memory_mb, 64),
+        ("--bot-idle-s", args.bot_idle_s, 1),
+    ):
+        if not value >= least:
+            raise UsageError(f"{flag}: {value:g} is not allowed; allowed: {least} or more")
+    if not 0 <= args.live_interval_s <= 60:
+        raise UsageError(
+            f"--live-interval-s: {args.live_interval_s:g} is not allowed; allowed: 0-60"
+        )
 
     def folder(given: str, prefix: str) -> Path:
         if given:
@@ -472,6 +510,8 @@ def worker(args: argparse.Namespace) -> int:
             args.name,
             args.lease_s,
             sandbox,
+            bounds=Bounds(args.max_bots, args.max_bot_memory_mb, args.bot_idle_s),
+            live_interval_s=args.live_interval_s,
         )
     except (StoreError, UsageError) as exc:
         store.close()

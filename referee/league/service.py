@@ -133,7 +133,9 @@ class _Table:
     def serves(self, spec: BotSpec) -> bool:
         return spec.name in self.streams
 
-    async def acquire(self, spec: BotSpec, match_id: str = "") -> _Stream:
+    async def acquire(
+        self, spec: BotSpec, match_id: str = "", deal_seed: int | None = None
+    ) -> _Stream:
         return self.streams[spec.name]
 
     def release(self, bot: Any) -> None:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -212,6 +213,15 @@ class Submissions:
 
 #: Statuses of a queued match.
 QUEUED, LEASED, DONE, VOID = "queued", "leased", "done", "void"
+#: A worker that holds bots warm chooses among this many of the oldest queued matches ...
+PREFER_WINDOW = 16
+#: ... unless the oldest has waited this long (seconds): then it is next, whatever it seats.
+PREFER_WAIT_S = 60.0
+
+
+def _held(code: Mapping[str, Mapping[str, Any]], warm: Mapping[str, int]) -> int:
+    """How many seats of a queued match (its code per bot) a worker holds warm."""
+    return sum(1 for bot, c in code.items() if warm.get(bot) == int(c["submission"]))
 
 
 @dataclass(frozen=True)
@@ -261,28 +271,40 @@ class MatchQueue:
             ),
         )
 
-    def take(self, worker: str, lease_s: float) -> QueuedMatch | None:
-        """The oldest queued match, leased to ``worker``; None when none waits."""
+    def take(
+        self, worker: str, lease_s: float, warm: Mapping[str, int] | None = None
+    ) -> QueuedMatch | None:
+        """The oldest queued match, leased to ``worker``; None when none waits.
+
+        ``warm`` names the submission of each bot whose process the worker holds warm: of
+        the :data:`PREFER_WINDOW` oldest queued matches it then takes the one with most of
+        those seats (the oldest among equals), unless the oldest has waited
+        :data:`PREFER_WAIT_S` already, which it then takes."""
         skip = " FOR UPDATE SKIP LOCKED" if isinstance(self.store, PostgresStore) else ""
+        window = PREFER_WINDOW if warm else 1
 
         def lease() -> tuple[Any, ...] | None:
-            row = self.store.execute(
-                "SELECT idx, match_id, seating, code, attempts FROM match_queue "
-                f"WHERE tournament = ? AND status = ? ORDER BY idx LIMIT 1{skip}",
+            rows = self.store.execute(
+                "SELECT idx, match_id, seating, code, attempts, queued_at FROM match_queue "
+                f"WHERE tournament = ? AND status = ? ORDER BY idx LIMIT {window}{skip}",
                 (self.tournament, QUEUED),
-            ).fetchone()
-            if row is not None:
-                self.store.execute(
-                    "UPDATE match_queue SET status = ?, worker = ?, lease_until = ?, "
-                    "attempts = attempts + 1 WHERE tournament = ? AND idx = ?",
-                    (LEASED, worker, time.time() + lease_s, self.tournament, row[0]),
-                )
-            return tuple(row) if row is not None else None
+            ).fetchall()
+            if not rows:
+                return None
+            row = rows[0]
+            if warm and float(row[5]) > time.time() - PREFER_WAIT_S:
+                row = max(rows, key=lambda r: (_held(json.loads(r[3]), warm), -int(r[0])))
+            self.store.execute(
+                "UPDATE match_queue SET status = ?, worker = ?, lease_until = ?, "
+                "attempts = attempts + 1 WHERE tournament = ? AND idx = ?",
+                (LEASED, worker, time.time() + lease_s, self.tournament, row[0]),
+            )
+            return tuple(row)
 
         row = self.store.atomically(lease)
         if row is None:
             return None
-        idx, match_id, seating, code, attempts = row
+        idx, match_id, seating, code, attempts, _ = row
         return QueuedMatch(
             self.tournament,
             idx,

@@ -1,15 +1,28 @@
 """``referee league worker``: plays a league's queued matches of hosted bots, from its
 database alone, on any machine that reaches it (docs/hosting.md).
 
-A worker takes the oldest queued match (:class:`~referee.league.submissions.MatchQueue`,
-``FOR UPDATE SKIP LOCKED`` on PostgreSQL) with a lease it renews while it plays, unpacks
-each seat's code from the database into its own code folder (by hash, once), starts every
-seat fresh in the jail on a referee server of its own, and writes the result, the
-match's record (``league_records``) and the end of its lease back, all through the one
-database. The league process, which keeps the schedule and the ratings, sees the match
-done and takes it in. A worker killed mid-match stops renewing: its lease runs out, the
-league voids the match and plays it again; a worker that finds its lease gone when its
-match ends (it was too slow to renew) drops the result.
+A worker takes a queued match (:class:`~referee.league.submissions.MatchQueue`, ``FOR
+UPDATE SKIP LOCKED`` on PostgreSQL; of the oldest, the one whose bots it holds warm) with
+a lease it renews while it plays, unpacks each seat's code from the database into its own
+code folder (by hash, once), seats each bot from its warm pool on a referee server of its
+own, and writes the result, the match's record (``league_records``) and the end of its
+lease back, all through the one database; while the match runs, its record lines go there
+too, for the league's spectators (:mod:`referee.league.live`). The league process, which
+keeps the schedule and the ratings, sees the match done and takes it in. A worker killed
+mid-match stops renewing: its lease runs out, the league voids the match and plays it
+again; a worker that finds its lease gone when its match ends (it was too slow to renew)
+drops the result.
+
+**Warm bots.** A hosted bot's jailed process serves many matches
+(:class:`~referee.match.pool.BotPool`: its own sandbox, uid and cgroup for its whole life,
+one match at a time per stream), so that a match costs its decisions, not four starts of
+an interpreter in a sandbox. The worker keeps the processes it started within its
+:class:`~referee.match.pool.Bounds` (processes, their memory, idle time), stops those of a
+submission that is no longer the entry's playing one (looked at every
+:data:`RETIRE_CHECK_S`), and a process that dies faults its own seat only; the bot's next
+match starts a fresh one. Nothing passes between bots or seatings but what the bot keeps
+in its own memory: each process is one submission's, in a sandbox of its own, and never
+dealt one deal twice.
 
 What a match is played by (rules, clock, strike limit) is the league's fingerprint in the
 database; the deals come from the league's deal key there too.
@@ -25,16 +38,20 @@ import json
 import os
 import socket
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 import structlog
 
 from referee.jail.bots import BotSpec
 from referee.jail.sandbox import Sandbox
+from referee.league import live
 from referee.league.config import HostingConfig
 from referee.league.hosting import Hosting
+from referee.league.registry import BotRegistry
 from referee.league.submissions import MatchQueue, QueuedMatch, Submissions
 from referee.match.metrics import RefereeMetrics
+from referee.match.pool import BotPool, Bounds, pool_key
 from referee.match.runner import Clock, MatchRunner
 from referee.match.server import RefereeServer
 from referee.results.store import Store, StoreError
@@ -52,6 +69,10 @@ CREATE TABLE IF NOT EXISTS league_records (
 """
 #: How often an idle worker looks at the queue.
 POLL_S = 1.0
+#: How often a worker looks for the bots it holds whose submission no longer plays.
+RETIRE_CHECK_S = 2.0
+#: What a worker keeps warm by default (``referee league worker --max-bots ...``).
+WARM = Bounds(processes=64, memory_mb=4096, idle_s=600.0)
 
 
 def store_record(store: Store, league: str, idx: int, path: Path) -> None:
@@ -93,6 +114,12 @@ class Worker:
     sandbox: Sandbox = dataclasses.field(default_factory=Sandbox)
     metrics: RefereeMetrics = dataclasses.field(default_factory=RefereeMetrics)
     played: int = 0
+    #: What the worker keeps warm.
+    bounds: Bounds = WARM
+    #: How often the running match's record lines go to the database (0: not at all).
+    live_interval_s: float = live.INTERVAL_S
+    #: The warm pool, while :meth:`run` runs.
+    pool: BotPool | None = None
 
     def __post_init__(self) -> None:
         self.name = self.name or f"{socket.gethostname()}-{os.getpid()}"
@@ -111,6 +138,11 @@ class Worker:
         self.key = key
         self.queue = MatchQueue(self.store, self.league)
         self.submissions = Submissions(self.store)
+        self.registry = BotRegistry(self.store)
+        live.create(self.store)
+        #: The submission each started bot is (entry, number), by its pool key.
+        self._submission_of: dict[object, tuple[str, int]] = {}
+        self._checked_at = -RETIRE_CHECK_S
         self.hosting = Hosting(
             HostingConfig(enabled=True, code_dir=self.code_dir),
             self.submissions,
@@ -123,11 +155,15 @@ class Worker:
         ends first)."""
         server = RefereeServer(sandbox=self.sandbox, observer=self.metrics)
         await server.start("127.0.0.1", 0)
-        log.info("worker_start", worker=self.name, league=self.league)
+        self.pool = BotPool(
+            server, self.out / "logs", self.clock.startup_ms / 1000, bounds=self.bounds
+        )
+        log.info("worker_start", worker=self.name, league=self.league, warm=str(self.bounds))
         try:
             while not stop.is_set():
+                self.retire_unwanted()
                 try:
-                    taken = self.queue.take(self.name, self.lease_s)
+                    taken = self.queue.take(self.name, self.lease_s, self.warm())
                 except StoreError as exc:
                     log.error("store_failed", doing="take a queued match", error=str(exc))
                     taken = None
@@ -137,8 +173,53 @@ class Worker:
                     continue
                 await self.play(server, taken)
         finally:
+            await self.pool.close()
             await server.stop(1.0)
-            log.info("worker_stop", worker=self.name, played=self.played)
+            log.info(
+                "worker_stop",
+                worker=self.name,
+                played=self.played,
+                bot_processes=self.pool.started,
+                lost=sum(self.pool.lost.values()),
+            )
+
+    def warm(self) -> dict[str, int]:
+        """The submission of each entry whose process this worker holds (for the queue)."""
+        if self.pool is None:
+            return {}
+        held = (self._submission_of.get(pool_key(spec)) for spec in self.pool.held())
+        return dict(h for h in held if h is not None)
+
+    def retire_unwanted(self, now: float | None = None) -> int:
+        """Stop the processes of submissions that no longer play (a later one replaced
+        it, or the entry was revoked); looked at every :data:`RETIRE_CHECK_S`."""
+        at = time.monotonic() if now is None else now
+        if self.pool is None or at - self._checked_at < RETIRE_CHECK_S:
+            return 0
+        self._checked_at = at
+        try:
+            playing = {
+                (bot, s.number)
+                for bot, s in self.submissions.playing_by_bot().items()
+                if (entry := self.registry.get(bot)) is not None and entry.active
+            }
+        except StoreError as exc:
+            log.error("store_failed", doing="read the playing submissions", error=str(exc))
+            return 0
+        return self.pool.retire(lambda spec: self._submission_of.get(pool_key(spec)) in playing)
+
+    def _spec(self, bot: str, code: Mapping[str, object]) -> BotSpec:
+        number = int(str(code["submission"]))
+        sub = self.submissions.get(bot, number)
+        try:
+            assert sub is not None
+            # One match at a time here: one stream of each process is all it uses.
+            spec = dataclasses.replace(self.hosting.spec(sub), seats=1)
+        except Exception as exc:  # its code cannot be had here: the seat faults
+            log.error("hosted_code_failed", bot=bot, error=repr(exc))
+            return BotSpec(name=bot, command=("/nonexistent/hosted-code-missing",))
+        self._submission_of[pool_key(spec)] = (bot, number)
+        return spec
 
     async def play(self, server: RefereeServer, taken: QueuedMatch) -> None:
         """Play one taken match and write it back (unless its lease was lost)."""
@@ -150,15 +231,10 @@ class Worker:
             self.queue.done(taken.idx)
             return
         deal = int(row[0])
-        specs: list[BotSpec] = []
-        for bot in taken.seating:
-            sub = self.submissions.get(bot, int(taken.code[bot]["submission"]))
-            try:
-                assert sub is not None
-                specs.append(self.hosting.spec(sub))
-            except Exception as exc:  # its code cannot be had here: the seat faults
-                log.error("hosted_code_failed", bot=bot, error=repr(exc))
-                specs.append(BotSpec(name=bot, command=("/nonexistent/hosted-code-missing",)))
+        specs = [self._spec(bot, taken.code[bot]) for bot in taken.seating]
+        writer = live.LiveWriter(
+            self.store, self.league, taken.idx, self.name, self.live_interval_s
+        )
         runner = MatchRunner(
             server,
             specs,
@@ -172,14 +248,19 @@ class Worker:
             strike_limit=self.strike_limit,
             out_dir=self.out,
             observer=self.metrics,
+            pool=self.pool,
+            on_record=writer.append if self.live_interval_s > 0 else None,
         )
         self.store.mark_running(self.league, taken.idx, runner.record_path)
         log.info("match_taken", match_id=taken.match_id, worker=self.name)
         renew = asyncio.ensure_future(self._renew(taken))
+        if self.live_interval_s > 0:
+            writer.start()
         try:
             result = await runner.run()
         finally:
             renew.cancel()
+            await writer.stop()
         if not self.queue.renew(taken.idx, self.name, self.lease_s):
             log.warning("lease_lost", match_id=taken.match_id, worker=self.name)
             return  # void already: the league plays it again
@@ -190,7 +271,16 @@ class Worker:
             self.store.save_result(self.league, taken.idx, result)
             self.played += 1
         self.queue.done(taken.idx)
-        log.info("match_played", match_id=taken.match_id, worker=self.name, at=time.time())
+        with contextlib.suppress(StoreError):
+            live.clear(self.store, self.league, taken.idx)
+        log.info(
+            "match_played",
+            match_id=taken.match_id,
+            worker=self.name,
+            at=time.time(),
+            live_rows=writer.rows,
+            live_bytes=writer.bytes,
+        )
 
     async def _renew(self, taken: QueuedMatch) -> None:
         while True:

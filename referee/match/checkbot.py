@@ -429,7 +429,9 @@ class _OneProcess:
     def serves(self, spec: BotSpec) -> bool:
         return spec is self.spec
 
-    async def acquire(self, spec: BotSpec, match_id: str = "") -> _Lent:
+    async def acquire(
+        self, spec: BotSpec, match_id: str = "", deal_seed: int | None = None
+    ) -> _Lent:
         return _Lent(self.process, self.free.pop(0))
 
     def release(self, bot: Any) -> None:

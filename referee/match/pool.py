@@ -18,6 +18,18 @@ A ``single_use`` pool (``referee compare``) lends each process to one match only
 stream, whatever ``seats`` says) and ends it after that match, but starts a replacement
 whenever it lends one: the next match finds its bots started and greeted, through the same
 start path and jail.
+
+A process never plays two seatings of one deal: each match names its deal (its seed) when
+it asks for a seat, and a process that has been dealt those cards once is not lent for
+them again, so a duplicate deal's later seatings always get another process.
+
+A league's warm pool (:mod:`referee.league.worker`) keeps the hosted bots it started within
+stated bounds (:class:`Bounds`): at most ``processes`` of them, their memory (their
+cgroups') at most ``memory_mb``, and none idle longer than ``idle_s``; before one more
+starts, the least recently used idle ones stop. A process is known by its bot's name,
+command, folder and environment (:func:`pool_key`), so a league entry's new submission
+(a new folder) never gets the old one's processes, and :meth:`BotPool.retire` stops those
+no longer wanted. One that dies is replaced by the next match that needs it.
 """
 
 from __future__ import annotations
@@ -26,7 +38,9 @@ import asyncio
 import contextlib
 import dataclasses
 import functools
-from collections.abc import Sequence
+import os
+import time
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -256,6 +270,51 @@ def _taken(bot: str, task: asyncio.Task[None]) -> None:
         log.info("bot_start_failed", bot=bot, why=str(exc))
 
 
+def pool_key(spec: BotSpec) -> Hashable:
+    """What makes two specs one bot to the pool: its name, command, folder and
+    environment (a league entry's new submission is a new folder, so a new bot)."""
+    return (spec.name, spec.command, str(spec.workdir), tuple(sorted(spec.env.items())))
+
+
+def memory_bytes(process: BotProcess) -> int:
+    """What ``process`` uses of memory now: its cgroup's usage (in the gVisor tier runsc's
+    Sentry and gofer included), else the resident sets of its process group; 0 once it
+    has ended."""
+    group = process.bounds.group if process.bounds is not None else None
+    if group is not None:
+        name = "memory.current" if group.system.version == 2 else "memory.usage_in_bytes"
+        for hierarchy, folder in zip(group.system.hierarchies, group.folders, strict=True):
+            if "memory" in hierarchy.controllers:
+                with contextlib.suppress(OSError, ValueError):
+                    return int((folder / name).read_text())
+                return 0
+    if process.returncode is not None:
+        return 0
+    total = 0
+    page = os.sysconf("SC_PAGE_SIZE")
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
+            if int(fields[2]) == process.proc.pid:  # its process group
+                total += int(fields[21]) * page
+    return total
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """What a pool keeps (0: no bound). Processes serving a match are never stopped for
+    these bounds; idle ones are, least recently used first, before another starts."""
+
+    #: Bot processes kept, started or starting.
+    processes: int = 0
+    #: Their memory together (their cgroups' usage), in MiB.
+    memory_mb: int = 0
+    #: An idle process is stopped after this many seconds without a match.
+    idle_s: float = 0.0
+
+
 @dataclass(eq=False)
 class PooledBot:
     """One stream of a started bot process (a process with ``seats = N`` has N)."""
@@ -287,6 +346,14 @@ class _Launch:
     promised: int = 0
     #: The streams of the promised seats, once ready, for the acquirers to take.
     promised_bots: list[PooledBot] = field(default_factory=list)
+    #: The deals (their seeds) this process has been dealt: it is not lent for them again.
+    deals: set[int] = field(default_factory=set)
+    #: When a match last let go of one of its streams (monotonic seconds).
+    used_at: float = field(default_factory=time.monotonic)
+    #: No longer wanted: stopped once no match holds it.
+    retired: bool = False
+    #: The pool stopped it (retired, idle, or to make room): its end is not a death.
+    stopping: bool = False
 
     @property
     def starting(self) -> bool:
@@ -295,12 +362,12 @@ class _Launch:
 
 @dataclass
 class BotPool:
-    """Idle bot streams by bot name; processes started on demand."""
+    """Idle bot streams by bot (:func:`pool_key`); processes started on demand."""
 
     server: RefereeServer
     log_dir: Path
     startup_s: float = 10.0
-    _idle: dict[str, list[PooledBot]] = field(default_factory=dict)
+    _idle: dict[Hashable, list[PooledBot]] = field(default_factory=dict)
     _all: list[PooledBot] = field(default_factory=list)
     #: The processes being started (ready ones are only in ``_all``).
     _launches: list[_Launch] = field(default_factory=list)
@@ -313,45 +380,69 @@ class BotPool:
     #: Before each process's number in its log's name: the pools of a tournament's
     #: worker processes share one log folder, and each counts its processes from 1.
     process_tag: str = ""
+    #: What the pool keeps (a league's warm pool; a tournament's keeps every bot).
+    bounds: Bounds = field(default_factory=Bounds)
+    #: Processes lost, by bot name: they died, or a match ended their stream (a fault).
+    #: The next match that seats the bot starts a fresh one.
+    lost: dict[str, int] = field(default_factory=dict)
+    #: Processes the pool stopped: ``"idle"``, ``"room"`` (bounds) or ``"retired"``.
+    stopped: dict[str, int] = field(default_factory=dict)
+    _sweeper: asyncio.Task[None] | None = None
 
     def serves(self, spec: BotSpec) -> bool:
         """The pool starts command bots; an external bot dials in for each seat itself."""
         return not spec.external
 
-    async def acquire(self, spec: BotSpec, match_id: str = "") -> PooledBot:
+    async def acquire(
+        self, spec: BotSpec, match_id: str = "", deal_seed: int | None = None
+    ) -> PooledBot:
         """An idle, healthy stream of ``spec`` for one match, from a process that serves no
-        other seat of match ``match_id``; starts a process when none is idle or starting
-        with a seat to spare. Raises :class:`StartFailed` saying why not."""
+        other seat of match ``match_id`` and has never been dealt ``deal_seed``'s cards;
+        starts a process when none is idle or starting with a seat to spare. Raises
+        :class:`StartFailed` saying why not."""
         if self.single_use:
             spec = dataclasses.replace(spec, seats=1)
-            bot = await self._acquire(spec, match_id)
+            bot = await self._acquire(spec, match_id, deal_seed)
             self._launch(spec)  # ready for a later match by the time it starts
             return bot
-        return await self._acquire(spec, match_id)
+        return await self._acquire(spec, match_id, deal_seed)
 
-    async def _acquire(self, spec: BotSpec, match_id: str) -> PooledBot:
+    def _fits(self, launch: _Launch, claimed: set[_Launch], deal_seed: int | None) -> bool:
+        return (
+            launch not in claimed
+            and not launch.retired
+            and (deal_seed is None or deal_seed not in launch.deals)
+        )
+
+    async def _acquire(self, spec: BotSpec, match_id: str, deal_seed: int | None) -> PooledBot:
         claimed = self._claims.setdefault(match_id, set()) if match_id else set()
+        key = pool_key(spec)
         # No await until the stream or seat is claimed: concurrent acquires see the claim.
-        idle = self._idle.setdefault(spec.name, [])
+        idle = self._idle.setdefault(key, [])
         for bot in list(idle):
             if not bot.alive:
                 idle.remove(bot)
                 self._discard_later(bot)
-            elif bot.launch not in claimed:
+            elif self._fits(bot.launch, claimed, deal_seed):
                 idle.remove(bot)
-                return self._lend(bot, match_id)
+                return self._lend(bot, match_id, deal_seed)
         launch = next(
             (
                 x
                 for x in self._launches
-                if x.spec.name == spec.name and x.promised < spec.seats and x not in claimed
+                if pool_key(x.spec) == key
+                and x.promised < spec.seats
+                and self._fits(x, claimed, deal_seed)
             ),
             None,
         )
         if launch is None:
+            self._make_room()
             launch = self._launch(spec)
         launch.promised += 1
         claimed.add(launch)
+        if deal_seed is not None:
+            launch.deals.add(deal_seed)
         assert launch.task is not None
         try:
             await asyncio.shield(launch.task)
@@ -364,13 +455,15 @@ class BotPool:
             elif launch.promised_bots:  # ready after all: the seat goes back to the pool
                 self._return(launch.promised_bots.pop())
             raise
-        return self._lend(launch.promised_bots.pop(), match_id)
+        return self._lend(launch.promised_bots.pop(), match_id, deal_seed)
 
-    def _lend(self, bot: PooledBot, match_id: str) -> PooledBot:
+    def _lend(self, bot: PooledBot, match_id: str, deal_seed: int | None = None) -> PooledBot:
         bot.matches += 1
         if bot.process.bounds is not None:
             bot.process.bounds.log.another_match()  # its log's cap is per match
         bot.match_id = match_id
+        if deal_seed is not None:
+            bot.launch.deals.add(deal_seed)
         if match_id:
             self._claims.setdefault(match_id, set()).add(bot.launch)
         return bot
@@ -384,14 +477,18 @@ class BotPool:
             if not claims:
                 del self._claims[bot.match_id]
         bot.match_id = ""
-        if self.single_use:
+        bot.launch.used_at = time.monotonic()
+        if self.single_use or bot.launch.retired:
+            bot.launch.stopping = True
             self._discard_later(bot)
         else:
             self._return(bot)
+            if self.bounds.processes and self.processes() > self.bounds.processes:
+                self._make_room(0)
 
     def _return(self, bot: PooledBot) -> None:
         if bot.alive:
-            self._idle.setdefault(bot.spec.name, []).append(bot)
+            self._idle.setdefault(pool_key(bot.spec), []).append(bot)
         else:
             self._discard_later(bot)
 
@@ -400,8 +497,109 @@ class BotPool:
         self._discarding.add(task)
         task.add_done_callback(self._discarding.discard)
 
+    # -- what the pool keeps -----------------------------------------------------------
+
+    def _ready(self) -> dict[_Launch, list[PooledBot]]:
+        """The started processes (by launch) and their streams, but those being stopped."""
+        out: dict[_Launch, list[PooledBot]] = {}
+        for bot in self._all:
+            if not bot.launch.stopping:
+                out.setdefault(bot.launch, []).append(bot)
+        return out
+
+    def processes(self) -> int:
+        """Bot processes the pool holds now, started or starting."""
+        return len(self._ready()) + len(self._launches)
+
+    def memory_mb(self) -> float:
+        """The memory of the processes the pool holds now (their cgroups'), in MiB."""
+        return sum(memory_bytes(bots[0].process) for bots in self._ready().values()) / (1 << 20)
+
+    def _make_room(self, room: int = 1) -> None:
+        """Stop idle processes, least recently used first, until ``room`` more fit in
+        :attr:`bounds` (processes serving a match stay, whatever the bounds)."""
+        b = self.bounds
+        if not (b.processes or b.memory_mb):
+            return
+        ready = self._ready()
+        idle = sorted(
+            (launch for launch, bots in ready.items() if not any(x.match_id for x in bots)),
+            key=lambda launch: launch.used_at,
+        )
+        count = len(ready) + len(self._launches)
+        used = {launch: memory_bytes(bots[0].process) for launch, bots in ready.items()}
+        total = sum(used.values())
+        # One more is expected to take what the others take on average.
+        each = total / len(used) if used and room else 0
+        while idle and (
+            (b.processes and count + room > b.processes)
+            or (b.memory_mb and total + room * each > b.memory_mb << 20)
+        ):
+            launch = idle.pop(0)
+            count -= 1
+            total -= used[launch]
+            self._stop(launch, "room")
+
+    def _stop(self, launch: _Launch, why: str) -> None:
+        """Stop an idle process (``why``: idle, room, retired)."""
+        launch.stopping = True
+        self.stopped[why] = self.stopped.get(why, 0) + 1
+        bots = [b for b in self._all if b.launch is launch]
+        log.info(
+            "bot_process_stopped",
+            bot=launch.spec.name,
+            why=why,
+            matches=sum(b.matches for b in bots),
+        )
+        for bot in bots:
+            with contextlib.suppress(ValueError):
+                self._idle.get(pool_key(bot.spec), []).remove(bot)
+        if bots:
+            self._discard_later(bots[0])
+
+    def retire(self, wanted: Callable[[BotSpec], bool]) -> int:
+        """Stop every process whose bot is no longer ``wanted`` (at once when idle, else
+        when its match lets go of it); how many were marked."""
+        marked = 0
+        for launch, bots in self._ready().items():
+            if launch.retired or wanted(launch.spec):
+                continue
+            launch.retired = True
+            marked += 1
+            if not any(b.match_id for b in bots):
+                self._stop(launch, "retired")
+            else:
+                self.stopped["retired"] = self.stopped.get("retired", 0) + 1
+                launch.stopping = True
+        for launch in self._launches:
+            if not wanted(launch.spec):
+                launch.retired = True  # its promised seats play; then it goes
+        return marked
+
+    def sweep(self) -> None:
+        """Stop the processes idle for longer than ``bounds.idle_s``."""
+        if not self.bounds.idle_s:
+            return
+        due = time.monotonic() - self.bounds.idle_s
+        for launch, bots in self._ready().items():
+            if launch.used_at < due and not any(b.match_id for b in bots):
+                self._stop(launch, "idle")
+
+    async def _sweep_loop(self) -> None:
+        while True:
+            await asyncio.sleep(max(0.05, self.bounds.idle_s / 4))
+            self.sweep()
+
+    def held(self) -> list[BotSpec]:
+        """The bots with a process here now, started or starting (one entry per process)."""
+        return [launch.spec for launch in self._ready()] + [x.spec for x in self._launches]
+
+    # -- starting and ending -------------------------------------------------------------
+
     def _launch(self, spec: BotSpec) -> _Launch:
         """Open the seats of a new process of ``spec`` and start it in the background."""
+        if self.bounds.idle_s and self._sweeper is None:
+            self._sweeper = asyncio.ensure_future(self._sweep_loop())
         self._started += 1
         n = self._started
         launch = _Launch(spec, self.server.registry.open_seats("pool", n, spec.name, spec.seats))
@@ -452,30 +650,47 @@ class BotPool:
         self._all.extend(bots)
         # The promised seats are taken by their acquirers; the rest wait in the pool.
         launch.promised_bots = bots[: launch.promised]
-        self._idle.setdefault(spec.name, []).extend(bots[launch.promised :])
+        self._idle.setdefault(pool_key(spec), []).extend(bots[launch.promised :])
 
     async def _discard(self, bot: PooledBot) -> None:
         bot.stream.end()
         self.server.registry.close_seat(bot.slot)
         with contextlib.suppress(ValueError):
             self._all.remove(bot)
-        siblings = [b for b in self._all if b.launch is bot.launch]
-        if bot.process.returncode is None and any(b.alive for b in siblings):
-            return  # the process's other streams play on
+        launch = bot.launch
+        siblings = [b for b in self._all if b.launch is launch]
+        if bot.process.returncode is None:
+            if any(b.match_id for b in siblings):
+                return  # its streams lent to other matches play on; the last one ends it
+            if not launch.stopping and any(b.alive for b in siblings):
+                return  # the process's other streams play on
+        chosen, launch.stopping = launch.stopping, True
         for other in siblings:
             # Idle ones go now; lent ones when their match releases them.
             if not other.match_id:
                 with contextlib.suppress(ValueError):
-                    self._idle.get(other.spec.name, []).remove(other)
+                    self._idle.get(pool_key(other.spec), []).remove(other)
                 with contextlib.suppress(ValueError):
                     self._all.remove(other)
             other.stream.end()
             self.server.registry.close_seat(other.slot)
         await bot.process.stop()
+        if not chosen:
+            # It died, or its stream ended (its match cut it): the pool did not stop it.
+            self.lost[bot.spec.name] = self.lost.get(bot.spec.name, 0) + 1
+            log.warning(
+                "bot_process_lost",
+                bot=bot.spec.name,
+                process=bot.process.describe_exit(),
+                matches=sum(b.matches for b in [bot, *siblings]),
+                replaced="by a fresh process for the next match that seats it",
+            )
 
     async def close(self) -> None:
         """End every stream (status OK), give the processes :data:`EXIT_GRACE_S` to exit
         by themselves, as the bot contract promises, then stop the ones still running."""
+        if self._sweeper is not None:
+            self._sweeper.cancel()
         # A start under way stops its own process when cancelled.
         tasks = [x.task for x in self._launches if x.task is not None]
         for task in tasks:

@@ -111,9 +111,13 @@ class SeatPool(Protocol):
         """True when the pool seats ``spec`` (else the runner starts it or awaits it)."""
         ...
 
-    async def acquire(self, spec: BotSpec, match_id: str = "") -> LentSeat:
+    async def acquire(
+        self, spec: BotSpec, match_id: str = "", deal_seed: int | None = None
+    ) -> LentSeat:
         """A stream for one seat of ``spec`` in match ``match_id``, from a process that
-        serves no other seat of that match; raises StartFailed saying why not."""
+        serves no other seat of that match and was never dealt the cards of ``deal_seed``
+        (the match's seed: a duplicate deal's seatings share it); raises StartFailed
+        saying why not."""
         ...
 
     def release(self, bot: Any) -> None:
@@ -342,7 +346,7 @@ class MatchRunner:
         async def seat_one(seat: _Seat) -> None:
             if self.pool is not None and self.pool.serves(seat.spec):
                 try:
-                    bot = await self.pool.acquire(seat.spec, self.match_id)
+                    bot = await self.pool.acquire(seat.spec, self.match_id, self.seed)
                 except StartFailed as exc:
                     self._fault(seat, FaultReason.HANDSHAKE_FAILED, str(exc), 0)
                     return

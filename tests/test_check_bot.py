@@ -365,8 +365,16 @@ def test_a_bot_file_with_seats_is_played_two_matches_at_once_on_one_process(
         r"\(STICHELN_SEATS=3\), 4 players; seat 1\): 60 decisions",
         done.stdout.splitlines()[1],
     ), done.stdout
-    collect_reports(out / "logs")  # "<process> <match id>" for every MatchStart
-    seen = [line.split() for line in matches.read_text().splitlines()]
+    collect_reports(out / "logs")  # "<process> <match id as sent>" for every MatchStart
+    # A bot is sent a random id per match; each record's header names both.
+    headers = [
+        json.loads(path.read_text(encoding="utf-8").splitlines()[0])
+        for path in (out / "matches").glob("*.jsonl")
+    ]
+    real = {h["bot_match_id"]: h["match_id"] for h in headers}
+    sent = [line.split() for line in matches.read_text().splitlines()]
+    assert not {m for _, m in sent} & set(real.values())
+    seen = [(pid, real[m]) for pid, m in sent]
     seats_matches = [(pid, m) for pid, m in seen if m.startswith("check-seats-")]
     assert len(seats_matches) == 2 and seats_matches[0][1] != seats_matches[1][1]
     assert seats_matches[0][0] == seats_matches[1][0]  # one process played both

@@ -255,8 +255,8 @@ def test_a_league_database_is_a_path_from_the_files_folder_or_a_url(tmp_path: Pa
     [
         (
             'name = "b"\ncommand = "x"\ncomand = "y"\n',
-            ": unknown key 'comand'; allowed: name, command, workdir, env, token, limits, seats, "
-            "sandbox",
+            ": unknown key 'comand'; allowed: name, command, workdir, env, token, owner, limits, "
+            "seats, sandbox",
         ),
         ('command = "x"\n', ": name is required; allowed: a non-empty string of printable"),
         (

@@ -216,9 +216,35 @@ def test_every_record_is_sealed_until_its_end(played: Played) -> None:
     assert withheld == 4
 
 
+def test_a_bot_is_told_a_random_match_id_that_names_no_deal_or_seating(
+    played: Played,
+) -> None:
+    headers = [lines[0] for lines in records(played.out)]
+    real = {str(h["match_id"]) for h in headers}
+    shown = {str(h["bot_match_id"]) for h in headers}
+    starts: list[str] = []
+    welcomes: list[str] = []
+    for i in range(3):
+        for m in captured(played.tmp / f"dup-cap{i}"):
+            if m.HasField("match_start"):
+                starts.append(m.match_start.match_id)
+            elif m.HasField("welcome"):
+                welcomes.append(m.welcome.message)
+    assert len(starts) == 18  # six matches, each of the three bots in each
+    # Every seat of a match is told its one id; each match's differs, and none is the
+    # tournament's own (which counts matches, and so names the deal and the seating).
+    assert set(starts) == shown and len(shown) == len(headers) == 6
+    assert all(re.fullmatch(r"[0-9a-f]{16}", m) for m in shown)
+    assert not shown & real
+    for text in starts + welcomes:
+        assert not any(r in text for r in real), text
+        assert "dup" not in text, text
+
+
 def test_every_seating_of_a_deal_hands_a_seat_the_same_bot_seed(played: Played) -> None:
     key = played.key
-    deal_of = {lines[0]["match_id"]: lines[0]["deal"] for lines in records(played.out)}
+    # The bots are sent a random id per match; the record's header keeps it beside its own.
+    deal_of = {lines[0]["bot_match_id"]: lines[0]["deal"] for lines in records(played.out)}
     sent: dict[tuple[int, int], set[int]] = {}
     bots_per_seat: dict[tuple[int, int], set[int]] = {}
     for i in range(3):

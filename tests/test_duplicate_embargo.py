@@ -64,13 +64,14 @@ def tournament_file(tmp: Path, hold: dict[str, Path]) -> Path:
         "[sandbox]",
         'mode = "none"',
     ]
-    env = ",".join(f"{m}={path}" for m, path in hold.items())
+    # The gate bots count the matches (their ids are random): "dup-00001" is match 1.
+    env = ",".join(f"{int(m.rsplit('-', 1)[1])}={path}" for m, path in hold.items())
     for name in BOTS:
         lines += [
             "[[bots]]",
             f"name = {json.dumps(name)}",
             f"command = {json.dumps(GATED)}",
-            f"env = {{ HOLD = {json.dumps(env)} }}",
+            f"env = {{ HOLD = {json.dumps(env)}, STARTS = {json.dumps(str(tmp / 'starts'))} }}",
         ]
     path = tmp / "t.toml"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")

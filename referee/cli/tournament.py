@@ -128,6 +128,7 @@ def tournament(args: argparse.Namespace) -> int:
     from referee.match.metrics import RefereeMetrics
     from referee.results.store import ResumeRefused, StoreError, is_url
     from referee.runtime import logs
+    from referee.tournament.lineup import shared_authors
     from referee.tournament.run import Shard, run_tournament
     from referee.tournament.schedule import make_schedule, pair_counts, seat_balance
 
@@ -165,6 +166,8 @@ def tournament(args: argparse.Namespace) -> int:
             "same for every shard: make one with `referee deal-key --out deal.key`, then give "
             f"every shard --deal-key-file deal.key (or ${KEY_ENV}); see docs/sharding.md"
         )
+    for line in shared_authors(config.bots, pair_counts(schedule)):
+        print(line, file=sys.stderr)
     if args.dry_run:
         tables = len({m.table for m in schedule})
         part = "" if shard is None else f" (shard {shard})"

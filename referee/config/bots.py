@@ -53,4 +53,5 @@ def bot_from_model(bot: BotTable, base: Path, source: str) -> BotSpec:
         source=source,
         seats=bot.seats,
         read=read,
+        owner=bot.owner.strip(),
     )

@@ -316,6 +316,9 @@ class BotTable(Table):
     """More environment variables for the bot."""
     token: str = ""
     """An external bot's token (a bot without a command dials in with it)."""
+    owner: str = ""
+    """Who wrote the bot (a person or a team): a tournament that seats two bots of one owner
+    at a table warns, since two seats of one author can pass each other information."""
     limits: LimitsTable = LimitsTable()
     """Resource limits of the bot process."""
     seats: Annotated[int, Field(ge=1, le=MAX_SEATS)] = 1

@@ -108,6 +108,9 @@ class BotSpec:
     seats: int = 1
     #: More paths the bot may read in its sandbox (its bot file's ``[sandbox] read``).
     read: tuple[Path, ...] = ()
+    #: Who wrote the bot, as its file says ("" when it does not): a tournament warns when
+    #: it seats two bots of one owner at a table (:mod:`referee.tournament.lineup`).
+    owner: str = ""
 
     @property
     def external(self) -> bool:

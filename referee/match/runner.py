@@ -257,6 +257,10 @@ class MatchRunner:
         self.match_id = match_id or datetime.now(UTC).strftime(
             "%Y%m%dT%H%M%S-"
         ) + secrets.token_hex(3)
+        #: The match's id as its bots are told it (``MatchStart.match_id``, the welcome):
+        #: random, unrelated to ``match_id``, which numbers a tournament's matches and so
+        #: names a duplicate deal and its seating. The record's header keeps both.
+        self.bot_match_id = secrets.token_hex(8)
         self.clock = clock or Clock()
         self.strike_limit = strike_limit
         self.out_dir = out_dir
@@ -268,6 +272,8 @@ class MatchRunner:
             )
             for i, spec in enumerate(bots)
         ]
+        for seat in self.seats:
+            seat.slot.shown_id = self.bot_match_id
         self.pool = pool
         #: Called with every record line as it is written (a league's spectators).
         self.on_record = on_record
@@ -417,7 +423,7 @@ class MatchRunner:
             seat.bank_s = self.clock.time_bank_ms / 1000
             msg = bot_pb2.RefereeMessage(
                 match_start=bot_pb2.MatchStart(
-                    match_id=self.match_id,
+                    match_id=self.bot_match_id,
                     seat=seat.index,
                     seating=seating,
                     rules=rules,
@@ -764,6 +770,7 @@ class MatchRunner:
             "type": "header",
             "version": RECORD_VERSION,
             "match_id": self.match_id,
+            "bot_match_id": self.bot_match_id,
             "rules": self.rules.to_table(),
             "players": len(self.seats),
             "seating": [s.spec.name for s in self.seats],

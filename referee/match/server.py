@@ -476,6 +476,10 @@ class SeatSlot:
     #: Where the token is accepted: "" for the TCP port, else the path of the one Unix
     #: socket made for the bot process that was given the token.
     origin: str = ""
+    #: The match's id as the bot is told it (``MatchStart.match_id``): random, so that it
+    #: says nothing of the tournament's match numbers, deals or seatings ("" names the
+    #: registry's own key, as for a pooled process's seats before a match).
+    shown_id: str = ""
 
 
 class SeatRegistry:
@@ -672,7 +676,8 @@ class RefereeServicer:
             await _refuse(
                 context,
                 grpc.StatusCode.ALREADY_EXISTS,
-                f"seat {slot.seat} of match {slot.match_id} already has a stream; one stream per seat",
+                f"seat {slot.seat} of match {slot.shown_id or slot.match_id} already has a stream; "
+                "one stream per seat",
                 origin=slot.origin,
             )
             return
@@ -683,7 +688,8 @@ class RefereeServicer:
                 welcome=bot_pb2.Welcome(
                     protocol_version=PROTOCOL_VERSION,
                     referee_version=__version__,
-                    message=slot.welcome or f"seated as seat {slot.seat} of match {slot.match_id}",
+                    message=slot.welcome
+                    or f"seated as seat {slot.seat} of match {slot.shown_id or slot.match_id}",
                     capabilities=stream.capabilities,
                 )
             )

@@ -24,6 +24,7 @@ from typing import Any, TypeVar
 
 import grpc
 import psycopg
+from machine import stretched
 
 from referee.match.record import read_record
 from referee.rules import parse_card
@@ -38,7 +39,9 @@ T = TypeVar("T")
 
 
 def wait_for(check: Callable[[], T | None], timeout: float, what: str, every: float = 0.05) -> T:
-    """Poll ``check`` until it returns something truthy; fail naming ``what`` after ``timeout``."""
+    """Poll ``check`` until it returns something truthy; fail naming ``what`` after
+    ``timeout`` seconds of a quiet machine (stretched on a loaded one: a hang detector)."""
+    timeout = stretched(timeout)
     deadline = time.monotonic() + timeout
     while True:
         value = check()
@@ -62,7 +65,8 @@ def write_config(
     lines += ["[rules]"]
     lines += [f"{k} = {json.dumps(v)}" for k, v in (rules or {"preset": "sticheln"}).items()]
     lines += ["[clock]"]
-    clock = {"decision_ms": 2000, "time_bank_ms": 4000, **(clock or {})}
+    # Ten times and more what an honest bot needs on a loaded machine (tests/bots/harness.py).
+    clock = {"decision_ms": 10_000, "time_bank_ms": 4000, **(clock or {})}
     lines += [f"{k} = {v}" for k, v in clock.items()]
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path

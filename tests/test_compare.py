@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from machine import stretched
 
 from referee.compare.config import CompareConfigError, Overrides, load_compare, share_for_elo
 from referee.compare.run import (
@@ -61,8 +62,8 @@ def flags(tmp_path: Path, **kw: object) -> Overrides:
         "baseline": RANDOM,
         "opponents": [RANDOM, MINIMAL],
         "out": str(tmp_path / "out"),
-        "decision_ms": 2000,
-        "startup_ms": 8000,
+        "decision_ms": 10_000,
+        "startup_ms": 60_000,
         # The cheaper tier: a comparison's default, the strongest (tests/test_gvisor.py),
         # is played by the fixed-size comparison below.
         "sandbox": "bubblewrap",
@@ -281,10 +282,11 @@ def test_a_fixed_size_comparison_plays_exactly_its_matches_and_streams_json_line
             "--candidate", HEURISTIC, "--baseline", RANDOM,
             "--opponent", MINIMAL, "--opponent", MINIMAL,
             "--matches", "6", "--parallel", "2", "--out", str(out),
+            "--decision-ms", "10000", "--startup-ms", "60000",
         ],
         capture_output=True,
         text=True,
-        timeout=100,
+        timeout=stretched(100),
     )  # fmt: skip
     assert proc.returncode in (0, 1, 2), proc.stderr
     records = [json.loads(x) for x in proc.stderr.splitlines() if x.startswith("{")]
@@ -314,11 +316,11 @@ def test_kill_9_then_resume_keeps_finished_pairs_and_completes(tmp_path: Path) -
         "--candidate", RANDOM, "--baseline", RANDOM,
         "--opponent", MINIMAL, "--opponent", MINIMAL,
         "--sprt", "upper=40", "min_pairs=10", "--parallel", "2", "--out", str(out),
-        "--sandbox", "bubblewrap",
+        "--sandbox", "bubblewrap", "--decision-ms", "10000", "--startup-ms", "60000",
     ]  # fmt: skip
     db = out / "compare.db"
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 120
+    deadline = time.monotonic() + stretched(120)
     while _finished(db) < 4:
         assert proc.poll() is None, "the comparison ended before it could be killed"
         assert time.monotonic() < deadline, "no match finished in time"
@@ -327,7 +329,7 @@ def test_kill_9_then_resume_keeps_finished_pairs_and_completes(tmp_path: Path) -
     proc.wait(timeout=30)
     before = _finished_at(db)
     assert 4 <= len(before) < 20
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=200)
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=stretched(200))
     assert done.returncode in (0, 1), done.stderr  # decided, not capped
     after = _finished_at(db)
     assert all(after[i] == t for i, t in before.items()), "a finished match was played again"
@@ -824,7 +826,7 @@ def test_a_single_use_pool_lends_each_process_once_and_has_the_next_one_started(
     assert spec.seats > 1
 
     async def until(condition: Callable[[], bool], what: str) -> None:
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + stretched(60)
         while not condition():
             assert time.monotonic() < deadline, f"not in time: {what}"
             await asyncio.sleep(0.02)  # polling a condition, not waiting out a race

@@ -4,6 +4,10 @@ On the request numbers in ``SLOW`` (``"2,5"``) it answers after ``SLOW_MS`` with
 highest card(s), which the fallback never plays, so a late answer that were applied would
 show in the record. Meanwhile it goes on reading, and answers every other request at once
 with its lowest card(s): only the slow requests are late.
+
+``SLOW_MS=next`` makes a slow answer late by any margin, with no stopwatch: it is sent
+when the bot's next request comes (the referee asks again only once the slow request has
+timed out), just before the answer to that one.
 """
 
 import asyncio
@@ -14,8 +18,10 @@ import botlib
 from sticheln.v1 import bot_pb2
 
 SLOW = botlib.numbers("SLOW")
-SLOW_MS = int(os.environ.get("SLOW_MS", "0"))
+UNTIL_NEXT = os.environ.get("SLOW_MS") == "next"
+SLOW_MS = 0 if UNTIL_NEXT else int(os.environ.get("SLOW_MS", "0"))
 thinking: set[asyncio.Task[None]] = set()
+held: list[bot_pb2.DecisionRequest] = []
 
 
 async def answer_late(stream: botlib.Stream, request: bot_pb2.DecisionRequest) -> None:
@@ -24,7 +30,12 @@ async def answer_late(stream: botlib.Stream, request: bot_pb2.DecisionRequest) -
 
 
 async def decide(stream: botlib.Stream, request: bot_pb2.DecisionRequest, n: int) -> None:
-    if n in SLOW:
+    while held:
+        late = held.pop(0)
+        await stream.write(botlib.decision(late.request_id, botlib.highest(late)))
+    if n in SLOW and UNTIL_NEXT:
+        held.append(request)
+    elif n in SLOW:
         task = asyncio.ensure_future(answer_late(stream, request))
         thinking.add(task)
         task.add_done_callback(thinking.discard)

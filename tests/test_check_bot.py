@@ -434,3 +434,26 @@ def test_a_bot_that_times_out_everywhere_plays_one_scenario_per_family(
     assert "timeout" in done.stdout
     total = len(scenarios(rounds=1))
     assert out[-2].startswith(f"{len(played)} of {total} scenarios FAILED: {', '.join(played)}; ")
+
+
+def test_the_report_lists_a_scenarios_timeouts_before_the_exit_they_led_to() -> None:
+    # A late answer can meet the stream's end and make a bot exit with a failure: the
+    # timeout is the finding, the exit follows from it and is listed after it.
+    from referee.match.checkbot import Finding, Outcome
+    from referee.match.faults import Fault, FaultReason
+
+    scenario = next(s for s in scenarios() if s.name == "short-clock")
+    late = Fault(
+        scenario.seat, FaultReason.TIMEOUT, "no answer to request 9 within 50 ms", 0, 9, 1, False
+    )
+    exited = (
+        "the bot process exited with status 1 after the referee ended its stream with "
+        "status OK; expected exit status 0"
+    )
+    lines = Outcome(scenario, [Finding(late, "nothing in time", "1 card")], error=exited).lines()
+    assert lines[0].startswith("FAIL short-clock")
+    assert lines[1:] == [
+        "    round 1, request 9: timeout: no answer to request 9 within 50 ms; sent nothing "
+        "in time; expected 1 card",
+        f"    {exited}",
+    ]

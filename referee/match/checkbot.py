@@ -211,10 +211,12 @@ class Outcome:
         head = f"{'PASS' if self.passed else 'FAIL'} {s.name} ({s.about}; seat {s.seat})"
         if self.passed:
             head += f": {self.decisions} decisions, slowest {self.slowest_ms:.0f} ms"
+        # The bot's own answers first: an exit that follows from them (a late answer that
+        # met the stream's end) comes after the timeouts it follows from.
         out = [head]
+        out.extend(f"    {f.line()}" for f in self.findings)
         if self.error:
             out.append(f"    {self.error}")
-        out.extend(f"    {f.line()}" for f in self.findings)
         out.extend(f"    note: {n}" for n in self.notes)
         return out
 

@@ -21,6 +21,7 @@ from typing import Any
 import grpc
 import pytest
 from conftest import cards, reference_trick_winner
+from machine import stretched
 
 from referee.convert import rules_to_proto, view_to_proto
 from referee.rules import (
@@ -609,9 +610,10 @@ def test_card_text_matches_the_engine() -> None:
         assert sticheln_bot.card_text(c) == card_str(c)
 
 
-#: A bot on the Python helper that answers every request 300 ms late.
+#: A bot on the Python helper that answers only once the referee has ended its stream
+#: (the test's server makes the file ``ended`` then): late by any margin, no stopwatch.
 LATE_BOT = """
-import sys, time
+import os, sys, time
 sys.path.insert(0, {folder!r})
 import sticheln_bot
 
@@ -619,7 +621,9 @@ class Late(sticheln_bot.Bot):
     name = "late"
 
     def decide(self, request):
-        time.sleep(0.3)
+        deadline = time.monotonic() + 600
+        while not os.path.exists({ended!r}) and time.monotonic() < deadline:
+            time.sleep(0.01)
         return [1]
 
 sticheln_bot.run(Late())
@@ -635,11 +639,14 @@ def test_the_python_helper_exits_0_when_the_stream_ends_under_its_late_answer(
     # exit check counts against the bot.
     from sticheln.v1 import bot_pb2_grpc
 
+    ended = tmp_path / "ended"
+
     class EndsAtOnce(bot_pb2_grpc.RefereeServicer):
         async def Play(self, requests: Any, context: Any) -> Any:
             await requests.__anext__()  # the Hello
+            # Once the stream's status (OK) is sent, the bot answers.
+            context.add_done_callback(lambda _: ended.touch())
             yield bot_pb2.RefereeMessage(request=bot_pb2.DecisionRequest(request_id=7))
-            await asyncio.sleep(0.05)  # the bot is thinking: the stream ends, OK
 
     async def main() -> tuple[int | None, bytes]:
         server = grpc.aio.server()
@@ -648,7 +655,7 @@ def test_the_python_helper_exits_0_when_the_stream_ends_under_its_late_answer(
         await server.start()
         try:
             script = tmp_path / "late.py"
-            script.write_text(LATE_BOT.format(folder=str(SAMPLE_BOTS / "python")))
+            script.write_text(LATE_BOT.format(folder=str(SAMPLE_BOTS / "python"), ended=str(ended)))
             proc = await asyncio.create_subprocess_exec(
                 sys.executable,
                 str(script),
@@ -657,7 +664,7 @@ def test_the_python_helper_exits_0_when_the_stream_ends_under_its_late_answer(
                 stderr=asyncio.subprocess.PIPE,
                 env={**os.environ, "PYTHONPATH": str(ROOT)},
             )
-            _, err = await asyncio.wait_for(proc.communicate(), 60)
+            _, err = await asyncio.wait_for(proc.communicate(), stretched(60))
             return proc.returncode, err
         finally:
             await server.stop(0)

@@ -57,6 +57,10 @@ RATINGS_COLUMNS = (
 
 RATINGS_FORMAT_VERSION = 1
 
+#: In place of an interval the bootstrap cannot measure (``unidentified``): the words the
+#: web pages use, not the flag's name.
+UNMEASURED = "not measurable"
+
 
 @dataclass(frozen=True, slots=True)
 class ResultRow:
@@ -115,12 +119,12 @@ def interval_text(
     unidentified: bool = False,
 ) -> str:
     """A 95% interval as text: ``1450–1620``, ``> 1900`` (no upper bound), ``< 1400`` (no
-    lower bound), ``open`` (neither), ``anchor`` (the scale's reference), ``unidentified``
-    (the resamples cannot support one), ``–`` (none computed)."""
+    lower bound), ``open`` (neither), ``anchor`` (the scale's reference), ``not measurable``
+    (``unidentified``: the resamples cannot support one), ``–`` (none computed)."""
     if anchor:
         return "anchor"
     if unidentified:
-        return "unidentified"
+        return UNMEASURED
     if low_open and high_open:
         return "open"
     if high_open:

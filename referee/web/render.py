@@ -351,14 +351,26 @@ def bot(doc: Mapping[str, Any]) -> str:
         out.append(f'<p id="bot-status">hosted: {e(entry.get("status", ""))}</p>')
     subs = doc.get("submissions") or []
     if subs:
+        heads = ["#", "Status", "SHA-256", "Refusal"]
         sub_rows = [
-            f'<tr><td class="text">{u["number"]}</td><td class="text">{e(u["status"])}</td>'
-            f'<td class="text">{e(u["sha256"][:12])}</td><td class="text">{e(u["refusal"])}</td></tr>'
+            "<tr>"
+            + "".join(
+                f'<td class="text" data-label="{h}">{v}</td>'
+                for h, v in zip(
+                    heads,
+                    (u["number"], e(u["status"]), e(u["sha256"][:12]), e(u["refusal"])),
+                    strict=True,
+                )
+            )
+            + "</tr>"
             for u in subs
         ]
+        th = "".join(f'<th class="text">{h}</th>' for h in heads)
         out.append("<h2>Submissions</h2>")
+        # Rows become labelled blocks on a phone (app.css, table.stacked), as the script's.
         out.append(
-            _table("submissions", ["#", "Status", "SHA-256", "Refusal"], sub_rows, {0, 1, 2, 3})
+            f'<table id="submissions" class="stacked"><thead><tr>{th}</tr></thead>'
+            f"<tbody>{''.join(sub_rows)}</tbody></table>"
         )
     out.append("<h2>Faults by reason</h2>")
     faults = doc.get("faults") or {}

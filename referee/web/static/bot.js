@@ -9,6 +9,15 @@ function definitionList(pairs) {
     .map(([k, v]) => el("tr", {}, el("th", { class: "text", text: k }), el("td", { class: "text" }, v)))));
 }
 
+// A table that fits a phone: below 600 px each row is a block of labelled lines
+// (app.css, table.stacked), so no column runs off the screen.
+function stacked(id, heads, rows) {
+  return el("table", { id, class: "stacked" },
+    el("thead", {}, el("tr", {}, heads.map((h) => el("th", { class: "text", text: h })))),
+    el("tbody", {}, rows.map((cells) => el("tr", {}, cells.map((c, i) =>
+      el("td", { class: "text", "data-label": heads[i] }, c))))));
+}
+
 async function render(name) {
   const doc = await api(`/api/bot?name=${encodeURIComponent(name)}`);
   const e = doc.entry || {};
@@ -27,21 +36,15 @@ async function render(name) {
     ["Mean place", fmt(doc.mean_place, 2)],
   ]));
   if (doc.versions && doc.versions.length > 1) {
-    parts.push(el("h2", { text: "Versions" }), scrollable(el("table", { id: "versions" },
-      el("thead", {}, el("tr", {}, ["Version", "Entry", "Succeeds", "Description", "Active"].map((h) => el("th", { class: "text", text: h })))),
-      el("tbody", {}, doc.versions.map((v) => el("tr", {},
-        el("td", { class: "text", text: `v${v.version}` }), el("td", { class: "text" }, botLink(v.name)),
-        el("td", { class: "text" }, v.previous_version ? botLink(v.previous_version) : "–"),
-        el("td", { class: "text", text: v.description || "" }), el("td", { class: "text", text: v.active ? "yes" : "no" })))))));
+    parts.push(el("h2", { text: "Versions" }), stacked("versions", ["Version", "Entry", "Succeeds", "Description", "Active"],
+      doc.versions.map((v) => [`v${v.version}`, botLink(v.name), v.previous_version ? botLink(v.previous_version) : "–",
+        v.description || "", v.active ? "yes" : "no"])));
   }
   if (doc.submissions && doc.submissions.length) {
     const when = (t) => (t ? new Date(t * 1000).toLocaleString() : "–");
-    parts.push(el("h2", { text: "Submissions" }), scrollable(el("table", { id: "submissions" },
-      el("thead", {}, el("tr", {}, ["#", "Status", "Submitted", "Decided", "SHA-256", "Refusal"].map((h) => el("th", { class: "text", text: h })))),
-      el("tbody", {}, doc.submissions.map((u) => el("tr", {},
-        el("td", { class: "text", text: String(u.number) }), el("td", { class: "text", text: u.status }),
-        el("td", { class: "text", text: when(u.submitted_at) }), el("td", { class: "text", text: when(u.decided_at) }),
-        el("td", { class: "text", title: u.sha256, text: u.sha256.slice(0, 12) }), el("td", { class: "text", text: u.refusal || "" })))))));
+    parts.push(el("h2", { text: "Submissions" }), stacked("submissions", ["#", "Status", "Submitted", "Decided", "SHA-256", "Refusal"],
+      doc.submissions.map((u) => [String(u.number), u.status, when(u.submitted_at), when(u.decided_at),
+        el("span", { class: "hash", title: u.sha256, text: u.sha256.slice(0, 12) }), u.refusal || ""])));
   }
   parts.push(el("h2", { text: "Live Elo over its matches" }));
   parts.push(doc.rating_history.length

@@ -319,7 +319,17 @@ class Hosting:
         spec, build = self._load(folder / bot_file, s.bot, s.bot_file)
         build_sha = ""
         logs = private_dir(self.logs / f"{s.bot}-{s.number}")
-        if build:
+        reused = self.submissions.build_of(s.sha256, bot_file) if build else ""
+        if reused:
+            # The same code and bot file were built before: never twice (docs/hosting.md).
+            build_sha = reused
+            try:
+                built = self.folder(build_sha, "tar.gz")
+            except ArchiveRefused as exc:
+                raise Refusal(f"the build's output was refused: {exc}") from None
+            report.append(f"build: the same code was built before, output {build_sha}")
+            spec, _ = self._load(built / bot_file, s.bot, s.bot_file)
+        elif build:
             built_at = time.monotonic()
             result = await run_build(
                 self.sandbox,
@@ -342,6 +352,7 @@ class Hosting:
                 built = self.folder(build_sha, "tar.gz")
             except ArchiveRefused as exc:
                 raise Refusal(f"the build's output was refused: {exc}") from None
+            self.submissions.put_build(s.sha256, bot_file, build_sha)
             report.append(f"build: done, output {build_sha}")
             # The build's copy of the archive's folder is the bot's folder from now on.
             spec, _ = self._load(built / bot_file, s.bot, s.bot_file)
@@ -363,16 +374,20 @@ class Hosting:
             # The league's start-up time holds in every scenario, as in the start check.
             startup_ms=round(self.startup_s * 1000),
             jobs=self.config.validation_jobs,
+            # Validation only has to decide: a bot that timed out is not played further.
+            stop_after_timeout=True,
         )
         for o in outcomes:
             report.extend(o.lines())
-        failed = [o.scenario.name for o in outcomes if not o.passed]
+        failed = [o for o in outcomes if not o.passed and not o.skipped]
         if failed:
-            first = next(o for o in outcomes if not o.passed)
+            first = failed[0]
             why = first.error or (first.findings[0].line() if first.findings else "failed")
+            skipped = sum(1 for o in outcomes if o.skipped)
             raise Refusal(
-                f"check-bot: {len(failed)} of {len(outcomes)} scenarios failed, first "
-                f"{failed[0]}: {why}",
+                f"check-bot: {len(failed)} of {len(outcomes)} scenarios failed"
+                + (f", {skipped} not played" if skipped else "")
+                + f"; first {first.scenario.name}: {why}",
                 report,
             )
         return report, build_sha

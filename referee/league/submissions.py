@@ -10,6 +10,11 @@ Tables, in the league's :class:`~referee.results.store.Store` beside the match t
 - ``league_submissions``: one row per submission of an entry: its number (1, 2, ...),
   archive hash, bot file, status (``validating``, ``playing``, ``refused``,
   ``retired``), the one-line refusal, the validation report, and the build's output hash.
+- ``league_builds``: every successful build, keyed by the archive's hash and the bot
+  file's path in it (the code and the bot file that says how to build it): the same code
+  is never built twice, a resubmission of it or a rollback reuses the build's output.
+- ``league_seat_code``: which submission (and which code, by hash) played each hosted
+  seat of each match: the ratings of submissions are fitted from it.
 - ``match_queue``: the matches of hosted bots waiting for a worker, and the lease of the
   worker playing one (:class:`MatchQueue`).
 """
@@ -44,6 +49,22 @@ CREATE TABLE IF NOT EXISTS league_submissions (
     submitted_at {real} NOT NULL,
     decided_at {real},
     PRIMARY KEY (bot, number)
+);
+CREATE TABLE IF NOT EXISTS league_builds (
+    sha256 TEXT NOT NULL,
+    bot_file TEXT NOT NULL,
+    build_sha256 TEXT NOT NULL,
+    built_at {real} NOT NULL,
+    PRIMARY KEY (sha256, bot_file)
+);
+CREATE TABLE IF NOT EXISTS league_seat_code (
+    tournament TEXT NOT NULL,
+    idx INTEGER NOT NULL,
+    seat INTEGER NOT NULL,
+    bot TEXT NOT NULL,
+    submission INTEGER NOT NULL,
+    sha256 TEXT NOT NULL,
+    PRIMARY KEY (tournament, idx, seat)
 );
 CREATE TABLE IF NOT EXISTS match_queue (
     tournament TEXT NOT NULL,
@@ -116,6 +137,23 @@ class Submissions:
             "SELECT data FROM league_archives WHERE sha256 = ?", (sha256,)
         ).fetchone()
         return None if row is None else bytes(row[0])
+
+    def put_build(self, sha256: str, bot_file: str, build_sha256: str) -> None:
+        """The build of archive ``sha256`` with bot file ``bot_file`` left ``build_sha256``."""
+        self.store.execute(
+            "INSERT INTO league_builds VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
+            (sha256, bot_file, build_sha256, time.time()),
+        )
+
+    def build_of(self, sha256: str, bot_file: str) -> str:
+        """The output of an earlier build of the same code and bot file ("" when none, or
+        when its output is no longer in the store)."""
+        row = self.store.execute(
+            "SELECT b.build_sha256 FROM league_builds b JOIN league_archives a "
+            "ON a.sha256 = b.build_sha256 WHERE b.sha256 = ? AND b.bot_file = ?",
+            (sha256, bot_file),
+        ).fetchone()
+        return "" if row is None else str(row[0])
 
     def add(self, bot: str, sha256: str, fmt: str, bot_file: str) -> Submission:
         """A new submission of ``bot`` (the next number), ``validating``."""
@@ -207,6 +245,62 @@ class Submissions:
             )
 
         self.store.atomically(swap)
+
+
+# -- which code played each seat ------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SeatCode:
+    """The code a hosted seat ran: its submission and the hash of the archive it ran."""
+
+    submission: int
+    sha256: str
+
+
+class SeatCodes:
+    """``league_seat_code``: the submission and code hash of every hosted seat of a
+    league's matches, written when the match is seated (a replayed match's anew)."""
+
+    def __init__(self, store: Store, tournament: str) -> None:
+        self.store = store
+        self.tournament = tournament
+        store.create_tables(_SCHEMA)
+
+    def put(self, idx: int, seating: tuple[str, ...], code: dict[str, SeatCode]) -> None:
+        """The match ``idx`` seats ``code[bot]`` for each hosted bot of ``seating``."""
+
+        def write() -> None:
+            self.store.execute(
+                "DELETE FROM league_seat_code WHERE tournament = ? AND idx = ?",
+                (self.tournament, idx),
+            )
+            for seat, bot in enumerate(seating):
+                c = code.get(bot)
+                if c is not None:
+                    self.store.execute(
+                        "INSERT INTO league_seat_code VALUES (?, ?, ?, ?, ?, ?)",
+                        (self.tournament, idx, seat, bot, c.submission, c.sha256),
+                    )
+
+        self.store.atomically(write)
+
+    def of_match(self, idx: int) -> dict[int, SeatCode]:
+        """The hosted seats of match ``idx``, by seat."""
+        rows = self.store.execute(
+            "SELECT seat, submission, sha256 FROM league_seat_code WHERE tournament = ? "
+            "AND idx = ?",
+            (self.tournament, idx),
+        ).fetchall()
+        return {int(seat): SeatCode(int(n), str(sha)) for seat, n, sha in rows}
+
+    def all(self) -> dict[tuple[int, int], SeatCode]:
+        """Every hosted seat of the league, by (match index, seat)."""
+        rows = self.store.execute(
+            "SELECT idx, seat, submission, sha256 FROM league_seat_code WHERE tournament = ?",
+            (self.tournament,),
+        ).fetchall()
+        return {(int(i), int(seat)): SeatCode(int(n), str(sha)) for i, seat, n, sha in rows}
 
 
 # -- the match queue ------------------------------------------------------------------------

@@ -159,14 +159,15 @@ class Finding:
     fault: Fault
     sent: str
     expected: str
+    #: The decision in words (round, trick, the card's place in it), from the request.
+    where: str = ""
 
     def line(self) -> str:
-        """The finding as one report line."""
+        """The finding as one report line: the decision in words a person can find in the
+        match record (round, trick, which card), never the stream's internal request id."""
         f = self.fault
-        where = f"round {f.round_index + 1}"
-        if f.request_id:
-            where += f", request {f.request_id}"
-        text = f"{where}: {f.reason.value}: {f.detail}"
+        where = self.where or f"round {f.round_index + 1}"
+        text = f"{where}: {f.reason.value}: {_DETAIL.get(f.reason, f.detail)}"
         if self.sent:
             text += f"; sent {self.sent}"
         if self.expected:
@@ -364,8 +365,38 @@ def findings_of(faults: Sequence[Fault], tap: _Tap) -> list[Finding]:
         # A late answer is reported for what it held; what was expected is on its timeout.
         late = fault.reason is FaultReason.STALE_REQUEST_ID
         expected = expected_text(request) if request is not None and not late else ""
-        out.append(Finding(fault, sent, expected))
+        where = decision_words(request) if request is not None else ""
+        if late and where:
+            where = f"{where} (answered late)"
+        out.append(Finding(fault, sent, expected, where))
     return out
+
+
+#: A fault's detail in words for the report, where the referee's own names an internal id.
+_DETAIL = {
+    FaultReason.STALE_REQUEST_ID: "its answer came after the time allowed and was dropped",
+    FaultReason.UNKNOWN_REQUEST_ID: (
+        "its answer named a request that was never sent (a Decision echoes the "
+        "request_id of the request it answers)"
+    ),
+}
+
+
+def _ordinal(n: int) -> str:
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
+
+
+def decision_words(request: bot_pb2.DecisionRequest) -> str:
+    """Which decision ``request`` asked for, in words: the round, and the trick and the
+    card's place in it (or the pain card choice)."""
+    view = request.view
+    where = f"round {view.round_index + 1}"
+    if request.kind == bot_pb2.DECISION_KIND_PAIN_CHOICE:
+        return f"{where}, choosing the pain card{'s' if request.count > 1 else ''}"
+    played = len(view.trick)
+    place = "leading it" if played == 0 else f"playing its {_ordinal(played + 1)} card"
+    return f"{where}, trick {len(view.tricks) + 1}, {place}"
 
 
 class _ExitWatch:
@@ -637,6 +668,7 @@ async def check_bot(
     sandbox: Sandbox | None = None,
     same_seed: Callable[[str], None] | None = None,
     skip_after_timeout: bool = True,
+    stop_after_timeout: bool = False,
     jobs: int = 1,
 ) -> list[Outcome]:
     """Play ``bot`` through ``chosen`` on one server; ``on_ready`` gets its address. A
@@ -646,7 +678,10 @@ async def check_bot(
 
     With ``skip_after_timeout``, once the bot timed out in a scenario the rest of that
     scenario's family, and the same-seed probe, are not played: a bot that is too slow
-    everywhere is told so in seconds, not after every scenario's clock has run out.
+    everywhere is told so in seconds, not after every scenario's clock has run out. With
+    ``stop_after_timeout`` (a league's validation, which only has to decide), once the bot
+    timed out in any scenario no further scenario starts: a bot that does not answer is
+    refused in about the time its first scenarios take.
 
     ``jobs`` above 1 plays up to that many families side by side (a family's scenarios
     still one after another, so the skip above is the same), then the scenarios marked
@@ -676,7 +711,15 @@ async def check_bot(
                 ),
                 None,
             )
-            if skip_after_timeout and slow is not None:
+            anywhere = next(
+                (o.scenario.name for o in outcomes.values() if o.timed_out and not o.skipped),
+                None,
+            )
+            if stop_after_timeout and anywhere is not None:
+                outcome = Outcome(
+                    scenario, [], skipped=f"not played: the bot timed out in {anywhere}"
+                )
+            elif skip_after_timeout and slow is not None:
                 outcome = Outcome(
                     scenario,
                     [],

@@ -244,8 +244,11 @@ class MatchRunner:
         deal_key_commitment: str = "",
         bot_seeds: Sequence[int] = (),
         untimed: Collection[int] = (),
+        code: Sequence[tuple[int, str] | None] = (),
     ) -> None:
         rules.check_players(len(bots))
+        if code and len(code) != len(bots):
+            raise ValueError(f"code: {len(code)} entries for {len(bots)} seats")
         if bot_seeds and len(bot_seeds) != len(bots):
             raise ValueError(f"bot_seeds: {len(bot_seeds)} seeds for {len(bots)} seats")
         if strike_limit < 1:
@@ -283,6 +286,9 @@ class MatchRunner:
         #: The tournament's deal number and its deal key's commitment, for the header.
         self.deal = deal
         self.deal_key_commitment = deal_key_commitment
+        #: Per seat, the hosted submission and the hash of the code it runs (None: a bot
+        #: that dials in, or one started from a bot file), for the header.
+        self.code = list(code)
         #: ``MatchStart.bot_seed`` per seat: the deal key's for the deal and seat, or fresh
         #: random numbers for a match that belongs to no deal key.
         self.bot_seeds = list(bot_seeds) or [secrets.randbits(64) for _ in bots]
@@ -611,7 +617,7 @@ class MatchRunner:
             self._fault(
                 seat,
                 FaultReason.TIMEOUT,
-                f"no answer to request {rid} within {limit * 1000:.0f} ms",
+                f"no answer within {limit * 1000:.0f} ms",
                 rid,
             )
             seat.think.append(limit)
@@ -780,6 +786,10 @@ class MatchRunner:
             header["deal"] = self.deal
         if self.deal_key_commitment:
             header["deal_key_commitment"] = self.deal_key_commitment
+        if any(c is not None for c in self.code):
+            header["code"] = [
+                None if c is None else {"submission": c[0], "sha256": c[1]} for c in self.code
+            ]
         header.update(
             {
                 "clock": {

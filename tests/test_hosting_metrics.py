@@ -43,14 +43,16 @@ def test_the_league_times_builds_and_an_external_worker_counts_its_matches(
     db = sqlite_db(tmp_path)
     db.table["metrics_port"] = 0
     config = league_file(tmp_path, db, code_dir, workers=0)
-    # The Python sample bot with a build step (it has nothing to build: `true`).
-    folder = tmp_path / "built"
-    shutil.copytree(PYTHON_BOT, folder, symlinks=False)
-    (folder / "bot.toml").write_text((folder / "bot.toml").read_text() + 'build = "true"\n')
     log = tmp_path / "serve.log"
     with serving(config, log) as s:
         league_port = wait_for(lambda: printed_port(log), 30, "the league's metrics port")
         for name in ("alpha", "beta", "gamma"):
+            # The Python sample bot with a build step (it has nothing to build: `true`),
+            # its code each entry's own (the same code is built once).
+            folder = tmp_path / name
+            shutil.copytree(PYTHON_BOT, folder, symlinks=False)
+            toml = (folder / "bot.toml").read_text()
+            (folder / "bot.toml").write_text(toml + f'build = "true {name}"\n')
             token = s.register(name)
             submitted(
                 cli(s.address, "submit", str(folder), "--bot-file", "bot.toml", token=token),

@@ -38,7 +38,7 @@ def tournament_file(tmp: Path, out: str, seed: int = 11) -> Path:
     """Four deterministic bots (two lowest-card, two highest-card), tables of three."""
     text = (
         f'[tournament]\nname = "sharded"\nseed = {seed}\ntable_size = 3\nmatches_per_table = 6\n'
-        f'parallel = 1\nout = "{out}"\n[clock]\ndecision_ms = 2000\nstartup_ms = 8000\n'
+        f'parallel = 1\nout = "{out}"\n[clock]\ndecision_ms = 10000\nstartup_ms = 60000\n'
     )
     for i, script in enumerate(["lowest", "highest", "lowest", "highest"]):
         text += (
@@ -151,7 +151,8 @@ def said(stderr: str) -> list[str]:
 def test_bad_shard_or_database_is_one_line(tmp_path: Path, args: list[str], message: str) -> None:
     done = referee("tournament", str(tournament_file(tmp_path, "bad")), *args, timeout=60)
     assert done.returncode == 2
-    lines = said(done.stderr)
+    # Only that line: the sandbox and the bounds are said once the run is taken.
+    lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and message in lines[0], done.stderr
 
 
@@ -164,9 +165,28 @@ def test_unreachable_postgres_is_one_line_without_the_password(tmp_path: Path) -
     url = f"postgresql://referee:hunter2@127.0.0.1:{port}/sticheln"
     done = referee("tournament", str(tournament_file(tmp_path, "x")), "--db", url, timeout=60)
     assert done.returncode == 2
-    lines = said(done.stderr)
+    lines = done.stderr.strip().splitlines()  # no sandbox or bounds line before it
     assert len(lines) == 1 and "cannot connect to the database" in lines[0], done.stderr
     assert "hunter2" not in done.stderr and "referee:***@" in lines[0]
+
+
+def test_a_shard_given_another_deal_key_is_refused_in_one_line(tmp_path: Path) -> None:
+    from referee.results.store import open_store
+
+    path = tournament_file(tmp_path, "keyed")
+    config = load_config(path)
+    db = tmp_path / "keyed.db"
+    store = open_store(db)  # a tournament a first shard made with a key of its own
+    try:
+        store.open_tournament(config.name, config.fingerprint(), config.fingerprint_hash())
+        store.deal_key(config.name, DealKey.new())
+    finally:
+        store.close()
+    done = referee("tournament", str(path), "--shard", "1/2", "--db", str(db), timeout=120)
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    assert "not the given key" in lines[0] and "give every shard the same key" in lines[0]
 
 
 @pytest.mark.timeout(400)

@@ -86,12 +86,18 @@ def add_bot_uids(parser: argparse.ArgumentParser) -> None:
 
 
 def sandbox_for(
-    mode: str, bots: Sequence[Any], say: bool = True, bot_uids: str | None = None
+    mode: str,
+    bots: Sequence[Any],
+    say: bool = True,
+    bot_uids: str | None = None,
+    announce: bool = True,
 ) -> Any:
     """The sandbox for ``bots`` (a :class:`referee.jail.sandbox.Sandbox`), said on stderr
     (``say``); when some bot is to be started and no sandbox can be made here, a one-line
     refusal. ``bot_uids`` (``--bot-uids``) becomes ``$STICHELN_BOT_UIDS`` for this process
-    and the workers it starts, so that every sandbox of the run leases from that range."""
+    and the workers it starts, so that every sandbox of the run leases from that range.
+    With ``announce`` false nothing is said yet: :func:`announce_sandbox` says it once the
+    command's other inputs are checked, so that a refusal is its one line."""
     from referee.jail.botusers import RANGE_ENV, parse_range
     from referee.jail.sandbox import Sandbox, SandboxUnavailable
 
@@ -111,10 +117,17 @@ def sandbox_for(
                 sandbox.check()
         except SandboxUnavailable as exc:
             raise UsageError(str(exc)) from None
+    if announce:
+        announce_sandbox(sandbox, bots, say)
+    return sandbox
+
+
+def announce_sandbox(sandbox: Any, bots: Sequence[Any], say: bool) -> None:
+    """Say how started bots are confined and bounded (see :func:`sandbox_for`)."""
+    if any(not b.external for b in bots):
         if say:
             print(sandbox.describe(), file=sys.stderr)
         _say_bounds(say)
-    return sandbox
 
 
 def _say_bounds(say: bool) -> None:

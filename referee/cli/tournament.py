@@ -13,6 +13,7 @@ from referee.cli.common import (
     add_log_level,
     add_preflight_flag,
     add_web_flags,
+    announce_sandbox,
     given_deal_key,
     linger,
     load_tournament,
@@ -166,9 +167,10 @@ def tournament(args: argparse.Namespace) -> int:
             "same for every shard: make one with `referee deal-key --out deal.key`, then give "
             f"every shard --deal-key-file deal.key (or ${KEY_ENV}); see docs/sharding.md"
         )
-    for line in shared_authors(config.bots, pair_counts(schedule)):
-        print(line, file=sys.stderr)
+    shared = shared_authors(config.bots, pair_counts(schedule))
     if args.dry_run:
+        for line in shared:
+            print(line, file=sys.stderr)
         tables = len({m.table for m in schedule})
         part = "" if shard is None else f" (shard {shard})"
         print(
@@ -186,8 +188,11 @@ def tournament(args: argparse.Namespace) -> int:
         for m in schedule:
             print(f"{m.index:5d}  deal {m.deal:4d}  {' '.join(m.seating)}")
         return 0
-    # In the tournament_start log line and the report; on a terminal, said here too.
-    sandbox = sandbox_for(config.sandbox, config.bots, say=tty or plain, bot_uids=args.bot_uids)
+    # In the tournament_start log line and the report; on a terminal, said too, once the
+    # database has taken the run: a refused database, shard or deal key is one line.
+    sandbox = sandbox_for(
+        config.sandbox, config.bots, say=tty or plain, bot_uids=args.bot_uids, announce=False
+    )
     metrics = RefereeMetrics()
     metrics.planned.set(len(schedule))  # known before the first scrape
     if args.metrics_port is not None:
@@ -228,6 +233,12 @@ def tournament(args: argparse.Namespace) -> int:
             if source is not None:
                 source.close()
 
+    def opened() -> None:
+        """The database took the run: say what a refusal would have hidden."""
+        for line in shared:
+            print(line, file=sys.stderr)
+        announce_sandbox(sandbox, config.bots, tty or plain)
+
     async def run_tournament_and_report() -> int:
         outcome = await run_tournament(
             config,
@@ -240,6 +251,7 @@ def tournament(args: argparse.Namespace) -> int:
             deal_key=deal_key,
             live_records=args.web_port is not None,
             plain_progress=plain,
+            on_open=opened,
         )
         if shard is not None:
             print(

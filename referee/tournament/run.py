@@ -25,7 +25,7 @@ import math
 import os
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -233,9 +233,12 @@ async def run_tournament(
     deal_key: DealKey | None = None,
     live_records: bool = False,
     plain_progress: bool = False,
+    on_open: Callable[[], None] | None = None,
 ) -> TournamentOutcome:
     """Play every unfinished match of ``config`` (or of ``indices``, or of ``shard``) and,
     once the whole tournament is finished in the database, export the standings.
+    ``on_open`` is called once the database has taken the run (a refused database, shard
+    or deal key raises before it), before any bot is started.
 
     Several shards may run at once on one shared database (PostgreSQL, or one SQLite
     file on one machine): each plans, resets and plays only its own matches. The deal key
@@ -250,6 +253,8 @@ async def run_tournament(
     bar: Progress | None = None
     try:
         run = _TournamentRun.open(config, store, full, schedule, deal_key, shard, metrics)
+        if on_open is not None:
+            on_open()
         if (sys.stderr.isatty() if progress is None else progress) or plain_progress:
             # The start's log line is below a terminal's log level: say it here, before
             # the progress line (which would fold it at the terminal's width).

@@ -283,6 +283,7 @@ def test_a_fixed_size_comparison_plays_exactly_its_matches_and_streams_json_line
             "--opponent", MINIMAL, "--opponent", MINIMAL,
             "--matches", "6", "--parallel", "2", "--out", str(out),
             "--decision-ms", "10000", "--startup-ms", "60000",
+            "--log-level", "warning",  # given, off a terminal: JSON lines
         ],
         capture_output=True,
         text=True,
@@ -339,6 +340,32 @@ def test_kill_9_then_resume_keeps_finished_pairs_and_completes(tmp_path: Path) -
     assert summary["matches"] == len(after)
     # --sandbox chose the tier of every match.
     assert {_header(r)["sandbox"] for r in (out / "matches").glob("*.jsonl")} == {"bubblewrap"}
+
+
+@pytest.mark.timeout(120)
+def test_a_piped_comparison_prints_the_terminals_line_once_a_pair(tmp_path: Path) -> None:
+    # As referee tournament: at the default log level, off a terminal, what a terminal
+    # shows, a line per pair with no terminal codes; JSON only with --log-level.
+    proc = subprocess.run(
+        [
+            sys.executable, "-m", "referee.cli", "compare",
+            "--candidate", HEURISTIC, "--baseline", RANDOM,
+            "--opponent", MINIMAL, "--opponent", MINIMAL,
+            "--matches", "4", "--parallel", "2", "--out", str(tmp_path / "piped"),
+            "--decision-ms", "10000", "--startup-ms", "60000", "--sandbox", "bubblewrap",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=stretched(100),
+    )  # fmt: skip
+    assert proc.returncode in (0, 1, 2), proc.stderr
+    err = proc.stderr.splitlines()
+    assert not [x for x in err if x.startswith("{")], proc.stderr
+    assert "\r" not in proc.stderr and "\x1b" not in proc.stderr
+    progress = [x for x in err if x.startswith("pairs ")]
+    assert [int(x.split()[1]) for x in progress] == [1, 2], proc.stderr
+    assert all(x.split()[2:4] == ["matches", str(2 * (i + 1))] for i, x in enumerate(progress))
+    assert "diff " in progress[-1] and "pairs to go" in progress[-1]
 
 
 def _header(record: Path) -> dict[str, Any]:

@@ -80,7 +80,13 @@ def add_parsers(sub: Subparsers) -> None:
     cmp.add_argument("--time-bank-ms", type=int, help="match time bank per seat (default 0)")
     cmp.add_argument("--startup-ms", type=int, help="time a bot has to connect (default 10000)")
     add_web_flags(cmp, "the comparison's page (verdict, test, pairs side by side)")
-    add_log_level(cmp, "warning")
+    add_log_level(
+        cmp,
+        None,
+        said="default: warning, as text, with the progress (a line that updates on a "
+        "terminal, a line per pair elsewhere); given, off a terminal the log is JSON lines, "
+        "the progress among them",
+    )
     cmp.add_argument(
         "--read",
         action="append",
@@ -117,7 +123,13 @@ def compare(args: argparse.Namespace) -> int:
     )
     from referee.runtime import logs
 
-    logs.configure(args.log_level)
+    # As referee tournament: at the default level a piped run prints what a terminal
+    # shows (the progress a line per pair, warnings as text); JSON lines, the progress
+    # among them, come with an explicit --log-level off a terminal.
+    tty = sys.stderr.isatty()
+    plain = not tty and args.log_level is None
+    level = args.log_level or "warning"
+    logs.configure(level, json=False if plain else None)
     flags = Overrides(
         name=args.name,
         candidate=args.candidate,
@@ -143,12 +155,13 @@ def compare(args: argparse.Namespace) -> int:
         return _refused(str(exc))
     if args.web_port is not None and not 0 <= args.web_port <= 65535:
         return _refused(f"--web-port {args.web_port} is not allowed; allowed: 0 to 65535")
-    tty = sys.stderr.isatty()
 
     def show(verdict: Verdict, matches: int) -> None:
         if tty:
             end = "\n" if verdict.finished else ""
             sys.stderr.write(f"\r\x1b[K{progress_line(config, verdict, matches)}{end}")
+        elif plain:
+            sys.stderr.write(progress_line(config, verdict, matches) + "\n")
         else:
             sys.stderr.write(json.dumps(progress_record(config, verdict, matches)) + "\n")
         sys.stderr.flush()
@@ -183,9 +196,7 @@ def compare(args: argparse.Namespace) -> int:
                 ) from None
             notice(f"web on {web.address}")
         try:
-            outcome = await run_compare(
-                config, on_progress=show, on_notice=notice, log_level=args.log_level
-            )
+            outcome = await run_compare(config, on_progress=show, on_notice=notice, log_level=level)
         finally:
             if web is not None:
                 await web.stop()

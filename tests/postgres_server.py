@@ -4,6 +4,14 @@
 listening on 127.0.0.1 only, on a free port, with trust authentication for local
 connections; :meth:`PostgresServer.create_database` gives each test its own database.
 Running as root, the server runs as the ``postgres`` user (PostgreSQL refuses root).
+
+The server has a session of its own (a Ctrl-C on the terminal does not reach it), and a
+guardian: a small process, also in a session of its own, that waits for its pipe from the
+test process to close. The kernel closes it however the test process ends, Ctrl-C, or a
+SIGKILL from pytest-xdist when a worker's teardown takes longer than xdist waits; the
+guardian then stops the server (immediate shutdown) and removes its folder, so that an
+interrupted test run leaves no cluster behind. :meth:`PostgresServer.stop` does the same
+at once and lets the guardian go.
 """
 
 from __future__ import annotations
@@ -14,6 +22,7 @@ import pwd
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 import urllib.parse
@@ -39,6 +48,29 @@ def _bindir() -> Path:
     )
 
 
+#: The guardian's whole program (``python -I -S -c``: it imports nothing of the tests).
+#: Arguments: the server's folder, then the command that stops it.
+GUARDIAN = """
+import os, shutil, signal, subprocess, sys
+for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+    signal.signal(sig, signal.SIG_IGN)
+sys.stdin.buffer.read()
+root, stop = sys.argv[1], sys.argv[2:]
+pidfile = os.path.join(root, "data", "postmaster.pid")
+if os.path.exists(pidfile):
+    try:
+        subprocess.run(stop, capture_output=True, timeout=60, cwd=root)
+    except (OSError, subprocess.SubprocessError):
+        pass
+    try:
+        with open(pidfile) as f:
+            os.kill(int(f.readline()), signal.SIGKILL)
+    except (OSError, ValueError):
+        pass
+shutil.rmtree(root, ignore_errors=True)
+"""
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -59,6 +91,14 @@ class PostgresServer:
             user = pwd.getpwnam("postgres")
             os.chown(self.root, user.pw_uid, user.pw_gid)
             self._as = ["runuser", "-u", "postgres", "--"]
+        stop = [*self._as, str(self.bindir / "pg_ctl"), "-D", str(self.data), "stop", "-m"]
+        self.guardian = subprocess.Popen(
+            [sys.executable, "-I", "-S", "-c", GUARDIAN, str(self.root), *stop, "immediate"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
 
     def _run(self, *cmd: str) -> None:
         subprocess.run(
@@ -97,6 +137,7 @@ class PostgresServer:
             stdout=log,
             stderr=subprocess.STDOUT,
             cwd=self.root,
+            start_new_session=True,
         )
         log.close()
         deadline = time.monotonic() + 60
@@ -130,6 +171,9 @@ class PostgresServer:
                 self.proc.kill()
                 self.proc.wait(timeout=10)
         shutil.rmtree(self.root, ignore_errors=True)
+        if self.guardian.stdin is not None and not self.guardian.stdin.closed:
+            self.guardian.stdin.close()  # nothing is left for it to do
+            self.guardian.wait(timeout=60)
 
     def __enter__(self) -> PostgresServer:
         return self.start()

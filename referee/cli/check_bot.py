@@ -71,7 +71,11 @@ def add_parsers(sub: Subparsers) -> None:
         help="scenario families played side by side (default 1; the short-clock and "
         "many-stream scenarios are always played alone; not with --connect)",
     )
-    chk.add_argument("--out", help="keep match records and bot logs here (default: a temp folder)")
+    chk.add_argument(
+        "--out",
+        help="keep match records and bot logs here (default: a temporary folder, kept only "
+        "when a scenario failed)",
+    )
     chk.add_argument(
         "--host", default="127.0.0.1", help="address to serve bots on (default 127.0.0.1)"
     )
@@ -220,4 +224,12 @@ def check_bot(args: argparse.Namespace) -> int:
             shutil.rmtree(out, ignore_errors=True)
         return 0
 
-    return run_until_done(run(), f"interrupted: bot stopped; records and logs in {out}")
+    if keep:
+        return run_until_done(run(), f"interrupted: bot stopped; records and logs in {out}")
+    # An interrupted check leaves nothing behind in the temporary folder; --out keeps it.
+    status = run_until_done(
+        run(), "interrupted: bot stopped; nothing kept (--out FOLDER keeps the records and logs)"
+    )
+    if status == 130:
+        shutil.rmtree(out, ignore_errors=True)
+    return status

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 import pytest
-from machine import load_factor
+from machine import busy_by_others, load_factor
 
 from referee.rules import Action, Card, Phase, Round, parse_card
 
@@ -44,6 +44,15 @@ def pytest_runtest_protocol(item: pytest.Item) -> Iterator[None]:
         scaled = float(base) * factor
         item.add_marker(pytest.mark.timeout(scaled, *extra, **rest), append=False)
     yield
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """A test marked ``quiet`` judges timing and needs a machine no other work holds busy:
+    on a busy one it is skipped, with the reason in pytest's summary."""
+    if item.get_closest_marker("quiet") is not None:
+        why = busy_by_others()
+        if why:
+            pytest.skip(why)
 
 
 @pytest.fixture(autouse=True)

@@ -9,6 +9,7 @@ such a timeout room in proportion.
 from __future__ import annotations
 
 import os
+import time
 
 
 def load_factor() -> float:
@@ -23,3 +24,29 @@ def load_factor() -> float:
 def stretched(seconds: float) -> float:
     """``seconds`` of a quiet machine, on this one now (:func:`load_factor`)."""
     return seconds * load_factor()
+
+
+#: Runnable processes per core beyond which a test marked ``quiet`` is skipped.
+BUSY_PER_CORE = 2.0
+
+
+def busy_by_others() -> str:
+    """Why the machine is too busy for a test that judges timing, or "": the mean number of
+    runnable processes over half a second (``/proc/loadavg``'s fourth field; the suite's
+    serial phase runs one test at a time, so they are other work's)."""
+    cores = len(os.sched_getaffinity(0))
+    seen = []
+    for _ in range(10):
+        try:
+            with open("/proc/loadavg", encoding="ascii") as f:
+                seen.append(int(f.read().split()[3].split("/")[0]) - 1)  # not this process
+        except (OSError, ValueError, IndexError):
+            return ""
+        time.sleep(0.05)
+    runnable = sum(seen) / len(seen)
+    if runnable <= BUSY_PER_CORE * cores:
+        return ""
+    return (
+        f"judges timing on a quiet machine; {runnable:.0f} processes were runnable on "
+        f"{cores} cores as it started (other work's)"
+    )

@@ -115,8 +115,9 @@ def test_connections_are_counted_per_listening_socket(tmp_path: Path) -> None:
 
 
 # The cut counts messages between two requests: how many the flooder gets in depends on
-# its speed against the referee's, which other tests' load would change.
+# its speed against the referee's, which other tests' (or other work's) load would change.
 @pytest.mark.serial
+@pytest.mark.quiet
 def test_a_bot_flooding_late_answers_is_disconnected_and_the_others_play_on(
     tmp_path: Path,
 ) -> None:

@@ -16,6 +16,7 @@ import structlog
 
 from referee.league.publishing import RECENT
 from referee.league.registry import BotEntry, RegistryError
+from referee.league.uploads import client_address
 from referee.match.server import Refused
 from referee.results.store import StoreError
 from sticheln.v1 import league_pb2
@@ -164,7 +165,7 @@ class LeagueServicer:
                     "instead",
                 )
             entry = self._entry_of_token(context, "a submission")
-            sub = await uploads.receive(requests, entry)
+            sub = await uploads.receive(requests, entry, client_address(context.peer()))
             return league_pb2.SubmitResponse(submission=self.league.submission_message(sub))
         except Refused as exc:
             await context.abort(exc.code, exc.message)

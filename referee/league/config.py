@@ -71,6 +71,18 @@ class HostingConfig:
     validation_jobs: int = 3
     #: Seconds an upload may take, header to last chunk.
     upload_timeout_s: float = 300.0
+    #: Uploads under way at once: in all, per owner, per client address (one per entry).
+    uploads_at_once: int = 16
+    uploads_per_owner: int = 2
+    uploads_per_address: int = 4
+    #: The least average rate of an upload once its first seconds are over, KiB/s.
+    upload_min_kib_s: float = 32.0
+    #: Uploads an entry may start per 24 hours (each counts as it starts).
+    upload_attempts_per_day: int = 60
+    #: Seconds of builds each owner's submissions may run per 24 hours.
+    build_seconds_per_day: float = 3600.0
+    #: Days the archives and folders of refused and retired submissions are kept.
+    retention_days: float = 7.0
 
 
 @dataclass(frozen=True)
@@ -220,6 +232,24 @@ class HostingTable(Table):
     (the short-clock and many-stream scenarios are still played alone)."""
     upload_timeout_s: Annotated[float, Field(gt=0, le=3600)] = 300.0
     """Seconds an upload may take, header to last chunk (a slower one is refused)."""
+    uploads_at_once: Annotated[int, Field(ge=1, le=1024)] = 16
+    """Uploads under way at once, all entries together (one per entry at a time)."""
+    uploads_per_owner: Annotated[int, Field(ge=1, le=1024)] = 2
+    """Uploads under way at once of one owner's entries."""
+    uploads_per_address: Annotated[int, Field(ge=1, le=1024)] = 4
+    """Uploads under way at once from one client address."""
+    upload_min_kib_s: Annotated[float, Field(ge=0, le=1_048_576)] = 32.0
+    """The least average rate of an upload once its first 10 s are over, in KiB/s (a
+    slower one is refused); 0: no least rate."""
+    upload_attempts_per_day: Annotated[int, Field(ge=1, le=100_000)] = 60
+    """Uploads a bot entry may start per 24 hours: each counts as it starts, stored,
+    refused or cut."""
+    build_seconds_per_day: Annotated[float, Field(gt=0, le=864_000)] = 3600.0
+    """Seconds the builds of one owner's submissions may run per 24 hours (a build gets
+    at most what is left)."""
+    retention_days: Annotated[float, Field(ge=0, le=3650)] = 7.0
+    """Days the archive and unpacked folder of a refused or retired submission are kept
+    (its record, hash and report stay)."""
 
 
 class LeagueFile(Table):
@@ -307,6 +337,13 @@ def league_from_table(data: dict[str, Any], base: Path, source: Path, environ: A
         validation_rounds=h.validation_rounds,
         validation_jobs=h.validation_jobs,
         upload_timeout_s=h.upload_timeout_s,
+        uploads_at_once=h.uploads_at_once,
+        uploads_per_owner=h.uploads_per_owner,
+        uploads_per_address=h.uploads_per_address,
+        upload_min_kib_s=h.upload_min_kib_s,
+        upload_attempts_per_day=h.upload_attempts_per_day,
+        build_seconds_per_day=h.build_seconds_per_day,
+        retention_days=h.retention_days,
     )
     return LeagueConfig(
         name=name,

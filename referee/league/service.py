@@ -119,7 +119,7 @@ class League:
                 config.clock.startup_ms / 1000,
             )
             self.hosting.on_decided.append(self._hosted_decided)
-            self.uploads = Uploads(self.hosting, self.submissions)
+            self.uploads = Uploads(self.hosting, self.submissions, self._owner_of)
         self.deals = Deals()
         history = History()
         self.lobby = StreamLobby(config, self.registry, wake=lambda: self.matchmaker.wake())
@@ -306,6 +306,11 @@ class League:
         self.metrics.submissions.labels("playing" if playing else "refused").inc()
         self.metrics.validation.observe(seconds)
         self.matchmaker.wake()
+
+    def _owner_of(self, bot: str) -> str:
+        """The owner of entry ``bot`` (an entry without one is its own)."""
+        entry = self.registry.get(bot)
+        return (entry.owner if entry is not None else "") or f"entry {bot}"
 
     def connected(self, bot: str) -> int:
         """Open streams of ``bot``."""

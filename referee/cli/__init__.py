@@ -22,6 +22,7 @@ from referee.cli import (
     compare,
     deals,
     demo,
+    fairplay,
     league,
     match,
     replay,
@@ -33,7 +34,19 @@ from referee.cli.common import UsageError, take_deal_key_from_environment
 from referee.runtime import descriptors, logs
 
 #: The command modules, in the order ``referee --help`` lists their commands.
-COMMANDS = (demo, match, tournament, deals, compare, league, check_bot, web, replay, schema)
+COMMANDS = (
+    demo,
+    match,
+    tournament,
+    deals,
+    compare,
+    league,
+    check_bot,
+    web,
+    replay,
+    fairplay,
+    schema,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -103,7 +103,7 @@ def make_bot(kind: str) -> Bot:
     if kind == "tenth":
         return Tenth()
     if kind.startswith("cheat"):
-        return ClairvoyantBot(rate=int(kind[5:]) / 100, cap_ms=3.0, rollouts=4)
+        return ClairvoyantBot(rate=int(kind[5:]) / 100, cap_ms=3.0)
     if kind.startswith("colluder:"):
         return ClairvoyantBot(partner=kind.split(":", 1)[1], cap_ms=3.0)
     raise ValueError(f"unknown bot kind {kind!r}")
@@ -236,23 +236,27 @@ def run_league(
     seed: int,
     folder: Path,
     options: Options,
-    on_match: Callable[[int, FairPlay], None] | None = None,
+    on_match: Callable[[int, FairPlay], bool] | None = None,
+    always: Sequence[str] = (),
 ) -> tuple[FairPlay, float]:
-    """Play ``matches`` four-seat matches among ``names`` (random tables), feeding each to
-    the test as it finishes; the test's CPU seconds."""
+    """Play up to ``matches`` four-seat matches among ``names`` (random tables, with the
+    bots in ``always`` at every one), feeding each to the test as it finishes, until
+    ``on_match`` says stop; the test's CPU seconds."""
     rng = random.Random(seed)
     fp = FairPlay(options)
     spent = 0.0
+    rest = [n for n in names if n not in always]
     for i in range(matches):
-        seating = rng.sample(list(names), 4)
+        seating = [*always, *rng.sample(rest, 4 - len(always))]
+        rng.shuffle(seating)
         path = folder / f"m{seed}-{i:05d}.jsonl"
         play_match(seating, kinds, rng.getrandbits(63), path, f"m{seed}-{i:05d}")
         started = time.process_time()
         fp.add(read_decisions(path))
         spent += time.process_time() - started
         path.unlink()
-        if on_match is not None:
-            on_match(i + 1, fp)
+        if on_match is not None and on_match(i + 1, fp):
+            break
     return fp, spent
 
 
@@ -398,12 +402,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--matches", type=int, default=20)
     parser.add_argument("--cost-matches", type=int, default=10)
     parser.add_argument("--deals", type=int, default=default.deals)
-    parser.add_argument("--rollouts", type=int, default=default.rollouts)
     parser.add_argument("--candidates", type=int, default=default.candidates)
     parser.add_argument("--margin", type=float, default=Options().margin)
     args = parser.parse_args(argv)
     options = Options(
-        settings=Settings(deals=args.deals, rollouts=args.rollouts, candidates=args.candidates),
+        settings=Settings(deals=args.deals, candidates=args.candidates),
         margin=args.margin,
         pair_margin=args.margin,
     )

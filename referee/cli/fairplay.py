@@ -56,10 +56,13 @@ def add_parsers(sub: Subparsers) -> None:
         help="judge only this bot (and its pairs); repeat for several",
     )
     fp.add_argument(
-        "--deals", type=int, default=None, help="deals sampled per decision (default 12)"
+        "--deals", type=int, default=None, help="deals sampled per decision (default 8)"
     )
     fp.add_argument(
-        "--rollouts", type=int, default=None, help="play-outs per candidate per deal (default 2)"
+        "--candidates",
+        type=int,
+        default=None,
+        help="candidate actions valued per decision, the chosen one included (default 6)",
     )
     fp.add_argument(
         "--alpha",
@@ -88,11 +91,11 @@ def fairplay(args: argparse.Namespace) -> int:
     if bool(args.folder) == bool(args.database):
         raise UsageError("give a tournament FOLDER or --database URL (one of them)")
     settings = Settings()
-    for name in ("deals", "rollouts"):
+    for name, least in (("deals", 1), ("candidates", 2)):
         value = getattr(args, name)
         if value is not None:
-            if value < 1:
-                raise UsageError(f"--{name}: {value} is not allowed; allowed: 1 or more")
+            if value < least:
+                raise UsageError(f"--{name}: {value} is not allowed; allowed: {least} or more")
             settings = dataclasses.replace(settings, **{name: value})
     options = Options(settings=settings)
     if args.alpha is not None:
@@ -219,7 +222,7 @@ def _database_records(target: str, name: str) -> list[Path]:
 
 def _evaluate(job: tuple[Path, Options, tuple[str, ...]]) -> tuple[MatchDecisions, list[Fit]] | str:
     """One match's decisions and their fits, or why it was skipped (in a worker process)."""
-    from referee.fairplay import Evaluator, RecordSkipped, read_decisions
+    from referee.fairplay import Evaluator, MatchDecisions, RecordSkipped, read_decisions
     from referee.match.record import ReplayError
 
     path, options, only = job
@@ -238,7 +241,8 @@ def _evaluate(job: tuple[Path, Options, tuple[str, ...]]) -> tuple[MatchDecision
         or d.bot in wanted
         or any(match.seating[t] in wanted for t in range(len(match.seating)))
     ]
-    return match, fits
+    # Only the seating goes back: the decisions' states stay in this process.
+    return MatchDecisions(match.match_id, match.seating, ()), fits
 
 
 def _evaluated(

@@ -12,6 +12,7 @@ and per pair.
 from referee.fairplay.decisions import (
     Decision,
     MatchDecisions,
+    Place,
     RecordSkipped,
     decisions_of,
     read_decisions,
@@ -28,6 +29,7 @@ __all__ = [
     "MatchDecisions",
     "Monitor",
     "Options",
+    "Place",
     "RecordSkipped",
     "Settings",
     "decisions_of",

@@ -20,6 +20,32 @@ from referee.rules import Action, IllegalAction, Round, from_table, parse_card
 
 
 @dataclass(frozen=True, slots=True)
+class Place:
+    """Where a decision was made: the match, the bot and its seat, and the moment
+    (``trick`` and ``card`` 0-based, both -1 for a pain choice)."""
+
+    match_id: str
+    bot: str
+    seat: int
+    round_index: int
+    trick: int
+    card: int
+
+    @property
+    def kind(self) -> str:
+        """``"pain"`` or ``"play"``."""
+        return "pain" if self.trick < 0 else "play"
+
+    @property
+    def moment(self) -> str:
+        """The match viewer's address of the moment this choice shows (``r2t5c3``:
+        round 2, trick 5, its third card; ``r2pick``: round 2's pain choice)."""
+        if self.trick < 0:
+            return f"r{self.round_index + 1}pick"
+        return f"r{self.round_index + 1}t{self.trick + 1}c{self.card + 1}"
+
+
+@dataclass(frozen=True, slots=True)
 class Decision:
     """One choice a bot made in a match.
 
@@ -39,17 +65,19 @@ class Decision:
     action: Action
 
     @property
+    def place(self) -> Place:
+        """Where it was made, without the state (small, and picklable)."""
+        return Place(self.match_id, self.bot, self.seat, self.round_index, self.trick, self.card)
+
+    @property
     def kind(self) -> str:
         """``"pain"`` or ``"play"``."""
-        return "pain" if self.trick < 0 else "play"
+        return self.place.kind
 
     @property
     def moment(self) -> str:
-        """The match viewer's address of the moment this choice shows (``r2t5c3``:
-        round 2, trick 5, its third card; ``r2pick``: round 2's pain choice)."""
-        if self.trick < 0:
-            return f"r{self.round_index + 1}pick"
-        return f"r{self.round_index + 1}t{self.trick + 1}c{self.card + 1}"
+        """The match viewer's address of its moment (:attr:`Place.moment`)."""
+        return self.place.moment
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,7 +9,7 @@ decisions of ``rank - 1/2`` (:class:`~referee.fairplay.value.Fit`), a number in
 :class:`Monitor` bets against the hypothesis "mean ``y`` at most ``margin``": its wealth
 starts at 1 and after each unit is multiplied by ``1 + lambda * (y - margin)``, where the
 stake ``lambda`` is chosen from the units before (aGRAPA: the growth-optimal stake for the
-mean and variance seen so far, at most half the largest safe stake). Under the
+mean and variance seen so far, at most 0.9 of the largest safe stake). Under the
 hypothesis the wealth is a nonnegative supermartingale, so by Ville's inequality it ever
 reaches ``1/alpha`` with probability at most ``alpha``, however often it is looked at: a
 league may look after every match and the false-alarm rate stays at most ``alpha``. The
@@ -27,6 +27,8 @@ from dataclasses import dataclass
 
 #: The score of a unit is the mean of ``rank - 1/2``: within [-LOW, LOW].
 LOW = 0.5
+#: The largest stake, as a share of the largest safe one (which could lose everything).
+STAKE_SHARE = 0.9
 
 
 @dataclass
@@ -76,7 +78,9 @@ class Monitor:
         excess = mean - self.margin
         if excess <= 0:
             return 0.0
-        limit = 0.5 / (LOW + self.margin)
+        # A unit's score is a mean of many ranks, never near -1/2: most of the safe range
+        # can be staked without risk of ruin.
+        limit = STAKE_SHARE / (LOW + self.margin)
         return min(limit, excess / (var + excess * excess))
 
     @property

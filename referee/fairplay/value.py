@@ -2,9 +2,11 @@
 deals the seat could not tell from it.
 
 For one decision the :class:`Evaluator` plays every candidate action out with a cheap, fixed
-rollout policy (the engine's :func:`~referee.rules.sample.shedding_policy`) on the true deal
-and on ``deals`` deals of the unseen cards drawn uniformly consistent with the seat's view
-(:func:`~referee.rules.sample.sample_hidden`, the Monte Carlo sample bot's sampler). A
+rollout policy (:func:`yardstick_policy`) on the true deal and on ``deals`` deals of the
+unseen cards drawn uniformly consistent with the seat's view
+(:func:`~referee.rules.sample.sample_hidden`, the Monte Carlo sample bot's sampler). The
+policy is deterministic, so a value carries no rollout noise: one play-out per candidate
+and deal says all it can. A
 candidate's *advantage* on a deal is its value minus the mean value of all candidates on
 that deal, so the luck of the deal cancels. What is kept per decision:
 
@@ -24,11 +26,10 @@ choice to that seat: the collusion test).
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import cast
 
-from referee.fairplay.decisions import Decision
+from referee.fairplay.decisions import Decision, Place
 from referee.rules import Action, Card, Round, view
 from referee.rules.round import Policy as RoundPolicy
 from referee.rules.sample import round_from_view, sample_hidden, shedding_policy
@@ -45,7 +46,7 @@ class Fit:
     on any deal (the decision says nothing and is left out).
     """
 
-    decision: Decision
+    decision: Place
     excess: tuple[float, ...]
     rank: tuple[float, ...]
     informative: tuple[bool, ...]
@@ -55,14 +56,12 @@ class Fit:
 class Settings:
     """How much simulation one decision gets.
 
-    ``deals`` sampled deals beside the true one, ``rollouts`` play-outs per candidate per
-    deal, at most ``candidates`` candidate actions (the chosen one and others drawn at
+    ``deals`` sampled deals beside the true one, at most ``candidates`` candidate actions (the chosen one and others drawn at
     random: the mean over a random subset is as centred as the mean over all).
     """
 
-    deals: int = 12
-    rollouts: int = 2
-    candidates: int = 8
+    deals: int = 8
+    candidates: int = 6
     seed: int = 0
 
 
@@ -72,9 +71,7 @@ class Evaluator:
 
     def __init__(self, settings: Settings | None = None) -> None:
         self.settings = settings or Settings()
-        self._rng = random.Random()
-        # The others' pain picks in a play-out also go through it (any legal pick at random).
-        self.policy = cast(RoundPolicy, shedding_policy(self._rng.random))
+        self.policy = yardstick_policy()
 
     def fit(self, decision: Decision) -> Fit:
         """The :class:`Fit` of one decision."""
@@ -104,9 +101,7 @@ class Evaluator:
         # advantage[d][t]: the chosen action's value to seat t minus the candidates' mean.
         advantage: list[list[float]] = []
         for base in bases:
-            # Common random numbers: every candidate meets the same rollout luck.
-            seeds = [rng.getrandbits(32) for _ in range(s.rollouts)]
-            values = [self._value(base, seat, c, seeds) for c in candidates]
+            values = [self._value(base, seat, c) for c in candidates]
             mean = [sum(v[t] for v in values) / len(values) for t in range(n)]
             chosen = values[0]
             own = [chosen[t] - mean[t] for t in range(n)]
@@ -126,20 +121,24 @@ class Evaluator:
             equal = sum(1 for a in sampled if a == true_adv)
             ranks.append((below + rng.randint(0, equal) + rng.random()) / (k + 1))
             informative.append(any(abs(advantage[d][t]) > 1e-9 for d in range(k + 1)))
-        return Fit(decision, tuple(excess), tuple(ranks), tuple(informative))
+        return Fit(decision.place, tuple(excess), tuple(ranks), tuple(informative))
 
-    def _value(self, base: Round, seat: int, action: Action, seeds: Sequence[int]) -> list[float]:
-        """Every seat's mean round score when ``seat`` takes ``action`` in ``base``."""
-        n = base.players
-        total = [0.0] * n
-        for seed in seeds:
-            rnd = base.clone()
-            rnd.apply(seat, action)
-            self._rng.seed(seed)
-            scores = rnd.play_out(self.policy)
-            for t in range(n):
-                total[t] += scores[t]
-        return [v / len(seeds) for v in total]
+    def _value(self, base: Round, seat: int, action: Action) -> list[int]:
+        """Every seat's round score when ``seat`` takes ``action`` in ``base`` and the
+        round is played out with the yardstick."""
+        rnd = base.clone()
+        rnd.apply(seat, action)
+        return rnd.play_out(self.policy)
+
+
+def yardstick_policy() -> RoundPolicy:
+    """The fixed rollout policy values are measured with: the engine's
+    :func:`~referee.rules.sample.shedding_policy` (shed the highest own pain card that
+    cannot take the trick) with its random choice fixed to the first legal action (the
+    lowest card of the hand; the others' pain picks likewise). Deterministic and cheap;
+    measured against the alternatives in docs/fairplay.md."""
+    # The others' pain picks in a play-out go through it too (its first legal pick).
+    return cast(RoundPolicy, shedding_policy(lambda: 0.0))
 
 
 def _base(state: Round, seat: int) -> Round:

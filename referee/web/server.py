@@ -494,7 +494,23 @@ class WebServer:
             "versions": versions,
             "standing": standing,
             "submissions": self.source.submissions(name),
+            "fairplay": self._fairplay(name),
         }
+
+    def _fairplay(self, name: str) -> dict[str, Any] | None:
+        """The bot's fair-play figures, its weightiest decisions only in matches every
+        door may show (not a running or embargoed one)."""
+        figures = self.source.fairplay(name)
+        if figures is None:
+            return None
+        shown = []
+        for d in figures.get("weighing_most") or []:
+            try:
+                self.source.record_path(str(d.get("match_id", "")))
+            except LookupError:
+                continue
+            shown.append(d)
+        return {**figures, "weighing_most": shown}
 
     def _snapshot_body(self, key: str, make: Callable[[data.Snapshot], Any]) -> web.Response:
         """A document of the current snapshot, serialized once per snapshot."""

@@ -105,6 +105,8 @@ class Source(ABC):
         self._started = time.monotonic()
         #: The finishing position of the last match read (see :meth:`_read_new`).
         self._read_upto = 0
+        #: ``fairplay.json`` as last read: its modification time and content.
+        self._fairplay: tuple[int, Any] = (-1, None)
 
     # -- answered by each source ------------------------------------------------------------
 
@@ -164,6 +166,31 @@ class Source(ABC):
     def info(self) -> dict[str, Any]:
         """What is being served: its kind, name and clock."""
         return {"kind": self.kind, "name": self.name, "decision_ms": self.decision_ms}
+
+    def fairplay_path(self) -> Path | None:
+        """Where this source's ``fairplay.json`` lies (``referee fairplay``, or a league's
+        own as matches arrive; docs/fairplay.md), if anywhere."""
+        return None
+
+    def fairplay(self, name: str) -> dict[str, Any] | None:
+        """The fair-play figures of bot ``name`` from ``fairplay.json``, with the test's
+        settings as ``test``; None when there is no such file or no line for the bot."""
+        path = self.fairplay_path()
+        if path is None:
+            return None
+        try:
+            stamp = path.stat().st_mtime_ns
+            if self._fairplay[0] != stamp:
+                self._fairplay = (stamp, json.loads(path.read_text(encoding="utf-8")))
+        except (OSError, ValueError):
+            return None
+        doc = self._fairplay[1]
+        if not isinstance(doc, dict):
+            return None
+        entry = next((b for b in doc.get("bots", []) if b.get("name") == name), None)
+        if entry is None:
+            return None
+        return {**entry, "matches": doc.get("matches"), "test": doc.get("test", {})}
 
     def _read_new(
         self, store: Store, name: str, limit: int
@@ -247,6 +274,9 @@ class LeagueSource(Source):
         self.league = league
         self._seen = league.finished_count()
         self._standings: tuple[Any, dict[str, Any]] = (None, {})
+
+    def fairplay_path(self) -> Path | None:
+        return Path(self.league.config.out) / "fairplay.json"
 
     def version(self) -> Any:
         finished = self.league.finished_count()
@@ -427,6 +457,9 @@ class TournamentSource(Source):
         self.deals = DealSeatings.of((m.index, m.deal) for m in schedule)
         self._match_ids = {m.index: match_id_of(config, m) for m in schedule}
         self._finished_of: tuple[list[dict[str, Any]] | None, set[int]] = (None, set())
+
+    def fairplay_path(self) -> Path | None:
+        return Path(self.config.out) / "fairplay.json"
 
     def close(self) -> None:
         """Stop publishing and close the database connection."""
@@ -719,6 +752,9 @@ class FolderSource(Source):
         if len(prefixes) == 1:
             self.name = prefixes.pop()
         self._standings = self._read_standings()
+
+    def fairplay_path(self) -> Path | None:
+        return self.folder / "fairplay.json"
 
     def _include(self, match_id: str) -> bool:
         """Whether the record of ``match_id`` is read (a subclass may leave some out)."""

@@ -18,6 +18,35 @@ function stacked(id, heads, rows) {
       el("td", { class: "text", "data-label": heads[i] }, c))))));
 }
 
+// Fair play (docs/fairplay.md): the figure, what it means, and for a flagged bot the
+// decisions that weigh most, each a link to its moment in the match viewer.
+function fairPlay(f) {
+  const parts = [el("h2", { id: "fairplay", text: "Fair play" })];
+  if (!f) {
+    parts.push(el("p", { class: "muted", id: "fairplay-figure", text: "No fair-play figures here yet (referee fairplay writes them; a league computes them as matches arrive)." }));
+    return parts;
+  }
+  const [low, high] = f.interval || [null, null];
+  const range = low === null ? "" : ` (95% interval ${signed(low, 2)} to ${signed(high, 2)})`;
+  parts.push(el("p", { id: "fairplay-figure" },
+    el("strong", { text: f.flagged ? "Flagged: a question for the organiser. " : "Not flagged. " }),
+    `Its choices fit the real deal by ${f.statistic === null ? "–" : signed(f.statistic, 2)} points per decision more than deals its seat could not tell from it${range}, over ${f.decisions} decisions; p-value ${fmt(f.p_value, 3)}.`));
+  const alpha = (f.test && f.test.alpha) || 0.01;
+  parts.push(el("p", { class: "muted", id: "fairplay-note", text:
+    "For every decision, the referee plays the chosen card (or pain card) out on the real deal and on deals that agree with everything the bot's seat could see, and compares. " +
+    "A bot that decides only from what its seat sees cannot do better on the real deal than on those, however strong it is: its figure is 0 up to chance. " +
+    `A bot is flagged when chance would explain its figure less than once in ${Math.round(1 / alpha)} times, a bound that holds however often the figure is looked at. ` +
+    "A flag asks the organiser to look at the decisions below; it is not a verdict: luck alone flags an honest bot now and then." }));
+  if (f.flagged && f.weighing_most && f.weighing_most.length) {
+    parts.push(el("p", { text: "The decisions that weigh most: open each at its moment in the match viewer." }),
+      stacked("fairplay-decisions", ["Decision", "Match", "Fits the real deal by", "Rank among imagined deals"],
+        f.weighing_most.map((d) => [
+          el("a", { href: `/match?id=${encodeURIComponent(d.match_id)}#${d.moment}`, text: d.kind === "pain" ? `round ${d.round}, pain card` : `round ${d.round}, trick ${d.trick}` }),
+          matchLink(d.match_id), signed(d.excess, 2), fmt(d.rank, 2)])));
+  }
+  return parts;
+}
+
 async function render(name) {
   const doc = await api(`/api/bot?name=${encodeURIComponent(name)}`);
   const e = doc.entry || {};
@@ -62,6 +91,7 @@ async function render(name) {
   parts.push(reasons.length
     ? el("table", { id: "faults" }, el("tbody", {}, reasons.map(([r, n]) => el("tr", {}, el("th", { class: "text", text: r }), el("td", { text: n })))))
     : el("p", { class: "muted", text: "No fault." }));
+  parts.push(...fairPlay(doc.fairplay));
   parts.push(el("h2", { text: "Latest matches" }));
   parts.push(doc.recent_matches.length
     ? scrollable(el("table", { id: "recent" }, el("thead", {}, el("tr", {}, ["Match", "Seating", "Place", "Score"].map((h, i) => el("th", { class: i < 2 ? "text" : null, text: h })))),

@@ -307,18 +307,19 @@ def power(args: argparse.Namespace, options: Options) -> None:
     """How soon a cheater, and a colluding pair, are flagged."""
     cases: list[tuple[str, list[str], dict[str, str], list[str]]] = []
     honest = ["heuristic-1", "montecarlo-1", "random-1", "tenth-1"]
-    for rate in (20, 100):
+    for rate in args.rates:
         name = f"cheat{rate}"
         kinds = {n: n.rsplit("-", 1)[0] for n in honest} | {name: name}
         cases.append(
             (f"sees every hand on {rate} % of its decisions", [*honest, name], kinds, [name])
         )
-    pair = ["ally-a", "ally-b"]
+    pair = ["ally-a", "ally-b"] if args.pair else []
     kinds = {n: n.rsplit("-", 1)[0] for n in honest} | {
         "ally-a": "colluder:ally-b",
         "ally-b": "colluder:ally-a",
     }
-    cases.append(("colluding pair (each sees the other's hand)", [*honest, *pair], kinds, pair))
+    if pair:
+        cases.append(("colluding pair (each sees the other's hand)", [*honest, *pair], kinds, pair))
     with tempfile.TemporaryDirectory() as tmp:
         for label, names, kinds, targets in cases:
             first: list[int] = []
@@ -401,6 +402,15 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--leagues", type=int, default=20)
     parser.add_argument("--matches", type=int, default=20)
     parser.add_argument("--cost-matches", type=int, default=10)
+    parser.add_argument(
+        "--rates",
+        type=lambda t: [int(x) for x in t.split(",") if x],
+        default=[100, 20],
+        help="power: the cheaters' shares of decisions seen through, in %% (default 100,20)",
+    )
+    parser.add_argument(
+        "--no-pair", dest="pair", action="store_false", help="power: leave out the colluding pair"
+    )
     parser.add_argument("--deals", type=int, default=default.deals)
     parser.add_argument("--candidates", type=int, default=default.candidates)
     parser.add_argument("--margin", type=float, default=Options().margin)

@@ -83,6 +83,13 @@ class RefereeMetrics:
             "The clock's per-decision time limit (what think times are measured against).",
             registry=r,
         )
+        # A league's fair-play test (docs/fairplay.md): 1 while a bot is flagged.
+        self.fairplay_flagged = Gauge(
+            "sticheln_fairplay_flagged",
+            "1 when the fair-play test flags the bot (a question for the organiser), else 0.",
+            ["bot"],
+            registry=r,
+        )
         # A league's hosted bots (docs/hosting.md).
         self.queue_depth = Gauge(
             "sticheln_hosted_queue_depth",

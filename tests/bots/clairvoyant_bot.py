@@ -4,7 +4,8 @@ It reads every dealt hand from a file the test writes (``$CLAIRVOYANT_DEALS``: a
 of rounds, each ``{"hands": [[card, ...] per seat], "set_aside": [...]}`` with cards as
 integers), finds the round it is in by its own dealt hand, and so knows every hand. On a
 share ``$CLAIRVOYANT_RATE`` of its decisions (default 1: all) it chooses by playing each
-candidate out on the true deal; on the others it plays as the Monte Carlo sample bot.
+candidate out ``$CLAIRVOYANT_ROLLOUTS`` times (default 6) on the true deal; on the others
+it plays as the Monte Carlo sample bot.
 
 With ``$CLAIRVOYANT_PARTNER`` set to a bot name it is one of a colluding pair instead: it
 sees only the hand of the seat of that name (as if the partner passed it its hand) and
@@ -208,5 +209,6 @@ if __name__ == "__main__":
             dealt,
             rate=float(os.environ.get("CLAIRVOYANT_RATE", "1")),
             partner=os.environ.get("CLAIRVOYANT_PARTNER", ""),
+            rollouts=int(os.environ.get("CLAIRVOYANT_ROLLOUTS", "6")),
         )
     )

@@ -20,6 +20,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("referee.match",),
     ("referee.config",),
     ("referee.results",),
+    ("referee.fairplay",),
     ("referee.tournament",),
     ("referee.compare", "referee.league"),
     ("referee.web",),

@@ -381,6 +381,7 @@ def bot(doc: Mapping[str, Any]) -> str:
         out.append(f'<table id="faults"><tbody>{body}</tbody></table>')
     else:
         out.append('<p class="muted">No fault.</p>')
+    out.append(fairplay(doc.get("fairplay")))
     out.append("<h2>Latest matches</h2>")
     recent = doc.get("recent_matches") or []
     if recent:
@@ -395,6 +396,41 @@ def bot(doc: Mapping[str, Any]) -> str:
         out.append(_table("recent", ["Match", "Seating", "Place", "Score"], body_rows, {0, 1}))
     else:
         out.append('<p class="muted">None yet.</p>')
+    return "".join(out)
+
+
+def fairplay(f: Mapping[str, Any] | None) -> str:
+    """A bot page's fair-play section (docs/fairplay.md), as the script draws it."""
+    out = ['<h2 id="fairplay">Fair play</h2>']
+    if not f:
+        out.append('<p class="muted" id="fairplay-figure">No fair-play figures here yet.</p>')
+        return "".join(out)
+    low, high = (f.get("interval") or [None, None])[:2]
+    span = "" if low is None else f" (95% interval {signed(low, 2)} to {signed(high, 2)})"
+    verdict = "Flagged: a question for the organiser. " if f.get("flagged") else "Not flagged. "
+    out.append(
+        f'<p id="fairplay-figure"><strong>{verdict}</strong>Its choices fit the real deal by '
+        f"{signed(f.get('statistic'), 2)} points per decision more than deals its seat could "
+        f"not tell from it{span}, over {f.get('decisions', 0)} decisions; p-value "
+        f"{fmt(f.get('p_value'), 3)}. A flag is not a verdict.</p>"
+    )
+    shown = (f.get("weighing_most") or []) if f.get("flagged") else []
+    rows = []
+    for d in shown:
+        where = (
+            f"round {d['round']}, pain card"
+            if d.get("kind") == "pain"
+            else f"round {d['round']}, trick {d['trick']}"
+        )
+        href = f"/match?id={quote(str(d['match_id']), safe='')}#{e(d['moment'])}"
+        rows.append(
+            f'<tr><td class="text"><a href="{href}">{e(where)}</a></td>'
+            f'<td class="text id">{match_link(d["match_id"])}</td>'
+            f"<td>{signed(d.get('excess'), 2)}</td><td>{fmt(d.get('rank'), 2)}</td></tr>"
+        )
+    if rows:
+        heads = ["Decision", "Match", "Fits the real deal by", "Rank among imagined deals"]
+        out.append(_table("fairplay-decisions", heads, rows, {0, 1}))
     return "".join(out)
 
 

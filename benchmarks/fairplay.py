@@ -102,6 +102,8 @@ def make_bot(kind: str) -> Bot:
         return Highest()
     if kind == "tenth":
         return Tenth()
+    if kind.startswith("plaincheat"):
+        return ClairvoyantBot(rate=int(kind[10:]) / 100, cap_ms=3.0, plain=True)
     if kind.startswith("cheat"):
         return ClairvoyantBot(rate=int(kind[5:]) / 100, cap_ms=3.0)
     if kind.startswith("colluder:"):
@@ -308,7 +310,7 @@ def power(args: argparse.Namespace, options: Options) -> None:
     cases: list[tuple[str, list[str], dict[str, str], list[str]]] = []
     honest = ["heuristic-1", "montecarlo-1", "random-1", "tenth-1"]
     for rate in args.rates:
-        name = f"cheat{rate}"
+        name = f"{args.cheater}{rate}"
         kinds = {n: n.rsplit("-", 1)[0] for n in honest} | {name: name}
         cases.append(
             (f"sees every hand on {rate} % of its decisions", [*honest, name], kinds, [name])
@@ -407,6 +409,13 @@ def main(argv: Sequence[str] | None = None) -> None:
         type=lambda t: [int(x) for x in t.split(",") if x],
         default=[100, 20],
         help="power: the cheaters' shares of decisions seen through, in %% (default 100,20)",
+    )
+    parser.add_argument(
+        "--cheater",
+        choices=("cheat", "plaincheat"),
+        default="cheat",
+        help="power: the cheater's play-outs on the true deal: 6 random ones per candidate "
+        "(cheat, default) or one plain one (plaincheat)",
     )
     parser.add_argument(
         "--no-pair", dest="pair", action="store_false", help="power: leave out the colluding pair"

@@ -5,7 +5,9 @@ of rounds, each ``{"hands": [[card, ...] per seat], "set_aside": [...]}`` with c
 integers), finds the round it is in by its own dealt hand, and so knows every hand. On a
 share ``$CLAIRVOYANT_RATE`` of its decisions (default 1: all) it chooses by playing each
 candidate out ``$CLAIRVOYANT_ROLLOUTS`` times (default 6) on the true deal; on the others
-it plays as the Monte Carlo sample bot.
+it plays as the Monte Carlo sample bot. With ``$CLAIRVOYANT_PLAIN=1`` its play-outs are
+plain (the shedding policy's random choice fixed to the lowest card): one play-out per
+candidate, the same simple continuation the fair-play test's yardstick plays.
 
 With ``$CLAIRVOYANT_PARTNER`` set to a bot name it is one of a colluding pair instead: it
 sees only the hand of the seat of that name (as if the partner passed it its hand) and
@@ -99,10 +101,15 @@ def best_action(
     rng: random.Random,
     rollouts: int,
     partner: int = -1,
+    plain: bool = False,
 ) -> Action:
     """The candidate with the best mean outcome played out on ``rounds``: the seat's score
-    margin over the others, or with a ``partner`` the pair's joint score margin."""
-    policy = shedding_policy(rng.random)
+    margin over the others, or with a ``partner`` the pair's joint score margin. The
+    play-outs use the shedding policy, random where it does not shed; ``plain`` fixes that
+    choice to the lowest card (one play-out then says all)."""
+    policy = shedding_policy((lambda: 0.0) if plain else rng.random)
+    if plain:
+        rollouts = 1
     team = {seat} if partner < 0 else {seat, partner}
     best, best_value = legal[0], -1e18
     for action in legal:
@@ -133,9 +140,11 @@ class ClairvoyantBot(MonteCarloBot):
         rollouts: int = 6,
         cap_ms: float = 40.0,
         seed: int | None = None,
+        plain: bool = False,
     ) -> None:
         super().__init__(cap_ms=cap_ms, seed=seed)
         self.rate = rate
+        self.plain = plain
         self.partner_name = partner
         self.rollouts = rollouts
         self.cheat_rng = random.Random(seed)
@@ -180,7 +189,9 @@ class ClairvoyantBot(MonteCarloBot):
                 return None
             rounds = [partner_round(seen, truth, partner, self.cheat_rng) for _ in range(4)]
             return best_action(rounds, seen.seat, legal, self.cheat_rng, 2, partner)
-        return best_action([truth], seen.seat, legal, self.cheat_rng, self.rollouts)
+        return best_action(
+            [truth], seen.seat, legal, self.cheat_rng, self.rollouts, plain=self.plain
+        )
 
     def choose_pain(self, view: View, count: int) -> list[int]:
         """With the hidden hands: the pick that plays out best; else the heuristic's."""
@@ -210,5 +221,6 @@ if __name__ == "__main__":
             rate=float(os.environ.get("CLAIRVOYANT_RATE", "1")),
             partner=os.environ.get("CLAIRVOYANT_PARTNER", ""),
             rollouts=int(os.environ.get("CLAIRVOYANT_ROLLOUTS", "6")),
+            plain=os.environ.get("CLAIRVOYANT_PLAIN") == "1",
         )
     )

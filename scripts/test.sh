@@ -44,8 +44,10 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/python -m pip install -q --disable-pip-version-check --upgrade pip >/dev/null
 .venv/bin/python -m pip install -q --disable-pip-version-check -e '.[test]'
-# The Node.js sample bot's packages (pinned by its package-lock.json), when Node is here.
-if command -v npm >/dev/null && [ ! -d sample_bots/node/node_modules ]; then
+# The Node.js sample bot's packages (pinned by its package-lock.json), when Node is here;
+# again when an older install left links in them (its .npmrc makes none: it is a kit to upload).
+if command -v npm >/dev/null && { [ ! -d sample_bots/node/node_modules ] \
+    || [ -n "$(find sample_bots/node/node_modules -type l -print -quit)" ]; }; then
   (cd sample_bots/node && npm ci --no-audit --no-fund --loglevel=error)
 fi
 # The C++ sample bot (incremental: quick when nothing changed).

@@ -348,8 +348,13 @@ def test_the_compose_league_hosts_bots_and_its_workers_play_them_jailed() -> Non
     assert (args.command, args.action, args.league) == ("league", "worker", config.name)
     assert worker["environment"]["STICHELN_DATABASE"] == config.database
     assert worker["depends_on"]["league"] == {"condition": "service_healthy"}
-    # Both run uploaded code in the jail: the options docs/operations.md names.
+    # Both run uploaded code in the jail's gVisor tier, from the league image: root with
+    # CAP_SYS_ADMIN, without the runtime's seccomp and AppArmor profiles (docs/hosting.md).
     for name in ("league", "worker"):
+        assert services[name]["build"]["dockerfile"] == "deploy/docker/league.Dockerfile"
+        assert services[name]["image"] == "sticheln-league:latest"
+        assert services[name]["user"] == "0:0" and services[name]["cap_add"] == ["SYS_ADMIN"]
+        assert "privileged" not in services[name], name
         assert set(services[name]["security_opt"]) == {
             "seccomp=unconfined",
             "apparmor=unconfined",
@@ -435,7 +440,7 @@ def _ignored() -> list[str]:
     return [ln.strip() for ln in lines if ln.strip() and not ln.startswith("#")]
 
 
-@pytest.mark.parametrize("name", ["referee.Dockerfile", "bots.Dockerfile"])
+@pytest.mark.parametrize("name", ["referee.Dockerfile", "bots.Dockerfile", "league.Dockerfile"])
 def test_dockerfile_copies_exist_and_are_in_the_build_context(name: str) -> None:
     ignored = _ignored()
     copies = 0
@@ -452,7 +457,7 @@ def test_dockerfile_copies_exist_and_are_in_the_build_context(name: str) -> None
             assert top not in ignored and source not in ignored, (
                 f"{name}: COPY {source} is excluded by .dockerignore"
             )
-    assert copies >= 5
+    assert copies >= (3 if name == "league.Dockerfile" else 5)
 
 
 @pytest.mark.parametrize("name", ["referee.Dockerfile", "bots.Dockerfile"])
@@ -477,6 +482,94 @@ def test_the_referee_image_carries_the_bot_jail() -> None:
     assert {"bubblewrap", "libseccomp2"} <= set(installs.split())
     project = (ROOT / "pyproject.toml").read_text()
     assert '"pyseccomp' in project.split("[project.optional-dependencies]")[0]
+
+
+#: What the league image installs for the jail and the kits (docs/hosting.md).
+LEAGUE_IMAGE_PACKAGES = {
+    "runsc", "bubblewrap", "libseccomp2", "nodejs", "cmake", "make", "g++", "pkg-config",
+    "libgrpc++-dev", "libprotobuf-dev", "libssl-dev", "protobuf-compiler",
+    "protobuf-compiler-grpc", "golang-go", "golang-google-grpc-dev",
+    "golang-github-golang-protobuf-1-5-dev", "protoc-gen-go", "protoc-gen-go-grpc",
+}  # fmt: skip
+
+
+def _final_installs(name: str) -> set[str]:
+    lines = _dockerfile(name)
+    final = lines[max(i for i, ln in enumerate(lines) if ln.startswith("FROM ")) :]
+    found: set[str] = set()
+    for line in final:
+        if line.startswith("RUN ") and "apt-get install" in line:
+            for command in line.split("&&"):
+                words = command.split()
+                if words[:2] == ["apt-get", "install"]:
+                    found |= {w for w in words[2:] if not w.startswith("-")}
+    return found
+
+
+def test_the_league_image_carries_runsc_and_what_the_kits_build_with() -> None:
+    """Debian 12's packages (its runsc is the gVisor tier), the referee's virtualenv, root
+    (gVisor needs a root referee) and a health check on the league's port."""
+    lines = _dockerfile("league.Dockerfile")
+    stages = [ln for ln in lines if ln.startswith("FROM ")]
+    assert len(stages) == 2 and stages[-1] == "FROM python:3.11-slim-bookworm"
+    assert _final_installs("league.Dockerfile") >= LEAGUE_IMAGE_PACKAGES
+    (user,) = [ln for ln in lines if ln.startswith("USER ")]
+    assert user == "USER 0:0"
+    (health,) = [ln for ln in lines if ln.startswith("HEALTHCHECK ")]
+    assert "referee.runtime.healthcheck" in health and "127.0.0.1:50051" in health
+    (cmd,) = [ln for ln in lines if ln.startswith("CMD ")]
+    args = build_parser().parse_args(json.loads(cmd[4:]))
+    assert args.command == "serve" and (ROOT / args.config).is_file()
+
+
+@pytest.mark.timeout(300)
+def test_every_tool_a_kit_builds_or_runs_with_comes_with_the_league_image() -> None:
+    """Each program a kit's bot file or build script names, and the ones CMake and Go look
+    for, belongs to a Debian package the league image installs (asked of dpkg here)."""
+    if shutil.which("dpkg") is None:
+        pytest.skip("dpkg is needed")
+    tools = {"node", "cmake", "g++", "protoc", "grpc_cpp_plugin", "go",
+             "protoc-gen-go", "protoc-gen-go-grpc", "runsc", "bwrap"}  # fmt: skip
+    kits = ROOT / "sample_bots"
+    said = " ".join(
+        [(kits / k / "bot.toml").read_text() for k in ("python", "node", "cpp", "go")]
+        + [(kits / "go" / "build.sh").read_text(), (kits / "cpp" / "CMakeLists.txt").read_text()]
+    )
+    for tool in ("node", "cmake", "protoc", "go build", "protoc-gen-go", "grpc_cpp_plugin"):
+        assert tool in said, tool  # the kits still use what this test checks
+    installs = _final_installs("league.Dockerfile")
+    files = {
+        "/usr/include/grpcpp/grpcpp.h",
+        "/usr/include/google/protobuf/message.h",
+        "/usr/include/openssl/sha.h",
+        "/usr/share/gocode/src/google.golang.org/grpc/server.go",
+        "/usr/share/gocode/src/google.golang.org/protobuf/proto/encode.go",
+    }
+    paths = sorted({str(Path(shutil.which(t) or t).resolve()) for t in tools} | files)
+    for path in paths:
+        if not Path(path).exists():
+            pytest.skip(f"{path} is not installed here (scripts/test.sh installs it)")
+    found = _run("dpkg", "-S", *paths)  # one call: a loaded machine answers slowly
+    assert found.returncode == 0, found.stderr
+    owners = {}
+    for line in found.stdout.splitlines():
+        names, path = line.split(": ", 1)
+        owners[path] = {n.strip().split(":")[0] for n in names.split(",")}
+    assert set(owners) == set(paths)
+    pulled = installs | _depends(installs)
+    for path, packages in owners.items():
+        assert packages & pulled, (path, packages)
+
+
+def _depends(packages: set[str]) -> set[str]:
+    """What ``packages`` depend on directly (apt installs these with them)."""
+    done = _run("apt-cache", "depends", "--important", *sorted(packages))
+    assert done.returncode == 0, done.stderr
+    return {
+        ln.split(":", 1)[1].strip().strip("<>")
+        for ln in done.stdout.splitlines()
+        if ln.strip().startswith(("Depends:", "|Depends:", "PreDepends:"))
+    }
 
 
 def test_the_referee_image_holds_what_its_tournament_starts() -> None:
@@ -686,7 +779,7 @@ def test_the_league_deployment_serves_the_configmap_league_on_the_secret_databas
     assert int(annotations["prometheus.io/port"]) == config.metrics_port
     grace = pod["spec"]["terminationGracePeriodSeconds"]
     assert config.shutdown_grace_s < grace  # running matches get their grace, then exit 0
-    assert pod["spec"]["securityContext"]["runAsUser"] == 10001
+    assert pod["spec"]["securityContext"]["runAsUser"] == 0  # the gVisor tier's root
     service = _one("Service", "sticheln-league")
     assert service["spec"]["selector"] == spec["selector"]["matchLabels"]
     assert {p["targetPort"] for p in service["spec"]["ports"]} == set(ports)
@@ -730,14 +823,23 @@ def test_the_league_workers_play_the_configmap_league_from_the_secret_database()
     }
     mounts = {m["mountPath"] for m in container["volumeMounts"]}
     assert {str(Path(args.code_dir).parent), "/tmp"} <= mounts
-    # Both run the jail (bubblewrap): the league validates uploads, the workers play.
+    # Both run the jail's gVisor tier, from the league image: the league builds and
+    # validates uploads, the workers play. Root with CAP_SYS_ADMIN added, no runtime
+    # seccomp or AppArmor profile; not privileged, nothing of the host.
+    assert config.sandbox == "gvisor"  # refuses to start where runsc cannot run
+    assert args.sandbox == "gvisor"
     for deployment, c in ((worker, container), (_one("Deployment", "sticheln-league"), league)):
         pod = deployment["spec"]["template"]["spec"]
-        assert pod["hostUsers"] is False
-        assert pod["securityContext"]["runAsUser"] == 10001
+        assert c["image"] == "sticheln-league:latest"
+        assert pod["securityContext"]["runAsUser"] == 0
         assert pod["securityContext"]["seccompProfile"] == {"type": "Unconfined"}
-        assert c["securityContext"]["procMount"] == "Unmasked"
-        assert c["securityContext"]["capabilities"] == {"drop": ["ALL"]}
+        assert pod["securityContext"]["appArmorProfile"] == {"type": "Unconfined"}
+        assert c["securityContext"]["capabilities"] == {"add": ["SYS_ADMIN"]}
+        assert "privileged" not in c["securityContext"]
+        assert "allowPrivilegeEscalation" not in c["securityContext"]  # refused with SYS_ADMIN
+        assert not {"hostNetwork", "hostPID", "hostIPC"} & set(pod)
+        assert all("hostPath" not in v for v in pod["volumes"])
+        assert "/tmp" in {m["mountPath"] for m in c["volumeMounts"]}  # runsc's bundles
 
 
 def test_each_league_worker_is_a_scrape_target_of_its_own() -> None:

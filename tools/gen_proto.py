@@ -3,9 +3,10 @@
     python tools/gen_proto.py           # regenerate the checked-in code
     python tools/gen_proto.py --check   # exit 1 and list the stale files if it would change
 
-It also copies the bot protocol's proto files into the C++ and Node.js starters
-(sample_bots/cpp/proto/, sample_bots/node/proto/), which build from their own copy so that
-a starter copied out of the repository still builds; ``--check`` lists a copy that differs.
+It also copies the bot protocol's proto files into the C++, Node.js and Go starters
+(sample_bots/cpp/proto/, sample_bots/node/proto/, sample_bots/go/proto/), which build from
+their own copy so that a starter copied out of the repository still builds; ``--check``
+lists a copy that differs.
 
 The generated code must be reproducible, so generation refuses to run with a grpcio-tools
 other than the version pinned in pyproject.toml.
@@ -30,7 +31,7 @@ OUT_ROOT = ROOT
 #: The generated files, relative to OUT_ROOT.
 GENERATED_GLOB = "sticheln/v1/*_pb2*.py*"
 #: The starters that carry their own copy of the bot protocol, relative to ROOT.
-STARTER_PROTO_DIRS = ("sample_bots/cpp/proto", "sample_bots/node/proto")
+STARTER_PROTO_DIRS = ("sample_bots/cpp/proto", "sample_bots/node/proto", "sample_bots/go/proto")
 #: The proto files a bot needs (the league's administration protocol is not one of them).
 BOT_PROTOS = ("sticheln/v1/bot.proto", "sticheln/v1/game.proto")
 

@@ -213,6 +213,8 @@ def serve(args: argparse.Namespace) -> int:
             loop.add_signal_handler(sig, stop.set)
         # The first line on stdout is the address (port 0 picks a free one).
         print(f"league {config.name} serving on {league.server.address}", flush=True)
+        if league.hosting is not None:  # the tier hosted code runs in, in one line
+            print(f"hosted code: {league.hosting.sandbox.describe()}", file=sys.stderr)
         web = None
         if config.web_port is not None:
             from referee.web import LeagueSource, WebOptions, WebServer
@@ -502,6 +504,7 @@ def worker(args: argparse.Namespace) -> int:
             sandbox.check()  # hosted code never runs unconfined
         except SandboxUnavailable as exc:
             raise UsageError(str(exc)) from None
+        print(f"hosted code: {sandbox.describe()}", file=sys.stderr)
         w = Worker(
             store,
             name,

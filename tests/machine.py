@@ -11,12 +11,16 @@ from __future__ import annotations
 import os
 import time
 
+#: The most a timeout is stretched: a hung test still ends, in at most twenty times its
+#: quiet machine's timeout.
+MOST = 20.0
+
 
 def load_factor() -> float:
     """How many times longer than on a quiet machine a test may take now: the one-minute
-    load average per core, at least 1."""
+    load average per core, at least 1 and at most :data:`MOST`."""
     try:
-        return max(1.0, os.getloadavg()[0] / (os.cpu_count() or 1))
+        return min(MOST, max(1.0, os.getloadavg()[0] / (os.cpu_count() or 1)))
     except OSError:
         return 1.0
 

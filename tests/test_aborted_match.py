@@ -23,6 +23,7 @@ from bots.harness import (
     run_match,
     toml_text,
 )
+from machine import stretched
 
 from referee.match.record import replay
 from referee.match.runner import Clock
@@ -49,7 +50,7 @@ def test_a_match_with_one_seat_connected_is_aborted_and_nothing_is_dealt(
         bot("handshake_bot.py", marker, name=f"old{i}", env={"MODE": "version"}) for i in (1, 2)
     ]
     # The refused bots exit at once; the long start-up limit is for the good one.
-    clock = Clock(decision_ms=2000, startup_ms=30_000)
+    clock = Clock(decision_ms=10_000, startup_ms=30_000)
     result = run_match(
         [broken[0], good, broken[1]], preset("sticheln", rounds=1), out_dir=tmp_path, clock=clock
     )
@@ -80,7 +81,7 @@ def test_a_tournament_retries_an_aborted_match_once_then_reports_it(
     path = tmp_path / "t.toml"
     path.write_text(
         '[tournament]\nname = "t"\nseed = 2\ntable_size = 3\nmatches_per_table = 1\n'
-        f'parallel = 1\nout = "{tmp_path / "out"}"\n[clock]\ndecision_ms = 2000\n'
+        f'parallel = 1\nout = "{tmp_path / "out"}"\n[clock]\ndecision_ms = 10000\n'
         "startup_ms = 30000\n" + bots
     )
     ran = subprocess.run(
@@ -91,7 +92,7 @@ def test_a_tournament_retries_an_aborted_match_once_then_reports_it(
         ],
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=stretched(120),
         cwd=BOTS_DIR,
     )
     assert ran.returncode == 1, ran.stderr
@@ -130,7 +131,7 @@ def test_referee_match_reports_an_aborted_match_with_exit_status_1(
         + [x for f in files for x in ("--bot", str(f))],
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=stretched(60),
     )
     assert ran.returncode == 1
     assert ran.stdout == ""
@@ -154,13 +155,13 @@ def test_a_duplicate_tournament_whose_seatings_are_refused_ends_instead_of_stall
     path.write_text(
         '[tournament]\nname = "t"\nseed = 2\nmode = "duplicate"\ntable_size = 3\n'
         f'matches_per_table = 6\nparallel = 2\nout = "{tmp_path / "out"}"\n'
-        "[clock]\ndecision_ms = 2000\nstartup_ms = 30000\n" + bots
+        "[clock]\ndecision_ms = 10000\nstartup_ms = 30000\n" + bots
     )
     ran = subprocess.run(
         [sys.executable, "-m", "referee.cli", "tournament", str(path), *NO_CHECK, "--workers", "1"],
         capture_output=True,
         text=True,
-        timeout=100,
+        timeout=stretched(100),
         cwd=BOTS_DIR,
     )
     assert ran.returncode == 1, ran.stderr

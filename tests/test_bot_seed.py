@@ -130,8 +130,8 @@ def test_both_matches_of_a_compare_pair_hand_every_seat_the_same_bot_seed(
             out=str(tmp_path / "out"),
             sprt=["off"],
             matches=4,
-            decision_ms=3000,
-            startup_ms=15000,
+            decision_ms=10_000,
+            startup_ms=60_000,
             sandbox="bubblewrap",
         ),
     )
@@ -175,7 +175,7 @@ def seeded_plays(
         rules or preset("sticheln", rounds=2),
         out_dir=out_dir,
         seed=11,
-        clock=harness.Clock(decision_ms=3000, time_bank_ms=0, startup_ms=15000),
+        clock=harness.ROOMY,
         bot_seeds=bot_seeds,
     )
     lines = harness.record_lines(result.record_path)

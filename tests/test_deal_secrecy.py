@@ -84,7 +84,7 @@ def write_tournament(tmp: Path, name: str, **options: object) -> Path:
     }
     text = "[tournament]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in table.items())
     text += '[rules]\npreset = "sticheln"\nrounds = 2\n'
-    text += "[clock]\ndecision_ms = 3000\nstartup_ms = 10000\n"
+    text += "[clock]\ndecision_ms = 10000\nstartup_ms = 60000\n"
     for i in range(3):
         text += (
             f'[[bots]]\nname = "rec{i}"\n'

@@ -27,7 +27,6 @@ from bots.harness import (
 )
 from google.protobuf import text_format
 
-from referee.match.runner import Clock
 from referee.rules import RuleSet, parse_card, preset
 from sticheln.v1 import bot_pb2
 
@@ -235,8 +234,7 @@ def test_a_seat_learns_nothing_it_may_not_know(
 ) -> None:
     captures = [tmp_path / f"seat{s}.capture" for s in range(players)]
     bots = [bot("recording_bot.py", marker, env={"CAPTURE": str(path)}) for path in captures]
-    clock = Clock(decision_ms=1000, time_bank_ms=0, startup_ms=5000)
-    result = run_match(bots, rules, out_dir=tmp_path, seed=SEED, clock=clock)
+    result = run_match(bots, rules, out_dir=tmp_path, seed=SEED)
     assert_no_processes(marker)
     lines = check_finished(result)
     assert all(s.faults == [] for s in result.seats)

@@ -697,6 +697,7 @@ def upload_copy(bot: str, dest: Path, bot_toml: str) -> Path:
 @pytest.mark.skipif(
     not (shutil.which("node") and shutil.which("cmake")), reason="node and cmake are needed"
 )
+@pytest.mark.timeout(900)  # the C++ build in the jail takes minutes (the waits below: 600 s)
 def test_the_node_bot_and_the_cpp_bot_built_in_the_jail_play_the_python_bot(
     tmp_path: Path, code_dir: Path
 ) -> None:

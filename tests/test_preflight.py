@@ -141,7 +141,7 @@ def tournament_file(folder: Path, bots: list[Path], matches_per_table: int = 1) 
     path.write_text(
         '[tournament]\nname = "t"\nseed = 2\ntable_size = 3\n'
         f'matches_per_table = {matches_per_table}\nparallel = 1\nout = "{folder / "out"}"\n'
-        "[rules]\nrounds = 1\n[clock]\ndecision_ms = 2000\nstartup_ms = 20000\n"
+        "[rules]\nrounds = 1\n[clock]\ndecision_ms = 10000\nstartup_ms = 20000\n"
         f'[sandbox]\nread = ["{BOTS_DIR}"]\n' + "".join(f'[[bots]]\nfile = "{b}"\n' for b in bots)
     )
     return path

@@ -46,7 +46,7 @@ def league(tmp_path: Path, name: str = "t", parallel: int = 2, matches_per_table
     path.write_text(
         f'[tournament]\nname = "{name}"\nseed = 11\ntable_size = 3\nmatches_per_table = {matches_per_table}\n'
         f'parallel = {parallel}\nout = "out-{name}"\n'
-        "[clock]\ndecision_ms = 2000\nstartup_ms = 8000\n" + bots
+        "[clock]\ndecision_ms = 10000\nstartup_ms = 60000\n" + bots
     )
     return path
 

@@ -32,7 +32,7 @@ def _tournament(tmp_path: Path, seats: int, parallel: int) -> Path:
     path.write_text(
         '[tournament]\nname = "end"\nseed = 3\ntable_size = 3\nmatches_per_table = 2\n'
         f'parallel = {parallel}\nout = "{tmp_path / "out"}"\n'
-        "[clock]\ndecision_ms = 2000\nstartup_ms = 30000\n" + bots
+        "[clock]\ndecision_ms = 10000\nstartup_ms = 30000\n" + bots
     )
     return path
 

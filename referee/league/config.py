@@ -67,7 +67,8 @@ class HostingConfig:
     code_dir: Path = Path("hosted-code")
     #: Rounds of each validation scenario (``referee check-bot``).
     validation_rounds: int = 1
-    #: Validation scenarios played side by side (``referee check-bot --jobs``).
+    #: Submissions validated at once (one per owner), and the check-bot scenario
+    #: families they play side by side, all of them together.
     validation_jobs: int = 3
     #: Seconds an upload may take, header to last chunk.
     upload_timeout_s: float = 300.0
@@ -228,8 +229,9 @@ class HostingTable(Table):
     validation_rounds: Annotated[int, Field(ge=1, le=20)] = 1
     """Rounds of each check-bot scenario a submission is validated with."""
     validation_jobs: Annotated[int, Field(ge=1, le=16)] = 3
-    """Check-bot scenario families played side by side while a submission is validated
-    (the short-clock and many-stream scenarios are still played alone)."""
+    """Submissions validated at once (one per owner, the owner waiting longest first),
+    and check-bot scenario families played side by side by all of them together (the
+    short-clock and many-stream scenarios are still played alone)."""
     upload_timeout_s: Annotated[float, Field(gt=0, le=3600)] = 300.0
     """Seconds an upload may take, header to last chunk (a slower one is refused)."""
     uploads_at_once: Annotated[int, Field(ge=1, le=1024)] = 16

@@ -367,7 +367,7 @@ class Dispatch:
             spec = BotSpec(name=bot)
             if hosted and bot in hosted and self.hosting is not None:
                 try:
-                    spec = self.hosting.spec(hosted[bot])
+                    spec = await self.hosting.prepare(hosted[bot])
                 except Exception as exc:  # its code cannot be unpacked here: the seat faults
                     log.error("hosted_code_failed", bot=bot, error=repr(exc))
                     spec = BotSpec(name=bot, command=("/nonexistent/hosted-code-missing",))

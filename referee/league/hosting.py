@@ -2,7 +2,9 @@
 played by the league itself, always in the jail (docs/hosting.md).
 
 A submission goes ``validating`` → ``playing`` (the entry's previous playing submission
-``retired``) or ``refused`` with a report. Validation, one submission at a time:
+``retired``) or ``refused`` with a report. Several submissions validate at once, one per
+owner, the owner waiting longest first (:mod:`referee.league.turns`), and their check-bot
+families share ``validation_jobs`` places. Each:
 
 1. the archive is unpacked from the store into the code folder, by hash
    (:mod:`referee.league.archive`: every hostile archive is refused there);
@@ -11,19 +13,26 @@ A submission goes ``validating`` → ``playing`` (the entry's previous playing s
    the maxima); a bot file without a ``command`` is refused;
 3. the bot file's ``build`` runs once in the jail (:func:`run_build`): its folder
    read-only, a copy in the jail's private ``/tmp`` to build in, no network, the
-   league's ``build_timeout_s`` and ``build_memory_mb``; what it leaves there comes out
-   as a tar stream, which is unpacked under the same rules and kept in the store by its
-   hash, so that no worker builds it again;
+   league's ``build_timeout_s`` and ``build_memory_mb``, and no more than what is left
+   of its owner's ``build_seconds_per_day``; what it leaves there comes out as a tar
+   stream, which is unpacked under the same rules and kept in the store by its hash, so
+   that no worker builds it again;
 4. the start check and the ``referee check-bot`` scenarios, jailed
    (:mod:`referee.match.preflight`, :mod:`referee.match.checkbot`).
 
 Nothing an upload holds runs outside the jail, and a hosted bot's sandbox binds its own
 folder only: no upload can read another's code.
+
+Archives and build outputs run to hundreds of MiB: what is done with their bytes
+(unpacking, compressing a build's output, hashing, reading and writing them in the
+database) happens on a thread of its own with a database connection of its own
+(``database``), never on the event loop, which answers the League service meanwhile.
 """
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import dataclasses
 import gzip
@@ -33,9 +42,10 @@ import shutil
 import signal
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import structlog
 
@@ -44,6 +54,7 @@ from referee.config.errors import read_toml
 from referee.jail import start as jail_start
 from referee.jail.bots import BotConfigError, BotSpec, Limits
 from referee.jail.sandbox import STRONGEST, Sandbox
+from referee.league.allowances import BUILD, Allowance, when
 from referee.league.archive import (
     ArchiveRefused,
     Bounds,
@@ -53,11 +64,14 @@ from referee.league.archive import (
 )
 from referee.league.config import HostingConfig
 from referee.league.submissions import Submission, Submissions
+from referee.league.turns import OwnerTurns
 from referee.match.checkbot import check_bot, scenarios
 from referee.match.preflight import check_starts_on_own_server
+from referee.results.store import open_store
 from referee.runtime.private import private_dir
 
 log = structlog.get_logger("referee.hosting")
+R = TypeVar("R")
 
 #: What a build leaves in its jail comes out as a tar stream of /tmp/build.
 #: It runs in a copy of the archive's folder, in the bot file's folder ($1) of that copy.
@@ -186,7 +200,7 @@ def _tail(path: Path, lines: int = REPORT_TAIL) -> list[str]:
 
 class Hosting:
     """The league's hosted code: the submissions in its store, the code folder, and
-    validation (one submission at a time)."""
+    validation (several at once, fair between owners)."""
 
     def __init__(
         self,
@@ -195,6 +209,9 @@ class Hosting:
         sandbox: Sandbox,
         logs: Path,
         startup_s: float = STARTUP_S,
+        *,
+        database: Path | str | None = None,
+        owner_of: Callable[[str], str] = lambda bot: bot,
     ) -> None:
         self.config = config
         self.submissions = submissions
@@ -202,7 +219,17 @@ class Hosting:
         self.logs = logs
         self.startup_s = startup_s
         self.bounds = Bounds(config.max_files, config.max_unpacked_mb << 20)
-        self._turn = asyncio.Lock()
+        #: An entry's owner (validation turns and build budgets are an owner's).
+        self.owner_of = owner_of
+        self.turns = OwnerTurns(config.validation_jobs)
+        #: The check-bot families of every validation under way share these places.
+        self._jobs = asyncio.Semaphore(config.validation_jobs)
+        self.builds = Allowance(submissions.store, BUILD, config.build_seconds_per_day)
+        #: The database of the thread that handles archives' bytes (None: everything on
+        #: the caller's thread, with ``submissions``).
+        self._database = database
+        self._io = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="hosting-io")
+        self._io_submissions: Submissions | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         #: Hosted entries' playing specs, by (bot, submission number).
         self._specs: dict[tuple[str, int], BotSpec] = {}
@@ -217,12 +244,47 @@ class Hosting:
 
     # -- the code folder ---------------------------------------------------------------
 
-    def folder(self, sha256: str, fmt: str) -> Path:
-        """The unpacked archive ``sha256`` (from the store, unpacked once per machine)."""
+    def _io_store(self) -> Submissions:
+        """The submissions as the archives' thread reads them (its own connection)."""
+        if self._database is None:
+            return self.submissions
+        if self._io_submissions is None:
+            self._io_submissions = Submissions(open_store(self._database))
+        return self._io_submissions
+
+    async def _in_io(self, fn: Callable[..., R], *args: Any) -> R:
+        """``fn(*args)`` on the archives' thread (on this one without a database)."""
+        if self._database is None:
+            return fn(*args)
+        return await asyncio.get_running_loop().run_in_executor(self._io, fn, *args)
+
+    async def put_archive(self, sha256: str, data: bytes) -> None:
+        """Keep ``data`` in the store under its hash, off the event loop."""
+        await self._in_io(lambda: self._io_store().put_archive(sha256, data))
+
+    async def folder_async(self, sha256: str, fmt: str) -> Path:
+        """:meth:`folder`, off the event loop."""
         target = self.config.code_dir / sha256
         if target.is_dir():
             return target
-        data = self.submissions.archive(sha256)
+        return await self._in_io(self._folder_from, self._io_store, sha256, fmt)
+
+    def _keep_build(self, tar: bytes) -> str:
+        """A build's tar stream, compressed and kept in the store: its hash."""
+        data = _gzip(tar)
+        build_sha = sha256_hex(data)
+        self._io_store().put_archive(build_sha, data)
+        return build_sha
+
+    def folder(self, sha256: str, fmt: str) -> Path:
+        """The unpacked archive ``sha256`` (from the store, unpacked once per machine)."""
+        return self._folder_from(lambda: self.submissions, sha256, fmt)
+
+    def _folder_from(self, store: Callable[[], Submissions], sha256: str, fmt: str) -> Path:
+        target = self.config.code_dir / sha256
+        if target.is_dir():
+            return target
+        data = store().archive(sha256)
         if data is None:
             raise ArchiveRefused(f"archive {sha256} is not in the league's store")
         return self.unpack_cached(sha256, fmt, data)
@@ -259,6 +321,11 @@ class Hosting:
             raise
         return name
 
+    async def prepare(self, s: Submission) -> BotSpec:
+        """:meth:`spec`, its folder unpacked off the event loop."""
+        await self.folder_async(s.code_sha256, s.code_format)
+        return self.spec(s)
+
     def spec(self, s: Submission) -> BotSpec:
         """The bot a playing submission starts (its folder unpacked here if needed)."""
         key = (s.bot, s.number)
@@ -273,8 +340,8 @@ class Hosting:
     # -- validation -----------------------------------------------------------------------
 
     def validate_later(self, s: Submission) -> None:
-        """Validate ``s`` in the background (after the submissions before it)."""
-        task = asyncio.ensure_future(self._validate(s))
+        """Validate ``s`` in the background, when its owner's turn comes."""
+        task = asyncio.ensure_future(self._validate(s, time.monotonic()))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
@@ -285,9 +352,26 @@ class Hosting:
         if self._tasks:
             await asyncio.gather(*self._tasks, return_exceptions=True)
 
-    async def _validate(self, s: Submission) -> None:
-        async with self._turn:
+        def close() -> None:
+            if self._io_submissions is not None:
+                self._io_submissions.store.close()
+
+        if self._database is not None:
+            await self._in_io(close)
+        self._io.shutdown(wait=False)
+
+    async def _validate(self, s: Submission, queued: float) -> None:
+        owner = self.owner_of(s.bot)
+        async with self.turns.turn(owner):
             started = time.monotonic()
+            log.info(
+                "validation_started",
+                bot=s.bot,
+                submission=s.number,
+                owner=owner,
+                waited_s=round(started - queued, 3),
+                validating=sorted(self.turns.busy),
+            )
             build_sha = ""
             try:
                 report, build_sha = await self.check(s)
@@ -311,8 +395,8 @@ class Hosting:
         """Validate ``s``: its report lines and its build's hash (""), or :class:`Refusal`."""
         report: list[str] = []
         try:
-            folder = self.folder(s.sha256, s.format)
-            bot_file = bot_file_in(_members(folder), s.bot_file)
+            folder = await self.folder_async(s.sha256, s.format)
+            bot_file = bot_file_in(await self._in_io(_members, folder), s.bot_file)
         except ArchiveRefused as exc:
             raise Refusal(f"archive refused: {exc}") from None
         report.append(f"archive {s.sha256}: unpacked")
@@ -324,32 +408,51 @@ class Hosting:
             # The same code and bot file were built before: never twice (docs/hosting.md).
             build_sha = reused
             try:
-                built = self.folder(build_sha, "tar.gz")
+                built = await self.folder_async(build_sha, "tar.gz")
             except ArchiveRefused as exc:
                 raise Refusal(f"the build's output was refused: {exc}") from None
             report.append(f"build: the same code was built before, output {build_sha}")
             spec, _ = self._load(built / bot_file, s.bot, s.bot_file)
         elif build:
+            owner = self.owner_of(s.bot)
+            left = self.builds.left(owner)
+            if left < 1:
+                again = self.builds.resets_at(owner, 1)
+                raise Refusal(
+                    f"the builds of owner {owner!r} ran {self.builds.used(owner):.0f} s in the "
+                    f"last 24 hours, this league's build_seconds_per_day; builds may run "
+                    f"again at {when(again)}"
+                )
+            timeout_s = min(self.config.build_timeout_s, left)
             built_at = time.monotonic()
-            result = await run_build(
-                self.sandbox,
-                folder,
-                Path(bot_file).parent.as_posix(),
-                build,
-                timeout_s=self.config.build_timeout_s,
-                memory_mb=self.config.build_memory_mb,
-                max_output=self.config.max_unpacked_mb << 20,
-                log_path=logs / "build.log",
-            )
-            for callback in self.on_built:
-                callback(time.monotonic() - built_at)
-            if result.error:
-                raise Refusal(result.error, ["build output (last lines):", *_tail(result.log_path)])
-            data = _gzip(result.tar)
-            build_sha = sha256_hex(data)
-            self.submissions.put_archive(build_sha, data)
             try:
-                built = self.folder(build_sha, "tar.gz")
+                result = await run_build(
+                    self.sandbox,
+                    folder,
+                    Path(bot_file).parent.as_posix(),
+                    build,
+                    timeout_s=timeout_s,
+                    memory_mb=self.config.build_memory_mb,
+                    max_output=self.config.max_unpacked_mb << 20,
+                    log_path=logs / "build.log",
+                )
+            finally:
+                took = time.monotonic() - built_at
+                # Every second of it counts, cut short or not.
+                self.builds.charge(owner, took)
+            for callback in self.on_built:
+                callback(took)
+            if result.error:
+                error = result.error
+                if timeout_s < self.config.build_timeout_s and "build_timeout_s" in error:
+                    error = (
+                        f"the build ran past what was left of owner {owner!r}'s "
+                        f"build_seconds_per_day ({timeout_s:.0f} s) and was stopped"
+                    )
+                raise Refusal(error, ["build output (last lines):", *_tail(result.log_path)])
+            build_sha = await self._in_io(self._keep_build, result.tar)
+            try:
+                built = await self.folder_async(build_sha, "tar.gz")
             except ArchiveRefused as exc:
                 raise Refusal(f"the build's output was refused: {exc}") from None
             self.submissions.put_build(s.sha256, bot_file, build_sha)
@@ -374,6 +477,7 @@ class Hosting:
             # The league's start-up time holds in every scenario, as in the start check.
             startup_ms=round(self.startup_s * 1000),
             jobs=self.config.validation_jobs,
+            turns=self._jobs,
             # Validation only has to decide: a bot that timed out is not played further.
             stop_after_timeout=True,
         )

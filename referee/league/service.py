@@ -117,6 +117,8 @@ class League:
                 sandbox,
                 config.out / "validation",
                 config.clock.startup_ms / 1000,
+                database=config.database,
+                owner_of=self._owner_of,
             )
             self.hosting.on_decided.append(self._hosted_decided)
             self.uploads = Uploads(self.hosting, self.submissions, self._owner_of)

@@ -395,6 +395,12 @@ class MatchQueue:
             )
             return tuple(row)
 
+        # Idle workers look once a second: a read first, which takes no lock (see expire).
+        if not self.store.execute(
+            "SELECT 1 FROM match_queue WHERE tournament = ? AND status = ?",
+            (self.tournament, QUEUED),
+        ).fetchone():
+            return None
         row = self.store.atomically(lease)
         if row is None:
             return None
@@ -440,6 +446,13 @@ class MatchQueue:
                 )
             return [int(r[0]) for r in rows]
 
+        # Looked at once a second: a read first, which takes no lock (on SQLite a write
+        # waits for any other writer, such as an archive of hundreds of MiB being stored).
+        if not self.store.execute(
+            "SELECT 1 FROM match_queue WHERE tournament = ? AND status = ? AND lease_until < ?",
+            (self.tournament, LEASED, at),
+        ).fetchone():
+            return []
         return self.store.atomically(void)
 
     def void_unfinished(self) -> list[int]:

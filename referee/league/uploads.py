@@ -275,7 +275,7 @@ class Uploads:
             self._refused_uploads.setdefault(entry.name, []).append(time.time())
             log.warning("submission_refused", bot=entry.name, sha256=digest, why=str(exc))
             raise Refused(grpc.StatusCode.INVALID_ARGUMENT, f"refused: {exc}") from None
-        self.submissions.put_archive(digest, bytes(data))
+        await hosting.put_archive(digest, bytes(data))
         sub = self.submissions.add(entry.name, digest, h.format, bot_file)
         log.info("submission", bot=entry.name, submission=sub.number, sha256=digest, size=h.size)
         hosting.validate_later(sub)

@@ -670,6 +670,7 @@ async def check_bot(
     skip_after_timeout: bool = True,
     stop_after_timeout: bool = False,
     jobs: int = 1,
+    turns: asyncio.Semaphore | None = None,
 ) -> list[Outcome]:
     """Play ``bot`` through ``chosen`` on one server; ``on_ready`` gets its address. A
     started bot runs in ``sandbox`` (default: bubblewrap). With ``same_seed``, then play
@@ -685,8 +686,10 @@ async def check_bot(
 
     ``jobs`` above 1 plays up to that many families side by side (a family's scenarios
     still one after another, so the skip above is the same), then the scenarios marked
-    ``alone`` one at a time. Each scenario keeps its seed (``seed`` plus its place in
-    ``chosen``), and ``on_outcome`` still hears the outcomes in ``chosen``'s order."""
+    ``alone`` one at a time. ``turns``, a semaphore shared with other runs, bounds the
+    families played side by side across all of them instead. Each scenario keeps its seed
+    (``seed`` plus its place in ``chosen``), and ``on_outcome`` still hears the outcomes in
+    ``chosen``'s order."""
     registry = _TappingRegistry()
     server = RefereeServer(registry, sandbox=sandbox)
     await server.start(host, port)
@@ -744,14 +747,16 @@ async def check_bot(
     try:
         if on_ready is not None:
             on_ready(server.address)
-        if jobs <= 1:
+        if jobs <= 1 and turns is None:
             await play(range(len(chosen)))
         else:
             lanes: dict[str, list[int]] = {}
             for i, scenario in enumerate(chosen):
                 if not scenario.alone:
                     lanes.setdefault(scenario.family or f"#{i}", []).append(i)
-            turns = asyncio.Semaphore(jobs)
+            # Places shared with other runs (a league validating several submissions at
+            # once), or this run's own.
+            turns = turns or asyncio.Semaphore(jobs)
 
             async def lane(indices: list[int]) -> None:
                 async with turns:

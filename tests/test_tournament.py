@@ -172,7 +172,7 @@ def test_metrics_endpoint_serves_sticheln_series_while_running(tmp_path: Path) -
     try:
         assert proc.stderr is not None
         line = proc.stderr.readline()
-        while line.startswith(("sandbox: ", "bounds: ")):  # said first, as on a terminal
+        while line.startswith(("sandbox: ", "bounds: ")):  # said once the database took the run
             line = proc.stderr.readline()
         assert line.startswith("metrics on http://127.0.0.1:"), line
         url = line.split()[-1]

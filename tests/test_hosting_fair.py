@@ -130,10 +130,12 @@ def test_a_heavy_build_delays_no_other_owner_and_the_league_answers_meanwhile(
     assert float(started_rows["honest"]["waited_s"]) < stretched(2.0), started_rows
     built = [e for e in events(log, "submission_playing") if e["bot"] == "heavy"]
     assert built, "the heavy build was kept and played"
-    # Every answer came promptly, the machine busy with the build and both validations
-    # (a bound for a quiet machine, stretched by the load of this one).
+    # Every answer came promptly, the machine busy with the build and both validations:
+    # a second on a quiet machine, stretched by the load of this one up to 8 s (measured:
+    # 1.85 s at most at a load average of 45 on 2 cores; with the output handled on the
+    # event loop a build leaving 150 MB held the answers more than 30 s there).
     worst = max(took)
-    bound = stretched(1.0)
+    bound = min(stretched(1.0), 8.0)
     print(
         f"honest submit to playing {honest_s:.1f} s; {len(took)} answers: median "
         f"{statistics.median(took) * 1000:.0f} ms, max {worst:.2f} s (bound {bound:.1f} s)"

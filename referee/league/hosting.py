@@ -63,6 +63,7 @@ from referee.league.archive import (
     unpack,
 )
 from referee.league.config import HostingConfig
+from referee.league.retention import Retention, Swept
 from referee.league.submissions import Submission, Submissions
 from referee.league.turns import OwnerTurns
 from referee.match.checkbot import check_bot, scenarios
@@ -230,6 +231,9 @@ class Hosting:
         self._database = database
         self._io = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="hosting-io")
         self._io_submissions: Submissions | None = None
+        #: Called with each sweep of the store (:mod:`referee.league.retention`).
+        self.on_swept: list[Callable[[Swept], None]] = []
+        self._sweeper: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         #: Hosted entries' playing specs, by (bot, submission number).
         self._specs: dict[tuple[str, int], BotSpec] = {}
@@ -345,8 +349,42 @@ class Hosting:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
+    # -- retention ----------------------------------------------------------------------
+
+    def sweep(self) -> Swept:
+        """Remove the archives and folders past their retention (on the archives' thread)."""
+        store = self._io_store().store
+        return Retention(store, self.config.code_dir, self.config.retention_days).sweep()
+
+    def start_sweeping(self) -> None:
+        """Sweep now, then every hour (more often with a retention under four hours)."""
+        self._sweeper = asyncio.ensure_future(self._sweep_loop())
+
+    async def _sweep_loop(self) -> None:
+        every = min(3600.0, max(1.0, self.config.retention_days * 86_400 / 4))
+        while True:
+            try:
+                swept = await self._in_io(self.sweep)
+            except Exception as exc:  # the database away: tried again at the next sweep
+                log.error("store_sweep_failed", error=repr(exc))
+            else:
+                if swept.archives or swept.folders:
+                    log.info(
+                        "store_swept",
+                        archives=swept.archives,
+                        folders=swept.folders,
+                        database_bytes=swept.database_bytes,
+                        code_dir_bytes=swept.code_dir_bytes,
+                    )
+                for callback in self.on_swept:
+                    callback(swept)
+            await asyncio.sleep(every)
+
     async def stop(self) -> None:
         """Stop validating (a stopped one is validated again at the next start)."""
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+            await asyncio.gather(self._sweeper, return_exceptions=True)
         for task in list(self._tasks):
             task.cancel()
         if self._tasks:

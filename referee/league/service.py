@@ -51,6 +51,7 @@ from referee.league.lobby import LAST_ANSWER_S, StreamLobby, league_intake
 from referee.league.matchmaking import STORE_RETRY_S, Deals, Matchmaker, match_id_of
 from referee.league.publishing import RECENT, Publisher
 from referee.league.registry import BotEntry, BotRegistry
+from referee.league.retention import Swept
 from referee.league.scheduler import History
 from referee.league.submissions import REFUSED, RETIRED, MatchQueue, Submission, Submissions
 from referee.league.uploads import MAX_UPLOADS, Uploads
@@ -121,6 +122,7 @@ class League:
                 owner_of=self._owner_of,
             )
             self.hosting.on_decided.append(self._hosted_decided)
+            self.hosting.on_swept.append(self._swept)
             self.uploads = Uploads(self.hosting, self.submissions, self._owner_of)
         self.deals = Deals()
         history = History()
@@ -215,6 +217,8 @@ class League:
         voided = self.queue.void_unfinished()
         self.matchmaker.refresh_playing()
         revalidating = self.hosting.resume() if self.hosting is not None else 0
+        if self.hosting is not None:
+            self.hosting.start_sweeping()
         tls = TlsConfig(c.tls_cert, c.tls_key) if c.tls_cert and c.tls_key else None
         await self.server.start(c.host, c.port, tls)
         self.matchmaker.start()
@@ -308,6 +312,11 @@ class League:
         self.metrics.submissions.labels("playing" if playing else "refused").inc()
         self.metrics.validation.observe(seconds)
         self.matchmaker.wake()
+
+    def _swept(self, swept: Swept) -> None:
+        """The store's size after a sweep (``sticheln_hosted_store_bytes``)."""
+        self.metrics.store_bytes.labels("database").set(swept.database_bytes)
+        self.metrics.store_bytes.labels("code_dir").set(swept.code_dir_bytes)
 
     def _owner_of(self, bot: str) -> str:
         """The owner of entry ``bot`` (an entry without one is its own)."""

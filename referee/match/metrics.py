@@ -119,6 +119,13 @@ class RefereeMetrics:
             buckets=(1, 2, 5, 10, 20, 30, 60, 120, 300, 600, 1200),
             registry=r,
         )
+        self.store_bytes = Gauge(
+            "sticheln_hosted_store_bytes",
+            "Bytes of hosted code a league keeps: archives in its database, unpacked in its "
+            "code folder.",
+            ["part"],
+            registry=r,
+        )
         self._decision_children: dict[tuple[str, str], tuple[Counter, Histogram]] = {}
         self._fault_children: dict[tuple[str, str], Counter] = {}
 

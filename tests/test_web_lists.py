@@ -62,7 +62,7 @@ def _tournament(tmp: Path, name: str, matches_per_table: int, *extra: str) -> li
         "parallel = 1",
         'out = "out"',
         "[clock]",
-        "decision_ms = 2000",
+        "decision_ms = 10000",
     ]
     for bot in BOTS:
         script = "random_bot.py" if bot.startswith("random") else "heuristic_bot.py"

@@ -95,7 +95,7 @@ def folder(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Folder]:
         "parallel = 1",
         'out = "out"',
         "[clock]",
-        "decision_ms = 2000",
+        "decision_ms = 10000",
     ]
     for name, command, env in BOTS:
         lines += [
@@ -434,7 +434,7 @@ def test_a_live_tournament_table_advances_card_by_card(pages: Pages, tmp_path: P
         "parallel = 1",
         'out = "out"',
         "[clock]",
-        "decision_ms = 2000",
+        "decision_ms = 10000",
     ]
     for name in ("a", "b", "c"):
         lines += [

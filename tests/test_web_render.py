@@ -44,7 +44,7 @@ def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
         "parallel = 1",
         'out = "out"',
         "[clock]",
-        "decision_ms = 2000",
+        "decision_ms = 10000",
     ]
     for name in (XSS, QUOTE, "plain"):
         lines += [

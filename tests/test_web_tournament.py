@@ -35,7 +35,7 @@ def tournament_file(tmp: Path) -> Path:
         "parallel = 1",
         'out = "out"',
         "[clock]",
-        "decision_ms = 2000",
+        "decision_ms = 10000",
     ]
     for name, think in bots:
         lines += [

@@ -88,6 +88,8 @@ class Publisher:
         self._last_publish = -math.inf
         self._publish_timer: asyncio.TimerHandle | None = None
         self._stopping = False
+        #: Called with each match id once the match is stored and counted.
+        self.on_counted: list[Callable[[str], None]] = []
 
     # -- at the start --------------------------------------------------------------------
 
@@ -196,6 +198,8 @@ class Publisher:
             "match_finished", match_id=match_id, places=places, duration_s=round(duration_s, 3)
         )
         self.request_publish()
+        for hook in self.on_counted:
+            hook(match_id)
 
     # -- the standings -----------------------------------------------------------------------
 

@@ -45,6 +45,7 @@ from referee.jail.sandbox import Sandbox
 from referee.league.api import LEAGUE_SERVICE, LeagueServicer
 from referee.league.config import LeagueConfig
 from referee.league.dispatch import LEASE_S, QUEUE_POLL_S, Dispatch
+from referee.league.fairplay import FairPlayRoom
 from referee.league.feed import MatchFeed
 from referee.league.hosting import Hosting, hosted_mode
 from referee.league.lobby import LAST_ANSWER_S, StreamLobby, league_intake
@@ -134,6 +135,12 @@ class League:
             history,
             retry_later=lambda: self.matchmaker.retry_later(),
         )
+        #: The fair-play test, fed each match as it is counted (docs/fairplay.md).
+        self.fairplay = FairPlayRoom(
+            config.out,
+            flagged=lambda bot, on: self.metrics.fairplay_flagged.labels(bot).set(1 if on else 0),
+        )
+        self.publisher.on_counted.append(self._judge)
         self.servicer = LeagueServicer(self)
         self.server = RefereeServer(
             handshake_timeout=config.handshake_timeout_s,
@@ -211,6 +218,10 @@ class League:
                 )
         results = self.store.results(c.name, think=False)
         self.publisher.load(results)
+        for r in rows:  # finished matches the fair-play test has not counted yet
+            if r["status"] == "finished" and r["record_path"]:
+                self.fairplay.add(r["match_id"], Path(r["record_path"]))
+        self.fairplay.start()
         self.metrics.decision_limit.set(c.clock.decision_ms / 1000)
         if results:
             await self.publisher.publish()
@@ -263,6 +274,7 @@ class League:
                 matches=[match_id for _, match_id, _ in self.publisher.unsaved],
                 replayed="at the next start",
             )
+        await self.fairplay.stop()
         await self.lobby.close()
         await self.publisher.close()
         await self.server.stop(1.0)
@@ -301,6 +313,16 @@ class League:
 
     async def _publish(self) -> None:
         await self.publisher.publish()
+
+    def _judge(self, match_id: str) -> None:
+        """A counted match goes to the fair-play test."""
+        try:
+            path = self.publisher.record_path(match_id)
+        except Refused as exc:  # the database is away: the next start catches up
+            log.warning("fairplay_record_unknown", match_id=match_id, error=str(exc))
+            return
+        if path is not None:
+            self.fairplay.add(match_id, path)
 
     def _hosted_decided(self, bot: str, seconds: float) -> None:
         """A submission was decided: the playing set may have changed."""

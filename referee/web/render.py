@@ -412,7 +412,7 @@ def fairplay(f: Mapping[str, Any] | None) -> str:
         f'<p id="fairplay-figure"><strong>{verdict}</strong>Its choices fit the real deal by '
         f"{signed(f.get('statistic'), 2)} points per decision more than deals its seat could "
         f"not tell from it{span}, over {f.get('decisions', 0)} decisions; p-value "
-        f"{fmt(f.get('p_value'), 3)}. A flag is not a verdict.</p>"
+        f"{_p_value(f.get('p_value'))}. A flag is not a verdict.</p>"
     )
     shown = (f.get("weighing_most") or []) if f.get("flagged") else []
     rows = []
@@ -432,6 +432,13 @@ def fairplay(f: Mapping[str, Any] | None) -> str:
         heads = ["Decision", "Match", "Fits the real deal by", "Rank among imagined deals"]
         out.append(_table("fairplay-decisions", heads, rows, {0, 1}))
     return "".join(out)
+
+
+def _p_value(p: Any) -> str:
+    """A p-value as the bot page writes it: three decimals, or "below 0.001"."""
+    if p is None:
+        return "–"
+    return "below 0.001" if p < 0.001 else fmt(p, 3)
 
 
 def head_to_head(doc: Mapping[str, Any]) -> str:

@@ -30,7 +30,7 @@ function fairPlay(f) {
   const range = low === null ? "" : ` (95% interval ${signed(low, 2)} to ${signed(high, 2)})`;
   parts.push(el("p", { id: "fairplay-figure" },
     el("strong", { text: f.flagged ? "Flagged: a question for the organiser. " : "Not flagged. " }),
-    `Its choices fit the real deal by ${f.statistic === null ? "–" : signed(f.statistic, 2)} points per decision more than deals its seat could not tell from it${range}, over ${f.decisions} decisions; p-value ${fmt(f.p_value, 3)}.`));
+    `Its choices fit the real deal by ${f.statistic === null ? "–" : signed(f.statistic, 2)} points per decision more than deals its seat could not tell from it${range}, over ${f.decisions} decisions; p-value ${f.p_value !== null && f.p_value < 0.001 ? "below 0.001" : fmt(f.p_value, 3)}.`));
   const alpha = (f.test && f.test.alpha) || 0.01;
   parts.push(el("p", { class: "muted", id: "fairplay-note", text:
     "For every decision, the referee plays the chosen card (or pain card) out on the real deal and on deals that agree with everything the bot's seat could see, and compares. " +

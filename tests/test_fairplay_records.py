@@ -1,0 +1,185 @@
+"""The fair-play test on real records: a tournament of real bot processes, one of them a
+test-only cheater that sees every hand (unsandboxed, it reads the deal from a file this
+test writes); ``referee fairplay`` flags it and not the honest sample bots (Monte Carlo,
+C++, Node), and the bot page shows it. A league judges its matches as they arrive (random
+and heuristic sample bots) and exports the flag."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from referee.fairplay import read_decisions
+from referee.match.dealkey import DealKey
+from referee.rules import Round, preset
+from referee.tournament.config import load_config
+from referee.tournament.run import run_tournament
+from referee.web import render
+from referee.web.sources import FolderSource
+
+ROOT = Path(__file__).resolve().parent.parent
+BOTS = ROOT / "tests" / "bots"
+SAMPLES = ROOT / "sample_bots"
+REFEREE = [sys.executable, "-m", "referee.cli"]
+#: A fixed deal key: the deals (and the bots' seeds) are the same at every run.
+KEY = DealKey(bytes(range(32)))
+
+
+def _bot(name: str, command: list[str], workdir: Path, env: dict[str, str] | None = None) -> str:
+    text = f'[[bots]]\nname = "{name}"\ncommand = {json.dumps(command)}\nworkdir = "{workdir}"\n'
+    if env:
+        text += "env = { " + ", ".join(f'{k} = "{v}"' for k, v in env.items()) + " }\n"
+    return text
+
+
+def _tournament(tmp_path: Path, bots: str, matches: int) -> Path:
+    path = tmp_path / "fair.toml"
+    path.write_text(
+        '[tournament]\nname = "fair"\nseed = 3\ntable_size = 4\n'
+        f'matches_per_table = {matches}\nparallel = 2\nout = "out"\n'
+        "[clock]\ndecision_ms = 3000\nstartup_ms = 15000\n"
+        # The cheater reads a file outside any jail: run unsandboxed, as the brief says.
+        '[sandbox]\nmode = "none"\n' + bots,
+        encoding="utf-8",
+    )
+    return path
+
+
+def _write_deals(path: Path, deals: int) -> None:
+    """Every hand of the tournament's first ``deals`` deals, as the cheater reads them."""
+    rules = preset("sticheln")
+    rounds = []
+    for deal in range(deals):
+        seed = KEY.match_seed(deal)
+        for r in range(rules.rounds_for(4)):
+            rnd = Round.deal(rules, 4, seed, r, r % 4)
+            rounds.append({"hands": rnd.hands, "set_aside": rnd.set_aside})
+    path.write_text(json.dumps(rounds), encoding="utf-8")
+
+
+def _play(config: Path) -> Path:
+    cfg = load_config(config)
+    outcome = asyncio.run(run_tournament(cfg, progress=False, deal_key=KEY))
+    assert outcome.finished == outcome.planned
+    return cfg.out
+
+
+def _fairplay(folder: Path) -> tuple[str, dict]:
+    done = subprocess.run(
+        [*REFEREE, "fairplay", str(folder)], capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout, json.loads((folder / "fairplay.json").read_text())
+
+
+@pytest.mark.timeout(600)
+def test_a_bot_that_sees_every_hand_is_flagged_and_the_honest_ones_are_not(
+    tmp_path: Path,
+) -> None:
+    deals = tmp_path / "deals.json"
+    _write_deals(deals, 12)
+    python = sys.executable
+    bots = (
+        # Plain play-outs: the choice that plays out best on the true deal, as simply as
+        # the yardstick plays (the benchmark measures the 6-random-play-out cheater).
+        _bot(
+            "clairvoyant",
+            [python, "clairvoyant_bot.py"],
+            BOTS,
+            {"CLAIRVOYANT_DEALS": str(deals), "CLAIRVOYANT_PLAIN": "1"},
+        )
+        + _bot(
+            "montecarlo",
+            [python, "python/montecarlo_bot.py"],
+            SAMPLES,
+            {"MONTECARLO_CAP_MS": "10"},
+        )
+        + f'[[bots]]\nfile = "{SAMPLES / "cpp.toml"}"\n'
+        + f'[[bots]]\nfile = "{SAMPLES / "node.toml"}"\n'
+    )
+    out = _play(_tournament(tmp_path, bots, 6))
+    printed, doc = _fairplay(out)
+    by_name = {b["name"]: b for b in doc["bots"]}
+    assert set(by_name) == {"clairvoyant", "montecarlo", "cpp", "node"}
+    cheater = by_name.pop("clairvoyant")
+    assert cheater["flagged"], printed
+    assert cheater["p_value"] <= 0.01
+    assert cheater["interval"][0] > 0  # its choices fit the true deal by more than chance
+    assert not any(b["flagged"] for b in by_name.values()), printed
+    # One line per bot in the table, the flag worded as a question.
+    bot_table = printed.split("\n\n")[0]  # the pairs follow after a blank line
+    lines = {line.split()[0]: line for line in bot_table.splitlines()[2:]}
+    assert set(lines) == {"clairvoyant", "montecarlo", "cpp", "node"}
+    assert "FLAGGED: ask" in lines["clairvoyant"]
+    assert all("FLAGGED" not in lines[name] for name in by_name)
+    assert "not a verdict" in printed
+    # The decisions that weigh most name their moment in the match viewer.
+    top = cheater["weighing_most"]
+    assert top and all(d["match_id"] for d in top)
+    record = out / "matches" / f"{top[0]['match_id']}.jsonl"
+    assert record.is_file()
+    moments = {d.moment for d in read_decisions(record).decisions if d.bot == "clairvoyant"}
+    assert top[0]["moment"] in moments
+    # The bot page shows the figure, and links each weighty decision to its moment.
+    figures = FolderSource(out).fairplay("clairvoyant")
+    assert figures is not None and figures["flagged"]
+    page = render.fairplay(figures)
+    assert "Flagged: a question for the organiser" in page and "not a verdict" in page
+    assert f"/match?id={top[0]['match_id']}#{top[0]['moment']}" in page
+    assert "Not flagged" in render.fairplay(FolderSource(out).fairplay("cpp"))
+
+
+@pytest.mark.timeout(600)
+def test_a_league_judges_matches_as_they_arrive_and_exports_the_flag(tmp_path: Path) -> None:
+    from leaguekit import bots, finished, serving, sqlite_db, wait_for, write_config
+    from test_hosting_metrics import printed_port, scrape
+
+    db = sqlite_db(tmp_path)
+    config = write_config(
+        tmp_path / "league.toml",
+        {"name": "fair", "table_size": 3, "parallel": 1, "metrics_port": 0},
+    )
+    out = tmp_path / "out"
+    log = tmp_path / "serve.log"
+    with serving(config, log) as serve, bots(serve.address, tmp_path) as b:
+        port = wait_for(lambda: printed_port(log), 30, "the league's metrics port")
+        for kind, name in (("random", "rand"), ("heuristic", "heur"), ("random", "rand2")):
+            b.start(kind, name, serve.register(name))
+        wait_for(lambda: len(finished(db.target, "fair")) >= 2, 240, "two finished matches")
+
+        def judged() -> dict | None:
+            try:
+                doc = json.loads((out / "fairplay.json").read_text())
+            except (OSError, ValueError):
+                return None
+            return doc if doc["matches"] >= 2 else None
+
+        doc = wait_for(judged, 240, "fairplay.json over two matches", every=0.5)
+        assert {b["name"] for b in doc["bots"]} == {"rand", "heur", "rand2"}
+        assert all(b["decisions"] > 0 and not b["flagged"] for b in doc["bots"])
+        samples = scrape(port)
+        for name in ("rand", "heur", "rand2"):
+            assert samples[f'sticheln_fairplay_flagged{{bot="{name}"}}'] == 0
+    # The saved state counts every match once.
+    state = json.loads((out / "fairplay-state.json").read_text())
+    assert len(state["seen"]) == len(set(state["seen"])) >= doc["matches"]
+    # The same from the database, one line per bot, the flag column empty.
+    report = tmp_path / "report"
+    done = subprocess.run(
+        [*REFEREE, "fairplay", "--database", str(db.target), "--out", str(report)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr
+    bot_table = done.stdout.split("\n\n")[0]
+    rows = [line.split() for line in bot_table.splitlines()[2:]]
+    lines = {r[0]: r for r in rows}
+    assert set(lines) == {"rand", "heur", "rand2"}
+    assert all(r[-1] == "-" for r in lines.values())
+    assert json.loads((report / "fairplay.json").read_text())["matches"] >= doc["matches"]

@@ -66,7 +66,7 @@ from referee.league.config import HostingConfig
 from referee.league.retention import Retention, Swept
 from referee.league.submissions import Submission, Submissions
 from referee.league.turns import OwnerTurns
-from referee.match.checkbot import check_bot, scenarios
+from referee.match.checkbot import Places, check_bot, scenarios
 from referee.match.preflight import check_starts_on_own_server
 from referee.results.store import open_store
 from referee.runtime.private import private_dir
@@ -223,8 +223,9 @@ class Hosting:
         #: An entry's owner (validation turns and build budgets are an owner's).
         self.owner_of = owner_of
         self.turns = OwnerTurns(config.validation_jobs)
-        #: The check-bot families of every validation under way share these places.
-        self._jobs = asyncio.Semaphore(config.validation_jobs)
+        #: The check-bot families and start checks of every validation under way share
+        #: these places (a scenario that must play alone takes them all).
+        self._jobs = Places(config.validation_jobs)
         self.builds = Allowance(submissions.store, BUILD, config.build_seconds_per_day)
         #: The database of the thread that handles archives' bytes (None: everything on
         #: the caller's thread, with ``submissions``).
@@ -497,7 +498,8 @@ class Hosting:
             report.append(f"build: done, output {build_sha}")
             # The build's copy of the archive's folder is the bot's folder from now on.
             spec, _ = self._load(built / bot_file, s.bot, s.bot_file)
-        failures = await check_starts_on_own_server([spec], self.sandbox, self.startup_s, logs)
+        async with self._jobs.one():
+            failures = await check_starts_on_own_server([spec], self.sandbox, self.startup_s, logs)
         if failures:
             f = failures[0]
             raise Refusal(

@@ -24,7 +24,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import secrets
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -653,6 +653,35 @@ async def run_seats_scenario(
             await process.stop()
 
 
+class Places:
+    """``n`` places shared by check-bot runs played at once: a family of scenarios takes
+    one, the scenarios that must play alone (a short clock, many streams) take them all."""
+
+    def __init__(self, n: int) -> None:
+        self.n = max(1, n)
+        self._free = asyncio.Semaphore(self.n)
+        self._whole = asyncio.Lock()
+
+    @contextlib.asynccontextmanager
+    async def one(self) -> AsyncIterator[None]:
+        async with self._free:
+            yield
+
+    @contextlib.asynccontextmanager
+    async def every(self) -> AsyncIterator[None]:
+        # One taker of every place at a time: two could each hold a part and wait forever.
+        async with self._whole:
+            taken = 0
+            try:
+                for _ in range(self.n):
+                    await self._free.acquire()
+                    taken += 1
+                yield
+            finally:
+                for _ in range(taken):
+                    self._free.release()
+
+
 async def check_bot(
     bot: BotSpec,
     chosen: Sequence[Scenario],
@@ -670,7 +699,7 @@ async def check_bot(
     skip_after_timeout: bool = True,
     stop_after_timeout: bool = False,
     jobs: int = 1,
-    turns: asyncio.Semaphore | None = None,
+    turns: Places | None = None,
 ) -> list[Outcome]:
     """Play ``bot`` through ``chosen`` on one server; ``on_ready`` gets its address. A
     started bot runs in ``sandbox`` (default: bubblewrap). With ``same_seed``, then play
@@ -686,8 +715,9 @@ async def check_bot(
 
     ``jobs`` above 1 plays up to that many families side by side (a family's scenarios
     still one after another, so the skip above is the same), then the scenarios marked
-    ``alone`` one at a time. ``turns``, a semaphore shared with other runs, bounds the
-    families played side by side across all of them instead. Each scenario keeps its seed
+    ``alone`` one at a time. ``turns``, :class:`Places` shared with other runs, bounds
+    the families played side by side across all of them instead, and a scenario marked
+    ``alone`` then waits until it has every place. Each scenario keeps its seed
     (``seed`` plus its place in ``chosen``), and ``on_outcome`` still hears the outcomes in
     ``chosen``'s order."""
     registry = _TappingRegistry()
@@ -756,16 +786,17 @@ async def check_bot(
                     lanes.setdefault(scenario.family or f"#{i}", []).append(i)
             # Places shared with other runs (a league validating several submissions at
             # once), or this run's own.
-            turns = turns or asyncio.Semaphore(jobs)
+            places = turns or Places(jobs)
 
             async def lane(indices: list[int]) -> None:
-                async with turns:
+                async with places.one():
                     await play(indices)
 
             async with asyncio.TaskGroup() as group:
                 for indices in lanes.values():
                     group.create_task(lane(indices))
-            await play([i for i, scenario in enumerate(chosen) if scenario.alone])
+            async with places.every():
+                await play([i for i, scenario in enumerate(chosen) if scenario.alone])
         slow = next(
             (outcomes[i].scenario.name for i in sorted(outcomes) if outcomes[i].timed_out), None
         )

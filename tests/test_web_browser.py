@@ -381,7 +381,7 @@ def test_a_bot_named_as_markup_renders_as_text(browser: Browser, tmp_path: Path)
                 "parallel = 1",
                 'out = "out"',
                 "[clock]",
-                "decision_ms = 2000",
+                "decision_ms = 10000",
                 *(
                     f"[[bots]]\nname = {json.dumps(name)}\ncommand = {json.dumps(bot)}\n"
                     f"workdir = {json.dumps(str(SAMPLES))}"

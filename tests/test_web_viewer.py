@@ -59,7 +59,7 @@ def _tournament(
         "[rules]",
         f'preset = "{preset}"',
         "[clock]",
-        "decision_ms = 2000",
+        "decision_ms = 10000",
         "time_bank_ms = 500",
     ]
     for bot, command, env in bots:
@@ -457,7 +457,7 @@ def test_a_bot_author_jumps_by_trick_reads_think_times_and_finds_faults(
     assert page.evaluate(HASH) == f"#r1t3c{n}"
     assert page.get_attribute('#trick-list a[href="#r1t3"]', "aria-current") == "step"
     # The list scrolls inside its own box: the page stayed where it was.
-    # Each card of the trick with its think time and the clock it was against: 2000 ms a
+    # Each card of the trick with its think time and the clock it was against: 10000 ms a
     # decision and the 500 ms bank (no decision of these bots ran over).
     shown = page.eval_on_selector_all(
         "#trick .played",
@@ -466,11 +466,11 @@ def test_a_bot_author_jumps_by_trick_reads_think_times_and_finds_faults(
     )
     third = plays[2 * n : 3 * n]
     assert [s[0] for s in shown] == [_think_text(x["think_us"]) for x in third]
-    assert all(s[1] == 2500 and "of the 2000 ms allowed and a 500 ms bank" in s[2] for s in shown)
+    assert all(s[1] == 10500 and "of the 10000 ms allowed and a 500 ms bank" in s[2] for s in shown)
     # The pain choice's think time, at the choice (the first decision: with the startup time).
     page.evaluate("location.hash = '#r1pick'")
     until(page, "() => document.querySelectorAll('.painrow .think').length > 0")
-    assert "of the 12000 ms allowed" in page.get_attribute(".painrow .think", "title")
+    assert "of the 20000 ms allowed" in page.get_attribute(".painrow .think", "title")
     # Faults at their card: the list links to it, the card says what was wrong.
     page.keyboard.press("End")
     faults = page.eval_on_selector_all("#faults a", "as => as.map(a => a.getAttribute('href'))")
@@ -649,7 +649,7 @@ def test_a_live_match_plays_card_by_card_can_be_stepped_back_and_caught_up(
         "parallel = 1",
         'out = "out"',
         "[clock]",
-        "decision_ms = 2000",
+        "decision_ms = 10000",
     ]
     for i in range(8):
         lines += [

@@ -131,6 +131,13 @@ def add_parsers(sub: Subparsers) -> None:
         "--metrics-addr", default="127.0.0.1", help="the metrics address (default 127.0.0.1)"
     )
     wk.add_argument(
+        "--parallel",
+        type=int,
+        default=1,
+        help="matches this worker plays at once (default 1; the league's own parallel "
+        "bounds the matches queued and played by all workers)",
+    )
+    wk.add_argument(
         "--max-bots",
         type=int,
         default=64,
@@ -469,6 +476,7 @@ def worker(args: argparse.Namespace) -> int:
     if args.metrics_port is not None and not 0 <= args.metrics_port <= 65535:
         raise UsageError(f"--metrics-port: {args.metrics_port} is not allowed; allowed: 0-65535")
     for flag, value, least in (
+        ("--parallel", args.parallel, 1),
         ("--max-bots", args.max_bots, 1),
         ("--max-bot-memory-mb", args.max_bot_memory_mb, 64),
         ("--bot-idle-s", args.bot_idle_s, 1),
@@ -515,6 +523,7 @@ def worker(args: argparse.Namespace) -> int:
             sandbox,
             bounds=Bounds(args.max_bots, args.max_bot_memory_mb, args.bot_idle_s),
             live_interval_s=args.live_interval_s,
+            parallel=args.parallel,
         )
     except (StoreError, UsageError) as exc:
         store.close()

@@ -84,6 +84,12 @@ class HostingConfig:
     build_seconds_per_day: float = 3600.0
     #: Days the archives and folders of refused and retired submissions are kept.
     retention_days: float = 7.0
+    #: Hosted bot processes kept warm between matches (this process's pool), at most.
+    warm_bots: int = 64
+    #: Their memory together (their cgroups'), at most, in MiB.
+    warm_memory_mb: int = 4096
+    #: A warm process without a match for this long stops, in seconds.
+    warm_idle_s: float = 600.0
 
 
 @dataclass(frozen=True)
@@ -252,6 +258,13 @@ class HostingTable(Table):
     retention_days: Annotated[float, Field(ge=0, le=3650)] = 7.0
     """Days the archive and unpacked folder of a refused or retired submission are kept
     (its record, hash and report stay)."""
+    warm_bots: Annotated[int, Field(ge=1, le=100_000)] = 64
+    """Hosted bot processes this process keeps warm between matches, at most (the least
+    recently used idle ones stop first; `referee league worker --max-bots`)."""
+    warm_memory_mb: Annotated[int, Field(ge=64, le=1_048_576)] = 4096
+    """The memory of the warm bot processes together (their cgroups'), at most, in MiB."""
+    warm_idle_s: Annotated[float, Field(ge=1, le=86_400)] = 600.0
+    """A warm bot process without a match for this long stops, in seconds."""
 
 
 class LeagueFile(Table):
@@ -346,6 +359,9 @@ def league_from_table(data: dict[str, Any], base: Path, source: Path, environ: A
         upload_attempts_per_day=h.upload_attempts_per_day,
         build_seconds_per_day=h.build_seconds_per_day,
         retention_days=h.retention_days,
+        warm_bots=h.warm_bots,
+        warm_memory_mb=h.warm_memory_mb,
+        warm_idle_s=h.warm_idle_s,
     )
     return LeagueConfig(
         name=name,

@@ -8,6 +8,12 @@ database. A worker holds a lease on the match while it plays; a match whose leas
 out is void and played again (:meth:`Dispatch.expire_leases`), and one a worker of
 another process finished is taken in from the database (its record too).
 
+The hosted bots of the matches played here (this process's workers' and those with a
+dial-in seat) come from the league's warm pool (:class:`~referee.match.pool.BotPool`,
+``[hosting] warm_*``): a bot's jailed process serves match after match, and those of a
+submission no longer wanted stop (:meth:`Dispatch.retire_warm`). A match a worker of
+another process plays is watched live through the database (:mod:`referee.league.live`).
+
 Its interface: :meth:`Dispatch.launch` (play or queue a planned match),
 :meth:`Dispatch.played_here`, :meth:`Dispatch.running_count`, :meth:`Dispatch.seating`,
 :meth:`Dispatch.live_feed`, and start/stop. A finished match goes to the publisher
@@ -26,6 +32,7 @@ from typing import Any
 import structlog
 
 from referee.jail.bots import BotSpec
+from referee.league import live
 from referee.league.config import LeagueConfig
 from referee.league.feed import MatchFeed
 from referee.league.hosting import Hosting
@@ -34,8 +41,15 @@ from referee.league.matchmaking import Deals, match_id_of
 from referee.league.publishing import Publisher
 from referee.league.submissions import DONE as QUEUE_DONE
 from referee.league.submissions import MatchQueue, QueuedMatch, Submission, Submissions
-from referee.league.worker import load_record
+from referee.league.worker import (
+    RETIRE_CHECK_S,
+    hosted_source,
+    hosted_spec,
+    load_record,
+    wanted_submissions,
+)
 from referee.match.metrics import RefereeMetrics
+from referee.match.pool import BotPool, Bounds, PooledBot
 from referee.match.runner import MatchRunner
 from referee.match.server import RefereeServer
 from referee.results.store import Store, StoreError
@@ -52,22 +66,36 @@ QUEUE_POLL_S = 1.0
 
 
 class _Table:
-    """The match runner's seat pool for one match: the streams the league chose for it."""
+    """The match runner's seat pool for one match: the streams the league chose for it,
+    and its hosted bots from the league's warm pool."""
 
-    def __init__(self, lobby: StreamLobby, streams: dict[str, LeagueStream]) -> None:
+    def __init__(
+        self,
+        lobby: StreamLobby,
+        streams: dict[str, LeagueStream],
+        warm: BotPool | None = None,
+    ) -> None:
         self.lobby = lobby
         self.streams = streams
+        self.warm = warm
 
     def serves(self, spec: BotSpec) -> bool:
-        return spec.name in self.streams
+        return spec.name in self.streams or (self.warm is not None and not spec.external)
 
     async def acquire(
         self, spec: BotSpec, match_id: str = "", deal_seed: int | None = None
-    ) -> LeagueStream:
-        return self.streams[spec.name]
+    ) -> LeagueStream | PooledBot:
+        if spec.name in self.streams:
+            return self.streams[spec.name]
+        assert self.warm is not None
+        return await self.warm.acquire(spec, match_id, deal_seed)
 
     def release(self, bot: Any) -> None:
-        self.lobby.release(bot)
+        if isinstance(bot, PooledBot):
+            assert self.warm is not None
+            self.warm.release(bot)
+        else:
+            self.lobby.release(bot)
 
 
 @dataclass
@@ -124,6 +152,11 @@ class Dispatch:
         self._stopping = False
         #: Matches of hosted bots waiting for a worker (read once a second).
         self.queued = 0
+        #: Hosted bots' warm processes, for the matches played here (made at start).
+        self.warm: BotPool | None = None
+        #: The record lines of the matches workers elsewhere play.
+        self._live = live.LiveReader(store, config.name)
+        self._live_timer: asyncio.Task[None] | None = None
 
     # -- what the matchmaker and the pages ask -------------------------------------------
 
@@ -155,6 +188,16 @@ class Dispatch:
         if self.hosting is None:
             return
         c = self.config
+        h = c.hosting
+        live.create(self.store)
+        live.clear(self.store, c.name)  # of matches voided at the start: no worker holds one
+        self.warm = BotPool(
+            self.server,
+            c.out / "logs",
+            c.clock.startup_ms / 1000,
+            bounds=Bounds(h.warm_bots, h.warm_memory_mb, h.warm_idle_s),
+        )
+        self._live_timer = asyncio.ensure_future(self._read_live())
         self._workers = [
             asyncio.ensure_future(self._work(f"{c.name}-worker-{i}"))
             for i in range(c.hosting.workers)
@@ -167,6 +210,8 @@ class Dispatch:
         self._stopping = True
         if self._lease_timer is not None:
             self._lease_timer.cancel()
+        if self._live_timer is not None:
+            self._live_timer.cancel()
         self._queue_wake.set()
         # A worker waits on its match without owning it: the match gets the grace period
         # below like every other.
@@ -182,6 +227,8 @@ class Dispatch:
                 task.cancel()
             if pending:
                 await asyncio.wait(pending)
+        if self.warm is not None:
+            await self.warm.close()
 
     # -- launching ---------------------------------------------------------------------------
 
@@ -277,13 +324,16 @@ class Dispatch:
                 r.feed.interrupt()
                 log.warning("match_aborted", match_id=r.match_id, why="its worker aborted it")
                 continue
-            self._take_record(idx, r.match_id, Path(row[1]) if row[1] else None)
+            record = self._take_record(idx, r.match_id, Path(row[1]) if row[1] else None)
             seats = self.store.execute(
                 "SELECT seat, bot, total, place, forfeited FROM results "
                 "WHERE tournament = ? AND idx = ? ORDER BY seat",
                 (name, idx),
             ).fetchall()
-            r.feed.interrupt()
+            # Its watchers see it to the end: the lines the worker had not sent yet.
+            with contextlib.suppress(OSError, ValueError):
+                live.top_up(r.feed, record.read_bytes() if record is not None else b"")
+            r.feed.interrupt()  # (nothing once topped up: the feed is over)
             self.publisher.counted(
                 r.match,
                 r.match_id,
@@ -293,15 +343,16 @@ class Dispatch:
                 float(row[2] or 0.0),
             )
 
-    def _take_record(self, idx: int, match_id: str, path: Path | None) -> None:
+    def _take_record(self, idx: int, match_id: str, path: Path | None) -> Path | None:
         """A record a worker on another machine wrote is copied here from the database
-        (``league_records``), so that GetMatchRecord and the web serve it as any other."""
+        (``league_records``), so that GetMatchRecord and the web serve it as any other;
+        where it is (None: nowhere)."""
         if path is not None and path.exists():
-            return
+            return path
         data = load_record(self.store, self.config.name, idx)
         if data is None:
             log.error("record_missing", match_id=match_id)
-            return
+            return None
         folder = private_dir(self.config.out / "matches")
         local = folder / f"{match_id}.jsonl"
         create_private(local)
@@ -310,6 +361,7 @@ class Dispatch:
             "UPDATE matches SET record_path = ? WHERE tournament = ? AND idx = ?",
             (str(local), self.config.name, idx),
         )
+        return local
 
     def _playing_as_queued(self, taken: QueuedMatch, bot: str) -> Submission:
         """The submission a queued match seats for ``bot`` (the one queued with it)."""
@@ -328,10 +380,45 @@ class Dispatch:
                     "store_failed", doing=f"renew the lease of {taken.match_id}", error=str(exc)
                 )
 
+    def retire_warm(self) -> None:
+        """Stop the warm processes of submissions no longer wanted (replaced, revoked, and
+        seated by no queued match)."""
+        if self.warm is None:
+            return
+        try:
+            wanted = {
+                hosted_source(b, n) for b, n in wanted_submissions(self.store, self.config.name)
+            }
+        except StoreError as exc:
+            log.error("store_failed", doing="read the wanted submissions", error=str(exc))
+            return
+        self.warm.retire(lambda spec: spec.source in wanted)
+
+    async def _read_live(self) -> None:
+        """Every :data:`~referee.league.live.READ_S`: the record lines workers elsewhere
+        wrote of the matches they play, into those matches' feeds."""
+        while not self._stopping:
+            await asyncio.sleep(live.READ_S)
+            elsewhere = [
+                (r.index, r.feed)
+                for r in self.running.values()
+                if r.match is not None and r.task is None
+            ]
+            try:
+                self._live.read(elsewhere)
+            except StoreError as exc:
+                log.warning("store_failed", doing="read the workers' live lines", error=str(exc))
+
     async def expire_leases(self) -> None:
-        """Matches whose worker died (its lease ran out) are void: played again."""
+        """Matches whose worker died (its lease ran out) are void: played again. (And
+        every :data:`~referee.league.worker.RETIRE_CHECK_S`: warm processes no match wants
+        any more stop.)"""
+        looks = 0
         while not self._stopping:
             await asyncio.sleep(QUEUE_POLL_S)
+            looks += 1
+            if looks % round(RETIRE_CHECK_S / QUEUE_POLL_S) == 0:
+                self.retire_warm()
             try:
                 voided = self.queue.expire()
                 self.queued = self.queue.depth()
@@ -344,6 +431,10 @@ class Dispatch:
                 match_id = match_id_of(self.config.name, idx)
                 running = self.running.pop(match_id, None)
                 log.warning("match_void", match_id=match_id, why="its worker's lease expired")
+                with contextlib.suppress(StoreError):
+                    live.clear(self.store, self.config.name, idx)
+                if running is not None:
+                    running.feed.interrupt()
                 if running is not None and running.match is not None:
                     self._replay(running.match, True)
             if voided:
@@ -367,7 +458,8 @@ class Dispatch:
             spec = BotSpec(name=bot)
             if hosted and bot in hosted and self.hosting is not None:
                 try:
-                    spec = await self.hosting.prepare(hosted[bot])
+                    sub = hosted[bot]
+                    spec = hosted_spec(await self.hosting.prepare(sub), bot, sub.number)
                 except Exception as exc:  # its code cannot be unpacked here: the seat faults
                     log.error("hosted_code_failed", bot=bot, error=repr(exc))
                     spec = BotSpec(name=bot, command=("/nonexistent/hosted-code-missing",))
@@ -385,7 +477,7 @@ class Dispatch:
             strike_limit=c.strike_limit,
             out_dir=c.out,
             observer=self.metrics,
-            pool=_Table(self.lobby, streams),
+            pool=_Table(self.lobby, streams, self.warm),
             on_record=running.feed.append,
         )
         try:

@@ -168,9 +168,12 @@ class LiveReader:
 
 def top_up(feed: MatchFeed, record: bytes) -> None:
     """A done match's feed completed from its stored record (the lines after those it
-    holds), then finished."""
-    if not feed.over:
-        lines = [json.loads(raw) for raw in record.decode("utf-8").splitlines() if raw.strip()]
-        for line in lines[len(feed.lines) :]:
-            feed.append(line)
-    feed.finish()
+    holds), then finished; one that ends without its end line stays open (the caller
+    interrupts it)."""
+    if feed.over:
+        return
+    lines = [json.loads(raw) for raw in record.decode("utf-8").splitlines() if raw.strip()]
+    for line in lines[len(feed.lines) :]:
+        feed.append(line)
+    if feed.lines and feed.lines[-1].get("type") == "end":
+        feed.finish()

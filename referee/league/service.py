@@ -333,6 +333,7 @@ class League:
         playing = bot in self.matchmaker.playing
         self.metrics.submissions.labels("playing" if playing else "refused").inc()
         self.metrics.validation.observe(seconds)
+        self.dispatch.retire_warm()
         self.matchmaker.wake()
 
     def _swept(self, swept: Swept) -> None:
@@ -350,8 +351,10 @@ class League:
         return self.lobby.connected(bot)
 
     def revoked(self, entry: BotEntry) -> None:
-        """End the idle streams of a revoked bot (busy ones end after their match)."""
+        """End the idle streams of a revoked bot (busy ones end after their match), and
+        stop its warm processes."""
         self.lobby.revoked(entry)
+        self.dispatch.retire_warm()
 
     # -- what the League service and the pages read ------------------------------------------
 

@@ -49,7 +49,7 @@ from referee.league import live
 from referee.league.config import HostingConfig
 from referee.league.hosting import Hosting
 from referee.league.registry import BotRegistry
-from referee.league.submissions import MatchQueue, QueuedMatch, Submissions
+from referee.league.submissions import LEASED, QUEUED, MatchQueue, QueuedMatch, Submissions
 from referee.match.metrics import RefereeMetrics
 from referee.match.pool import BotPool, Bounds, pool_key
 from referee.match.runner import Clock, MatchRunner
@@ -73,6 +73,39 @@ POLL_S = 1.0
 RETIRE_CHECK_S = 2.0
 #: What a worker keeps warm by default (``referee league worker --max-bots ...``).
 WARM = Bounds(processes=64, memory_mb=4096, idle_s=600.0)
+
+
+def hosted_source(bot: str, number: int) -> str:
+    """The source of submission ``number`` of entry ``bot`` as a warm pool knows it."""
+    return f"submission {number} of {bot}"
+
+
+def hosted_spec(spec: BotSpec, bot: str, number: int) -> BotSpec:
+    """A playing submission's bot as a warm pool seats it: a bot of its own per
+    submission (its source names it), even where two submissions hold the same code."""
+    return dataclasses.replace(spec, source=hosted_source(bot, number))
+
+
+def wanted_submissions(store: Store, league: str) -> set[tuple[str, int]]:
+    """The submissions (entry, number) a warm pool keeps: every entry's playing one, but
+    a revoked entry's, and those a queued or leased match still seats (a match queued
+    before its submission was replaced plays with it). Read afresh from the database:
+    the league's registry and submissions change in another process."""
+    revoked = {
+        str(name)
+        for (name,) in store.execute("SELECT name FROM league_bots WHERE active = 0").fetchall()
+    }
+    wanted = {
+        (bot, s.number)
+        for bot, s in Submissions(store).playing_by_bot().items()
+        if bot not in revoked
+    }
+    for (code,) in store.execute(
+        "SELECT code FROM match_queue WHERE tournament = ? AND status IN (?, ?)",
+        (league, QUEUED, LEASED),
+    ).fetchall():
+        wanted.update((bot, int(c["submission"])) for bot, c in json.loads(code).items())
+    return wanted
 
 
 def store_record(store: Store, league: str, idx: int, path: Path) -> None:
@@ -120,6 +153,8 @@ class Worker:
     live_interval_s: float = live.INTERVAL_S
     #: The warm pool, while :meth:`run` runs.
     pool: BotPool | None = None
+    #: Matches played at once.
+    parallel: int = 1
 
     def __post_init__(self) -> None:
         self.name = self.name or f"{socket.gethostname()}-{os.getpid()}"
@@ -138,7 +173,7 @@ class Worker:
         self.key = key
         self.queue = MatchQueue(self.store, self.league)
         self.submissions = Submissions(self.store)
-        self.registry = BotRegistry(self.store)
+        BotRegistry(self.store)  # its table, for the revocations read below
         live.create(self.store)
         #: The submission each started bot is (entry, number), by its pool key.
         self._submission_of: dict[object, tuple[str, int]] = {}
@@ -151,27 +186,22 @@ class Worker:
         )
 
     async def run(self, stop: asyncio.Event) -> None:
-        """Take and play queued matches until ``stop`` is set (the match being played
-        ends first)."""
+        """Take and play queued matches, :attr:`parallel` at a time, until ``stop`` is set
+        (the matches being played end first)."""
         server = RefereeServer(sandbox=self.sandbox, observer=self.metrics)
         await server.start("127.0.0.1", 0)
         self.pool = BotPool(
             server, self.out / "logs", self.clock.startup_ms / 1000, bounds=self.bounds
         )
-        log.info("worker_start", worker=self.name, league=self.league, warm=str(self.bounds))
+        log.info(
+            "worker_start",
+            worker=self.name,
+            league=self.league,
+            parallel=self.parallel,
+            warm=str(self.bounds),
+        )
         try:
-            while not stop.is_set():
-                self.retire_unwanted()
-                try:
-                    taken = self.queue.take(self.name, self.lease_s, self.warm())
-                except StoreError as exc:
-                    log.error("store_failed", doing="take a queued match", error=str(exc))
-                    taken = None
-                if taken is None:
-                    with contextlib.suppress(TimeoutError):
-                        await asyncio.wait_for(stop.wait(), POLL_S)
-                    continue
-                await self.play(server, taken)
+            await asyncio.gather(*(self._take_and_play(server, stop) for _ in range(self.parallel)))
         finally:
             await self.pool.close()
             await server.stop(1.0)
@@ -183,6 +213,20 @@ class Worker:
                 lost=sum(self.pool.lost.values()),
             )
 
+    async def _take_and_play(self, server: RefereeServer, stop: asyncio.Event) -> None:
+        while not stop.is_set():
+            self.retire_unwanted()
+            try:
+                taken = self.queue.take(self.name, self.lease_s, self.warm())
+            except StoreError as exc:
+                log.error("store_failed", doing="take a queued match", error=str(exc))
+                taken = None
+            if taken is None:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(stop.wait(), POLL_S)
+                continue
+            await self.play(server, taken)
+
     def warm(self) -> dict[str, int]:
         """The submission of each entry whose process this worker holds (for the queue)."""
         if self.pool is None:
@@ -192,29 +236,27 @@ class Worker:
 
     def retire_unwanted(self, now: float | None = None) -> int:
         """Stop the processes of submissions that no longer play (a later one replaced
-        it, or the entry was revoked); looked at every :data:`RETIRE_CHECK_S`."""
+        it, or the entry was revoked) and that no queued match seats; looked at every
+        :data:`RETIRE_CHECK_S`."""
         at = time.monotonic() if now is None else now
         if self.pool is None or at - self._checked_at < RETIRE_CHECK_S:
             return 0
         self._checked_at = at
         try:
-            playing = {
-                (bot, s.number)
-                for bot, s in self.submissions.playing_by_bot().items()
-                if (entry := self.registry.get(bot)) is not None and entry.active
-            }
+            wanted = wanted_submissions(self.store, self.league)
         except StoreError as exc:
             log.error("store_failed", doing="read the playing submissions", error=str(exc))
             return 0
-        return self.pool.retire(lambda spec: self._submission_of.get(pool_key(spec)) in playing)
+        return self.pool.retire(lambda spec: self._submission_of.get(pool_key(spec)) in wanted)
 
     def _spec(self, bot: str, code: Mapping[str, object]) -> BotSpec:
         number = int(str(code["submission"]))
         sub = self.submissions.get(bot, number)
         try:
             assert sub is not None
-            # One match at a time here: one stream of each process is all it uses.
-            spec = dataclasses.replace(self.hosting.spec(sub), seats=1)
+            # At most `parallel` matches at a time: no process needs more streams.
+            spec = hosted_spec(self.hosting.spec(sub), bot, number)
+            spec = dataclasses.replace(spec, seats=min(spec.seats, self.parallel))
         except Exception as exc:  # its code cannot be had here: the seat faults
             log.error("hosted_code_failed", bot=bot, error=repr(exc))
             return BotSpec(name=bot, command=("/nonexistent/hosted-code-missing",))

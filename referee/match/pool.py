@@ -27,8 +27,8 @@ A league's warm pool (:mod:`referee.league.worker`) keeps the hosted bots it sta
 stated bounds (:class:`Bounds`): at most ``processes`` of them, their memory (their
 cgroups') at most ``memory_mb``, and none idle longer than ``idle_s``; before one more
 starts, the least recently used idle ones stop. A process is known by its bot's name,
-command, folder and environment (:func:`pool_key`), so a league entry's new submission
-(a new folder) never gets the old one's processes, and :meth:`BotPool.retire` stops those
+command, folder, environment and source (:func:`pool_key`), so a league entry's new
+submission never gets the old one's processes, and :meth:`BotPool.retire` stops those
 no longer wanted. One that dies is replaced by the next match that needs it.
 """
 
@@ -271,9 +271,11 @@ def _taken(bot: str, task: asyncio.Task[None]) -> None:
 
 
 def pool_key(spec: BotSpec) -> Hashable:
-    """What makes two specs one bot to the pool: its name, command, folder and
-    environment (a league entry's new submission is a new folder, so a new bot)."""
-    return (spec.name, spec.command, str(spec.workdir), tuple(sorted(spec.env.items())))
+    """What makes two specs one bot to the pool: its name, command, folder, environment
+    and source (a league entry's new submission is another source, even with the same
+    code, so another bot)."""
+    env = tuple(sorted(spec.env.items()))
+    return (spec.name, spec.command, str(spec.workdir), env, spec.source)
 
 
 def memory_bytes(process: BotProcess) -> int:
@@ -674,6 +676,10 @@ class BotPool:
                     self._all.remove(other)
             other.stream.end()
             self.server.registry.close_seat(other.slot)
+        if chosen and bot.process.returncode is None:
+            # Its streams ended with status OK: it may exit by itself, as the contract says.
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(bot.process.proc.wait()), EXIT_GRACE_S)
         await bot.process.stop()
         if not chosen:
             # It died, or its stream ended (its match cut it): the pool did not stop it.

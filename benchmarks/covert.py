@@ -59,9 +59,10 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from referee import jail  # noqa: E402
-from referee.jail import gvisor  # noqa: E402
+from referee.jail import gvisor, resident  # noqa: E402
 from referee.jail.bots import BotSpec  # noqa: E402
 from referee.jail.sandbox import Sandbox  # noqa: E402
+from referee.match.pool import bot_reads, keep_resident  # noqa: E402
 
 AGENT = REPO / "benchmarks" / "bots" / "covert_agent.py"
 STRIDE = 32 * 4096
@@ -69,10 +70,20 @@ STRIDE = 32 * 4096
 
 async def _run(tier: str, folder: Path, args: list[str], log: Path) -> str:
     sandbox = Sandbox(tier)
-    spec = BotSpec(name="covert", command=(sys.executable, AGENT.name, *args), workdir=AGENT.parent)
+    spec = BotSpec(
+        name="covert",
+        command=(sys.executable, AGENT.name, *args),
+        workdir=AGENT.parent,
+        read=(folder,),
+    )
     user = sandbox.lease_user()
     try:
-        policy = sandbox.policy(AGENT.parent, (folder,), None, user.ids if user else None)
+        # As the referee starts a bot: its runtime's files only, and in a run that replays
+        # deals, all it may read resident first (referee.jail.resident).
+        policy = sandbox.policy(
+            AGENT.parent, (folder,), None, user.ids if user else None, runtime=bot_reads(spec)
+        )
+        keep_resident(policy)
         process = await jail.start(spec, "unix:/nowhere", "-", log, policy=policy)
         await process.proc.wait()
         await process.stop()
@@ -96,9 +107,14 @@ class Refused(Exception):
     """The sandbox refuses what the channel needs: closed."""
 
 
-def _evict(path: Path) -> None:
+def _fresh(path: Path, size: int) -> None:
+    """A new file nobody has read: written, then its pages dropped (as after a boot).
+    Nothing else is evicted: the channel has the page cache as any bot finds it."""
+    path.write_bytes(os.urandom(size))
+    path.chmod(0o644)
     fd = os.open(path, os.O_RDONLY)
     try:
+        os.fsync(fd)
         os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
     finally:
         os.close(fd)
@@ -144,7 +160,7 @@ def turns(tier: str, bits: str, delay_ms: int, folder: Path) -> tuple[int, int, 
 
 
 async def measure(tier: str, channel: str, bits: str, slot: float, folder: Path) -> str:
-    logs = folder / f"{tier}-{channel}"
+    logs = folder / f"{tier}-{channel}-{os.environ.get(resident.VARIABLE, '')}"
     logs.mkdir()
     if channel == "turns":
         sent, wrong, seconds = turns(tier, bits, round(slot * 1000), folder)
@@ -153,8 +169,9 @@ async def measure(tier: str, channel: str, bits: str, slot: float, folder: Path)
             f"{sent / seconds:8.1f} bit/s (the match's think time {seconds:.2f} s)"
         )
     if channel == "pagecache":
-        shared = folder / "shared.bin"
-        _evict(shared)
+        # A fresh file for each run: what one run's sender read stays cached.
+        shared = folder / f"shared-{tier}-{os.environ[resident.VARIABLE]}.bin"
+        _fresh(shared, len(bits) * STRIDE + 4096)
         await _run(tier, folder, [channel, "send", bits, "0", "0", str(shared)], logs / "s.log")
         got, seconds = _got(
             await _run(tier, folder, [channel, "recv", bits, "0", "0", str(shared)], logs / "r.log")
@@ -172,7 +189,7 @@ async def measure(tier: str, channel: str, bits: str, slot: float, folder: Path)
     wrong = sum(a != b for a, b in zip(got, bits, strict=True))
     p = wrong / len(bits)
     entropy = 0.0 if p in (0, 1) else -(p * math.log2(p) + (1 - p) * math.log2(1 - p))
-    rate = len(bits) / seconds
+    rate = len(bits) / max(seconds, 0.001)  # printed to the millisecond
     return (
         f"{tier:10} {channel:9} {len(bits)} bits, {wrong} wrong, "
         f"{rate:8.1f} bit/s raw, {rate * max(0.0, 1 - entropy):8.1f} bit/s net "
@@ -190,26 +207,36 @@ def main() -> None:
     channels = ("cpu", "statfs", "pagecache", "turns")
     parser.add_argument("--channel", action="append", choices=channels)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--held",
+        action="append",
+        choices=("yes", "no"),
+        help="pagecache: with what a bot reads kept resident (yes: as a duplicate tournament "
+        "runs; no: as before), or both (the default)",
+    )
     args = parser.parse_args()
     rng = random.Random(args.seed)
     bits = "".join(rng.choice("01") for _ in range(args.bits))
     folder = Path(tempfile.mkdtemp(prefix="sticheln-covert-"))
     folder.chmod(0o755)
     try:
-        shared = folder / "shared.bin"
-        shared.write_bytes(os.urandom(args.bits * STRIDE + 4096))
-        shared.chmod(0o644)
-        os.sync()
         for tier in args.tier or ["bubblewrap", "gvisor"]:
             if tier == "gvisor" and (why := gvisor.missing()):
                 print(f"{tier:10} skipped: {why}")
                 continue
             for channel in args.channel or channels:
-                try:
-                    print(asyncio.run(measure(tier, channel, bits, args.slot, folder)), flush=True)
-                except Refused as exc:
-                    print(f"{tier:10} {channel:9} closed: the sandbox refuses it ({exc})")
+                for held in (args.held or ["yes", "no"]) if channel == "pagecache" else ["no"]:
+                    os.environ[resident.VARIABLE] = "1" if held == "yes" else "0"
+                    label = f"{channel} {'held' if held == 'yes' else 'not held'}"
+                    try:
+                        line = asyncio.run(measure(tier, channel, bits, args.slot, folder))
+                        if channel == "pagecache":
+                            line = line.replace("pagecache", label, 1)
+                        print(line, flush=True)
+                    except Refused as exc:
+                        print(f"{tier:10} {channel:9} closed: the sandbox refuses it ({exc})")
     finally:
+        resident.release_all()
         shutil.rmtree(folder, ignore_errors=True)
 
 

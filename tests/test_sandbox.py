@@ -567,6 +567,8 @@ def test_a_compiled_bot_in_its_folder_plays_in_the_sandbox() -> None:
         bot_file = folder / "compiled.toml"
         bot_file.write_text(
             f'name = "compiled"\ncommand = ["build/bot", "--marker={marker}"]\n'
+            # It starts Python: its runtime (its own libraries are read from the binary).
+            'runtime = "python3"\n'
             f"[sandbox]\nread = [{json.dumps(str(BOTS_DIR))}]\n"
         )
         lowest = _bot_file(folder, "lowest", marker)

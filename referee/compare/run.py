@@ -68,6 +68,7 @@ from referee.compare.sprt import (
     outlook,
     state,
 )
+from referee.jail import resident
 from referee.match.dealkey import DealKey
 from referee.match.faults import FaultReason
 from referee.match.metrics import RefereeMetrics
@@ -671,6 +672,7 @@ async def _play(
     todo_max = 2 * config.max_pairs - len(finished)
     wanted = default_workers(config.parallel) if workers is None else workers
     count = max(1, min(wanted, config.parallel, todo_max))
+    resident.for_replays()  # a pair's second match must not read what its first left
     player = await start_player(
         count,
         metrics,

@@ -54,4 +54,5 @@ def bot_from_model(bot: BotTable, base: Path, source: str) -> BotSpec:
         seats=bot.seats,
         read=read,
         owner=bot.owner.strip(),
+        runtime=bot.runtime or "",
     )

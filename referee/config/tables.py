@@ -325,6 +325,10 @@ class BotTable(Table):
     """Matches one process plays at once (one stream each)."""
     sandbox: BotSandboxTable = BotSandboxTable()
     """What the bot may read besides its own folder."""
+    runtime: Literal["python3", "node", "native", "jvm"] | None = None
+    """What the bot runs on, and so what of the host it may read: the referee's Python
+    with its packages, Node, a native executable's libraries, or a Java installation
+    (default: the one its command names; docs/bot-protocol.md)."""
     build: str | list[str] = []
     """A league hosting the bot runs this once in its folder, jailed and without network,
     before it validates it (docs/hosting.md); nothing else runs it."""

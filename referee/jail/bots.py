@@ -4,6 +4,7 @@ A bot file declares either a command the referee starts for each seat::
 
     name = "random"
     command = ["python3", "random_bot.py"]   # or one string, split like a shell would
+    runtime = "python3"                      # python3, node, native or jvm (default: from the command)
     workdir = "."                            # relative to this file (default: its folder)
     [env]
     EXTRA = "value"
@@ -23,7 +24,8 @@ or an external bot that dials in by itself with a token (no ``command``)::
     token = "a-long-secret"
 
 Started bots run in a sandbox (:mod:`referee.jail.sandbox`): they see their own folder
-read-only and ``[sandbox] read`` besides the system and the referee's interpreter.
+read-only and ``[sandbox] read`` besides their runtime (:mod:`referee.jail.runtime`) and a
+few files of ``/etc``.
 
 A started bot finds the referee's address in ``STICHELN_REFEREE`` and its per-seat token
 in ``STICHELN_TOKEN``. A bot that declares ``seats = N`` can play N matches at once: a
@@ -111,6 +113,9 @@ class BotSpec:
     #: Who wrote the bot, as its file says ("" when it does not): a tournament warns when
     #: it seats two bots of one owner at a table (:mod:`referee.tournament.lineup`).
     owner: str = ""
+    #: The runtime it runs on (:data:`referee.jail.runtime.RUNTIMES`); "": the one its
+    #: command implies (:func:`referee.jail.runtime.infer`).
+    runtime: str = ""
 
     @property
     def external(self) -> bool:

@@ -238,6 +238,10 @@ def oci_spec(
         },
     ]
     mounts += [_bind(p, p) for p in policy.system if p.exists()]
+    mounts += [
+        {"destination": str(p), "type": "tmpfs", "source": "tmpfs", "options": ["ro", "size=4k"]}
+        for p in policy.hidden
+    ]
     mounts += [_bind(places.get(p, p), p) for p in outer_binds(policy)]
     if policy.socket_dir is not None:
         mounts.append(_bind(policy.socket_dir, SOCKET_DIR))

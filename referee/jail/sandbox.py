@@ -48,18 +48,23 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import importlib.util
 import os
 import shutil
 import stat
 import subprocess
 import sys
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from referee.jail import botusers, seccomp
 from referee.jail.held import open_held
+
+if TYPE_CHECKING:
+    from referee.jail.runtime import ReadSet
 
 #: The sandbox modes: bubblewrap (the default), gvisor (an application kernel of the bot's
 #: own, :mod:`referee.jail.gvisor`) or none (trusted bots only); ``strongest`` (see
@@ -165,6 +170,11 @@ class SandboxPolicy:
     system: tuple[Path, ...] = ()
     #: Symbolic links made in the sandbox: (link, target).
     links: tuple[tuple[Path, str], ...] = ()
+    #: Folders inside a bound system path shown empty (a read-only tmpfs over them).
+    hidden: tuple[Path, ...] = ()
+    #: The runtime the system paths hold (:mod:`referee.jail.runtime`); "system": all of
+    #: ``/usr`` (build steps, the trial sandbox).
+    runtime: str = "system"
     #: The size of the private, writable ``/tmp``, in bytes.
     tmp_size_bytes: int = TMP_SIZE_MB << 20
     #: A host folder holding the bot's socket, bound read-only at :data:`SOCKET_DIR`.
@@ -316,7 +326,8 @@ def bwrap_command(
     mounts = [*policy.system, *binds, *([SOCKET_DIR] if policy.socket_dir else [])]
     # bwrap makes missing parents of a mount point private (0700); make them 0755 first
     # (a folder under /tmp is bound into the private /tmp).
-    for parent in [p for p in _parents(mounts, covered) if p != Path("/tmp")]:
+    made = [*mounts, *(link for link, _ in policy.links)]
+    for parent in [p for p in _parents(made, covered) if p != Path("/tmp")]:
         argv += ["--dir", str(parent)]
     for path in policy.system:
         argv += ["--ro-bind-try", str(path), str(path)]
@@ -325,6 +336,9 @@ def bwrap_command(
         argv += ["--perms", "0444", "--ro-bind-data", str(fd), str(path)]
     for link, target in policy.links:
         argv += ["--symlink", target, str(link)]
+    for path in policy.hidden:
+        argv += ["--perms", "0755", "--size", "4096", "--tmpfs", str(path)]
+        argv += ["--remount-ro", str(path)]
     for path in binds:
         if path in held_fds:
             argv += ["--ro-bind-fd", str(held_fds[path]), str(path)]
@@ -384,8 +398,15 @@ def outer_binds(policy: SandboxPolicy) -> list[Path]:
     return _outermost(policy.read_only, covered)
 
 
-def _within(path: Path, roots: Sequence[Path]) -> bool:
-    return any(path == root or root in path.parents for root in roots)
+def _within(path: Path, roots: Iterable[Path]) -> bool:
+    """``path`` is one of ``roots`` or lies inside one (compared as text: called for
+    every pair of a policy's many paths)."""
+    text = str(path)
+    for root in roots:
+        prefix = str(root)
+        if text == prefix or text.startswith(prefix.rstrip("/") + "/"):
+            return True
+    return False
 
 
 def _outermost(paths: Sequence[Path], covered: Sequence[Path]) -> list[Path]:
@@ -647,11 +668,14 @@ class Sandbox:
         socket_dir: Path | None = None,
         user: tuple[int, int] | None = None,
         memory_mb: int | None = None,
+        runtime: ReadSet | None = None,
     ) -> SandboxPolicy:
         """The policy for one bot process: its folder ``workdir``, the extra read-only
         paths its bot file declares, the folder of its socket, the (uid, gid) it runs
-        as (:meth:`lease_user`; required when the referee runs as root), and its memory
-        bound, which its ``/proc/meminfo`` shows (:func:`counter_files`)."""
+        as (:meth:`lease_user`; required when the referee runs as root), its memory
+        bound, which its ``/proc/meminfo`` shows (:func:`counter_files`), and the runtime
+        it reads (:func:`referee.jail.runtime.read_set`; None: all of ``/usr``, for build
+        steps only)."""
         if self.as_root and user is None:
             raise ValueError("a referee running as root drops every bot to a uid of its own")
         if self.mode == "gvisor":
@@ -665,10 +689,41 @@ class Sandbox:
             code = seccomp.program() if self.filter_syscalls else b""
             run_as = user if self.as_root else None
             base = self._base_policy(self.check(), workdir, code, run_as, memory_mb)
-        read_only = [*_python_paths(), workdir, *read]
+        if runtime is None:
+            read_only = [*_python_paths(), workdir, *read]
+            return dataclasses.replace(
+                base, read_only=tuple(read_only), held=(workdir, *read), socket_dir=socket_dir
+            )
+        links = dict(base.links)
+        system = [Path("/etc") / name for name in ETC_FILES]
+        extra = [runtime]
+        if base.run_as is not None:  # setpriv drops the bot to its user inside the sandbox
+            extra.append(_setpriv_reads(base.setpriv))
+        for reads in extra:
+            system += [p for p in reads.binds if p not in system]
+            links.update((k, v) for k, v in reads.links if k not in links)
         return dataclasses.replace(
-            base, read_only=tuple(read_only), held=(workdir, *read), socket_dir=socket_dir
+            base,
+            system=tuple(system),
+            links=tuple(links.items()),
+            hidden=runtime.hidden,
+            runtime=runtime.runtime,
+            read_only=(workdir, *read),
+            held=(workdir, *read),
+            socket_dir=socket_dir,
         )
+
+
+@functools.cache
+def _setpriv_reads(setpriv: str) -> ReadSet:
+    from referee.jail.runtime import assemble
+
+    return assemble("native", (), [Path(setpriv)])
+
+
+def bot_path() -> str:
+    """The ``PATH`` a started bot gets (:func:`bot_environment`)."""
+    return os.pathsep.join([os.path.dirname(sys.executable), *SYSTEM_PATH])
 
 
 def unreadable(policy: SandboxPolicy, uids: tuple[int, int]) -> str:

@@ -43,16 +43,20 @@ import time
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import structlog
 
 from referee import jail
 from referee.jail.bots import BotSpec, process_log_name
 from referee.jail.process import BotProcess
-from referee.jail.sandbox import SOCKET_ADDRESS, SandboxUnavailable, unreadable
+from referee.jail.resident import Report
+from referee.jail.sandbox import SOCKET_ADDRESS, SandboxPolicy, SandboxUnavailable, unreadable
 from referee.match.server import RefereeServer, SeatSlot, SeatStream
 from referee.runtime import descriptors
+
+if TYPE_CHECKING:
+    from referee.jail.runtime import ReadSet
 
 log = structlog.get_logger("referee.pool")
 
@@ -210,13 +214,21 @@ async def _start_bot(
     try:
         for slot in slots:
             slot.origin = socket.origin
+        reads = await asyncio.to_thread(bot_reads, spec)
         policy = sandbox.policy(
             spec.workdir,
             spec.read,
             socket.folder,
             user.ids if user else None,
             memory_mb=spec.limits.memory_mb,
+            runtime=reads,
         )
+        # Every page it may read resident before it starts, and kept so: nothing it reads
+        # carries a bit to a later seating (referee.jail.resident).
+        held = await asyncio.to_thread(keep_resident, policy)
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        with open(log_path, "a", encoding="utf-8") as log:
+            log.write(f"referee: {reads_line(reads, held)}\n")
         if user is not None and (why := unreadable(policy, sandbox.uids)):
             # Said where the bot's author looks first; a bot that never reads its folder
             # (a command given with full paths) still runs.
@@ -237,6 +249,39 @@ async def _start_bot(
     except BaseException:
         await ended()
         raise
+
+
+def bot_reads(spec: BotSpec) -> ReadSet:
+    """The runtime ``spec`` reads (:mod:`referee.jail.runtime`): the one its file names,
+    else the one its command implies. Raise :class:`OSError` in one line when it cannot
+    run here."""
+    from referee.jail import runtime
+    from referee.jail.sandbox import bot_path
+
+    path = bot_path()
+    name = spec.runtime or runtime.infer(spec.command, spec.workdir, path)
+    try:
+        return runtime.read_set(name, spec.command, spec.workdir, path)
+    except runtime.RuntimeUnavailable as exc:
+        raise OSError(f"{spec.source or spec.name}: {exc}") from None
+
+
+def keep_resident(policy: SandboxPolicy) -> Report | None:
+    """Every page ``policy``'s bot may read made resident and kept so, in a run that
+    replays deals; None otherwise (:func:`referee.jail.resident.enabled`)."""
+    from referee.jail import resident
+
+    if not resident.enabled():
+        return None
+    # The runtime and /etc once per process; the bot's own paths at every start (a
+    # stat per file; a file is read in again only when it changed).
+    return resident.hold_once(policy.system, policy.hidden) + resident.hold(policy.read_only)
+
+
+def reads_line(reads: ReadSet, held: Report | None) -> str:
+    """What a started bot may read of the host, in one line."""
+    line = f"reads {reads.describe()}, its folder and read paths, and a few files of /etc"
+    return f"{line}: in all {held.describe()}" if held else line
 
 
 def moved_path(spec: BotSpec) -> str:

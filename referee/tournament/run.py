@@ -32,6 +32,7 @@ from typing import Any
 
 import structlog
 
+from referee.jail import resident
 from referee.match.dealkey import DealKey
 from referee.match.metrics import RefereeMetrics
 from referee.match.runner import MatchResult
@@ -269,6 +270,8 @@ async def run_tournament(
             )
         run.bar = bar = Progress(len(schedule), run.done, progress, plain_progress)
         run.live_records = live_records
+        if config.mode == "duplicate":
+            resident.for_replays()  # a later seating must not read what an earlier one left
         player = await start_player(
             _worker_count(config, workers, port, len(run.todo)),
             metrics,

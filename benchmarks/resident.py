@@ -1,0 +1,102 @@
+"""What closing the page-cache channel costs: a bot's start and a Python decision, in each
+tier, as before and as now, in the same run (docs/security.md, docs/performance.md).
+
+Three ways to start the Python random sample bot, taking turns (``--runs`` rounds):
+
+- ``before``: the sandbox as it was, all of ``/usr`` and the referee's whole interpreter
+  readable, nothing kept resident;
+- ``runtime``: the bot reads its runtime only (:mod:`referee.jail.runtime`), as every run
+  does now;
+- ``held``: the runtime, and everything the bot may read kept resident
+  (:mod:`referee.jail.resident`), as a duplicate tournament and a comparison run. The
+  first start of a process pays for holding the runtime once: printed apart.
+
+For each: the median of ``--starts`` starts (spawn to ``Hello``) and the decisions per
+second of one match of three such bots (first decision to last). Prints every round
+with the load average and the CPU time the hypervisor stole, then the medians::
+
+    .venv/bin/python benchmarks/resident.py [--runs 3] [--starts 5] [--tier bubblewrap]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "benchmarks"))
+
+from jail import _random, match, starts  # noqa: E402
+from machine import Steal  # noqa: E402
+
+from referee.jail import gvisor, resident, runtime  # noqa: E402
+from referee.jail.sandbox import bot_path  # noqa: E402
+from referee.match import pool  # noqa: E402
+from referee.runtime import eventloop, logs  # noqa: E402
+
+WAYS = ("before", "runtime", "held")
+_reads, _line = pool.bot_reads, pool.reads_line
+
+
+def _use(way: str) -> None:
+    before = way == "before"  # policy(runtime=None): all of /usr, as before
+    pool.bot_reads = (lambda spec: None) if before else _reads  # type: ignore[assignment,return-value]
+    pool.reads_line = (lambda reads, held: "reads all of /usr") if before else _line  # type: ignore[assignment]
+    os.environ[resident.VARIABLE] = "1" if way == "held" else "0"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="python benchmarks/resident.py", description=__doc__)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--starts", type=int, default=5)
+    parser.add_argument("--tier", action="append", choices=("bubblewrap", "gvisor"))
+    args = parser.parse_args()
+    logs.configure("warning")
+    tiers = args.tier or ["bubblewrap", "gvisor"]
+    if "gvisor" in tiers and (why := gvisor.missing()):
+        print(f"gvisor skipped: {why}")
+        tiers.remove("gvisor")
+    began = time.perf_counter()
+    reads = runtime.read_set("python3", ["python3"], REPO, bot_path())
+    listed = time.perf_counter() - began
+    began = time.perf_counter()
+    report = resident.hold_once(reads.binds, reads.hidden)
+    print(
+        f"runtime python3: {reads.describe()}, listed in {listed * 1000:.0f} ms; held "
+        f"(once per process) in {(time.perf_counter() - began) * 1000:.0f} ms: {report.describe()}",
+        flush=True,
+    )
+    figures: dict[tuple[str, str], dict[str, list[float]]] = {}
+    for run in range(args.runs):
+        for tier in tiers:
+            for way in WAYS if run % 2 == 0 else reversed(WAYS):
+                _use(way)
+                steal = Steal()
+                load = os.getloadavg()[0]
+                times, _ = eventloop.run(starts(tier, args.starts))
+                rate = eventloop.run(match(tier, [_random(f"r{i}") for i in range(3)], run))
+                row: dict[str, Any] = figures.setdefault((tier, way), {})
+                row.setdefault("start_ms", []).append(statistics.median(times))
+                row.setdefault("decision_ms", []).append(1000 / rate)
+                print(
+                    f"run {run + 1} {tier:10} {way:8}: start {statistics.median(times):.0f} ms, "
+                    f"{rate:.0f} decisions/s ({1000 / rate:.2f} ms each); load {load:.1f}, "
+                    f"stolen {steal.percent():.1f}%",
+                    flush=True,
+                )
+    print(f"medians of {args.runs} runs:")
+    for (tier, way), row in figures.items():
+        start = statistics.median(row["start_ms"])
+        decision = statistics.median(row["decision_ms"])
+        print(f"  {tier:10} {way:8}: start {start:.0f} ms, decision {decision:.2f} ms")
+    print(f"held: {resident.resident_bytes() / (1 << 20):.1f} MiB of file pages locked")
+
+
+if __name__ == "__main__":
+    main()

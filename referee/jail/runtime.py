@@ -1,0 +1,569 @@
+"""What a sandboxed bot may read of the host: its runtime, a finite list of files.
+
+A bot reads its own folder, what its bot file declares under ``[sandbox] read``, a few
+files of ``/etc``, and the *runtime* it runs on: the interpreter and the libraries it
+loads, resolved here to files the referee can name and size, the way a Flatpak runtime
+or a distroless image is a named set of files. Nothing else of the host: not all of
+``/usr``, whose gigabytes of rarely read files would be a mailbox from one sandbox to a
+later one (a seat reads chosen pages of them, a later seat times its reads of the same
+pages; docs/security.md). What the sandbox may read, the referee keeps resident
+(:mod:`referee.jail.resident`), so that no read carries a bit.
+
+A bot file names its runtime (``runtime = "python3"``, ``"node"``, ``"native"`` or
+``"jvm"``), or the referee infers it from the command (:func:`infer`):
+
+- ``python3``: the referee's own interpreter: its executable, its standard library (not
+  its tests, IDLE, its static build files or its ``site-packages``), the packages the
+  referee installs with it (grpcio, protobuf and everything the ``referee`` package
+  requires, read from the installed distributions' own file lists), the generated
+  ``sticheln`` stubs and the ``referee`` package (the rules engine a bot may simulate
+  with), and the shared libraries all of these load;
+- ``node``: the ``node`` executable and the libraries it loads (a Node bot brings its
+  modules in its folder, ``node_modules``);
+- ``jvm``: the Java installation ``java`` belongs to (its home folder) and the libraries
+  its executables and shared objects load;
+- ``native``: the libraries the bot's executable loads (a static binary needs none); a
+  script's ``#!`` line names its interpreter, which is read like a command.
+
+Libraries are found as the dynamic loader finds them (``DT_NEEDED`` of each ELF file, its
+run paths, ``/etc/ld.so.cache``), by reading the files, never by running them. A runtime's
+list depends on the host alone, so it is made once per process (:func:`read_set`).
+Build steps of hosted uploads run with the whole system (``/usr``), their own policy.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.metadata
+import importlib.util
+import os
+import re
+import shutil
+import struct
+import sys
+import sysconfig
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+#: The runtimes a bot file may name.
+RUNTIMES = ("python3", "node", "native", "jvm")
+
+#: Parts of the standard library's folder a bot never needs, shown empty in the sandbox.
+STDLIB_HIDDEN = ("site-packages", "dist-packages", "test", "idlelib", "tkinter", "turtledemo")
+#: The distributions of the ``python3`` runtime's packages (with what they require).
+PYTHON_DISTRIBUTIONS = ("sticheln-referee", "grpcio", "protobuf")
+#: Folders the dynamic loader searches after the cache.
+DEFAULT_LIBRARY_DIRS = (
+    "/lib/x86_64-linux-gnu",
+    "/usr/lib/x86_64-linux-gnu",
+    "/lib64",
+    "/usr/lib64",
+    "/lib",
+    "/usr/lib",
+)
+
+
+class RuntimeUnavailable(RuntimeError):
+    """A bot's runtime cannot be made here; the message says why, in one line."""
+
+
+@dataclass(frozen=True)
+class ReadSet:
+    """What of the host a runtime lets a sandboxed bot read."""
+
+    #: The runtime's name (:data:`RUNTIMES`).
+    runtime: str
+    #: Files and folders bound read-only at their place.
+    binds: tuple[Path, ...] = ()
+    #: Folders inside a bound folder shown empty (a tmpfs over them).
+    hidden: tuple[Path, ...] = ()
+    #: Symbolic links made in the sandbox on the way to a bound file: (link, target).
+    links: tuple[tuple[Path, str], ...] = ()
+    #: (files, bytes) of what it binds, counted once.
+    size: tuple[int, int] = field(default=(0, 0), compare=False)
+
+    def describe(self) -> str:
+        files, size = self.size
+        return f"runtime {self.runtime} ({files:,} files, {size / (1 << 20):,.1f} MiB)"
+
+
+def walk(paths: Iterable[Path], hidden: Sequence[Path] = ()) -> Iterator[tuple[Path, bool]]:
+    """Every file and folder under ``paths`` (links not followed, ``hidden`` left out):
+    (path, is a folder)."""
+    skip = {str(p) for p in hidden}
+    for root in paths:
+        if root.is_symlink():  # a bound link shows what it leads to
+            root = root.resolve()
+        if not root.is_dir():
+            if root.exists():
+                yield root, False
+            continue
+        stack = [str(root)]
+        while stack:
+            folder = stack.pop()
+            yield Path(folder), True
+            try:
+                entries = list(os.scandir(folder))
+            except OSError:
+                continue
+            for entry in entries:
+                if entry.path in skip:
+                    continue
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append(entry.path)
+                elif entry.is_file(follow_symlinks=False):
+                    yield Path(entry.path), False
+
+
+def measure(paths: Iterable[Path], hidden: Sequence[Path] = ()) -> tuple[int, int]:
+    """(files, bytes) under ``paths``."""
+    files = size = 0
+    for path, folder in walk(paths, hidden):
+        if not folder:
+            files += 1
+            size += path.lstat().st_size
+    return files, size
+
+
+# -- ELF: the libraries a file loads, read from the file --------------------------------
+
+_PT_DYNAMIC, _PT_INTERP, _PT_LOAD = 2, 3, 1
+_DT_NEEDED, _DT_STRTAB, _DT_RPATH, _DT_RUNPATH = 1, 5, 15, 29
+
+
+@dataclass(frozen=True)
+class Elf:
+    interpreter: str
+    needed: tuple[str, ...]
+    runpath: tuple[str, ...]
+
+
+def read_elf(path: Path) -> Elf | None:
+    """The loader, ``DT_NEEDED`` names and run paths of a 64-bit little-endian ELF file;
+    None for anything else."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(64)
+            if head[:4] != b"\x7fELF" or head[4] != 2 or head[5] != 1:
+                return None
+            phoff, phentsize, phnum = (
+                struct.unpack_from("<Q", head, 32)[0],
+                *struct.unpack_from("<HH", head, 54),
+            )
+            f.seek(phoff)
+            table = f.read(phentsize * phnum)
+            loads: list[tuple[int, int, int]] = []
+            interpreter, dynamic = "", (0, 0)
+            for i in range(phnum):
+                kind, _, offset, vaddr, _, filesz = struct.unpack_from(
+                    "<IIQQQQ", table, i * phentsize
+                )
+                if kind == _PT_LOAD:
+                    loads.append((vaddr, offset, filesz))
+                elif kind == _PT_INTERP:
+                    f.seek(offset)
+                    interpreter = f.read(filesz).rstrip(b"\0").decode(errors="replace")
+                elif kind == _PT_DYNAMIC:
+                    dynamic = (offset, filesz)
+            if not dynamic[1]:
+                return Elf(interpreter, (), ())
+            f.seek(dynamic[0])
+            raw = f.read(dynamic[1])
+            entries = [struct.unpack_from("<qQ", raw, i) for i in range(0, len(raw) - 15, 16)]
+            strtab = next((v for t, v in entries if t == _DT_STRTAB), None)
+            if strtab is None:
+                return Elf(interpreter, (), ())
+            base = next((o + strtab - va for va, o, n in loads if va <= strtab < va + n), None)
+            if base is None:
+                return Elf(interpreter, (), ())
+
+            def string(at: int) -> str:
+                f.seek(base + at)
+                data = f.read(4096)
+                return data[: data.find(b"\0")].decode(errors="replace")
+
+            needed = tuple(string(v) for t, v in entries if t == _DT_NEEDED)
+            runpath = [string(v) for t, v in entries if t == _DT_RUNPATH]
+            if not runpath:
+                runpath = [string(v) for t, v in entries if t == _DT_RPATH]
+            paths = tuple(p for r in runpath for p in r.split(":") if p)
+            return Elf(interpreter, needed, paths)
+    except (OSError, struct.error, IndexError):
+        return None
+
+
+@functools.cache
+def _ld_cache() -> dict[str, tuple[str, ...]]:
+    """The dynamic loader's cache: library name -> paths, as ``ldconfig`` wrote them."""
+    try:
+        data = Path("/etc/ld.so.cache").read_bytes()
+    except OSError:
+        return {}
+    start = data.find(b"glibc-ld.so.cache1.1")
+    if start < 0:
+        return {}
+    (count,) = struct.unpack_from("<I", data, start + 20)
+    found: dict[str, list[str]] = {}
+
+    def text(at: int) -> str:
+        end = data.find(b"\0", start + at)
+        return data[start + at : end].decode(errors="replace")
+
+    for i in range(count):
+        _, key, value = struct.unpack_from("<iII", data, start + 48 + 24 * i)
+        found.setdefault(text(key), []).append(text(value))
+    return {k: tuple(v) for k, v in found.items()}
+
+
+def _is_elf64(path: str) -> bool:
+    try:
+        with open(path, "rb") as f:
+            head = f.read(20)
+    except OSError:
+        return False
+    return head[:5] == b"\x7fELF\x02" and head[18:20] == b"\x3e\x00"
+
+
+def _find_library(name: str, origin: Path, runpath: Sequence[str]) -> str | None:
+    if "/" in name:
+        return name if os.path.exists(name) else None
+    for folder in runpath:
+        folder = folder.replace("$ORIGIN", str(origin)).replace("${ORIGIN}", str(origin))
+        candidate = os.path.join(folder, name)
+        if _is_elf64(candidate):
+            return candidate
+    for candidate in _ld_cache().get(name, ()):
+        if _is_elf64(candidate):
+            return candidate
+    for folder in DEFAULT_LIBRARY_DIRS:
+        candidate = os.path.join(folder, name)
+        if _is_elf64(candidate):
+            return candidate
+    return None
+
+
+def library_closure(files: Iterable[Path]) -> set[Path]:
+    """The loaders and libraries ``files`` load, and what those load, as the paths the
+    loader opens (links not resolved)."""
+    found: set[Path] = set()
+    todo = list(files)
+    seen: set[Path] = set()
+    while todo:
+        path = todo.pop()
+        real = Path(os.path.realpath(path))
+        if real in seen:
+            continue
+        seen.add(real)
+        elf = read_elf(real)
+        if elf is None:
+            continue
+        names = [elf.interpreter] if elf.interpreter else []
+        for name in [*names, *elf.needed]:
+            library = _find_library(name, real.parent, elf.runpath)
+            if library is not None:
+                found.add(Path(library))
+                todo.append(Path(library))
+    return found
+
+
+# -- the runtimes ------------------------------------------------------------------------
+
+
+def _chain(path: Path, links: dict[Path, str]) -> Path:
+    """``path`` with every link on the way resolved, the links noted in ``links``: the
+    real file, whose place in the sandbox is reached through the same links."""
+    parts = list(Path(os.path.abspath(path)).parts[1:])
+    resolved = Path("/")
+    hops = 0
+    while parts:
+        part = parts.pop(0)
+        if part in (".", ""):
+            continue
+        if part == "..":
+            resolved = resolved.parent
+            continue
+        candidate = resolved / part
+        if candidate.is_symlink() and hops < 40:
+            hops += 1
+            target = os.readlink(candidate)
+            links[candidate] = target
+            if target.startswith("/"):
+                resolved = Path("/")
+                parts = [*Path(target).parts[1:], *parts]
+            else:
+                parts = [*Path(target).parts, *parts]
+            continue
+        resolved = candidate
+    return resolved
+
+
+def _within(path: Path, roots: Iterable[Path]) -> bool:
+    """``path`` is one of ``roots`` or lies inside one (compared as text: called for
+    every pair of a policy's many paths)."""
+    text = str(path)
+    for root in roots:
+        prefix = str(root)
+        if text == prefix or text.startswith(prefix.rstrip("/") + "/"):
+            return True
+    return False
+
+
+def assemble(
+    runtime: str, folders: Iterable[Path], files: Iterable[Path], hidden: Iterable[Path] = ()
+) -> ReadSet:
+    """A read set: ``folders`` whole (but ``hidden``), ``files`` through their links, and
+    the libraries every ELF file of either loads."""
+    links: dict[Path, str] = {}
+    real_folders = {_chain(p, links) for p in folders if p.exists()}
+    hidden = tuple(sorted(p for p in hidden if p.exists()))
+    elves = [p for p, folder in walk(sorted(real_folders), hidden) if not folder]
+    # Tk's module loads X11 and Tk; a bot has no display to show a window on.
+    elves = [p for p in elves if ".so" in p.name and not p.name.startswith("_tkinter")]
+    wanted = {*files, *library_closure([*files, *elves])}
+    real_files = {_chain(p, links) for p in wanted if p.exists()}
+    binds = [p for p in real_folders if not _within(p, real_folders - {p})]
+    binds += [p for p in real_files if not _within(p, binds)]
+    # A link inside a bound folder is there already; one above a bound path is made.
+    kept = {k: v for k, v in links.items() if not _within(k, binds)}
+    ordered = tuple(sorted(binds, key=lambda p: (len(p.parts), str(p))))
+    return ReadSet(
+        runtime=runtime,
+        binds=ordered,
+        hidden=hidden,
+        links=tuple(sorted(kept.items())),
+        size=measure(ordered, hidden),
+    )
+
+
+def _distributions(names: Sequence[str]) -> list[importlib.metadata.Distribution]:
+    """The installed distributions ``names`` and everything they require (no extras)."""
+    found: dict[str, importlib.metadata.Distribution] = {}
+    todo = list(names)
+    while todo:
+        name = re.sub(r"[-_.]+", "-", todo.pop()).lower()
+        if name in found:
+            continue
+        try:
+            dist = importlib.metadata.distribution(name)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+        found[name] = dist
+        for requirement in dist.requires or []:
+            spec, _, marker = requirement.partition(";")
+            if "extra" in marker or _marker_false(marker):
+                continue
+            todo.append(re.split(r"[\s\[<>=!~(]", spec.strip(), maxsplit=1)[0])
+    return list(found.values())
+
+
+def _marker_false(marker: str) -> bool:
+    """Whether an environment marker is false here (kept when it cannot be told)."""
+    if not marker.strip():
+        return False
+    try:
+        from packaging.markers import Marker
+    except ImportError:
+        return False
+    try:
+        return not Marker(marker).evaluate({"extra": ""})
+    except Exception:
+        return False
+
+
+def _package_paths(dists: Sequence[importlib.metadata.Distribution]) -> set[Path]:
+    """The smallest folders and files of ``site-packages`` holding the distributions'
+    files and nothing of another distribution's."""
+    site = os.path.abspath(sysconfig.get_paths()["purelib"])
+    owners: dict[str, set[str]] = {}
+    mine: list[list[str]] = []
+    wanted = {d.metadata["Name"] for d in dists}
+    for dist in importlib.metadata.distributions():
+        if os.path.abspath(str(dist.locate_file(""))) != site:
+            continue
+        name = dist.metadata["Name"]
+        for file in dist.files or []:
+            parts = str(file).split("/")
+            if ".." in parts:
+                continue
+            for depth in range(1, len(parts) + 1):
+                owners.setdefault("/".join(parts[:depth]), set()).add(name)
+            if name in wanted:
+                mine.append(parts)
+    paths: set[Path] = set()
+    for parts in mine:
+        for depth in range(1, len(parts) + 1):
+            if owners["/".join(parts[:depth])] <= wanted:
+                paths.add(Path(site, *parts[:depth]))
+                break
+    return {p for p in paths if p.exists()}
+
+
+def _python() -> ReadSet:
+    stdlib = Path(os.__file__).parent
+    folders: set[Path] = {stdlib}
+    hidden = {stdlib / name for name in STDLIB_HIDDEN}
+    hidden |= {p for p in stdlib.glob("config-*") if p.is_dir()}
+    dynload = Path(sysconfig.get_config_var("DESTSHARED") or stdlib / "lib-dynload")
+    if dynload.is_dir():
+        folders.add(dynload)
+    for name in ("sticheln", "referee"):
+        spec = importlib.util.find_spec(name)
+        if spec is not None and spec.submodule_search_locations:
+            folders.update(Path(p) for p in spec.submodule_search_locations)
+    files: set[Path] = set()
+    referee_spec = importlib.util.find_spec("referee")
+    if referee_spec is not None and referee_spec.origin:
+        files.update(Path(referee_spec.origin).parent.parent.glob("*__mypyc*.so"))
+    packages = _package_paths(_distributions(PYTHON_DISTRIBUTIONS))
+    folders |= {p for p in packages if p.is_dir()}
+    files |= {p for p in packages if not p.is_dir()}
+    # The interpreter as bots name it (the environment's bin/python3 and its links), and
+    # the environment's pyvenv.cfg, which makes it this environment's interpreter.
+    bindir = Path(sys.executable).parent
+    files |= {p for p in bindir.glob("python*") if p.name[6:].replace(".", "").isdigit()}
+    files.add(Path(sys.executable))
+    files |= {p for p in (Path(sys.prefix) / "pyvenv.cfg",) if p.exists()}
+    libdir = sysconfig.get_config_var("LIBDIR")
+    library = sysconfig.get_config_var("LDLIBRARY")
+    if libdir and library and (Path(libdir) / library).exists():
+        files.add(Path(libdir) / library)
+    return assemble("python3", folders, files, hidden)
+
+
+def _program(name: str, path: str) -> Path:
+    found = shutil.which(name, path=path)
+    if found is None:
+        raise RuntimeUnavailable(f"{name} is not installed here (not found on {path})")
+    return Path(found)
+
+
+def _node(path: str) -> ReadSet:
+    return assemble("node", (), [_program("node", path)])
+
+
+def _jvm(path: str) -> ReadSet:
+    java = _program("java", path)
+    home = Path(os.path.realpath(java)).parent.parent
+    return assemble("jvm", [home], [java])
+
+
+def interpreter(executable: Path) -> list[str]:
+    """The command a script's ``#!`` line names ([] for anything else)."""
+    try:
+        with open(executable, "rb") as f:
+            head = f.read(256)
+    except OSError:
+        return []
+    if not head.startswith(b"#!"):
+        return []
+    return head[2:].split(b"\n", 1)[0].decode(errors="replace").split()
+
+
+def _native(executable: Path, path: str, depth: int = 0) -> ReadSet:
+    command = interpreter(executable)
+    files = [executable]
+    if command and depth < 4:
+        program = Path(command[0])
+        files.append(program)
+        if program.name == "env" and len(command) > 1:
+            named = [a for a in command[1:] if not a.startswith("-")]
+            if named:
+                files.append(_program(named[0], path))
+    return assemble("native", (), files)
+
+
+def resolve_command(command: Sequence[str], workdir: Path, path: str) -> Path | None:
+    """The executable ``command`` starts: found on ``path`` (the bot's), or relative to its
+    folder; None when not found."""
+    if not command:
+        return None
+    name = command[0]
+    if "/" in name:
+        candidate = Path(name) if os.path.isabs(name) else workdir / name
+        return candidate if candidate.exists() else None
+    found = shutil.which(name, path=path)
+    return Path(found) if found else None
+
+
+def infer(command: Sequence[str], workdir: Path, path: str) -> str:
+    """The runtime a bot file that names none runs on, from its command: ``python3`` for
+    ``python3*``/``python``, ``node`` for ``node``, ``jvm`` for ``java``, what a script's
+    ``#!`` line names, else ``native``."""
+    names = [Path(command[0]).name] if command else []
+    executable = resolve_command(command, workdir, path)
+    if executable is not None:
+        line = interpreter(executable)
+        if line:
+            named = (
+                [a for a in line[1:] if not a.startswith("-")] if line[0].endswith("/env") else []
+            )
+            names.append(Path(named[0] if named else line[0]).name)
+    for name in names:
+        if re.fullmatch(r"python(3(\.\d+)?)?", name):
+            return "python3"
+        if name in ("node", "nodejs"):
+            return "node"
+        if name == "java":
+            return "jvm"
+    return "native"
+
+
+@functools.cache
+def _cached(runtime: str, path: str) -> ReadSet:
+    if runtime == "python3":
+        return _python()
+    if runtime == "node":
+        return _node(path)
+    if runtime == "jvm":
+        return _jvm(path)
+    raise ValueError(runtime)
+
+
+def read_set(runtime: str, command: Sequence[str], workdir: Path, path: str) -> ReadSet:
+    """What of the host ``runtime`` lets a bot started with ``command`` in ``workdir`` (and
+    ``PATH`` ``path``) read (its own folder aside); made once per process but for
+    ``native``, whose list is its executable's. Raise :class:`RuntimeUnavailable` in one
+    line when the runtime cannot run here."""
+    if runtime not in RUNTIMES:
+        raise RuntimeUnavailable(
+            f"runtime {runtime!r} is not allowed; allowed: {', '.join(RUNTIMES)}"
+        )
+    executable = resolve_command(command, workdir, path)
+    own = (
+        assemble("native", (), ())
+        if executable is None
+        else _native_cached(executable, os.stat(executable).st_mtime_ns, path)
+    )
+    if runtime == "native":
+        return own
+    try:
+        base = _cached(runtime, path)
+    except RuntimeUnavailable as exc:
+        raise RuntimeUnavailable(f"runtime {runtime}: {exc}") from None
+    # A native program that starts the interpreter (a wrapper) brings its own libraries.
+    return merge(base, own)
+
+
+def merge(base: ReadSet, more: ReadSet) -> ReadSet:
+    """``base`` and what of ``more`` it lacks, under ``base``'s name."""
+    extra = [p for p in more.binds if not _within(p, base.binds)]
+    if not extra:
+        return base
+    binds = tuple(sorted({*base.binds, *extra}, key=lambda p: (len(p.parts), str(p))))
+    links = dict(base.links)
+    links.update((k, v) for k, v in more.links if not _within(k, binds))
+    files, size = measure(extra)
+    return ReadSet(
+        runtime=base.runtime,
+        binds=binds,
+        hidden=base.hidden,
+        links=tuple(sorted(links.items())),
+        size=(base.size[0] + files, base.size[1] + size),
+    )
+
+
+@functools.lru_cache(maxsize=256)
+def _native_cached(executable: Path, mtime: int, path: str) -> ReadSet:
+    del mtime  # part of the key: a rebuilt executable is read again
+    return _native(executable, path)

@@ -445,7 +445,10 @@ def _node(path: str) -> ReadSet:
 def _jvm(path: str) -> ReadSet:
     java = _program("java", path)
     home = Path(os.path.realpath(java)).parent.parent
-    return assemble("jvm", [home], [java])
+    # Debian's JDK keeps its configuration in /etc (links from its home's conf/ lead there).
+    return assemble(
+        "jvm", [home, *Path("/etc").glob(f"{home.name.removesuffix('-amd64')}*")], [java]
+    )
 
 
 def interpreter(executable: Path) -> list[str]:

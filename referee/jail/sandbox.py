@@ -701,7 +701,8 @@ class Sandbox:
             extra.append(_setpriv_reads(base.setpriv))
         for reads in extra:
             system += [p for p in reads.binds if p not in system]
-            links.update((k, v) for k, v in reads.links if k not in links)
+        for reads in extra:  # a link inside a bound folder is there already
+            links.update((k, v) for k, v in reads.links if not _within(k, [*system, *links]))
         return dataclasses.replace(
             base,
             system=tuple(system),

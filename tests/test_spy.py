@@ -21,7 +21,7 @@ from referee.jail import gvisor
 
 pytestmark = pytest.mark.timeout(1200)
 
-MAILBOX_BYTES = (8 * 17 + 1) * (128 << 10) + 4096
+MAILBOX_BYTES = (4 * 17 + 1) * (512 << 10) + 4096
 TIERS = [
     "bubblewrap",
     pytest.param(
@@ -136,7 +136,7 @@ def test_a_spy_timing_page_cache_reads_learns_no_hand_in_a_duplicate_tournament(
     # The mailbox nobody had read was resident before the first seating started: its
     # regions all read as written (every page fast), so the spy found no free one.
     first = seatings[0]
-    assert len(first["regions_read"]) >= 6, first["log"]  # type: ignore[arg-type]
+    assert len(first["regions_read"]) >= 3, first["log"]  # type: ignore[arg-type]
 
 
 def test_without_the_cure_the_spy_reads_the_earlier_seatings_hands(folder: Path) -> None:

@@ -2,7 +2,8 @@
 through the host's page cache, by read timing alone (``open``, ``pread``, a clock).
 
 Its mailbox is ``SPY_FILE``, a large file in its own folder that nobody reads: regions of
-a marker page and 16 bit pages, 128 KiB apart (past the kernel's read-ahead). At its
+a marker page and 16 bit pages, 512 KiB apart (past the kernel's read-ahead), read
+out of order. At its
 first decision it times a one-byte read of each region's marker, in order:
 
 - a region whose marker reads fast was written by an earlier seating: its bits (a fast
@@ -21,6 +22,7 @@ from __future__ import annotations
 import glob
 import hashlib
 import os
+import random
 import statistics
 import sys
 import time
@@ -29,9 +31,10 @@ import botlib
 
 from sticheln.v1 import bot_pb2
 
-REGIONS = 8
+REGIONS = 4
 BITS = 16
-STRIDE = 128 << 10
+#: Far enough apart that no read-ahead window (128 KiB here) reaches the next page.
+STRIDE = 512 << 10
 done = [False]
 
 
@@ -53,9 +56,9 @@ def spy(hand: list[int]) -> None:
     key = int.from_bytes(hashlib.sha256(repr(sorted(hand)).encode()).digest()[:2], "big")
     print(f"SPY hand {key}", flush=True)
     fd = os.open(os.environ["SPY_FILE"], os.O_RDONLY)
-    # A page surely cached: the mailbox's first byte, read twice (no region starts there).
-    os.pread(fd, 1, MAILBOX_START - 4096)
-    fast = statistics.median(timed(fd, MAILBOX_START - 4096) for _ in range(9))
+    # A page surely cached: the mailbox's first byte, read twice (no region near it).
+    os.pread(fd, 1, 0)
+    fast = statistics.median(timed(fd, 0) for _ in range(9))
     cut = max(8 * fast, 25.0)
     # A read loads the page it times: each region is read once, and the first free one
     # (its marker slow) is claimed; the regions after it stay untouched.
@@ -64,11 +67,13 @@ def spy(hand: list[int]) -> None:
         marker = timed(fd, place(region, 0))
         markers.append(f"{marker:.0f}")
         if marker < cut:
-            row = [timed(fd, place(region, s)) for s in range(1, BITS + 1)]
-            value = sum(1 << i for i, t in enumerate(row) if t < cut)
+            # Out of order: reads in a row would look sequential to read-ahead.
+            order = random.sample(range(BITS), BITS)
+            row = {i: timed(fd, place(region, i + 1)) for i in order}
+            value = sum(1 << i for i, t in row.items() if t < cut)
             print(f"SPY read {region} {value}", flush=True)
             continue
-        for i in range(BITS):
+        for i in random.sample(range(BITS), BITS):
             if key >> i & 1:
                 os.pread(fd, 1, place(region, i + 1))
         print(f"SPY wrote {region} {key}", flush=True)

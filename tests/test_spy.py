@@ -40,7 +40,11 @@ def folder() -> Iterator[Path]:
     for script in ("spy_bot.py", "lowest_bot.py", "botlib.py"):
         shutil.copy(BOTS_DIR / script, path / script)
         (path / script).chmod(0o644)
-    mailbox = path / "mailbox.bin"
+    # Beside the bots' folder, granted to them: `referee tournament` reads every file of a
+    # bot's folder for its code hash (referee.tournament.lineup), which would load it.
+    data = Path(f"{path}-data")
+    data.mkdir(mode=0o755)
+    mailbox = data / "mailbox.bin"
     mailbox.write_bytes(os.urandom(MAILBOX_BYTES))
     mailbox.chmod(0o644)
     fd = os.open(mailbox, os.O_RDONLY)
@@ -51,6 +55,7 @@ def folder() -> Iterator[Path]:
         os.close(fd)
     yield path
     shutil.rmtree(path, ignore_errors=True)
+    shutil.rmtree(data, ignore_errors=True)
 
 
 def _tournament(folder: Path, tier: str, env: dict[str, str]) -> list[dict[str, object]]:
@@ -66,7 +71,7 @@ def _tournament(folder: Path, tier: str, env: dict[str, str]) -> list[dict[str, 
         path = folder / f"{name}.toml"
         path.write_text(
             f'name = "{name}"\ncommand = [{json.dumps(sys.executable)}, "{script}"]\n'
-            f'[env]\nSPY_FILE = "{folder / "mailbox.bin"}"\n'
+            f'[env]\nSPY_FILE = "{Path(f"{folder}-data") / "mailbox.bin"}"\n'
         )
         files.append(path)
     out = Path(f"{folder}-out")
@@ -75,7 +80,8 @@ def _tournament(folder: Path, tier: str, env: dict[str, str]) -> list[dict[str, 
         '[tournament]\nname = "spy"\nseed = 11\nmode = "duplicate"\ntable_size = 3\n'
         f'matches_per_table = 6\nparallel = 1\nout = "{out}"\n'
         '[rules]\npreset = "sticheln"\nrounds = 1\n[clock]\nstartup_ms = 120000\n'
-        f'[sandbox]\nmode = "{tier}"\n' + "".join(f'[[bots]]\nfile = "{f}"\n' for f in files)
+        f'[sandbox]\nmode = "{tier}"\nread = ["{folder}-data"]\n'
+        + "".join(f'[[bots]]\nfile = "{f}"\n' for f in files)
     )
     try:
         done = subprocess.run(
@@ -133,10 +139,13 @@ def test_a_spy_timing_page_cache_reads_learns_no_hand_in_a_duplicate_tournament(
     seatings = _tournament(folder, tier, {})
     assert len(seatings) == 6 and len({s["deal"] for s in seatings}) == 2
     assert not _leaks(seatings), [s["log"] for s in seatings]
-    # The mailbox nobody had read was resident before the first seating started: its
-    # regions all read as written (every page fast), so the spy found no free one.
-    first = seatings[0]
-    assert len(first["regions_read"]) >= 3, first["log"]  # type: ignore[arg-type]
+    if tier == "bubblewrap":
+        # The mailbox nobody had read was resident before the first seating started: its
+        # regions all read as written (every page fast), so the spy found no free one. (In
+        # gVisor a sandbox's first read of any page is a trip through its gofer, slow
+        # whatever the host's cache holds: the spy finds every region free, every time.)
+        first = seatings[0]
+        assert len(first["regions_read"]) >= 3, first["log"]  # type: ignore[arg-type]
 
 
 def test_without_the_cure_the_spy_reads_the_earlier_seatings_hands(folder: Path) -> None:

@@ -13,8 +13,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
 import json
+import multiprocessing
 import os
+import signal
+import sys
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -28,6 +32,18 @@ log = structlog.get_logger()
 
 STATE = "fairplay-state.json"
 DOCUMENT = "fairplay.json"
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with(parent: int) -> None:
+    """In the evaluating child: end with the league, even when it is killed with SIGKILL
+    (a child left behind would hold nothing of the league's, being spawned, but would live
+    on and use a core)."""
+    if sys.platform.startswith("linux"):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+        if os.getppid() != parent:  # the league was gone before prctl
+            os._exit(1)
 
 
 def _evaluate(path: str, options: Options) -> tuple[MatchDecisions, list[Fit]] | str:
@@ -116,7 +132,15 @@ class FairPlayRoom:
                 if self.seen(match_id):
                     continue
                 if self._pool is None:
-                    self._pool = ProcessPoolExecutor(max_workers=1)
+                    # Spawned, not forked: a forked child would hold the league's
+                    # descriptors (its SQLite database's lock, the jail watchdog's pipe),
+                    # and a league killed and started again would find its database taken.
+                    self._pool = ProcessPoolExecutor(
+                        max_workers=1,
+                        mp_context=multiprocessing.get_context("spawn"),
+                        initializer=_die_with,
+                        initargs=(os.getpid(),),
+                    )
                 result = await loop.run_in_executor(
                     self._pool, _evaluate, str(record), self.fairplay.options
                 )

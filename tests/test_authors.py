@@ -6,16 +6,30 @@ built once is never built again (a second entry uploading it, its author resubmi
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import shutil
 import subprocess
 import time
+import urllib.error
+import urllib.request
 from functools import partial
 from pathlib import Path
 from typing import Any
 
-from leaguekit import ADMIN_TOKEN, REFEREE, ROOT, LeagueDb, query, serving, wait_for
+from leaguekit import (
+    ADMIN_TOKEN,
+    REFEREE,
+    ROOT,
+    LeagueDb,
+    fetched_record,
+    query,
+    serving,
+    wait_for,
+)
 from test_hosting import (
+    PYTHON_BOT,
     VALIDATED_S,
     bots_json,
     build_bot,
@@ -47,6 +61,29 @@ asyncio.run(main())
 """
 
 
+def chatty_bot(folder: Path) -> Path:
+    """The Python sample bot behind a start that says something on stderr."""
+    shutil.copytree(PYTHON_BOT, folder, ignore=shutil.ignore_patterns("bot.toml", "__pycache__"))
+    (folder / "chatty.py").write_text(
+        "import runpy, sys\n"
+        "print('gamma: hello from my own stderr', file=sys.stderr, flush=True)\n"
+        "runpy.run_path('heuristic_bot.py', run_name='__main__')\n"
+    )
+    (folder / "bot.toml").write_text(
+        'name = "gamma"\ncommand = ["python3", "chatty.py"]\nseats = 8\n'
+    )
+    return folder
+
+
+def web_get(url: str, token: str = "") -> tuple[int, dict[str, Any]]:
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=30) as r:
+            return r.status, json.load(r)
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.load(exc)
+
+
 def mute_bot(folder: Path) -> Path:
     folder.mkdir()
     (folder / "mute_bot.py").write_text(MUTE_BOT)
@@ -71,21 +108,37 @@ def status_of(address: str, bot: str, number: int) -> dict[str, Any] | None:
     return row
 
 
-def test_an_author_is_refused_quickly_and_never_waits_for_the_same_build(
+def history(address: str, bot: str, token: str) -> list[dict[str, Any]]:
+    done = cli(address, "status", bot, "--history", "--json", token=token)
+    assert done.returncode == 0, done.stderr
+    return [json.loads(line) for line in done.stdout.splitlines()]
+
+
+def rated(address: str, bot: str, token: str, numbers: set[int]) -> list[dict[str, Any]] | None:
+    """``bot``'s history once each of ``numbers`` has a published rating."""
+    rows = history(address, bot, token)
+    ok = all(r["rating"] is not None for r in rows if r["submission"] in numbers)
+    return rows if ok and {r["submission"] for r in rows} >= numbers else None
+
+
+def test_an_author_submits_resubmits_rolls_back_and_reads_each_submissions_rating(
     tmp_path: Path, league_db: LeagueDb, code_dir: Path
 ) -> None:
     config = league_file(
         tmp_path,
         league_db,
         code_dir,
-        workers=0,
+        workers=1,
         submissions_per_day=5,
         validation_jobs=3,
+        log_kb=4,
     )
     # The league's own start-up time (10 s by default), not the tests' roomier one.
-    config.write_text(config.read_text().replace("startup_ms = 30000", "startup_ms = 10000"))
+    text = config.read_text().replace("startup_ms = 30000", "startup_ms = 10000")
+    config.write_text(text.replace("[league]\n", "[league]\nweb_port = 0\n", 1))
     with serving(config, tmp_path / "serve.log") as s:
-        tokens = {n: s.register(n) for n in ("alpha", "beta", "mute")}
+        web = s.lines.get(timeout=30).rsplit(" ", 1)[1].strip().rstrip("/")
+        tokens = {n: s.register(n) for n in ("alpha", "beta", "gamma", "mute")}
         build = "cp heuristic_bot.py generated_bot.py && echo built >&2"
         folder = build_bot(tmp_path / "built", build)
         sent = time.monotonic()
@@ -118,8 +171,7 @@ def test_an_author_is_refused_quickly_and_never_waits_for_the_same_build(
         report = admin_status(s.address, "mute")
         assert report.count("not played: the bot timed out in") == skipped, report
 
-        # 3: the built code plays; another entry uploading the same code, and its author
-        # resubmitting it, reuse the build: the same code is never built twice.
+        # 3: the built code plays; another entry uploading the same code reuses the build.
         alpha = wait_for(lambda: status_of(s.address, "alpha", 1), VALIDATED_S, "alpha", every=0.5)
         assert alpha["status"] == "playing", admin_status(s.address, "alpha")
         assert "build: done, output" in admin_status(s.address, "alpha")
@@ -128,18 +180,113 @@ def test_an_author_is_refused_quickly_and_never_waits_for_the_same_build(
             "beta",
             1,
         )
+        gamma_sha = submitted(
+            cli(s.address, "submit", str(chatty_bot(tmp_path / "gamma")), "--bot-file",
+                "bot.toml", token=tokens["gamma"]), "gamma", 1,
+        )  # fmt: skip
+        for bot in ("beta", "gamma"):
+            row = wait_for(partial(status_of, s.address, bot, 1), VALIDATED_S, bot, every=0.5)
+            assert row["status"] == "playing", admin_status(s.address, bot)
+        assert "build: the same code was built before, output" in admin_status(s.address, "beta")
+        wait_for(lambda: bots_json(s.address)["alpha"]["matches"] >= 2, 180, "alpha's matches", 1)
+
+        # The author resubmits the same code: not built again; it plays from now on.
         again = cli(
             s.address, "submit", str(folder), "--bot-file", "bot.toml", token=tokens["alpha"]
         )
         assert submitted(again, "alpha", 2) == sha
-        for bot, number in (("beta", 1), ("alpha", 2)):
-            row = wait_for(partial(status_of, s.address, bot, number), VALIDATED_S, bot, every=0.5)
-            assert row["status"] == "playing", admin_status(s.address, bot)
-            assert "build: the same code was built before, output" in admin_status(s.address, bot)
+        row = wait_for(partial(status_of, s.address, "alpha", 2), VALIDATED_S, "alpha 2", every=0.5)
+        assert row["status"] == "playing", admin_status(s.address, "alpha")
+        assert "build: the same code was built before, output" in admin_status(s.address, "alpha")
         builds = query(league_db.target, "SELECT sha256, bot_file, build_sha256 FROM league_builds")
         assert len(builds) == 1 and builds[0][:2] == (sha, "bot.toml"), builds
-        outputs = query(
-            league_db.target, "SELECT DISTINCT build_sha256 FROM league_submissions WHERE bot IN "
-            "('alpha', 'beta')",
-        )  # fmt: skip
-        assert outputs == [(builds[0][2],)], outputs
+
+        # 1: each submission is rated on its own matches; --history --json says so.
+        rows = wait_for(
+            lambda: rated(s.address, "alpha", tokens["alpha"], {1, 2}), 240, "both rated", every=1
+        )
+        assert [(r["submission"], r["status"], r["sha256"]) for r in rows] == [
+            (2, "playing", sha),
+            (1, "retired", sha),
+        ]
+        for r in rows:
+            assert r["matches"] >= 1, r
+            low, high = r["interval"]
+            assert low is None or high is None or low <= r["rating"] <= high, r
+        seats = dict(
+            query(
+                league_db.target,
+                "SELECT c.submission, COUNT(*) FROM league_seat_code c JOIN matches m ON "
+                "m.tournament = c.tournament AND m.idx = c.idx WHERE c.bot = 'alpha' AND "
+                "m.status = 'finished' GROUP BY c.submission",
+            )
+        )
+        assert all(r["matches"] <= seats[r["submission"]] for r in rows), (rows, seats)
+        # Every record and result names each seat's submission and code hash.
+        recent = s.recent().matches
+        assert recent
+        hashes = {"alpha": sha, "beta": sha, "gamma": gamma_sha}
+        for summary in recent:
+            assert list(summary.sha256s) == [hashes[b] for b in summary.seating], summary
+            assert all(n >= 1 for n in summary.submissions), summary
+            record = fetched_record(s.league, summary.match_id, tmp_path)
+            code = record[0]["code"]
+            assert [c["sha256"] for c in code] == list(summary.sha256s)
+            assert [c["submission"] for c in code] == list(summary.submissions)
+
+        # Rollback: submission 1 plays again, without a build, and is no upload.
+        uploads = query(league_db.target, "SELECT COUNT(*) FROM league_submissions")[0][0]
+        done = cli(s.address, "activate", "alpha", "1", token=tokens["alpha"])
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.strip() == f"alpha: submission 1, sha256 {sha}, validating"
+        wait_for(
+            lambda: (
+                [r["status"] for r in history(s.address, "alpha", tokens["alpha"])]
+                == ["retired", "playing"]
+            ),
+            VALIDATED_S,
+            "submission 1 to play again",
+            every=0.5,
+        )
+        assert query(league_db.target, "SELECT COUNT(*) FROM league_submissions")[0][0] == uploads
+        refused = cli(s.address, "activate", "alpha", "1", token=tokens["beta"])
+        assert refused.returncode == 1 and "PERMISSION_DENIED" in refused.stderr, refused.stderr
+        playing = cli(s.address, "activate", "alpha", "1", token=tokens["alpha"])
+        assert playing.returncode == 1 and "it plays already" in playing.stderr, playing.stderr
+        assert "build: the same code was built before" in admin_status(s.address, "alpha")
+        # The entry's line in the standings is its playing submission's (submission 1).
+
+        def entry_is_submission_1() -> bool:
+            one = next(
+                r for r in history(s.address, "alpha", tokens["alpha"]) if r["submission"] == 1
+            )
+            line = next((x for x in s.standings().standings if x.bot == "alpha"), None)
+            return line is not None and line.matches == one["matches"] and one["matches"] > 0
+
+        wait_for(entry_is_submission_1, 120, "alpha's line to be submission 1's", every=1)
+
+        # 2: logs for their owners: the bot's own stderr of each ranked match kept, and
+        # its validation reports; the entry's token, never another's.
+        logs = cli(s.address, "logs", "gamma", token=tokens["gamma"])
+        assert logs.returncode == 0, logs.stderr
+        heads = re.findall(r"^== match (\S+), submission 1, seat (\d+), .* UTC", logs.stdout, re.M)
+        assert heads, logs.stdout
+        assert "gamma: hello from my own stderr" in logs.stdout
+        assert "== validation of submission 1" in logs.stdout
+        assert "PASS preset-sticheln" in logs.stdout
+        one = cli(s.address, "logs", "gamma", "--match", heads[0][0], token=tokens["gamma"])
+        assert re.findall(r"^== (\S+ \S+)", one.stdout, re.M) == [f"match {heads[0][0]},"]
+        other = cli(s.address, "logs", "gamma", token=tokens["alpha"])
+        assert other.returncode == 1 and "PERMISSION_DENIED" in other.stderr, other.stderr
+        kept = query(league_db.target, "SELECT LENGTH(text) FROM league_logs WHERE bot = 'gamma'")
+        assert kept and all(n <= 4096 for (n,) in kept), kept  # log_kb = 4
+        # The web page's API shows the same to the owner, and nothing to anyone else.
+        url = f"{web}/api/logs?name=gamma"
+        assert web_get(url)[0] == 401
+        assert web_get(url, tokens["alpha"])[0] == 403
+        status, doc = web_get(url, tokens["gamma"])
+        assert status == 200 and doc["retention_days"] == 14
+        assert any("hello from my own stderr" in m["text"] for m in doc["matches"])
+        assert doc["validation"][0]["submission"] == 1
+        status, page = web_get(f"{web}/api/bot?name=gamma")
+        assert "hello from my own stderr" not in json.dumps(page)

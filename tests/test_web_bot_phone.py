@@ -106,6 +106,6 @@ def test_the_bot_page_fits_a_phone(phone: Browser, tmp_path: Path) -> None:
             "#submissions tbody tr:first-child td",
             "tds => tds.map(td => getComputedStyle(td, '::before').content)",
         )
-        assert labels[:2] == ['"#"', '"Status"'], labels
+        assert labels[:4] == ['"#"', '"Status"', '"Rating (95% interval)"', '"Matches"'], labels
         assert REFUSAL in page.inner_text("#submissions")
         phone.check_clean()

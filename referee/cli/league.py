@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import math
 import os
 import signal
 import sys
+import time
 from collections.abc import Iterator
+from typing import Any
 
 from referee.cli.common import (
     Subparsers,
@@ -95,6 +98,34 @@ def add_parsers(sub: Subparsers) -> None:
         "or $STICHELN_ADMIN_TOKEN)",
     )
     st.add_argument("name", help="the entry")
+    st.add_argument(
+        "--history",
+        action="store_true",
+        help="every submission, newest first, with its own rating, interval and matches",
+    )
+    st.add_argument(
+        "--json",
+        action="store_true",
+        help="one JSON object per line per submission (submission, sha256, status, rating, "
+        "interval, matches, ...); the latest only without --history",
+    )
+    act = league_action(
+        "activate",
+        "make an earlier submission that passed validation play again, without building it "
+        "again (a rollback; not an upload) ($STICHELN_BOT_TOKEN or $STICHELN_ADMIN_TOKEN)",
+    )
+    act.add_argument("name", help="the entry")
+    act.add_argument("submission", type=int, help="the submission's number")
+    lgs = league_action(
+        "logs",
+        "print a hosted entry's own logs: its bot's stderr in each ranked match kept, and its "
+        "validation reports ($STICHELN_BOT_TOKEN or $STICHELN_ADMIN_TOKEN)",
+    )
+    lgs.add_argument("name", help="the entry")
+    lgs.add_argument("--match", default="", metavar="ID", help="one match's log only")
+    lgs.add_argument(
+        "--submission", type=int, default=0, metavar="N", help="one submission's logs only"
+    )
     wk = lg_sub.add_parser(
         "worker",
         help="play a league's queued matches of hosted bots, from its database",
@@ -261,7 +292,7 @@ def league(args: argparse.Namespace) -> int:
         metadata = [("authorization", f"Bearer {token}")]
     if args.action == "submit":
         return submit(args)
-    if args.action == "status":
+    if args.action in ("status", "activate", "logs"):
         token = os.environ.get("STICHELN_BOT_TOKEN", "") or os.environ.get(
             "STICHELN_ADMIN_TOKEN", ""
         )
@@ -277,8 +308,15 @@ def league(args: argparse.Namespace) -> int:
                     metadata=metadata,
                     timeout=args.timeout,
                 ).submissions
+                if args.json:
+                    for s in subs if args.history else subs[:1]:
+                        print(json.dumps(submission_json(s)))
+                    return 0
                 if not subs:
                     print(f"{args.name}: no submission")
+                    return 0
+                if args.history:
+                    print_history(subs)
                     return 0
                 s = subs[0]
                 print(f"{s.bot}: submission {s.number}, sha256 {s.sha256}, {s.status}")
@@ -286,6 +324,31 @@ def league(args: argparse.Namespace) -> int:
                     print(f"refused: {s.refusal}")
                 if s.report:
                     print(s.report)
+                return 0
+            if args.action == "logs":
+                got = stub.GetLogs(
+                    league_pb2.GetLogsRequest(
+                        name=args.name, match_id=args.match, submission=max(args.submission, 0)
+                    ),
+                    metadata=metadata,
+                    timeout=args.timeout,
+                )
+                if not got.logs:
+                    print(f"{args.name}: no log (match logs are kept {got.retention_days} days)")
+                for entry in got.logs:
+                    print_log(entry)
+                return 0
+            if args.action == "activate":
+                if args.submission < 1:
+                    raise UsageError(f"submission: {args.submission} is not a submission number")
+                made = stub.ActivateSubmission(
+                    league_pb2.ActivateSubmissionRequest(
+                        name=args.name, submission=args.submission
+                    ),
+                    metadata=metadata,
+                    timeout=args.timeout,
+                ).submission
+                print(f"{made.bot}: submission {made.number}, sha256 {made.sha256}, {made.status}")
                 return 0
             if args.action == "register":
                 reply = stub.RegisterBot(
@@ -319,8 +382,6 @@ def league(args: argparse.Namespace) -> int:
                 )
                 print(f"revoked the token of {revoked.bot.name}")
             elif args.action == "bots" and args.json:
-                import json
-
                 for b in stub.ListBots(league_pb2.ListBotsRequest(), timeout=args.timeout).bots:
                     print(
                         json.dumps(
@@ -341,11 +402,20 @@ def league(args: argparse.Namespace) -> int:
                     )
             elif args.action == "bots":
                 bots = stub.ListBots(league_pb2.ListBotsRequest(), timeout=args.timeout).bots
-                print(f"{'bot':24} {'version':>7} {'active':>6} {'streams':>7}  previous  owner")
+                print(
+                    f"{'bot':24} {'version':>7} {'active':>6} {'streams':>7}  previous  "
+                    f"{'hosted':24}  owner"
+                )
                 for b in bots:
+                    hosted = (
+                        f"{b.status} (#{b.submission}, plays #{b.playing_submission or '-'})"
+                        if b.hosted
+                        else "-"
+                    )
                     print(
                         f"{b.name:24} {b.version:>7} {'yes' if b.active else 'no':>6} "
-                        f"{b.connected_streams:>7}  {b.previous_version or '-':8}  {b.owner}"
+                        f"{b.connected_streams:>7}  {b.previous_version or '-':8}  {hosted:24}  "
+                        f"{b.owner}"
                     )
             else:
                 from referee.results.report import interval_text
@@ -387,6 +457,55 @@ def league(args: argparse.Namespace) -> int:
             )
             return 1
     return 0
+
+
+def _finite(x: float) -> float | None:
+    return None if math.isnan(x) or math.isinf(x) else round(x, 1)
+
+
+def submission_json(s: Any) -> dict[str, Any]:
+    """A ``Submission`` message as ``referee league status --json`` prints it."""
+    return {
+        "bot": s.bot,
+        "submission": s.number,
+        "sha256": s.sha256,
+        "status": s.status,
+        "rating": _finite(s.rating),
+        "interval": None if math.isnan(s.ci_low) else [_finite(s.ci_low), _finite(s.ci_high)],
+        "matches": s.matches,
+        "refusal": s.refusal,
+        "build_sha256": s.build_sha256,
+        "bot_file": s.bot_file,
+        "submitted_at": s.submitted_at,
+        "decided_at": s.decided_at or None,
+    }
+
+
+def print_log(entry: Any) -> None:
+    """One kept log: a header line, then its text."""
+    when = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(entry.written_at))
+    if entry.kind == "match":
+        seats = ", ".join(map(str, entry.seats))
+        cut = ", its beginning cut at the league's log_kb" if entry.truncated else ""
+        print(
+            f"== match {entry.match_id}, submission {entry.submission}, seat {seats}, "
+            f"{when} UTC{cut}"
+        )
+    else:
+        print(f"== validation of submission {entry.submission}, {when} UTC")
+    text = entry.text
+    print(text if text.endswith("\n") or not text else text + "\n", end="")
+
+
+def print_history(subs: Any) -> None:
+    """Every submission, newest first: status, its own rating and interval, matches."""
+    print(f"{subs[0].bot}: {len(subs)} submissions")
+    print(f"{'#':>3} {'status':10} {'rating':>7} {'95% interval':>15} {'matches':>7}  sha256")
+    for s in subs:
+        rated = not math.isnan(s.rating)
+        rating = f"{s.rating:.0f}" if rated else "-"
+        ci = f"{s.ci_low:.0f} to {s.ci_high:.0f}" if rated and not math.isnan(s.ci_low) else "-"
+        print(f"{s.number:>3} {s.status:10} {rating:>7} {ci:>15} {s.matches:>7}  {s.sha256[:16]}")
 
 
 #: The size of one chunk of an upload (the league's port takes no message over 64 KiB).

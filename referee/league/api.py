@@ -173,27 +173,86 @@ class LeagueServicer:
             await context.abort(grpc.StatusCode.UNAVAILABLE, str(exc))
         raise AssertionError("unreachable")  # abort raises
 
-    async def SubmissionStatus(
-        self, request: league_pb2.SubmissionStatusRequest, context: Context
-    ) -> league_pb2.SubmissionStatusResponse:
+    def _owner_or_admin(self, context: Context, name: str, what: str) -> None:
+        """The call carries ``name``'s bot token or the admin token, and ``name`` is
+        registered; Refused (or a registry error) otherwise."""
         token = self._bearer(context)
         admin = self.league.config.admin_token
         if not (token and secrets.compare_digest(token.encode(), admin.encode())):
             entry = self.league.registry.by_token(token) if token else None
-            if entry is None or entry.name != request.name:
+            if entry is None or entry.name != name:
                 raise Refused(
                     grpc.StatusCode.PERMISSION_DENIED
                     if entry is not None
                     else grpc.StatusCode.UNAUTHENTICATED,
-                    f"the submissions of {request.name!r} are read with its bot token or the "
-                    "admin token ('authorization: Bearer <token>')",
+                    f"{what} of {name!r} are read with its bot token or the admin token "
+                    "('authorization: Bearer <token>')",
                 )
-        if self.league.registry.get(request.name) is None:
-            raise RegistryError(f"no bot named {request.name!r} is registered", "not_found")
+        if self.league.registry.get(name) is None:
+            raise RegistryError(f"no bot named {name!r} is registered", "not_found")
+
+    async def SubmissionStatus(
+        self, request: league_pb2.SubmissionStatusRequest, context: Context
+    ) -> league_pb2.SubmissionStatusResponse:
+        self._owner_or_admin(context, request.name, "the submissions")
         history = self.league.submissions.history(request.name)
         return league_pb2.SubmissionStatusResponse(
             submissions=[self.league.submission_message(s) for s in history]
         )
+
+    async def ActivateSubmission(
+        self, request: league_pb2.ActivateSubmissionRequest, context: Context
+    ) -> league_pb2.SubmitResponse:
+        hosting = self.league.hosting
+        if hosting is None:
+            raise Refused(
+                grpc.StatusCode.FAILED_PRECONDITION,
+                "this league hosts no bots ([hosting] enabled = false)",
+            )
+        self._owner_or_admin(context, request.name, "the submissions")
+        entry = self.league.registry.get(request.name)
+        if entry is not None and not entry.active:
+            raise Refused(grpc.StatusCode.FAILED_PRECONDITION, f"bot {request.name!r} was revoked")
+        try:
+            s = self.league.submissions.reactivate(request.name, request.submission)
+        except LookupError as exc:
+            raise Refused(grpc.StatusCode.NOT_FOUND, str(exc).strip("'\"")) from None
+        except ValueError as exc:
+            raise Refused(grpc.StatusCode.FAILED_PRECONDITION, str(exc)) from None
+        log.info("submission_activated", bot=s.bot, submission=s.number, sha256=s.sha256)
+        hosting.validate_later(s)
+        return league_pb2.SubmitResponse(submission=self.league.submission_message(s))
+
+    async def GetLogs(
+        self, request: league_pb2.GetLogsRequest, context: Context
+    ) -> league_pb2.GetLogsResponse:
+        self._owner_or_admin(context, request.name, "the logs")
+        league = self.league
+        response = league_pb2.GetLogsResponse(
+            retention_days=league.config.hosting.log_retention_days
+        )
+        logs = league.dispatch.bot_logs
+        for kept in logs.of(request.name, request.match_id, request.submission):
+            response.logs.add(
+                kind="match",
+                submission=kept.submission,
+                match_id=kept.match_id,
+                seats=kept.seats,
+                text=kept.text,
+                truncated=kept.truncated,
+                written_at=kept.written_at,
+            )
+        if not request.match_id:
+            for sub in league.submissions.history(request.name):
+                if request.submission and sub.number != request.submission:
+                    continue
+                response.logs.add(
+                    kind="validation",
+                    submission=sub.number,
+                    text=sub.report or sub.refusal or sub.status,
+                    written_at=sub.decided_at or sub.submitted_at,
+                )
+        return response
 
     async def Standings(
         self, request: league_pb2.StandingsRequest, context: Context
@@ -235,6 +294,11 @@ class LeagueServicer:
             "RecentMatches": (self.RecentMatches, league_pb2.RecentMatchesRequest),
             "GetMatchRecord": (self.GetMatchRecord, league_pb2.GetMatchRecordRequest),
             "SubmissionStatus": (self.SubmissionStatus, league_pb2.SubmissionStatusRequest),
+            "ActivateSubmission": (
+                self.ActivateSubmission,
+                league_pb2.ActivateSubmissionRequest,
+            ),
+            "GetLogs": (self.GetLogs, league_pb2.GetLogsRequest),
         }
         methods: dict[str, grpc.RpcMethodHandler[Any, Any]] = {
             name: grpc.unary_unary_rpc_method_handler(

@@ -90,6 +90,10 @@ class HostingConfig:
     warm_memory_mb: int = 4096
     #: A warm process without a match for this long stops, in seconds.
     warm_idle_s: float = 600.0
+    #: A hosted bot's log of one ranked match, kept for its owner, in KiB (its end).
+    log_kb: int = 64
+    #: Days a hosted bot's match logs are kept.
+    log_retention_days: int = 14
 
 
 @dataclass(frozen=True)
@@ -265,6 +269,11 @@ class HostingTable(Table):
     """The memory of the warm bot processes together (their cgroups'), at most, in MiB."""
     warm_idle_s: Annotated[float, Field(ge=1, le=86_400)] = 600.0
     """A warm bot process without a match for this long stops, in seconds."""
+    log_kb: Annotated[int, Field(ge=1, le=4096)] = 64
+    """A hosted bot's stderr of one ranked match kept for its owner (referee league
+    logs), in KiB: the end of it when it wrote more."""
+    log_retention_days: Annotated[int, Field(ge=1, le=3650)] = 14
+    """Days a hosted bot's match logs are kept (older ones are deleted)."""
 
 
 class LeagueFile(Table):
@@ -362,6 +371,8 @@ def league_from_table(data: dict[str, Any], base: Path, source: Path, environ: A
         warm_bots=h.warm_bots,
         warm_memory_mb=h.warm_memory_mb,
         warm_idle_s=h.warm_idle_s,
+        log_kb=h.log_kb,
+        log_retention_days=h.log_retention_days,
     )
     return LeagueConfig(
         name=name,

@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,10 +39,18 @@ from referee.league.config import LeagueConfig
 from referee.league.feed import MatchFeed
 from referee.league.hosting import Hosting
 from referee.league.lobby import LeagueStream, StreamLobby
+from referee.league.logs import BotLogs
 from referee.league.matchmaking import Deals, match_id_of
 from referee.league.publishing import Publisher
 from referee.league.submissions import DONE as QUEUE_DONE
-from referee.league.submissions import MatchQueue, QueuedMatch, Submission, Submissions
+from referee.league.submissions import (
+    MatchQueue,
+    QueuedMatch,
+    SeatCode,
+    SeatCodes,
+    Submission,
+    Submissions,
+)
 from referee.league.worker import (
     RETIRE_CHECK_S,
     hosted_source,
@@ -63,6 +73,10 @@ log = structlog.get_logger("referee.league")
 LEASE_S = 30.0
 #: How often idle workers look at the queue, and the league at expired leases.
 QUEUE_POLL_S = 1.0
+
+
+#: How often the logs past their retention are deleted, in seconds.
+PRUNE_EVERY_S = 3600.0
 
 
 class _Table:
@@ -157,6 +171,14 @@ class Dispatch:
         #: The record lines of the matches workers elsewhere play.
         self._live = live.LiveReader(store, config.name)
         self._live_timer: asyncio.Task[None] | None = None
+        #: Which submission played each hosted seat (its ratings are fitted from it).
+        self.seat_codes = SeatCodes(store, config.name)
+        #: Hosted bots' stderr of their ranked matches, for their owners.
+        self.bot_logs = BotLogs(
+            store, config.name, config.hosting.log_kb, config.hosting.log_retention_days
+        )
+        self.bot_logs.publish()
+        self._pruned_at = -math.inf
 
     # -- what the matchmaker and the pages ask -------------------------------------------
 
@@ -177,6 +199,23 @@ class Dispatch:
         """The feed of a running match, or None."""
         running = self.running.get(match_id)
         return running.feed if running is not None else None
+
+    def keep_logs(
+        self,
+        match_id: str,
+        seating: tuple[str, ...],
+        hosted: dict[str, Submission],
+        spans: dict[int, tuple[Path, int]],
+    ) -> None:
+        """Keep the hosted seats' logs of a match for their owners (and, once an hour,
+        delete those past their retention)."""
+        try:
+            self.bot_logs.keep(match_id, seating, {b: s.number for b, s in hosted.items()}, spans)
+            if time.monotonic() - self._pruned_at > PRUNE_EVERY_S:
+                self._pruned_at = time.monotonic()
+                self.bot_logs.prune()
+        except StoreError as exc:
+            log.error("store_failed", doing=f"keep {match_id}'s logs", error=str(exc))
 
     def _set_running(self) -> None:
         self.metrics.running.set(len(self.running))
@@ -241,6 +280,16 @@ class Dispatch:
     ) -> bool:
         """Play ``m`` here (it seats a dial-in bot) or queue it for a worker; False when
         the database refused to queue it (the caller plays it again later)."""
+        if hosted:
+            try:
+                self.seat_codes.put(
+                    m.index,
+                    m.seating,
+                    {bot: SeatCode(s.number, s.sha256) for bot, s in hosted.items()},
+                )
+            except StoreError as exc:
+                log.error("store_failed", doing=f"seat {m.index}'s code", error=str(exc))
+                return False
         for s in streams.values():
             s.busy = True
         match_id = match_id_of(self.config.name, m.index)
@@ -253,7 +302,7 @@ class Dispatch:
             running.replayed = replayed
             code = {
                 bot: {"bot": bot, "submission": s.number, "sha256": s.code_sha256,
-                      "format": s.code_format, "bot_file": s.bot_file}
+                      "format": s.code_format, "bot_file": s.bot_file, "upload": s.sha256}
                 for bot, s in hosted.items()
             }  # fmt: skip
             try:
@@ -479,6 +528,10 @@ class Dispatch:
             observer=self.metrics,
             pool=_Table(self.lobby, streams, self.warm),
             on_record=running.feed.append,
+            code=[
+                (hosted[bot].number, hosted[bot].sha256) if hosted and bot in hosted else None
+                for bot in m.seating
+            ],
         )
         try:
             self.store.mark_running(c.name, m.index, runner.record_path)
@@ -513,4 +566,6 @@ class Dispatch:
             log.warning("match_aborted", match_id=running.match_id, why=result.reason)
             return
         running.feed.finish()
+        if hosted:
+            self.keep_logs(running.match_id, m.seating, hosted, runner.log_spans)
         self.publisher.finished(m, running.match_id, result)

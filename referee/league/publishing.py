@@ -29,6 +29,7 @@ from referee.league.feed import MatchFeed, replay_feed
 from referee.league.matchmaking import match_id_of
 from referee.league.scheduler import History
 from referee.league.standings import fit_in_child
+from referee.league.submissions import SeatCodes
 from referee.match.metrics import RefereeMetrics
 from referee.match.record import ReplayError, read_record
 from referee.match.runner import MatchResult
@@ -90,6 +91,8 @@ class Publisher:
         self._stopping = False
         #: Called with each match id once the match is stored and counted.
         self.on_counted: list[Callable[[str], None]] = []
+        #: Which submission played each hosted seat (named in the recent matches).
+        self.seat_codes = SeatCodes(store, config.name)
 
     # -- at the start --------------------------------------------------------------------
 
@@ -183,23 +186,34 @@ class Publisher:
         self.metrics.matches.inc()
         self.metrics.finished.set(self.finished_count)
         self.metrics.match_duration.observe(duration_s)
-        self._recent.appendleft(
-            league_pb2.MatchSummary(
-                match_id=match_id,
-                seating=list(m.seating),
-                totals=totals,
-                places=places,
-                forfeited_seats=[i for i, f in enumerate(forfeited) if f],
-                finished_at=time.time(),
-                finish_order=self.finished_count,
-            )
+        summary = league_pb2.MatchSummary(
+            match_id=match_id,
+            seating=list(m.seating),
+            totals=totals,
+            places=places,
+            forfeited_seats=[i for i, f in enumerate(forfeited) if f],
+            finished_at=time.time(),
+            finish_order=self.finished_count,
         )
+        self._name_code(summary, m.index)
+        self._recent.appendleft(summary)
         log.info(
             "match_finished", match_id=match_id, places=places, duration_s=round(duration_s, 3)
         )
         self.request_publish()
         for hook in self.on_counted:
             hook(match_id)
+
+    def _name_code(self, summary: league_pb2.MatchSummary, idx: int) -> None:
+        """Name each seat's submission and code hash in ``summary`` (hosted seats)."""
+        try:
+            code = self.seat_codes.of_match(idx)
+        except StoreError:
+            return
+        if code:
+            seats = range(len(summary.seating))
+            summary.submissions.extend(code[i].submission if i in code else 0 for i in seats)
+            summary.sha256s.extend(code[i].sha256 if i in code else "" for i in seats)
 
     # -- the standings -----------------------------------------------------------------------
 
@@ -282,6 +296,10 @@ class Publisher:
             end = text.rstrip("\n").rsplit("\n", 1)[-1]
             header = json.loads(text.split("\n", 1)[0])
             summary.seating.extend(header.get("seating", []))
+            code = header.get("code") or []
+            if code:
+                summary.submissions.extend((c or {}).get("submission", 0) for c in code)
+                summary.sha256s.extend((c or {}).get("sha256", "") for c in code)
             with contextlib.suppress(ValueError):
                 last = json.loads(end)
                 summary.totals.extend(last.get("totals", []))

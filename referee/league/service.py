@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -432,8 +433,22 @@ class League:
         return msg
 
     def submission_message(self, s: Submission) -> league_pb2.Submission:
-        """The ``Submission`` message of a stored submission."""
+        """The ``Submission`` message of a stored submission, with its own rating as
+        last published (NaN while it has none)."""
+        rated = next(
+            (
+                r
+                for r in self.publisher.standings().submissions
+                if r.bot == s.bot and r.submission == s.number
+            ),
+            None,
+        )
+        nan = math.nan
         return league_pb2.Submission(
+            rating=rated.rating if rated is not None else nan,
+            ci_low=rated.ci_low if rated is not None else nan,
+            ci_high=rated.ci_high if rated is not None else nan,
+            matches=rated.matches if rated is not None else 0,
             bot=s.bot,
             number=s.number,
             sha256=s.sha256,

@@ -22,12 +22,14 @@ cores and spin, and the fit then took three times the CPU.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import math
 import os
 import sys
 import time
 from pathlib import Path
 
+from referee.league.submissions import SeatCodes, Submissions
 from referee.results.ratings import MIN_MATCHES, IntervalMethod, LiveElo, fit
 from referee.results.stats import bot_stats, outcomes_from
 from referee.results.store import StoredResult, open_store
@@ -52,17 +54,46 @@ def interval_method(bots: int, matches: int) -> IntervalMethod:
     return "information"
 
 
+#: Joins an entry's name and a submission's number into one rated player; entry names
+#: never hold it (referee.league.registry.NAME).
+SUBMISSION_MARK = "#"
+
+
+def by_submission(
+    results: list[StoredResult], codes: dict[tuple[int, int], int]
+) -> list[StoredResult]:
+    """``results`` with every hosted seat's bot named ``bot#N`` (N its submission, from
+    ``codes`` by (match index, seat)): each submission is then rated on its own."""
+    return [
+        dataclasses.replace(r, bot=f"{r.bot}{SUBMISSION_MARK}{codes[(r.idx, r.seat)]}")
+        if (r.idx, r.seat) in codes
+        else r
+        for r in results
+    ]
+
+
 def compute_standings(
     results: list[StoredResult],
     bootstrap: int,
     seed: int = 0,
     min_matches: int = MIN_MATCHES,
     intervals: IntervalMethod | None = None,
+    codes: dict[tuple[int, int], int] | None = None,
+    playing: dict[str, int] | None = None,
 ) -> league_pb2.StandingsResponse:
     """The published standings of ``results`` (every seat row of the finished matches
     counted, in finishing order): Bradley–Terry with intervals (``intervals``, or by the
     league's size: :func:`interval_method`), live Elo and statistics; bots with fewer
-    than ``min_matches`` matches provisional, and the fit's warnings."""
+    than ``min_matches`` matches provisional, and the fit's warnings.
+
+    With ``codes`` (the submission of each hosted seat, by (match index, seat)) every
+    submission is a player of its own, rated on its matches alone; an entry's line is its
+    playing submission's (``playing``: entry to submission number), every submission's
+    rating is in ``submissions``, and the matches an entry with a playing submission played
+    before it was hosted (dialing in) are its submission 0 there."""
+    playing = playing or {}
+    if codes:
+        results = by_submission(results, codes)
     outcomes = outcomes_from(results)
     elo = LiveElo()
     for outcome in outcomes:
@@ -79,8 +110,21 @@ def compute_standings(
     )
     for s in result.standings:
         st = stats[s.bot]
+        bot, mark, number = s.bot.partition(SUBMISSION_MARK)
+        if mark or bot in playing:
+            response.submissions.add(
+                bot=bot,
+                submission=int(number or 0),
+                rating=s.rating,
+                ci_low=s.ci_low,
+                ci_high=s.ci_high,
+                matches=st.matches,
+                provisional=s.provisional,
+            )
+            if not mark or playing.get(bot) != int(number):
+                continue  # not the entry's line: a submission that no longer plays
         response.standings.add(
-            bot=s.bot,
+            bot=bot,
             rating=s.rating,
             ci_low=s.ci_low,
             ci_high=s.ci_high,
@@ -149,11 +193,14 @@ def main(argv: list[str] | None = None) -> int:
     store = open_store(database)
     try:
         results = store.results(league, think=False)
+        codes = {k: c.submission for k, c in SeatCodes(store, league).all().items()}
+        playing = {b: s.number for b, s in Submissions(store).playing_by_bot().items()}
     finally:
         store.close()
-    sys.stdout.buffer.write(
-        compute_standings(results, bootstrap, min_matches=min_matches).SerializeToString()
+    standings = compute_standings(
+        results, bootstrap, min_matches=min_matches, codes=codes, playing=playing
     )
+    sys.stdout.buffer.write(standings.SerializeToString())
     sys.stdout.buffer.flush()
     return 0
 

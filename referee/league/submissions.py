@@ -222,6 +222,28 @@ class Submissions:
         ).fetchone()
         return int(row[0])
 
+    def reactivate(self, bot: str, number: int) -> Submission:
+        """Submission ``number`` of ``bot``, which passed validation once and was retired,
+        is ``validating`` again (a rollback: its build is reused); ValueError in words when
+        it cannot be."""
+        found = self.get(bot, number)
+        if found is None:
+            raise LookupError(f"{bot!r} has no submission {number}")
+        if found.status != RETIRED:
+            why = {
+                PLAYING: "it plays already",
+                VALIDATING: "it is being validated",
+                REFUSED: "it was refused; only a submission that passed validation plays again",
+            }[found.status]
+            raise ValueError(f"submission {number} of {bot!r} cannot be activated: {why}")
+        self.store.execute(
+            "UPDATE league_submissions SET status = ? WHERE bot = ? AND number = ? AND status = ?",
+            (VALIDATING, bot, number, RETIRED),
+        )
+        again = self.get(bot, number)
+        assert again is not None
+        return again
+
     def refuse(self, s: Submission, refusal: str, report: str, build_sha256: str = "") -> None:
         """Validation failed: ``s`` is refused with a one-line reason and its report."""
         self.store.execute(

@@ -48,6 +48,7 @@ from referee.jail.sandbox import Sandbox
 from referee.league import live
 from referee.league.config import HostingConfig
 from referee.league.hosting import Hosting
+from referee.league.logs import BotLogs
 from referee.league.registry import BotRegistry
 from referee.league.submissions import LEASED, QUEUED, MatchQueue, QueuedMatch, Submissions
 from referee.match.metrics import RefereeMetrics
@@ -174,6 +175,7 @@ class Worker:
         self.queue = MatchQueue(self.store, self.league)
         self.submissions = Submissions(self.store)
         BotRegistry(self.store)  # its table, for the revocations read below
+        self.logs = BotLogs.of_league(self.store, self.league)
         live.create(self.store)
         #: The submission each started bot is (entry, number), by its pool key.
         self._submission_of: dict[object, tuple[str, int]] = {}
@@ -292,6 +294,10 @@ class Worker:
             observer=self.metrics,
             pool=self.pool,
             on_record=writer.append if self.live_interval_s > 0 else None,
+            code=[
+                (int(taken.code[b]["submission"]), str(taken.code[b].get("upload", "")))
+                for b in taken.seating
+            ],
         )
         self.store.mark_running(self.league, taken.idx, runner.record_path)
         log.info("match_taken", match_id=taken.match_id, worker=self.name)
@@ -311,6 +317,12 @@ class Worker:
         else:
             store_record(self.store, self.league, taken.idx, result.record_path)
             self.store.save_result(self.league, taken.idx, result)
+            self.logs.keep(
+                taken.match_id,
+                taken.seating,
+                {b: int(taken.code[b]["submission"]) for b in taken.seating},
+                runner.log_spans,
+            )
             self.played += 1
         self.queue.done(taken.idx)
         with contextlib.suppress(StoreError):

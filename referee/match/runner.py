@@ -289,6 +289,9 @@ class MatchRunner:
         #: Per seat, the hosted submission and the hash of the code it runs (None: a bot
         #: that dials in, or one started from a bot file), for the header.
         self.code = list(code)
+        #: Per seat whose process the runner started or borrowed: its log file and where
+        #: this match's part of it begins (a league keeps it for the bot's owner).
+        self.log_spans: dict[int, tuple[Path, int]] = {}
         #: ``MatchStart.bot_seed`` per seat: the deal key's for the deal and seat, or fresh
         #: random numbers for a match that belongs to no deal key.
         self.bot_seeds = list(bot_seeds) or [secrets.randbits(64) for _ in bots]
@@ -363,6 +366,10 @@ class MatchRunner:
                     self._fault(seat, FaultReason.HANDSHAKE_FAILED, str(exc), 0)
                     return
                 self._lent[seat.index] = bot
+                if bot.process is not None:
+                    # A warm process's log goes on from earlier matches: this one's from here.
+                    path = bot.process.log_path
+                    self.log_spans[seat.index] = (path, _size(path))
                 seat.process, seat.stream = bot.process, bot.stream
                 seat.stream.on_fault = lambda reason, detail, rid, seat=seat: self._fault(
                     seat, reason, detail, rid
@@ -372,6 +379,7 @@ class MatchRunner:
             if not seat.spec.external:
                 private_dir(logs)
                 log_path = logs / f"{self.match_id}-seat{seat.index}-{log_name(seat.spec.name)}.log"
+                self.log_spans[seat.index] = (log_path, 0)
                 try:
                     seat.process = await start_bot(self.server, seat.spec, [seat.slot], log_path)
                 except (OSError, SandboxUnavailable) as exc:
@@ -980,3 +988,10 @@ class MatchRunner:
         )
         if self._record is not None:
             self._record.close()
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0

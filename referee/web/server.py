@@ -40,7 +40,7 @@ from referee.web import render
 from referee.web.doors import DoorLimits, Doorman
 from referee.web.live import RunningScores, event_json, event_text
 from referee.web.pace import Pacer
-from referee.web.sources import Embargoed, NotFound, Source, StillRunning
+from referee.web.sources import Embargoed, NotFound, NotYours, Source, StillRunning
 from sticheln.v1 import league_pb2
 
 log = structlog.get_logger("referee.web")
@@ -254,6 +254,7 @@ class WebServer:
             "/api/standings": self.standings,
             "/api/bots": self.bots,
             "/api/bot": self.bot,
+            "/api/logs": self.logs,
             "/api/head-to-head": self.head_to_head,
             "/api/matches": self.matches,
             "/api/matches/{match_id}": self.match,
@@ -359,6 +360,8 @@ class WebServer:
             response = _error(409, str(exc))
         except NotFound as exc:
             response = _error(404, str(exc))
+        except NotYours as exc:
+            response = _error(exc.status, str(exc))
         except Exception as exc:
             log.exception("web_request_failed", path=request.path)
             response = _error(500, f"the server failed to answer: {type(exc).__name__}")
@@ -470,6 +473,18 @@ class WebServer:
         if not name:
             raise BadRequest("the query parameter 'name' (a bot's name) is missing")
         return _json(self._bot_document(name))
+
+    async def logs(self, request: web.Request) -> web.StreamResponse:
+        """A hosted bot's own logs, for its owner: the token comes in the Authorization
+        header (never in the address, which logs and histories keep)."""
+        name = request.query.get("name", "")
+        if not name:
+            raise BadRequest("the query parameter 'name' (a bot's name) is missing")
+        auth = request.headers.get("Authorization", "")
+        token = auth[7:].strip() if auth.startswith("Bearer ") else ""
+        response = _json(self.source.logs(name, token))
+        response.headers["Cache-Control"] = "no-store"
+        return response
 
     def _bot_document(self, name: str) -> dict[str, Any]:
         """A bot's page document (NotFound for an unknown bot)."""

@@ -62,6 +62,15 @@ class NotFound(LookupError):
     """No such bot or match; the message says which."""
 
 
+class NotYours(PermissionError):
+    """A bot's owner's document asked for without its token (``status``: 401 when no token
+    came, 403 for another's); the message says what is needed."""
+
+    def __init__(self, message: str, status: int) -> None:
+        super().__init__(message)
+        self.status = status
+
+
 class StillRunning(LookupError):
     """A running match's record was asked for; only its public feed may be watched."""
 
@@ -162,6 +171,10 @@ class Source(ABC):
     def submissions(self, name: str) -> list[dict[str, Any]]:
         """A hosted bot's submissions, newest first (none but a league's)."""
         return []
+
+    def logs(self, name: str, token: str) -> dict[str, Any]:
+        """A hosted bot's own logs, for the holder of its token (a league's only)."""
+        raise NotFound("only a league that hosts bots keeps their logs")
 
     def info(self) -> dict[str, Any]:
         """What is being served: its kind, name and clock."""
@@ -347,20 +360,64 @@ class LeagueSource(Source):
             )
         return out
 
+    def logs(self, name: str, token: str) -> dict[str, Any]:
+        # The owner's part: its token (or the admin token), never anyone else.
+        import secrets
+
+        league = self.league
+        if not token:
+            raise NotYours(f"the logs of {name!r} need its bot token", 401)
+        admin = league.config.admin_token
+        entry = league.registry.by_token(token)
+        if not secrets.compare_digest(token.encode(), admin.encode()) and (
+            entry is None or entry.name != name
+        ):
+            raise NotYours(f"the logs of {name!r} need its own bot token", 403)
+        if league.registry.get(name) is None:
+            raise NotFound(f"no bot {name!r}")
+        return {
+            "bot": name,
+            "retention_days": league.config.hosting.log_retention_days,
+            "matches": [
+                {
+                    "match_id": kept.match_id,
+                    "submission": kept.submission,
+                    "seats": list(kept.seats),
+                    "text": kept.text,
+                    "truncated": kept.truncated,
+                    "written_at": kept.written_at,
+                }
+                for kept in league.dispatch.bot_logs.of(name)
+            ],
+            "validation": [
+                {"submission": s.number, "status": s.status, "report": s.report or s.refusal}
+                for s in league.submissions.history(name)
+            ],
+        }
+
     def submissions(self, name: str) -> list[dict[str, Any]]:
         # The public part: the validation report is its owner's (League.SubmissionStatus).
-        return [
-            {
-                "number": s.number,
-                "sha256": s.sha256,
-                "status": s.status,
-                "refusal": s.refusal,
-                "submitted_at": s.submitted_at,
-                "decided_at": s.decided_at,
-                "built": bool(s.build_sha256),
-            }
-            for s in self.league.submissions.history(name)
-        ]
+        # Each submission's own rating, from its matches alone, as last published.
+        out = []
+        for s in self.league.submissions.history(name):
+            m = self.league.submission_message(s)
+            rated = not math.isnan(m.rating)
+            out.append(
+                {
+                    "number": s.number,
+                    "sha256": s.sha256,
+                    "status": s.status,
+                    "refusal": s.refusal,
+                    "submitted_at": s.submitted_at,
+                    "decided_at": s.decided_at,
+                    "built": bool(s.build_sha256),
+                    "rating": m.rating if rated else None,
+                    "ci_low": m.ci_low if rated and math.isfinite(m.ci_low) else None,
+                    "ci_high": m.ci_high if rated and math.isfinite(m.ci_high) else None,
+                    "matches": m.matches,
+                }
+            )
+        return out
 
     def info(self) -> dict[str, Any]:
         c = self.league.config

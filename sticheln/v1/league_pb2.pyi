@@ -134,16 +134,36 @@ class Standing(_message.Message):
     def __init__(self, bot: _Optional[str] = ..., rating: _Optional[float] = ..., ci_low: _Optional[float] = ..., ci_high: _Optional[float] = ..., games: _Optional[int] = ..., live_elo: _Optional[float] = ..., matches: _Optional[int] = ..., mean_place: _Optional[float] = ..., mean_score: _Optional[float] = ..., faults: _Optional[int] = ..., provisional: _Optional[bool] = ..., group: _Optional[int] = ..., ci_low_open: _Optional[bool] = ..., ci_high_open: _Optional[bool] = ..., anchor: _Optional[bool] = ..., unidentified: _Optional[bool] = ..., cut_share: _Optional[float] = ...) -> None: ...
 
 class StandingsResponse(_message.Message):
-    __slots__ = ("standings", "matches", "published_at", "warnings")
+    __slots__ = ("standings", "matches", "published_at", "warnings", "submissions")
     STANDINGS_FIELD_NUMBER: _ClassVar[int]
     MATCHES_FIELD_NUMBER: _ClassVar[int]
     PUBLISHED_AT_FIELD_NUMBER: _ClassVar[int]
     WARNINGS_FIELD_NUMBER: _ClassVar[int]
+    SUBMISSIONS_FIELD_NUMBER: _ClassVar[int]
     standings: _containers.RepeatedCompositeFieldContainer[Standing]
     matches: int
     published_at: float
     warnings: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, standings: _Optional[_Iterable[_Union[Standing, _Mapping]]] = ..., matches: _Optional[int] = ..., published_at: _Optional[float] = ..., warnings: _Optional[_Iterable[str]] = ...) -> None: ...
+    submissions: _containers.RepeatedCompositeFieldContainer[SubmissionStanding]
+    def __init__(self, standings: _Optional[_Iterable[_Union[Standing, _Mapping]]] = ..., matches: _Optional[int] = ..., published_at: _Optional[float] = ..., warnings: _Optional[_Iterable[str]] = ..., submissions: _Optional[_Iterable[_Union[SubmissionStanding, _Mapping]]] = ...) -> None: ...
+
+class SubmissionStanding(_message.Message):
+    __slots__ = ("bot", "submission", "rating", "ci_low", "ci_high", "matches", "provisional")
+    BOT_FIELD_NUMBER: _ClassVar[int]
+    SUBMISSION_FIELD_NUMBER: _ClassVar[int]
+    RATING_FIELD_NUMBER: _ClassVar[int]
+    CI_LOW_FIELD_NUMBER: _ClassVar[int]
+    CI_HIGH_FIELD_NUMBER: _ClassVar[int]
+    MATCHES_FIELD_NUMBER: _ClassVar[int]
+    PROVISIONAL_FIELD_NUMBER: _ClassVar[int]
+    bot: str
+    submission: int
+    rating: float
+    ci_low: float
+    ci_high: float
+    matches: int
+    provisional: bool
+    def __init__(self, bot: _Optional[str] = ..., submission: _Optional[int] = ..., rating: _Optional[float] = ..., ci_low: _Optional[float] = ..., ci_high: _Optional[float] = ..., matches: _Optional[int] = ..., provisional: _Optional[bool] = ...) -> None: ...
 
 class RecentMatchesRequest(_message.Message):
     __slots__ = ("limit",)
@@ -152,7 +172,7 @@ class RecentMatchesRequest(_message.Message):
     def __init__(self, limit: _Optional[int] = ...) -> None: ...
 
 class MatchSummary(_message.Message):
-    __slots__ = ("match_id", "seating", "totals", "places", "forfeited_seats", "finished_at", "finish_order")
+    __slots__ = ("match_id", "seating", "totals", "places", "forfeited_seats", "finished_at", "finish_order", "submissions", "sha256s")
     MATCH_ID_FIELD_NUMBER: _ClassVar[int]
     SEATING_FIELD_NUMBER: _ClassVar[int]
     TOTALS_FIELD_NUMBER: _ClassVar[int]
@@ -160,6 +180,8 @@ class MatchSummary(_message.Message):
     FORFEITED_SEATS_FIELD_NUMBER: _ClassVar[int]
     FINISHED_AT_FIELD_NUMBER: _ClassVar[int]
     FINISH_ORDER_FIELD_NUMBER: _ClassVar[int]
+    SUBMISSIONS_FIELD_NUMBER: _ClassVar[int]
+    SHA256S_FIELD_NUMBER: _ClassVar[int]
     match_id: str
     seating: _containers.RepeatedScalarFieldContainer[str]
     totals: _containers.RepeatedScalarFieldContainer[int]
@@ -167,7 +189,9 @@ class MatchSummary(_message.Message):
     forfeited_seats: _containers.RepeatedScalarFieldContainer[int]
     finished_at: float
     finish_order: int
-    def __init__(self, match_id: _Optional[str] = ..., seating: _Optional[_Iterable[str]] = ..., totals: _Optional[_Iterable[int]] = ..., places: _Optional[_Iterable[int]] = ..., forfeited_seats: _Optional[_Iterable[int]] = ..., finished_at: _Optional[float] = ..., finish_order: _Optional[int] = ...) -> None: ...
+    submissions: _containers.RepeatedScalarFieldContainer[int]
+    sha256s: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, match_id: _Optional[str] = ..., seating: _Optional[_Iterable[str]] = ..., totals: _Optional[_Iterable[int]] = ..., places: _Optional[_Iterable[int]] = ..., forfeited_seats: _Optional[_Iterable[int]] = ..., finished_at: _Optional[float] = ..., finish_order: _Optional[int] = ..., submissions: _Optional[_Iterable[int]] = ..., sha256s: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class RecentMatchesResponse(_message.Message):
     __slots__ = ("matches", "running")
@@ -318,7 +342,7 @@ class SubmitRequest(_message.Message):
     def __init__(self, header: _Optional[_Union[SubmitHeader, _Mapping]] = ..., chunk: _Optional[bytes] = ...) -> None: ...
 
 class Submission(_message.Message):
-    __slots__ = ("bot", "number", "sha256", "status", "refusal", "report", "submitted_at", "decided_at", "build_sha256", "bot_file")
+    __slots__ = ("bot", "number", "sha256", "status", "refusal", "report", "submitted_at", "decided_at", "build_sha256", "bot_file", "rating", "ci_low", "ci_high", "matches")
     BOT_FIELD_NUMBER: _ClassVar[int]
     NUMBER_FIELD_NUMBER: _ClassVar[int]
     SHA256_FIELD_NUMBER: _ClassVar[int]
@@ -329,6 +353,10 @@ class Submission(_message.Message):
     DECIDED_AT_FIELD_NUMBER: _ClassVar[int]
     BUILD_SHA256_FIELD_NUMBER: _ClassVar[int]
     BOT_FILE_FIELD_NUMBER: _ClassVar[int]
+    RATING_FIELD_NUMBER: _ClassVar[int]
+    CI_LOW_FIELD_NUMBER: _ClassVar[int]
+    CI_HIGH_FIELD_NUMBER: _ClassVar[int]
+    MATCHES_FIELD_NUMBER: _ClassVar[int]
     bot: str
     number: int
     sha256: str
@@ -339,7 +367,11 @@ class Submission(_message.Message):
     decided_at: float
     build_sha256: str
     bot_file: str
-    def __init__(self, bot: _Optional[str] = ..., number: _Optional[int] = ..., sha256: _Optional[str] = ..., status: _Optional[str] = ..., refusal: _Optional[str] = ..., report: _Optional[str] = ..., submitted_at: _Optional[float] = ..., decided_at: _Optional[float] = ..., build_sha256: _Optional[str] = ..., bot_file: _Optional[str] = ...) -> None: ...
+    rating: float
+    ci_low: float
+    ci_high: float
+    matches: int
+    def __init__(self, bot: _Optional[str] = ..., number: _Optional[int] = ..., sha256: _Optional[str] = ..., status: _Optional[str] = ..., refusal: _Optional[str] = ..., report: _Optional[str] = ..., submitted_at: _Optional[float] = ..., decided_at: _Optional[float] = ..., build_sha256: _Optional[str] = ..., bot_file: _Optional[str] = ..., rating: _Optional[float] = ..., ci_low: _Optional[float] = ..., ci_high: _Optional[float] = ..., matches: _Optional[int] = ...) -> None: ...
 
 class SubmitResponse(_message.Message):
     __slots__ = ("submission",)
@@ -358,3 +390,47 @@ class SubmissionStatusResponse(_message.Message):
     SUBMISSIONS_FIELD_NUMBER: _ClassVar[int]
     submissions: _containers.RepeatedCompositeFieldContainer[Submission]
     def __init__(self, submissions: _Optional[_Iterable[_Union[Submission, _Mapping]]] = ...) -> None: ...
+
+class ActivateSubmissionRequest(_message.Message):
+    __slots__ = ("name", "submission")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    SUBMISSION_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    submission: int
+    def __init__(self, name: _Optional[str] = ..., submission: _Optional[int] = ...) -> None: ...
+
+class GetLogsRequest(_message.Message):
+    __slots__ = ("name", "match_id", "submission")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    MATCH_ID_FIELD_NUMBER: _ClassVar[int]
+    SUBMISSION_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    match_id: str
+    submission: int
+    def __init__(self, name: _Optional[str] = ..., match_id: _Optional[str] = ..., submission: _Optional[int] = ...) -> None: ...
+
+class BotLog(_message.Message):
+    __slots__ = ("kind", "submission", "match_id", "seats", "text", "truncated", "written_at")
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    SUBMISSION_FIELD_NUMBER: _ClassVar[int]
+    MATCH_ID_FIELD_NUMBER: _ClassVar[int]
+    SEATS_FIELD_NUMBER: _ClassVar[int]
+    TEXT_FIELD_NUMBER: _ClassVar[int]
+    TRUNCATED_FIELD_NUMBER: _ClassVar[int]
+    WRITTEN_AT_FIELD_NUMBER: _ClassVar[int]
+    kind: str
+    submission: int
+    match_id: str
+    seats: _containers.RepeatedScalarFieldContainer[int]
+    text: str
+    truncated: bool
+    written_at: float
+    def __init__(self, kind: _Optional[str] = ..., submission: _Optional[int] = ..., match_id: _Optional[str] = ..., seats: _Optional[_Iterable[int]] = ..., text: _Optional[str] = ..., truncated: _Optional[bool] = ..., written_at: _Optional[float] = ...) -> None: ...
+
+class GetLogsResponse(_message.Message):
+    __slots__ = ("logs", "retention_days")
+    LOGS_FIELD_NUMBER: _ClassVar[int]
+    RETENTION_DAYS_FIELD_NUMBER: _ClassVar[int]
+    logs: _containers.RepeatedCompositeFieldContainer[BotLog]
+    retention_days: int
+    def __init__(self, logs: _Optional[_Iterable[_Union[BotLog, _Mapping]]] = ..., retention_days: _Optional[int] = ...) -> None: ...

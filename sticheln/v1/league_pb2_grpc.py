@@ -85,6 +85,16 @@ class LeagueStub:
                 request_serializer=sticheln_dot_v1_dot_league__pb2.SubmissionStatusRequest.SerializeToString,
                 response_deserializer=sticheln_dot_v1_dot_league__pb2.SubmissionStatusResponse.FromString,
                 _registered_method=True)
+        self.ActivateSubmission = channel.unary_unary(
+                '/sticheln.v1.League/ActivateSubmission',
+                request_serializer=sticheln_dot_v1_dot_league__pb2.ActivateSubmissionRequest.SerializeToString,
+                response_deserializer=sticheln_dot_v1_dot_league__pb2.SubmitResponse.FromString,
+                _registered_method=True)
+        self.GetLogs = channel.unary_unary(
+                '/sticheln.v1.League/GetLogs',
+                request_serializer=sticheln_dot_v1_dot_league__pb2.GetLogsRequest.SerializeToString,
+                response_deserializer=sticheln_dot_v1_dot_league__pb2.GetLogsResponse.FromString,
+                _registered_method=True)
 
 
 class LeagueServicer:
@@ -176,6 +186,24 @@ class LeagueServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ActivateSubmission(self, request, context):
+        """Bot author (the entry's token, or the admin token): make an earlier submission that
+        passed validation play again (a rollback). Its build is reused, never run again; it
+        is validated again (the league's rules may have changed) and then plays, the one that
+        played retired. Not an upload: `submissions_per_day` does not count it.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetLogs(self, request, context):
+        """Bot author (the entry's token, or the admin token): the entry's own logs: what its
+        bot wrote to stderr in ranked matches, and its validation reports.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_LeagueServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -228,6 +256,16 @@ def add_LeagueServicer_to_server(servicer, server):
                     servicer.SubmissionStatus,
                     request_deserializer=sticheln_dot_v1_dot_league__pb2.SubmissionStatusRequest.FromString,
                     response_serializer=sticheln_dot_v1_dot_league__pb2.SubmissionStatusResponse.SerializeToString,
+            ),
+            'ActivateSubmission': grpc.unary_unary_rpc_method_handler(
+                    servicer.ActivateSubmission,
+                    request_deserializer=sticheln_dot_v1_dot_league__pb2.ActivateSubmissionRequest.FromString,
+                    response_serializer=sticheln_dot_v1_dot_league__pb2.SubmitResponse.SerializeToString,
+            ),
+            'GetLogs': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetLogs,
+                    request_deserializer=sticheln_dot_v1_dot_league__pb2.GetLogsRequest.FromString,
+                    response_serializer=sticheln_dot_v1_dot_league__pb2.GetLogsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -501,6 +539,60 @@ class League:
             '/sticheln.v1.League/SubmissionStatus',
             sticheln_dot_v1_dot_league__pb2.SubmissionStatusRequest.SerializeToString,
             sticheln_dot_v1_dot_league__pb2.SubmissionStatusResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ActivateSubmission(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/sticheln.v1.League/ActivateSubmission',
+            sticheln_dot_v1_dot_league__pb2.ActivateSubmissionRequest.SerializeToString,
+            sticheln_dot_v1_dot_league__pb2.SubmitResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetLogs(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/sticheln.v1.League/GetLogs',
+            sticheln_dot_v1_dot_league__pb2.GetLogsRequest.SerializeToString,
+            sticheln_dot_v1_dot_league__pb2.GetLogsResponse.FromString,
             options,
             channel_credentials,
             insecure,

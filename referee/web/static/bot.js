@@ -47,6 +47,35 @@ function fairPlay(f) {
   return parts;
 }
 
+// The owner's logs: its bot's stderr in ranked matches and its validation reports, shown
+// to whoever presents the entry's token (sent in a header, to this league only, not kept).
+function ownerLogs(name) {
+  const out = el("div", { id: "owner-logs" });
+  const input = el("input", { type: "password", id: "owner-token", autocomplete: "off" });
+  const show = async (ev) => {
+    ev.preventDefault();
+    const response = await fetch(`/api/logs?name=${encodeURIComponent(name)}`,
+      { headers: { Accept: "application/json", Authorization: `Bearer ${input.value.trim()}` } });
+    let body = null;
+    try { body = await response.json(); } catch { body = null; }
+    if (!response.ok) {
+      fill(out, el("p", { class: "error", id: "logs-error", text: (body && body.error) || `HTTP ${response.status}` }));
+      return;
+    }
+    const entry = (summary, text) => el("details", {}, el("summary", { text: summary }), el("pre", { class: "log", text }));
+    fill(out,
+      el("p", { class: "muted", text: `Match logs are kept ${body.retention_days} days, each its last part only.` }),
+      body.matches.length ? body.matches.map((m) => entry(`${m.match_id} · submission ${m.submission} · seat ${m.seats.join(", ")}${m.truncated ? " · its beginning cut" : ""}`, m.text))
+        : el("p", { class: "muted", text: "No ranked match's log yet." }),
+      body.validation.map((v) => entry(`validation of submission ${v.submission} (${v.status})`, v.report)));
+  };
+  return el("div", {},
+    el("p", { class: "muted", text: "The entry's owner reads its bot's stderr in ranked matches and its validation reports with its bot token." }),
+    el("form", { id: "logs-form", onsubmit: show }, el("label", { for: "owner-token", text: "Bot token " }), input, " ",
+      el("button", { type: "submit", text: "Show its logs" })),
+    out);
+}
+
 async function render(name) {
   const doc = await api(`/api/bot?name=${encodeURIComponent(name)}`);
   const e = doc.entry || {};
@@ -71,10 +100,14 @@ async function render(name) {
   }
   if (doc.submissions && doc.submissions.length) {
     const when = (t) => (t ? new Date(t * 1000).toLocaleString() : "–");
-    parts.push(el("h2", { text: "Submissions" }), stacked("submissions", ["#", "Status", "Submitted", "Decided", "SHA-256", "Refusal"],
-      doc.submissions.map((u) => [String(u.number), u.status, when(u.submitted_at), when(u.decided_at),
-        el("span", { class: "hash", title: u.sha256, text: u.sha256.slice(0, 12) }), u.refusal || ""])));
+    const rated = (u) => (u.rating === null || u.rating === undefined ? "–"
+      : `${fmt(u.rating)}${u.ci_low === null || u.ci_low === undefined ? "" : ` (${fmt(u.ci_low)} to ${fmt(u.ci_high)})`}`);
+    parts.push(el("h2", { text: "Submissions" }), el("p", { class: "muted", text: "Each submission is rated on its own matches alone; the entry's rating is its playing submission's." }),
+      stacked("submissions", ["#", "Status", "Rating (95% interval)", "Matches", "Submitted", "Decided", "SHA-256", "Refusal"],
+        doc.submissions.map((u) => [String(u.number), u.status, rated(u), String(u.matches || 0), when(u.submitted_at), when(u.decided_at),
+          el("span", { class: "hash", title: u.sha256, text: u.sha256.slice(0, 12) }), u.refusal || ""])));
   }
+  if (e.hosted) parts.push(el("h2", { text: "Its logs (for its owner)" }), ownerLogs(doc.bot));
   parts.push(el("h2", { text: "Live Elo over its matches" }));
   parts.push(doc.rating_history.length
     ? lineChart(doc.rating_history.map((h) => ({ x: h.nth, y: h.elo, title: `${h.match_id}: place ${h.place}, Elo ${fmt(h.elo)}` })), "live Elo over matches", chartWidth(main, 696))

@@ -98,8 +98,8 @@ def add_parsers(sub: Subparsers) -> None:
     cmp.add_argument(
         "--sandbox",
         choices=SANDBOX_TIERS,
-        help="the sandbox tier, in place of the file's [sandbox] mode (default strongest: "
-        "gvisor where runsc runs, a root referee, else bubblewrap)",
+        help="the sandbox tier, in place of the file's [sandbox] mode (default bubblewrap; "
+        "strongest: gvisor where runsc runs, a root referee, else bubblewrap)",
     )
     add_preflight_flag(cmp)
     cmp.set_defaults(func=compare)

@@ -43,11 +43,13 @@ if TYPE_CHECKING:
 
 
 #: The runs whose bots use the strongest tier this machine has unless their file says
-#: otherwise: a duplicate tournament (its seatings replay one deal, so a bot that could
-#: leave a mark on the host for a later seating would know the hands), a comparison (the
-#: same, between two versions) and a league (strangers' code, uploaded). A round robin and
-#: a single match keep bubblewrap, a quarter of the cost per decision (docs/security.md).
-STRONGEST_FOR = ("duplicate", "compare", "league")
+#: otherwise, by the threat each faces: a duplicate tournament (bots of several authors,
+#: whose seatings replay one deal: a mark on the host's kernel state that no call list
+#: names would be the hands; the page cache is held in both tiers) and a league
+#: (strangers' code, uploaded). A comparison (one author's two versions, against
+#: opponents the author chose: no stranger to hide a deal from), a round robin and a
+#: single match keep bubblewrap, a third to a tenth of the cost (docs/security.md).
+STRONGEST_FOR = ("duplicate", "league")
 
 
 def tier_for(run: str) -> str:

@@ -39,6 +39,7 @@ from webkit import (
     folder_web,
     get_json,
     have_chromium,
+    small_targets,
 )
 
 from referee.web.render import fmt
@@ -378,6 +379,39 @@ def test_axe_finds_nothing_on_the_lists(chromium: Browser, url: str, size: str) 
             page.locator("label[for=whole-matrix]").tap()  # the matrix's colours too
         found[path] = axe_violations(page)
     assert all(v == [] for v in found.values()), found
+    page.context.close()
+
+
+@browser_only
+@pytest.mark.parametrize("size", SIZES)
+def test_no_target_is_under_24_px_and_no_step_control_under_44(
+    chromium: Browser, url: str, size: str
+) -> None:
+    """Every link, button, box and fold of every page, its switches opened, is at least
+    24 px square (WCAG's minimum target), and the viewer's step controls 44 px."""
+    match_id = get_json(f"{url}/api/matches")["finished"][0]["match_id"]
+    page = chromium.page(size)
+    tap = page.tap if size == "phone" else page.click
+    found = {}
+    pages = ["/", "/matches", "/head-to-head", f"/bot?name={urllib.parse.quote(BOTS[-1])}"]
+    pages += ["/rules", f"/match?id={match_id}#r1t2c1"]
+    for path in pages:
+        page.goto(url + path)
+        page.wait_for_selector("#main[data-drawn], main.rules", state="attached")
+        if size == "phone" and path == "/":
+            tap("label[for=all-columns]")
+        if size == "phone" and path == "/head-to-head":
+            page.locator("#h2h-list summary").first.tap()
+            tap("label[for=whole-matrix]")
+        if path.startswith("/match"):
+            page.wait_for_selector("#trick")
+            tap("#show-result")  # its bot links too
+            steps = small_targets(page, "#controls button, #controls select", 44)
+            found[f"{path} step controls"] = steps
+        found[path] = small_targets(page)
+    shot(page, f"lists-targets-{size}")
+    assert all(v == [] for v in found.values()), found
+    assert chromium.errors == []
     page.context.close()
 
 

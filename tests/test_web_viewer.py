@@ -515,37 +515,51 @@ def test_a_bot_author_jumps_by_trick_reads_think_times_and_finds_faults(
 
 
 @pytest.mark.parametrize("phone", [True, False], ids=["phone", "desk"])
-def test_the_result_can_be_hidden_and_stays_hidden(
+def test_the_result_is_hidden_until_asked_for_as_the_setting_says(
     chromium: Chromium, folders: dict[str, Served], phone: bool
 ) -> None:
     served = folders["eight"]
     page = open_viewer(chromium, served, phone, "#r1t2c3")
-    assert page.is_visible("#result")
-    box = page.locator("#hide-result")
-    box.tap() if phone else box.check()
-    assert page.is_checked("#hide-result")
+    # By default no spoiler: the result is hidden and the setting says so.
     assert not page.is_visible("#result")
+    assert page.is_checked("#hide-result")
     # No trick after the one being played is listed.
-    assert page.eval_on_selector_all(
-        "#trick-list a", "as => as.map(a => a.getAttribute('href'))"
-    ) == ["#r1", "#r1reveal", "#r1t1", "#r1t2"]
+    listed = "#trick-list a"
+    hrefs = "as => as.map(a => a.getAttribute('href'))"
+    assert page.eval_on_selector_all(listed, hrefs) == ["#r1", "#r1reveal", "#r1t1", "#r1t2"]
     page.evaluate("document.activeElement.blur()")
     page.keyboard.press("ArrowDown")
-    assert page.locator("#trick-list a").count() == 4
+    assert page.locator(listed).count() == 4
     page.keyboard.press("ArrowRight")
-    assert page.locator("#trick-list a").count() == 5
-    # Opened again, without the script even: the server's result line is not shown.
+    assert page.locator(listed).count() == 5
+    # Asked for, on this page: shown, every trick listed; the setting stays.
+    tap = page.tap if phone else page.click
+    tap("#show-result")
+    assert page.is_visible("#result") and not page.is_visible("#show-result")
+    assert page.locator(listed).count() > 5
+    assert page.is_checked("#hide-result")
+    page.goto("about:blank")
+    page.goto(served.match("#r1"))
+    page.wait_for_selector("#main[data-drawn] #trick")
+    assert not page.is_visible("#result") and page.is_visible("#show-result")
+    # Without the script even, the server's result line is not shown.
     page.route("**/static/match.js", lambda route: route.abort())
     page.goto(served.match("#r1"))
     page.wait_for_selector("#result", state="attached")
     assert page.evaluate("getComputedStyle(document.querySelector('#result')).display") == "none"
     page.unroute("**/static/match.js")
+    # A viewer who wants results turns the setting off: shown, and after a reload too.
     page.goto(served.match("#r1"))
     page.wait_for_selector("#main[data-drawn] #trick")
-    assert not page.is_visible("#result") and page.is_checked("#hide-result")
     box = page.locator("#hide-result")
     box.tap() if phone else box.uncheck()
-    assert page.is_visible("#result")
+    assert page.is_visible("#result") and not page.is_visible("#show-result")
+    page.reload()
+    page.wait_for_selector("#main[data-drawn] #trick")
+    assert page.is_visible("#result") and not page.is_checked("#hide-result")
+    box = page.locator("#hide-result")
+    box.tap() if phone else box.check()
+    assert not page.is_visible("#result")
     chromium.errors[:] = [e for e in chromium.errors if "match.js" not in e]
     assert chromium.errors == []
 
@@ -793,4 +807,178 @@ def test_axe_finds_nothing_on_the_viewer(
     page = open_viewer(chromium, folders["secret"], phone, "#r1t3c4")
     found["secret"] = axe_violations(page)
     assert all(v == [] for v in found.values()), found
+    assert chromium.errors == []
+
+
+#: The live table's lag: cards received and not shown, whether it is at the edge, the
+#: badge's words, the seats.
+LAG = """() => {
+    const st = document.querySelector('#live-status');
+    const badge = document.querySelector('#live-badge');
+    return st && st.dataset.behind !== undefined
+        ? {behind: Number(st.dataset.behind), live: st.dataset.live === '1',
+           events: Number(st.dataset.events || 0), badge: badge ? badge.textContent : '',
+           over: Boolean(document.querySelector('#step-label')) || st.dataset.over === '1'}
+        : null;
+}"""
+
+
+def test_the_live_table_keeps_to_the_edge_with_fast_bots_and_catches_up(
+    chromium: Chromium, tmp_path: Path
+) -> None:
+    """Eight bots that answer in 15 ms (about 60 cards a second, as the Python sample bots
+    play on a loaded machine: a trick within one of the server's beats; the sample bots
+    on a quiet one play a whole 8-seat match in 2 s, too short to watch): the live table
+    stays within two tricks of what it has received, with "live" on its badge; paused,
+    the badge says how far behind, and one tap on it is back at the edge; a page held up
+    for two seconds (a busy phone) is back at the edge within a few."""
+    lines = [
+        "[tournament]",
+        'name = "edge"',
+        "table_size = 8",
+        "matches_per_table = 3",
+        "parallel = 1",
+        'out = "out"',
+        "[clock]",
+        "decision_ms = 2000",
+    ]
+    for i in range(8):
+        lines += [
+            "[[bots]]",
+            f'name = "r{i}"',
+            f"command = {json.dumps(SLOW)}",
+            f"workdir = {json.dumps(str(Path(SLOW[-1]).parent))}",
+            'env = { THINK_MS = "15" }',
+            f"sandbox = {{ read = [{json.dumps(str(SAMPLES / 'python'))}] }}",
+        ]
+    (tmp_path / "t.toml").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    proc = subprocess.Popen(
+        [*REFEREE, "tournament", str(tmp_path / "t.toml"), "--web-port", "0"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=tmp_path,
+    )
+    two_tricks = 16
+    try:
+        assert proc.stderr is not None
+        url = ""
+        for line in proc.stderr:
+            if "web on http://127.0.0.1:" in line:
+                url = line.split("web on ", 1)[1].strip().rstrip("/")
+                break
+        assert url
+        page = chromium.open(False)
+        checked = 0
+        for _ in range(3):  # a match that ends while it is watched: the next one
+            running = wait_for(
+                lambda: get_json(f"{url}/api/matches")["running"], 120, "a running match"
+            )[0]["match_id"]
+            page.goto(f"{url}/match?id={running}")
+            page.wait_for_selector("#live-status[data-events], #step-label")
+            assert chromium.errors == []
+            # Opened on a running match: at the edge within a few seconds, and it stays.
+            wait_for(
+                lambda: (s := page.evaluate(LAG)) and (s["over"] or s["behind"] < two_tricks),
+                3,
+                "the edge",
+                every=0.05,
+            )
+            samples = []
+            for _ in range(40):
+                s = page.evaluate(LAG)
+                if s is None or s["over"]:
+                    break
+                samples.append(s)
+                page.wait_for_timeout(100)
+            if len(samples) < 20 or samples[-1]["events"] - samples[0]["events"] < 40:
+                continue  # the match ended too soon to tell
+            assert all(s["behind"] < two_tricks for s in samples), samples
+            assert sum(s["live"] for s in samples) >= len(samples) * 0.9, samples
+            assert all(s["badge"] == "live" for s in samples if s["live"]), samples
+            # Paused: it falls behind, and the badge says so; one tap, back at the edge.
+            page.click("#play")
+            page.wait_for_timeout(1200)
+            paused = page.evaluate(LAG)
+            if paused is None or paused["over"]:
+                continue
+            assert not paused["live"] and paused["behind"] > 0, paused
+            assert re.fullmatch(
+                r"\d+ (tricks?|cards?)(, \d+ s)? behind · go live", paused["badge"]
+            ), paused
+            shot(page, "live-behind")
+            page.click("#live-badge")
+            back = page.evaluate(LAG)
+            if back is None or back["over"]:
+                continue
+            assert back["live"] and back["behind"] < two_tricks and back["badge"] == "live", back
+            # A page held up (its script busy for 2 s, as on a slow phone): the events
+            # came meanwhile; within a few seconds it is at the edge again.
+            page.evaluate(
+                "() => { const end = performance.now() + 2000; while (performance.now() < end); }"
+            )
+            wait_for(
+                lambda: (s := page.evaluate(LAG)) and (s["over"] or s["behind"] < two_tricks),
+                3,
+                "the edge after a held-up page",
+                every=0.05,
+            )
+            shot(page, "live-edge")
+            checked += 1
+            break
+        assert checked, "no match ran long enough to watch"
+        assert axe_violations(page) == []
+        assert chromium.errors == []
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(60)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(10)
+
+
+#: On a phone: the seat to play (if any) against the room the trick at the top and the
+#: step bar at the bottom leave, and whether any seat's name is cut.
+TO_PLAY = """() => {
+    const seat = document.querySelector('.seat.to-play');
+    const bar = document.getElementById('stepbar').getBoundingClientRect();
+    const felt = document.querySelector('.felt').getBoundingClientRect();
+    const cut = [...document.querySelectorAll('.seat .name')]
+        .filter((n) => n.scrollWidth > n.clientWidth + 1).map((n) => n.textContent);
+    const r = seat ? seat.getBoundingClientRect() : null;
+    return {hash: location.hash, seat: seat ? Number(seat.dataset.seat) : -1,
+            top: r && r.top, bottom: r && r.bottom, feltTop: felt.top,
+            feltBottom: felt.bottom, barTop: bar.top, cut};
+}"""
+
+
+def test_on_a_phone_the_seat_to_play_is_on_screen_at_every_card_of_eight_seats(
+    chromium: Chromium, folders: dict[str, Served]
+) -> None:
+    """Stepping through a whole round of the 8-seat match at 390×844, card by card with
+    the step bar: at every position the seat to play is on the screen, between the trick
+    (held at the top) and the step bar; no seat's name is cut."""
+    served = folders["eight"]
+    page = open_viewer(chromium, served, True, "#r1")
+    seen: dict[int, int] = {}
+    positions = 0
+    while True:
+        s = page.evaluate(TO_PLAY)
+        if not s["hash"].startswith("#r1"):
+            break
+        positions += 1
+        assert s["cut"] == [], s
+        assert s["feltTop"] >= -1, s  # the trick is on the screen
+        if s["seat"] >= 0:
+            seen[s["seat"]] = seen.get(s["seat"], 0) + 1
+            assert s["top"] >= max(0, s["feltBottom"]) - 1, s
+            assert s["bottom"] <= s["barTop"] + 1, s
+        if positions in (10, 60):
+            shot(page, f"phone-eight-to-play-{positions}")
+        page.tap("#next")
+    # Every seat was to play in every position of a trick: all eight, many times.
+    assert sorted(seen) == list(range(8)) and min(seen.values()) >= 7, seen
+    assert positions > 100
     assert chromium.errors == []

@@ -135,6 +135,31 @@ def folder_web(out: Path) -> Iterator[str]:
             proc.wait(30)
 
 
+#: What a finger taps on the page as it is now, under ``min`` px wide or tall: links,
+#: buttons, form controls and the summaries of folded parts that are shown (a box in its
+#: label counts as the label, which takes the tap too).
+SMALL_TARGETS = """([selector, min]) => [...document.querySelectorAll(selector)]
+    .filter((e) => {
+        const r = e.getBoundingClientRect(), s = getComputedStyle(e);
+        return r.width > 0 && r.height > 0 && s.visibility !== 'hidden' && !e.closest('.sr-only');
+    })
+    .map((e) => {
+        const label = e.tagName === 'INPUT' ? e.closest('label') : null;
+        const r = (label || e).getBoundingClientRect();
+        const name = (e.textContent || e.getAttribute('aria-label') || '').trim().slice(0, 30);
+        return {what: `${e.tagName.toLowerCase()}${e.id ? '#' + e.id : ''} ${name}`,
+                width: Math.round(r.width * 10) / 10, height: Math.round(r.height * 10) / 10};
+    })
+    .filter((t) => t.width < min || t.height < min)"""
+TARGETS = "a[href], button, input, select, summary, label[for]"
+
+
+def small_targets(page: Any, selector: str = TARGETS, least: float = 24) -> list[dict[str, Any]]:
+    """The targets of ``selector`` on the page under ``least`` px in either direction."""
+    found: list[dict[str, Any]] = page.evaluate(SMALL_TARGETS, [selector, least])
+    return found
+
+
 def axe_violations(page: Any) -> list[dict[str, Any]]:
     """axe-core's findings on the page as it is now (the copy axe-playwright-python
     ships), with the rule that a control's name holds its visible text turned on (axe

@@ -21,6 +21,7 @@ import gzip
 import hashlib
 import itertools
 import json
+import math
 import re
 import time
 import zlib
@@ -64,6 +65,10 @@ PAGES = {
 HEARTBEAT_S = 15.0
 #: How often the standings' update stream looks for a change.
 UPDATE_POLL_S = 0.25
+#: The update stream sends at most one event this often (seconds): a busy league's
+#: matches start and finish several times a second, and a page left open needs to hear of
+#: them together, not one by one.
+UPDATE_EVERY_S = 5.0
 #: A live table looks for new events this often (seconds) and writes them in one batch:
 #: a viewer sees no difference, and a busy league is not interrupted for every card.
 LIVE_BATCH_S = 0.25
@@ -122,6 +127,8 @@ class WebOptions:
     #: A live stream ends after this many seconds; the browser reconnects by itself (a
     #: match's stream goes on from the last event it had, ``Last-Event-ID``).
     stream_s: float = 600.0
+    #: The update stream sends at most one event this often (seconds).
+    update_every_s: float = UPDATE_EVERY_S
 
 
 class BadRequest(ValueError):
@@ -179,6 +186,11 @@ def _etag(body: bytes) -> str:
     return f'W/"{hashlib.blake2b(body, digest_size=12).hexdigest()}"'
 
 
+def _short_tag(body: bytes) -> str:
+    """A short tag of a document, for an update event to say whether it changed."""
+    return hashlib.blake2b(body, digest_size=6).hexdigest()
+
+
 def _matches_tag(header: str, etag: str) -> bool:
     """Whether an If-None-Match header names ``etag`` (compared weakly, as RFC 9110 asks)."""
     bare = etag.removeprefix("W/")
@@ -234,7 +246,7 @@ class WebServer:
         #: The latest viewer documents asked for (a finished match's record does not change).
         self._documents: dict[str, tuple[Path, bytes]] = {}
         self._bodies: dict[str, tuple[data.Snapshot, bytes]] = {}
-        self._standings: tuple[Any, bytes] = (None, b"")
+        self._standings: tuple[Any, bytes, str] = (None, b"", "")
         #: Bots' pages computed from the current snapshot, by bot.
         self._details: tuple[data.Snapshot | None, dict[str, dict[str, Any]]] = (None, {})
         self._broadcasts: collections.OrderedDict[str, Broadcast] = collections.OrderedDict()
@@ -450,12 +462,17 @@ class WebServer:
     async def info(self, request: web.Request) -> web.StreamResponse:
         return _json({**self.source.info(), "progress": self.source.progress()})
 
-    async def standings(self, request: web.Request) -> web.StreamResponse:
+    def _standings_body(self) -> tuple[bytes, str]:
+        """The standings serialized, and their ETag (serialized once per publication)."""
         doc = self.source.standings()
-        if self._standings[0] is not doc:  # serialized once per publication
-            self._standings = (doc, _dumps(doc))
+        if self._standings[0] is not doc:
+            body = _dumps(doc)
+            self._standings = (doc, body, _etag(body))
+        return self._standings[1], self._standings[2]
+
+    async def standings(self, request: web.Request) -> web.StreamResponse:
         return web.Response(
-            body=self._standings[1], content_type="application/json", charset="utf-8"
+            body=self._standings_body()[0], content_type="application/json", charset="utf-8"
         )
 
     async def compare(self, request: web.Request) -> web.StreamResponse:
@@ -790,24 +807,63 @@ class WebServer:
             self.metrics.clients.labels("match").dec()
         return response
 
+    def _update_event(self) -> bytes:
+        """One event of the update stream: the progress, and what a page left open needs
+        to know to ask only for what changed (``versions``): the standings' and the bots'
+        tags (their documents' ETags: a page fetches the standings only when they were
+        published again), the newest finished match the lists hold, and the running
+        matches' tag."""
+        progress = self.source.progress()
+        summaries = self.source.snap.summaries
+        running = self.source.running()
+        versions = {
+            # The ETags the two documents are served with: a page compares them with its own.
+            "standings": self._standings_body()[1],
+            "bots": _etag(_dumps({"bots": self.source.bots()})),
+            "matches": summaries[0]["finish_order"] if summaries else 0,
+            "running": _short_tag(_dumps(running)) if running else "",
+        }
+        doc = {**data.finite(progress), "versions": versions}
+        return f"data: {json.dumps(doc, separators=(',', ':'))}\n\n".encode()
+
+    async def _wait_change(self, timeout: float) -> None:
+        """Until the source's data changes, the server stops, or ``timeout`` seconds."""
+        if self._closing.is_set() or timeout <= 0:
+            return
+        async with self._changed:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._changed.wait(), timeout)
+
     async def updates(self, request: web.Request) -> web.StreamResponse:
+        """What changed, as Server-Sent Events: at once when a page connects, then at most
+        once every :data:`UPDATE_EVERY_S` while anything changes (a busy league changes
+        several times a second: a page left open is told in one event, not in one per
+        match), a comment line every :data:`HEARTBEAT_S` when nothing does."""
         response = await self._event_stream(request, "updates")
         try:
             await response.write(b"retry: 2000\n\n")
             last = None
-            ends = time.monotonic() + self.options.stream_s
-            while not self._closing.is_set() and time.monotonic() < ends:
+            sent_at = -math.inf
+            quiet_since = time.monotonic()
+            ends = quiet_since + self.options.stream_s
+            while not self._closing.is_set():
+                now = time.monotonic()
+                if now >= ends:
+                    break
                 version = self._version()
                 if version != last:
+                    due = sent_at + self.options.update_every_s
+                    if now < due:  # the change goes in the next event
+                        await self._wait_change(min(due, ends) - now)
+                        continue
                     last = version
-                    progress = self.source.progress()
-                    await response.write(f"data: {json.dumps(data.finite(progress))}\n\n".encode())
-                async with self._changed:
-                    with contextlib.suppress(TimeoutError):
-                        wait = min(HEARTBEAT_S, ends - time.monotonic())
-                        await asyncio.wait_for(self._changed.wait(), max(0.0, wait))
-                if self._version() == last and not self._closing.is_set():
+                    await response.write(self._update_event())
+                    sent_at = quiet_since = time.monotonic()
+                    continue
+                if now - quiet_since >= HEARTBEAT_S:
                     await response.write(b": still here\n\n")
+                    quiet_since = now
+                await self._wait_change(min(quiet_since + HEARTBEAT_S, ends) - now)
         except ConnectionResetError:
             pass  # the viewer left
         finally:

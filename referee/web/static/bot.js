@@ -1,6 +1,6 @@
 // A bot: its entry and versions, rating over matches, think times against the clock,
 // faults by reason and its latest matches.
-import { api, el, fmt, interval, signed, botLink, matchLink, frame, showError, query, lineChart, barsWithLimit, scrollable, chartWidth, fill } from "/static/common.js";
+import { api, el, fmt, interval, signed, botLink, matchLink, frame, showError, query, lineChart, barsWithLimit, scrollable, chartWidth, fill, followUpdates, paced } from "/static/common.js";
 
 const main = document.getElementById("main");
 
@@ -144,4 +144,7 @@ if (!name) showError(main, new Error("no bot named: add ?name=BOT to the address
 else {
   document.title = `${name} · Sticheln referee`;
   try { await render(name); } catch (e) { showError(main, e); }
+  // Drawn again when the standings are published again, as the standings page is.
+  const step = paced(() => render(name).then(() => { main.dataset.updated = String(Number(main.dataset.updated || 0) + 1); }).catch(() => { /* the next one tries again */ }), 10000);
+  followUpdates((ev, changed) => { if (changed.has("standings")) step(); });
 }

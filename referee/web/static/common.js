@@ -2,6 +2,11 @@
 // as markup), the navigation bar, numbers, cards and small SVG charts.
 
 export async function api(path) {
+  return (await apiTagged(path)).body;
+}
+
+// A document and its ETag (what the update stream names when it changes).
+export async function apiTagged(path) {
   const response = await fetch(path, { headers: { Accept: "application/json" } });
   let body = null;
   try { body = await response.json(); } catch { body = null; }
@@ -10,7 +15,51 @@ export async function api(path) {
     err.status = response.status;
     throw err;
   }
-  return body;
+  return { body, etag: response.headers.get("ETag") };
+}
+
+// The server's update stream (/api/updates: at once, then at most one event every few
+// seconds while anything changes). Each event is the progress with `versions`: the
+// standings' and the bots' ETags, the newest finished match, the running matches' tag.
+// `on(event, changed)` gets the set of the versions that differ from `known` (what the
+// page drew; a version it does not know is taken from the first event), so that a page
+// asks only for what changed.
+export function followUpdates(on, known = {}) {
+  const source = new EventSource("/api/updates");
+  let first = true;
+  source.onmessage = (msg) => {
+    let ev;
+    try { ev = JSON.parse(msg.data); } catch { return; }
+    const v = ev.versions || {};
+    const changed = new Set();
+    for (const [key, value] of Object.entries(v)) {
+      if (key in known ? known[key] !== value : !first) changed.add(key);
+      known[key] = value;
+    }
+    first = false;
+    on(ev, changed);
+  };
+  return source;
+}
+
+// `fn` run at most once every `ms`: a call within that runs it once the time is up (one
+// request at a time; a call while it runs runs it again after).
+export function paced(fn, ms) {
+  let last = -Infinity, timer = null, busy = false, again = false;
+  const run = async () => {
+    timer = null;
+    if (busy) { again = true; return; }
+    busy = true; last = performance.now();
+    try { await fn(); } finally {
+      busy = false;
+      if (again) { again = false; call(); }
+    }
+  };
+  const call = () => {
+    if (timer !== null) return;
+    timer = setTimeout(run, Math.max(0, last + ms - performance.now()));
+  };
+  return call;
 }
 
 // An element with attributes and children; strings become text nodes.

@@ -1,7 +1,9 @@
 // Head to head: for every two bots that met, the row bot's share of better places
 // against the column bot and its mean score difference. The server writes the matrix
-// (and a phone's lists); this script shades each cell by its share.
-import { api, el, fmt, botLink, frame, showError, signed, scrollable, fill } from "/static/common.js";
+// (and a phone's lists); this script shades each cell by its share, and puts the server's
+// page in place again when the standings are published again (as the standings page
+// asks for them), keeping what the reader opened.
+import { api, el, fmt, botLink, frame, showError, signed, scrollable, fill, followUpdates, paced } from "/static/common.js";
 
 const main = document.getElementById("main");
 
@@ -39,3 +41,23 @@ try {
   for (const node of main.querySelectorAll("[data-share]")) shade(node, Number(node.dataset.share));
   main.dataset.drawn = "1";
 } catch (e) { showError(main, e); }
+
+// The page as the server writes it now, put in place: the switch and the lists opened
+// stay as they were.
+async function again() {
+  const response = await fetch(location.href, { headers: { Accept: "text/html" } });
+  if (!response.ok) return;
+  const fresh = new DOMParser().parseFromString(await response.text(), "text/html").getElementById("main");
+  if (!fresh || !document.getElementById("matrix") || !fresh.querySelector("#matrix")) return;
+  const whole = document.getElementById("whole-matrix")?.checked;
+  const open = new Set([...main.querySelectorAll(".h2h-list details[open] summary")].map((s) => s.firstChild.textContent));
+  main.replaceChildren(...[...fresh.childNodes].map((n) => document.adoptNode(n)));
+  const box = document.getElementById("whole-matrix");
+  if (box) box.checked = Boolean(whole);
+  for (const d of main.querySelectorAll(".h2h-list details")) if (open.has(d.querySelector("summary").firstChild.textContent)) d.open = true;
+  for (const node of main.querySelectorAll("[data-share]")) shade(node, Number(node.dataset.share));
+  main.dataset.drawn = "1";
+  main.dataset.updated = String(Number(main.dataset.updated || 0) + 1);
+}
+const step = paced(() => again().catch(() => { /* the next publication tries again */ }), 10000);
+followUpdates((ev, changed) => { if (changed.has("standings")) step(); });

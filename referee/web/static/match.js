@@ -27,21 +27,33 @@ function header(doc, live) {
   ];
 }
 
-// Whether the result is hidden (it spoils a replay); kept in this browser. spoiler.js reads
-// it before the page is drawn, so the server's result line never flashes.
+// Whether the result is hidden (it spoils a replay): hidden unless this browser's viewer
+// asked to see results ("0"). spoiler.js reads it before the page is drawn, so the
+// server's result line never flashes. "Show the result" shows it on this page only.
 const HIDE_KEY = "sticheln.hideResult";
+let revealed = false;
+function hidingSetting() {
+  try { return localStorage.getItem(HIDE_KEY) !== "0"; } catch { return true; }
+}
 function hidingResult() {
-  try { return localStorage.getItem(HIDE_KEY) === "1"; } catch { return false; }
+  return hidingSetting() && !revealed;
 }
 
 function resultToggle(onChange) {
-  const box = el("input", { type: "checkbox", id: "hide-result", checked: hidingResult() ? "checked" : null,
+  const apply = () => {
+    document.documentElement.classList.toggle("hide-result", hidingResult());
+    show.hidden = !hidingResult();
+    onChange();
+  };
+  const box = el("input", { type: "checkbox", id: "hide-result", checked: hidingSetting() ? "checked" : null,
     onchange: () => {
       try { localStorage.setItem(HIDE_KEY, box.checked ? "1" : "0"); } catch { /* private mode: this page only */ }
-      document.documentElement.classList.toggle("hide-result", box.checked);
-      onChange();
+      revealed = false;
+      apply();
     } });
-  return el("p", { class: "result-toggle" }, el("label", {}, box, " hide the result (no spoilers)"));
+  const show = el("button", { type: "button", id: "show-result", class: "link", hidden: hidingResult() ? null : "hidden",
+    onclick: () => { revealed = true; apply(); } }, "Show the result");
+  return el("p", { class: "result-toggle" }, show, el("label", {}, box, " hide results (no spoilers)"));
 }
 
 function result(doc) {
@@ -220,6 +232,7 @@ function viewer(doc, id, { speed: pace = "1" } = {}) {
     const st = replay.state(at);
     drawTrickList(st);
     tableBox.replaceChildren(replay.table(at));
+    seatIntoView(tableBox);
     label.textContent = replay.label(at);
     scrubber.setAttribute("aria-valuetext", replay.label(at));
     announce.textContent = spoken(st);
@@ -267,11 +280,19 @@ function viewer(doc, id, { speed: pace = "1" } = {}) {
 }
 
 // -- a running match, live -------------------------------------------------------------------
-// The feed is buffered and shown a card at a time at a pace one can follow (a bot that
-// answers at once plays a whole trick between two of the server's beats); each shown
+// The feed is buffered and shown a card at a time at a pace one can follow; each shown
 // moment is kept, so the viewer can step back and forth while the match runs, and catch
 // up with it when they ask. A viewer who opens a running match starts where it stands.
+//
+// At the live edge (as a video player's "live"): while the table is within a trick of
+// the match it plays at the pace, a little faster the more it has buffered; once it
+// falls a whole trick behind (bots that answer at once play a trick between two of the
+// server's beats) it skips to the last complete trick, from where the trick in progress
+// plays on. A viewer who pauses or steps back leaves the edge: the table then plays on
+// from where they are, and the badge says how far behind; one tap goes back to the edge.
 const HOLD = { play: 1, trick: 2.2, dealt: 1.2, revealed: 1.5, scored: 2.5, match: 0.2, end: 1 };
+// Where a skip to the edge may land: a complete trick, or a moment of the deal.
+const BOUNDARY = new Set(["trick", "dealt", "revealed", "scored", "match"]);
 
 function spectator(id, delayRounds) {
   const state = { seating: [], rules: {}, round: -1, dealer: -1, pain: [], plays: [], lastTrick: null, rounds: [], totals: null, events: 0, end: null, faults: [], forfeited: new Set(), tricksDone: 0 };
@@ -281,7 +302,7 @@ function spectator(id, delayRounds) {
   const log = el("div", { class: "events", id: "events", tabindex: 0, role: "log", "aria-label": "what happened, newest first" });
   const notes = [];
   const frames = [];  // every moment that can be shown: {state, kind, hash, notes}
-  let shown = -1, following = true, timer = null, joining = true, joinTimer = null, page = null, over = false, leaving = false, finished = null;
+  let shown = -1, following = true, live = true, timer = null, joining = true, joinTimer = null, page = null, over = false, leaving = false, finished = null;
   let top = [], loggedNotes = -1, shownAt = 0;
   const listeners = new AbortController();
   const source = new EventSource(`/api/matches/${encodeURIComponent(id)}/live`);
@@ -290,12 +311,24 @@ function spectator(id, delayRounds) {
     state.events += 1;
     apply(ev);
     const replaced = keep(ev.type);
-    // What came in the first moments is the match so far: shown at once, where it stands.
+    if (replaced >= 0 && replaced === shown) completed = true;  // the trick shown is complete
     if (joinTimer === null) joinTimer = setTimeout(() => { joining = false; schedule(); }, 400);
-    if (joining || shown < 0) show(frames.length - 1);
-    else if (replaced === shown) { shownAt = performance.now(); show(shown); schedule(); }  // the trick shown is complete
-    else { drawStatus(); schedule(); }
+    // The events of one of the server's beats come together: the table is drawn once for
+    // them all, not once for each (bots that answer at once send dozens a second).
+    if (!ticking) { ticking = true; setTimeout(tick, 30); }
   };
+  let ticking = false, completed = false;
+  function tick() {
+    ticking = false;
+    // What came in the first moments is the match so far: shown at once, where it stands.
+    if (joining || shown < 0) { completed = false; show(frames.length - 1); return; }
+    const before = shown;
+    keepUp();
+    if (completed && shown === before) { shownAt = performance.now(); show(shown); }
+    completed = false;
+    schedule();
+    drawStatus();
+  }
   source.addEventListener("close", () => { source.close(); over = true; if (!state.end) status.textContent = "The stream ended."; toReplay(); });
   source.onerror = () => { if (state.end) source.close(); };
 
@@ -306,12 +339,15 @@ function spectator(id, delayRounds) {
   function keep(kind) {
     if (!(kind in HOLD)) return -1;  // a fault shows with the card it caused
     const last = frames[frames.length - 1];
-    const frame = { state: structuredClone(state), kind, hash: hashOf(kind), notes: notes.length };
+    const frame = { state: structuredClone(state), kind, hash: hashOf(kind), notes: notes.length, at: performance.now() };
     // The trick's winner joins its last card: one moment, not two.
+    const card = kind === "play" || kind === "trick" ? 1 : 0;
     if (kind === "trick" && last && last.kind === "play") {
+      frame.cards = last.cards;
       frames[frames.length - 1] = frame;
       return frames.length - 1;
     }
+    frame.cards = (last ? last.cards : 0) + card;  // the cards up to here, for behind()
     frames.push(frame);
     return -1;
   }
@@ -375,7 +411,7 @@ function spectator(id, delayRounds) {
   const announce = el("div", { class: "sr-only", id: "announce", role: "status", "aria-live": "polite", "aria-atomic": "true" });
   const button = stepButton;
   const playButton = button("play", "❚❚", "pause", "pause (space)", () => setFollowing(!following), "play");
-  const catchUp = button("catch-up", "⇥", "live", "catch up: live (End)", () => { setFollowing(true); show(frames.length - 1); });
+  const catchUp = button("catch-up", "⇥", "live", "catch up: live (End)", () => goLive());
   const controls = el("div", { class: "controls live-controls", id: "controls" },
     el("div", { class: "more" }, el("label", { class: "speed" }, "pace ", speed)),
     el("div", { class: "stepbar", id: "stepbar", role: "toolbar", "aria-label": "step through the match so far" },
@@ -387,8 +423,15 @@ function spectator(id, delayRounds) {
         button("next", "▶\uFE0E", "card", "next card (→)", () => step(1)),
         button("next-trick", "▶\uFE0E▶\uFE0E", "trick", "next trick (↓)", () => stepTrick(1)),
         catchUp)));
+  // Back to the live edge, playing.
+  function goLive() {
+    live = true;
+    setFollowing(true);
+    show(frames.length - 1);
+  }
   function setFollowing(on) {
     following = on;
+    if (!on) live = false;
     playButton.firstChild.textContent = on ? "❚❚" : "▶\uFE0E";
     playButton.lastChild.textContent = on ? "pause" : "play";
     playButton.title = on ? "pause (space)" : "play on (space)";
@@ -409,11 +452,24 @@ function spectator(id, delayRounds) {
     do { i += delta; } while (i > 0 && i < frames.length - 1 && frames[i].kind !== "trick");
     show(i);
   }
+  // A trick's worth of cards: at the edge the table stays within it.
+  const trickSize = () => Math.max(2, state.seating.length);
+  // Fallen a trick behind at the edge: on to the last complete trick (or moment of the
+  // deal), from where the trick in progress plays on.
+  function keepUp() {
+    if (!live || !following || leaving || shown < 0 || behind() < trickSize()) return;
+    let i = frames.length - 1;
+    while (i > shown && !BOUNDARY.has(frames[i].kind)) i -= 1;
+    show(i > shown ? i : frames.length - 1);
+  }
   // The next moment, once the one shown has been on screen long enough (at the live edge
-  // a card that comes later than that shows as it comes).
+  // a card that comes later than that shows as it comes; the more is buffered, the
+  // shorter each is held).
   function schedule() {
+    keepUp();
     if (!following || timer !== null || leaving || shown >= frames.length - 1) return;
-    const wait = shownAt + (HOLD[frames[shown].kind] * CARD_MS) / Number(speed.value) - performance.now();
+    const hurry = live ? 1 + behind() / Math.max(1, trickSize() / 2) : 1;
+    const wait = shownAt + (HOLD[frames[shown].kind] * CARD_MS) / Number(speed.value) / hurry - performance.now();
     timer = setTimeout(() => {
       timer = null;
       if (following) { show(shown + 1); schedule(); }
@@ -424,17 +480,29 @@ function spectator(id, delayRounds) {
     const next = Math.max(0, Math.min(frames.length - 1, i));
     if (next !== shown) shownAt = performance.now();
     shown = next;
+    if (following && shown === frames.length - 1) live = true;  // played up to the edge
     draw(frames[shown]);
     const hash = frames[shown].hash;
     if (hash && location.hash !== `#${hash}`) history.replaceState(null, "", `#${hash}`);
     if (finished && shown >= frames.length - 1) toViewer(false);
   }
-  const behind = () => frames.slice(shown + 1).filter((f) => f.kind === "play" || f.kind === "trick").length;
+  const behind = () => (shown < 0 || !frames.length ? 0 : frames[frames.length - 1].cards - frames[shown].cards);
 
+  // At the edge: following it, within the trick in progress.
+  const atEdge = () => live && following && behind() < trickSize();
+  // How far behind, in words: tricks (or cards) and the seconds since the next moment came.
+  function lagWords() {
+    const late = behind();
+    const tricks = Math.floor(late / trickSize());
+    const secs = shown + 1 < frames.length ? (performance.now() - frames[shown + 1].at) / 1000 : 0;
+    const amount = tricks >= 1 ? `${tricks} trick${tricks > 1 ? "s" : ""}` : `${late} card${late === 1 ? "" : "s"}`;
+    return `${amount}${secs >= 1 ? `, ${Math.round(secs)} s` : ""} behind`;
+  }
   function drawStatus() {
     if (shown < 0) return;
     const st = frames[shown].state;
     const late = behind();
+    const edge = atEdge();
     const trickNo = st.plays.length ? (st.lastTrick ? st.tricksDone : st.tricksDone + 1) : 0;
     const where = `round ${st.round + 1}${trickNo ? ` · trick ${trickNo}` : ""}`;
     if (st.end) {
@@ -448,12 +516,24 @@ function spectator(id, delayRounds) {
       status.replaceChildren(`The match is over; shown: ${where}${late ? ` · ${late} card(s) to its end` : ""} · `,
         finished ? el("button", { id: "replay-here", class: "link", onclick: () => toViewer(true), text: "open the replay with every hand here" }) : "the replay is being fetched…");
     } else {
-      status.textContent = `Live · ${where}${delayRounds ? ` · ${delayRounds} round(s) behind the play` : ""}${late ? ` · ${late} card(s) behind the match` : ""}`;
+      status.textContent = `${edge ? "Live" : "Behind"} · ${where}${delayRounds ? ` · ${delayRounds} round(s) behind the play` : ""}${late ? ` · ${late} card(s) behind the match` : ""}`;
     }
     status.dataset.events = String(st.events);
     status.dataset.behind = String(late);
-    label.textContent = st.round < 0 ? "waiting" : `Round ${st.round + 1}${trickNo ? ` · trick ${trickNo} · card ${st.plays.length} / ${st.seating.length}` : " · the deal"}${late ? ` · ${late} behind` : " · live"}`;
-    catchUp.disabled = !late;
+    status.dataset.live = edge ? "1" : "0";
+    label.textContent = st.round < 0 ? "waiting" : `Round ${st.round + 1}${trickNo ? ` · trick ${trickNo} · card ${st.plays.length} / ${st.seating.length}` : " · the deal"}${edge ? " · live" : ` · ${late} behind`}`;
+    catchUp.disabled = edge || !late;
+    drawBadge(edge && !st.end);
+  }
+  // The badge in the title: "live" at the edge; else how far behind, a tap back to it.
+  function drawBadge(edge) {
+    const badge = document.getElementById("live-badge");
+    if (!badge || over) return;
+    const text = edge ? "live" : `${lagWords()} · go live`;
+    if (badge.textContent === text) return;
+    const next = edge ? el("span", { class: "pill live", id: "live-badge", text })
+      : el("button", { class: "pill behind", id: "live-badge", title: "back to the live edge (End)", onclick: () => goLive(), text });
+    badge.replaceWith(next);
   }
   function draw(frame) {
     const st = frame.state;
@@ -481,11 +561,17 @@ function spectator(id, delayRounds) {
     const trickNo = st.plays.length ? (st.lastTrick ? st.tricksDone : st.tricksDone + 1) : 0;
     tableBox.replaceChildren(table(panels, trickArea(st.plays, st.seating, lines,
       { "data-round": st.round, "data-trick": trickNo - 1, "data-events": st.events }), n));
+    if (page) seatIntoView(tableBox);
     const rows = [];
     st.rounds.forEach((x, i) => { if (x) rows.push({ label: String(i + 1), values: x.scores }); });
     if (st.totals) rows.push({ label: "Match", values: st.totals, head: true });
     scores.replaceChildren(el("h2", { text: "Scores per round" }), rows.length ? scoreTable(st.seating, rows) : el("p", { class: "muted", text: "No round scored yet." }));
-    if (loggedNotes !== frame.notes) {
+    if (loggedNotes >= 0 && frame.notes > loggedNotes && frame.notes - loggedNotes <= 20) {
+      // A few more: put on top (the list is not built again for every moment).
+      log.prepend(...notes.slice(loggedNotes, frame.notes).reverse().map((t) => el("div", { text: t })));
+      while (log.childElementCount > 200) log.lastElementChild.remove();
+      loggedNotes = frame.notes;
+    } else if (loggedNotes !== frame.notes) {
       loggedNotes = frame.notes;
       log.replaceChildren(...notes.slice(Math.max(0, frame.notes - 200), frame.notes).reverse().map((t) => el("div", { text: t })));
     }
@@ -508,7 +594,7 @@ function spectator(id, delayRounds) {
         if (e.key === " " && t instanceof Element && t.closest("button, a, input, select, summary")) return;
         const keys = {
           ArrowRight: () => step(1), ArrowLeft: () => step(-1), ArrowDown: () => stepTrick(1), ArrowUp: () => stepTrick(-1),
-          " ": () => setFollowing(!following), End: () => catchUp.click(),
+          " ": () => setFollowing(!following), End: () => goLive(),
         };
         if (keys[e.key]) { keys[e.key](); e.preventDefault(); }
       }, { signal: listeners.signal });
@@ -541,6 +627,25 @@ function spectator(id, delayRounds) {
     status.append(" ", el("a", { href: location.pathname + location.search, text: "open the replay" }));
   }
   fill(main, status);
+}
+
+// On a phone the seat to play stays on the screen (eight seats do not fit beside the
+// trick, which stays at the top): the page scrolls it into view, clear of the trick and of
+// the step bar at the bottom, while the table is on the screen (a reader further down the
+// page is left there).
+function seatIntoView(box) {
+  if (!window.matchMedia("(max-width: 600px)").matches) return;
+  const seat = box.querySelector(".seat.to-play"), table = box.querySelector(".table-felt");
+  if (!seat || !table) return;
+  const bar = document.getElementById("stepbar");
+  const bottom = bar && getComputedStyle(bar).position === "fixed" ? bar.getBoundingClientRect().top : window.innerHeight;
+  const t = table.getBoundingClientRect();
+  if (t.bottom <= 0 || t.top >= bottom) return;
+  const felt = box.querySelector(".felt");
+  const top = felt && getComputedStyle(felt).position === "sticky" ? Math.max(0, felt.getBoundingClientRect().bottom) : 0;
+  const r = seat.getBoundingClientRect();
+  if (r.top < top) window.scrollBy(0, r.top - top - 6);
+  else if (r.bottom > bottom) window.scrollBy(0, r.bottom - bottom + 6);
 }
 
 // A sideways swipe on `box` steps a card (right to left: the next), as a finger turns a page.

@@ -1,9 +1,13 @@
 // Running and recent matches, with the progress of a tournament. Left open, the page asks
-// only for what finished since the newest match it shows (/api/matches?after=N).
-import { api, el, fmt, signed, botLink, matchLink, frame, showError, progressLine, query, scrollable, fill } from "/static/common.js";
+// only for what finished since the newest match it shows (/api/matches?after=N), and
+// only when the update stream says that a match finished or started (at most every
+// LIST_EVERY_MS).
+import { api, el, fmt, signed, botLink, matchLink, frame, showError, progressLine, query, scrollable, fill, followUpdates, paced } from "/static/common.js";
 
 const main = document.getElementById("main");
 const LIMIT = 100;
+// A busy league finishes a match every few seconds: the list takes them in together.
+const LIST_EVERY_MS = 10000;
 
 // The seats in order, each on one line; with the result, each seat's place and score,
 // the winners (place 1) marked.
@@ -104,12 +108,16 @@ async function refresh(step) {
 await frame("Matches · Sticheln referee");
 await refresh(render);
 if (!before) {  // an older page does not change
-  const updates = new EventSource("/api/updates");
-  let busy = false, again = false;
-  updates.onmessage = async () => {
-    if (busy) { again = true; return; }  // one request at a time: the next asks for the rest
-    busy = true;
-    do { again = false; await refresh(update); } while (again);
-    busy = false;
-  };
+  const step = paced(() => refresh(update), LIST_EVERY_MS);
+  followUpdates((ev, changed) => {
+    const newest = shown.length ? shown[0].finish_order : 0;
+    if (ev.versions && (ev.versions.matches !== newest || changed.has("running"))) step();
+    else {
+      const progress = JSON.stringify(ev, ["finished", "planned", "running", "matches_per_s", "eta_s"]);
+      if (progress !== drawnProgress && main.querySelector(".progress")) {
+        main.querySelector(".progress").replaceWith(progressLine(ev));
+        drawnProgress = progress;
+      }
+    }
+  });
 }

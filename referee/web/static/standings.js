@@ -1,6 +1,6 @@
 // The standings: published ratings with their intervals, live Elo and statistics;
-// fetched again whenever a match finishes.
-import { api, el, fmt, interval, signed, botLink, frame, showError, errorBarChart, progressLine, scrollable, chartWidth, fill, UNMEASURED } from "/static/common.js";
+// fetched again when they are published again (the update stream names their version).
+import { api, apiTagged, el, fmt, interval, signed, botLink, frame, showError, errorBarChart, progressLine, scrollable, chartWidth, fill, followUpdates, UNMEASURED } from "/static/common.js";
 
 const main = document.getElementById("main");
 // What Rating and Live Elo are: the server writes it; kept across redraws.
@@ -9,10 +9,15 @@ const HEADS = ["Rank", "Bot", "Rating", "95% interval", "Live Elo", "Matches", "
 // On a phone these wait behind the "more columns" switch (its state survives a redraw).
 const MORE = new Set([3, 5, 6, 7, 8]);
 let progress = null;
+// The versions drawn: the standings' and the bots' ETags.
+const known = {};
 
 async function render() {
   // Through the browser's cache: an unchanged document comes back as 304, no body.
-  const [standings, bots] = await Promise.all([api("/api/standings"), api("/api/bots")]);
+  const [tagged, taggedBots] = await Promise.all([apiTagged("/api/standings"), apiTagged("/api/bots")]);
+  const standings = tagged.body, bots = taggedBots.body;
+  known.standings = tagged.etag;
+  known.bots = taggedBots.etag;
   if (!progress) progress = (await api("/api/info")).progress;
   const rows = standings.standings;
   const more = (i) => (MORE.has(i) ? "more" : null);
@@ -60,12 +65,18 @@ async function refresh() {
 const info = await frame("Standings · Sticheln referee");
 if (info) progress = info.progress;
 await refresh();
-// Live: the server sends an event whenever a match starts or finishes or standings change.
-const updates = new EventSource("/api/updates");
-let pending = null;
-updates.onmessage = (event) => {
-  // The event is the progress itself; the standings are asked again (304 when unchanged).
-  try { progress = JSON.parse(event.data); } catch { /* keep the last */ }
-  clearTimeout(pending);
-  pending = setTimeout(refresh, 100);
-};
+// Live: the update stream says what changed (at most every few seconds). The progress
+// comes in the event itself; the standings and the bots are asked again only when they
+// were published again.
+let pending = false;
+followUpdates((ev, changed) => {
+  progress = ev;
+  if (changed.has("standings") || changed.has("bots")) {
+    if (pending) return;
+    pending = true;
+    refresh().finally(() => { pending = false; });
+  } else {
+    const line = main.querySelector(".progress");
+    if (line) line.replaceWith(progressLine(progress));
+  }
+}, known);

@@ -121,6 +121,7 @@ def follow(base: str, window: float) -> dict[str, Client]:
     resp = stream.getresponse()
     end = time.monotonic() + window
     events = 0
+    known: dict[str, Any] = {}
     while time.monotonic() < end:
         line = resp.fp.readline()
         if not line:
@@ -129,14 +130,23 @@ def follow(base: str, window: float) -> dict[str, Client]:
             continue
         events += 1
         clients["matches_before"].get("/api/matches?limit=100")
-        doc = json.loads(clients["matches_after"].get(f"/api/matches?limit=100&after={newest}"))
-        if doc["finished"]:
-            newest = doc["finished"][0]["finish_order"]
         for path in ("/api/standings", "/api/info", "/api/bots"):
             clients["standings_before"].get(path)
-        for path in ("/api/standings", "/api/bots"):  # the progress is in the event
-            clients["standings_after"].get(path)
+        # As the pages do now: the event names what changed (the standings' and the bots'
+        # versions, the newest finished match, the running matches), and only that is asked.
+        versions = json.loads(line[6:]).get("versions", {})
+        changed = {k for k, v in versions.items() if k in known and known[k] != v}
+        first = not known
+        known.update(versions)
+        if versions.get("matches", newest) != newest or "running" in changed:
+            doc = json.loads(clients["matches_after"].get(f"/api/matches?limit=100&after={newest}"))
+            if doc["finished"]:
+                newest = doc["finished"][0]["finish_order"]
+        if not first and changed & {"standings", "bots"}:
+            for path in ("/api/standings", "/api/bots"):  # the progress is in the event
+                clients["standings_after"].get(path)
     stream.close()
+    # The update stream itself: what every page left open receives.
     print(f"followed the update stream for {window:.0f} s: {events} events")
     return clients
 

@@ -36,6 +36,7 @@ from webkit import (
     get_json,
     have_chromium,
     request,
+    small_targets,
 )
 
 from referee.match.record import read_record
@@ -303,14 +304,14 @@ def test_the_pair_view_shows_both_matches_and_marks_their_first_difference(
         script = "xs => xs.map(x => [x.dataset.seat, x.querySelector('.card').dataset.card])"
         expected: list[Any] = [[str(seat), card_c], [str(seat), card_b]]
         position = [str(rnd), str(trick), str(card)]
-    else:  # the pain cards of a round: the deal's position, that seat's pain row
+    else:  # the pain cards of a round: their reveal, that seat's pain row
         _, rnd, seat = diff
-        trick, card = -1, 0
-        address = f"r{rnd + 1}"
+        trick, card = -1, 2
+        address = f"r{rnd + 1}reveal"
         marker = ".painrow.differs"
         script = "xs => xs.map(x => x.closest('.seat').dataset.seat)"
         expected = [str(seat), str(seat)]
-        position = [str(rnd), "-1", "0"]
+        position = [str(rnd), "-1", "2"]
     width, height = size
     errors: list[str] = []
     with sync_playwright() as pw:
@@ -382,13 +383,87 @@ def test_the_pair_view_shows_both_matches_and_marks_their_first_difference(
             page.reload()
             page.wait_for_selector(marker)
             assert page.eval_on_selector_all(".pair-side .trick", TRICK_AT) == [position] * 2
-            # The deal's one position says the pain cards are chosen and set aside: they
-            # lie in the pain row, no longer in the hand (outlined there, they read as kept).
-            page.goto(f"{url}/compare?pair={pair['deal']}#r1")
+            # Revealed, the pain cards set aside lie in the pain row, no longer in the hand
+            # (outlined there, they would read as kept).
+            page.goto(f"{url}/compare?pair={pair['deal']}#r1reveal")
             page.wait_for_selector(".pair-grid .seat [data-hand] .card")
             seats = page.eval_on_selector_all(".pair-grid .seat", SET_ASIDE)
             assert len(seats) == 6 and all(s["pain"] for s in seats), seats
             assert all(s["inHand"] == [] and s["outlined"] == 0 for s in seats), seats
+        finally:
+            browser.close()
+    assert errors == [], errors
+
+
+#: Per seat of both tables: its pain row (the cards' faces, null for one face down, or
+#: the words when none is chosen yet) and its hand.
+MOMENT = """xs => xs.map(s => ({
+    pain: [...s.querySelectorAll('.painrow .card')].map(c => c.dataset.card || null),
+    note: (s.querySelector('.painrow .pain-note') || {}).textContent || null,
+    hand: [...s.querySelectorAll('[data-hand] .card')].map(c => c.dataset.card),
+}))"""
+
+
+@browser_only
+def test_on_a_phone_the_pair_view_steps_through_the_deal_the_choice_and_the_reveal(
+    comparison: tuple[Path, str],
+) -> None:
+    """At 390 px: the deal (no pain card chosen yet), the choices face down (set aside:
+    out of both hands, unseen) and their reveal are three steps, as in the match viewer,
+    each the same moment in both matches; the step buttons are worded and 44 px; the two
+    matches stand one above the other; no target is under 24 px."""
+    from playwright.sync_api import sync_playwright
+
+    out, url = comparison
+    pair = _pairs(out)[0]
+    errors: list[str] = []
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(
+                viewport={"width": 390, "height": 844}, has_touch=True, is_mobile=True
+            )
+            page.on("pageerror", lambda e: errors.append(str(e)))
+            page.set_default_timeout(30_000)
+            page.goto(f"{url}/compare?pair={pair['deal']}#r1")
+            page.wait_for_selector(".pair-side .trick")
+            dealt = page.eval_on_selector_all(".pair-grid .seat", MOMENT)
+            assert dealt and all(s["pain"] == [] and s["note"] == "not chosen yet" for s in dealt)
+            page.tap("#next")
+            assert page.evaluate("location.hash") == "#r1pick"
+            chosen = page.eval_on_selector_all(".pair-grid .seat", MOMENT)
+            # Face down in both matches, and gone from each hand: one card fewer.
+            assert all(s["pain"] == [None] for s in chosen), chosen
+            assert [len(s["hand"]) for s in chosen] == [len(s["hand"]) - 1 for s in dealt]
+            assert (
+                page.eval_on_selector_all(".pair-side .trick", TRICK_AT) == [["0", "-1", "1"]] * 2
+            )
+            shot = ARTIFACTS / "compare-pair-pick-390.png"
+            ARTIFACTS.mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=str(shot))
+            page.tap("#next")
+            assert page.evaluate("location.hash") == "#r1reveal"
+            revealed = page.eval_on_selector_all(".pair-grid .seat", MOMENT)
+            for before, now, after in zip(dealt, chosen, revealed, strict=True):
+                (card,) = after["pain"]
+                assert card in before["hand"] and card not in now["hand"], (before, after)
+            page.tap("#next")
+            assert page.evaluate("location.hash") == "#r1t1c1"
+            # Worded step buttons of 44 px; the two matches one above the other.
+            words = page.eval_on_selector_all(
+                "#pair-controls button .word", "xs => xs.map(x => x.textContent)"
+            )
+            assert words == ["deal", "trick", "step", "step", "trick", "end"], words
+            assert small_targets(page, "#pair-controls button", 44) == []
+            cand, base = (
+                page.locator(f".pair-match.side-{k}").bounding_box()
+                for k in ("candidate", "baseline")
+            )
+            assert cand and base and cand["y"] + cand["height"] <= base["y"], (cand, base)
+            assert cand["width"] > 300 and base["width"] > 300
+            assert small_targets(page) == []
+            _no_sideways_scroll(page)
+            assert axe_violations(page) == []
         finally:
             browser.close()
     assert errors == [], errors

@@ -649,6 +649,23 @@ def _next_card(a: str, b: str, n: int) -> bool:
     return (rb, tb, cb) == (ra, ta + 1, 1) and ca == n
 
 
+def _skip_to_edge(a: str, b: str, n: int) -> bool:
+    """Whether address ``b`` is a skip forward from ``a`` to where the live edge's trick in
+    progress plays on: a complete trick, or a moment of a deal."""
+    key = re.compile(r"#r(\d+)(?:t(\d+)c(\d+)|(reveal|pick))?")
+    pa, pb = key.fullmatch(a), key.fullmatch(b)
+    if not pa or not pb:
+        return False
+
+    def place(m: re.Match[str]) -> tuple[int, int, int]:
+        if m[2] is None:
+            return (int(m[1]), 0, {"pick": 1, "reveal": 2}.get(m[4] or "", 0))
+        return (int(m[1]), int(m[2]), int(m[3]))
+
+    landed = pb[2] is None or int(pb[3]) == n
+    return landed and place(pb) > place(pa)
+
+
 def test_a_live_match_plays_card_by_card_can_be_stepped_back_and_caught_up(
     chromium: Chromium, tmp_path: Path
 ) -> None:
@@ -724,8 +741,10 @@ def test_a_live_match_plays_card_by_card_can_be_stepped_back_and_caught_up(
             desk.wait_for_timeout(20)
         shown = desk.evaluate("window.shownHashes")
         assert len(shown) >= 11, shown
+        # Near the edge one card at a time; a trick behind, on to a complete trick (or a
+        # moment of the deal), from where the trick in progress plays on.
         for a, b in itertools.pairwise(shown):
-            assert _next_card(a, b, 8), (a, b, shown)
+            assert _next_card(a, b, 8) or _skip_to_edge(a, b, 8), (a, b, shown)
         # The feed ran ahead of the table: it was buffered, and the header says by how much
         # and which trick is shown.
         assert any(s["behind"] > 0 for s in seen), seen
@@ -981,4 +1000,60 @@ def test_on_a_phone_the_seat_to_play_is_on_screen_at_every_card_of_eight_seats(
     # Every seat was to play in every position of a trick: all eight, many times.
     assert sorted(seen) == list(range(8)) and min(seen.values()) >= 7, seen
     assert positions > 100
+    assert chromium.errors == []
+
+
+#: The graph: its lines' last x, the position line's x, the marks listed.
+GRAPH = """() => {
+    const lines = [...document.querySelectorAll('#graph-svg .seat-line')];
+    const xs = (l) => (l.getAttribute('points') || '').split(' ').filter(Boolean).map((p) => Number(p.split(',')[0]));
+    return {lines: lines.length, lastX: Math.max(0, ...lines.flatMap(xs)),
+            cursor: Number(document.querySelector('#graph-cursor').getAttribute('x1')),
+            marks: [...document.querySelectorAll('#marks-list button')].map((b) => [b.textContent, Number(b.dataset.step)]),
+            ticks: document.querySelectorAll('#track-marks .tick').length};
+}"""
+
+
+@pytest.mark.parametrize("phone", [True, False], ids=["phone", "desk"])
+def test_the_graph_of_the_totals_jumps_where_tapped_and_marks_rounds_faults_swings(
+    chromium: Chromium, folders: dict[str, Served], phone: bool
+) -> None:
+    served = folders["eight"]
+    page = open_viewer(chromium, served, phone, "#r2t3c8")
+    tap = page.tap if phone else page.click
+    # The result hidden (the default): drawn up to the moment shown, no later mark.
+    g = page.evaluate(GRAPH)
+    assert g["lines"] == 8 and 0 < g["lastX"] <= g["cursor"] + 0.5, g
+    here = page.evaluate("document.querySelector('#scrubber').value")
+    assert all(at <= int(here) or text.startswith("Round ") for text, at in g["marks"]), g["marks"]
+    tap("#show-result")
+    g = page.evaluate(GRAPH)
+    assert g["lastX"] > g["cursor"] + 100, g  # the whole match now
+    texts = [t for t, _ in g["marks"]]
+    rounds = [t for t in texts if re.fullmatch(r"Round \d+ ends", t)]
+    record = served.record()
+    assert len(rounds) == sum(1 for x in record if x["type"] == "round_end")
+    faults = [t for t in texts if t.startswith("⚠ breaker: ")]
+    assert len(faults) == 2, texts  # the bot broke the rule twice
+    swings = [t for t in texts if t.startswith("Swing: ")]
+    assert len(swings) == 3, texts
+    assert g["ticks"] == len(texts)
+    shot(page, f"graph-{'phone' if phone else 'desk'}")
+    # A mark goes to its moment: the first fault at the card it caused.
+    fault_at = next(at for t, at in g["marks"] if t.startswith("⚠ "))
+    page.locator("#marks-list button", has_text="⚠ breaker").first.click()
+    assert int(page.evaluate("document.querySelector('#scrubber').value")) == fault_at
+    assert page.locator(".trick .fault-mark").count() == 1
+    # A tap on the graph goes to the nearest moment with a total: near the right end,
+    # a complete trick of the last round.
+    page.locator("#score-graph").scroll_into_view_if_needed()
+    box = page.locator("#graph-svg").bounding_box()
+    assert box
+    tap_at = {"x": box["width"] - 20, "y": box["height"] / 2}
+    page.locator("#graph-svg").click(position=tap_at)
+    rounds_played = sum(1 for x in record if x["type"] == "round_end")
+    assert re.fullmatch(rf"#r{rounds_played}t\d+", page.evaluate(HASH)) or re.fullmatch(
+        rf"#r{rounds_played}t\d+c8", page.evaluate(HASH)
+    ), page.evaluate(HASH)
+    assert axe_violations(page) == []
     assert chromium.errors == []

@@ -5,7 +5,7 @@
 // differ marked. The position is in the URL (#r2t7c3, as on the match page; #diff: the
 // first difference).
 import { api, el, fmt, signed, svg, niceTicks, chartWidth, showError, query, SUITS } from "/static/common.js";
-import { Replay, suitLegend } from "/static/table.js";
+import { Replay, stepButton, suitLegend } from "/static/table.js";
 
 const main = document.getElementById("main");
 
@@ -139,15 +139,17 @@ function drawChart(doc) {
 
 // -- one pair, side by side ---------------------------------------------------------------------
 // Where two matches of one deal first part: the pain cards of a round, or a card of a
-// trick (its seat or its card). {r, t, c, what} with c counted from 1 (t = -1: the deal),
-// or null when they never differ.
+// trick (its seat or its card). {r, t, c, seat} with c counted from 1, or null when they
+// never differ. A difference in the pain cards is at the deal's reveal (t = -1, c = 2:
+// where the choices are seen; the pair view steps through the deal's moments as the
+// match viewer does).
 export function firstDifference(a, b) {
   const rounds = Math.min(a.rounds.length, b.rounds.length);
   for (let r = 0; r < rounds; r += 1) {
     const ra = a.rounds[r], rb = b.rounds[r];
     const painA = ra.pain.map((p) => [...p].sort().join()), painB = rb.pain.map((p) => [...p].sort().join());
     const seat = painA.findIndex((p, s) => p !== painB[s]);
-    if (seat >= 0) return { r, t: -1, c: 0, seat };
+    if (seat >= 0) return { r, t: -1, c: 2, seat };
     const tricks = Math.min(ra.tricks.length, rb.tricks.length);
     for (let t = 0; t < tricks; t += 1) {
       const ta = ra.tricks[t], tb = rb.tricks[t];
@@ -172,26 +174,29 @@ function cardName(text) {
 function pairView(box, pair, docs, summary, signal) {
   const roles = [["candidate", summary.candidate, pair.candidate_match, pair.candidate_total, pair.candidate_place],
     ["baseline", summary.baseline, pair.baseline_match, pair.baseline_total, pair.baseline_place]];
-  const replays = docs.map((d) => new Replay(d));
+  // The deal's three moments, as in the match viewer: dealt, chosen face down, revealed.
+  const replays = docs.map((d) => new Replay(d, { moments: true }));
   const lead = replays[0];
   const diff = firstDifference(docs[0], docs[1]);
+  // Under secret pain cards there is no reveal: a difference in them is at the choice.
+  if (diff && diff.t < 0 && diff.c === 2 && lead.indexOf(diff.r, -1, 2) < 0) diff.c = 1;
   const diffAt = diff ? Math.max(0, lead.indexOf(diff.r, diff.t, diff.c)) : -1;
   const diffHash = diff && diffAt >= 0 ? lead.hashOf(diffAt) : "";
   let at = 0;
-  // Each side's table is split in two rows of a two-column grid: the tricks side by side
-  // (on a phone too, so that the two plays are seen together), the seats below each.
+  // Each side is its heading, its trick and its seats: side by side on a desk (the rows
+  // lined up across), one above the other on a phone.
   const boxes = roles.map(([role]) => el("div", { class: `pair-side felt-box side-${role}`, "data-role": role }));
   const seatBoxes = roles.map(([role]) => el("div", { class: `pair-seats side-${role}` }));
   const steps = replays.map(() => el("div", { class: "step muted" }));
   const label = el("span", { class: "step", id: "step-label", "aria-live": "polite" });
   const scrubber = el("input", { type: "range", id: "scrubber", min: 0, max: lead.last, value: 0, step: 1,
     "aria-label": "position in the deal", oninput: () => go(Number(scrubber.value)) });
-  const button = (bid, text, title, fn) => el("button", { id: bid, title, "aria-label": title, onclick: fn, text });
+  const button = stepButton;
   const jumpTrick = (delta) => go(lead.trickStep(at, delta));
   let summaryLine;
   if (!diff) summaryLine = el("p", { id: "first-diff", class: "first-diff", text: "The two matches are the same card for card." });
   else {
-    const where = diff.t < 0 ? `round ${diff.r + 1}, the pain cards` : `round ${diff.r + 1}, trick ${diff.t + 1}, card ${diff.c}`;
+    const where = diff.t < 0 ? `round ${diff.r + 1}, the pain cards${diff.c === 1 ? " (chosen face down: secret until the round is scored)" : ""}` : `round ${diff.r + 1}, trick ${diff.t + 1}, card ${diff.c}`;
     const what = docs.map((d, k) => {
       const round = d.rounds[diff.r];
       if (!round) return `${roles[k][1]}: no such round`;
@@ -205,14 +210,15 @@ function pairView(box, pair, docs, summary, signal) {
       el("b", { text: "First difference: " }), `${where}. `, what.join("; "), ". ",
       el("a", { href: `#${diffHash}`, id: "to-diff", text: "go there" }));
   }
-  const controls = el("div", { class: "controls" },
+  // Worded step buttons (as the match viewer's), each at least 44 px.
+  const controls = el("div", { class: "controls pair-controls", id: "pair-controls", role: "toolbar", "aria-label": "step through both matches" },
     el("div", { class: "buttons" },
-      button("first", "⇤", "the deal (Home)", () => go(0)),
-      button("prev-trick", "‹‹", "previous trick (↑)", () => jumpTrick(-1)),
-      button("prev", "‹", "previous card (←)", () => go(at - 1)),
-      button("next", "›", "next card (→)", () => go(at + 1)),
-      button("next-trick", "››", "next trick (↓)", () => jumpTrick(1)),
-      button("last", "⇥", "the last card (End)", () => go(lead.last)),
+      button("first", "⇤", "deal", "the deal (Home)", () => go(0)),
+      button("prev-trick", "◀\uFE0E◀\uFE0E", "trick", "previous trick (↑)", () => jumpTrick(-1)),
+      button("prev", "◀\uFE0E", "step", "previous step (←)", () => go(at - 1)),
+      button("next", "▶\uFE0E", "step", "next step (→)", () => go(at + 1)),
+      button("next-trick", "▶\uFE0E▶\uFE0E", "trick", "next trick (↓)", () => jumpTrick(1)),
+      button("last", "⇥", "end", "end: the last card (End)", () => go(lead.last)),
       // Its name is its visible text (the tooltip adds the key).
       diff ? el("button", { id: "diff", title: "the first card where they differ (D)", onclick: () => go(diffAt), text: "≠ first difference" }) : null),
     el("div", { class: "scrub" }, scrubber, label));
@@ -220,7 +226,7 @@ function pairView(box, pair, docs, summary, signal) {
     el("h3", {}, `${role}: `, el("span", { class: "bot-name", text: bot }), " ",
       el("a", { href: `/match?id=${encodeURIComponent(mid)}`, text: mid }), el("span", { class: "muted", text: ` ${signed(total)}, place ${place}` })),
     steps[k]));
-  const columns = [...heads, ...boxes, ...seatBoxes];
+  const columns = roles.map(([role], k) => el("section", { class: `pair-match side-${role}`, "aria-label": `the ${role}'s match` }, heads[k], boxes[k], seatBoxes[k]));
   const suits = Object.keys(SUITS).filter((s) => docs.some((d) => d.rounds.some((r) => r.hands.flat().some((c) => c[0] === s))));
   box.replaceChildren(
     el("h2", { id: "pair-title", text: `Deal ${pair.deal}: ${signed(pair.score_diff)} points for the candidate` }),
@@ -231,7 +237,8 @@ function pairView(box, pair, docs, summary, signal) {
   function mark() {
     if (!diff) return;
     const s = lead.steps[at];
-    const here = diff.t < 0 ? s.r === diff.r && s.t < 0 : s.r === diff.r && s.t === diff.t && s.c >= diff.c;
+    // (the pain cards from where they are seen: the reveal, or the choice when secret)
+    const here = diff.t < 0 ? s.r === diff.r && s.t < 0 && s.c >= diff.c : s.r === diff.r && s.t === diff.t && s.c >= diff.c;
     boxes.forEach((b, k) => {
       b.classList.toggle("at-diff", here);
       if (!here) return;

@@ -4,7 +4,8 @@
 // (cards as they are played, pain cards once revealed, never a hand) and becomes the
 // replay by itself when it ends.
 import { api, el, botLink, frame, showError, query, signed, SUITS, fill } from "/static/common.js";
-import { Replay, faultWords, reasonLine, reasonText, seatPanel, suitLegend, suitName, table, trickArea } from "/static/table.js";
+import { scoreGraph, timeline, trackMarks } from "/static/graph.js";
+import { Replay, faultWords, reasonLine, reasonText, seatPanel, stepButton, suitLegend, suitName, table, trickArea } from "/static/table.js";
 
 const main = document.getElementById("main");
 const SPEEDS = [["0.5", "½×"], ["1", "1×"], ["2", "2×"], ["4", "4×"]];
@@ -69,18 +70,6 @@ function scoreTable(seating, rows) {
       el(r.head ? "th" : "td", { class: "text", text: r.label }), r.values.map((v) => el(r.head ? "th" : "td", { text: signed(v) })))))));
 }
 
-// A step button: a clear icon and a word on it; its name is the word with what it steps
-// ("previous card": words a screen reader says, hidden around the visible one), its key
-// in the tooltip.
-function stepButton(bid, icon, word, title, fn, cls = "") {
-  const [before, after] = title.replace(/ \(.*\)$/, "").split(word);
-  return el("button", { id: bid, class: cls || null, title, onclick: fn },
-    el("span", { class: "icon", "aria-hidden": "true", text: icon }),
-    before ? el("span", { class: "sr-only", text: before }) : null,
-    el("span", { class: "word", text: word }),
-    after ? el("span", { class: "sr-only", text: after }) : null);
-}
-
 function suitsOf(cards) {
   return Object.keys(SUITS).filter((s) => cards.some((c) => c[0] === s));
 }
@@ -97,6 +86,12 @@ function viewer(doc, id, { speed: pace = "1" } = {}) {
   // What a step shows, said to a screen reader ("Ada plays 7 of spades"): the position
   // alone says nothing of the card.
   const announce = el("div", { class: "sr-only", id: "announce", role: "status", "aria-live": "polite", "aria-atomic": "true" });
+  // The rounds' ends, the faults and the largest swings: on the scrubber's track, and
+  // as buttons under the graph of the totals.
+  const line = timeline(replay);
+  const marksStrip = el("div", { class: "track-marks", id: "track-marks", "aria-hidden": "true" });
+  const graphBox = el("section", { class: "score-graph", id: "score-graph", "aria-labelledby": "graph-title" });
+  let graphed = "";
   const scrubber = el("input", { type: "range", id: "scrubber", min: 0, max: replay.last, value: 0, step: 1, "aria-label": "position in the match",
     oninput: () => go(Number(scrubber.value)) });
   const roundSelect = el("select", { id: "round-select", "aria-label": "jump to round", onchange: () => { go(replay.indexOf(Number(roundSelect.value), -1, 0)); roundSelect.blur(); } },
@@ -117,7 +112,7 @@ function viewer(doc, id, { speed: pace = "1" } = {}) {
   // bottom of a phone's screen, at the top of a desk's window. The rest of the controls
   // stay with the page.
   const stepbar = el("div", { class: "stepbar", id: "stepbar", role: "toolbar", "aria-label": "step through the match" },
-    el("div", { class: "scrub" }, scrubber, label),
+    el("div", { class: "scrub" }, el("div", { class: "track" }, scrubber, marksStrip), label),
     el("div", { class: "steps" },
       button("prev-trick", "◀\uFE0E◀\uFE0E", "trick", "previous trick (↑)", () => jumpTrick(-1)),
       button("prev", "◀\uFE0E", "card", "previous card (←)", () => go(at - 1)),
@@ -233,6 +228,7 @@ function viewer(doc, id, { speed: pace = "1" } = {}) {
     drawTrickList(st);
     tableBox.replaceChildren(replay.table(at));
     seatIntoView(tableBox);
+    drawGraph();
     label.textContent = replay.label(at);
     scrubber.setAttribute("aria-valuetext", replay.label(at));
     announce.textContent = spoken(st);
@@ -254,6 +250,23 @@ function viewer(doc, id, { speed: pace = "1" } = {}) {
       `: ${seating[f.seat]} ${faultWords(f.reason)}${f.detail ? ` (${f.detail})` : ""}, strike ${f.strikes}${f.forfeited ? ", forfeited" : ""}`))
       : [el("div", { class: "muted", text: "No fault so far." })]));
   }
+  // The graph: drawn again when what it may show changes (the result hidden, it grows
+  // with the position); else only its position line moves.
+  function drawGraph() {
+    const hiding = hidingResult();
+    const key = hiding ? `h${at}` : "all";
+    if (key !== graphed || !graphBox.firstChild) {
+      graphed = key;
+      scoreGraph(graphBox, replay, line, at, hiding, (i) => { go(i); intoView(); });
+      trackMarks(marksStrip, line, replay.last, at, hiding);
+    }
+    const cursor = document.getElementById("graph-cursor");
+    if (cursor) {
+      const x = 48 + (at / Math.max(1, replay.last)) * (Number(document.getElementById("graph-svg").getAttribute("width")) - 62);
+      cursor.setAttribute("x1", x); cursor.setAttribute("x2", x);
+    }
+    for (const b of graphBox.querySelectorAll("button.mark")) b.classList.toggle("here", Number(b.dataset.step) === at);
+  }
   // The step keys work wherever the focus is, except where a key means something there:
   // a drop-down keeps ↑ ↓ (its choices; ← → still step a card, not a round), the
   // scrubber its arrows, and a button, link or box its space and Enter.
@@ -272,8 +285,8 @@ function viewer(doc, id, { speed: pace = "1" } = {}) {
     if (keys[e.key]) { keys[e.key](); e.preventDefault(); }
   });
   window.addEventListener("hashchange", () => { const i = replay.parse(location.hash); if (i >= 0 && i !== at) go(i, { keepHash: true }); });
-  fill(main, ...header(doc, false), result(doc), resultToggle(() => { listed = ""; draw(); }),
-    el("div", { class: "viewer" }, controls, announce, legend, tableBox, links, trickBox, scores, el("h2", { text: "Faults" }), faultList));
+  fill(main, ...header(doc, false), result(doc), resultToggle(() => { listed = ""; graphed = ""; draw(); }),
+    el("div", { class: "viewer" }, controls, announce, legend, tableBox, links, graphBox, trickBox, scores, el("h2", { text: "Faults" }), faultList));
   document.body.classList.add("stepping");
   speed.value = pace;
   go(Math.max(0, replay.parse(location.hash)));

@@ -65,6 +65,18 @@ function takenChip(c, points) {
     `${sym}${c.slice(1)}`, points < 0 ? el("b", { text: ` ${signed(points)}` }) : null);
 }
 
+// A step button: a clear icon and a word on it; its name is the word with what it steps
+// ("previous card": words a screen reader says, hidden around the visible one), its key
+// in the tooltip.
+export function stepButton(bid, icon, word, title, fn, cls = "") {
+  const [before, after] = title.replace(/ \(.*\)$/, "").split(word);
+  return el("button", { id: bid, class: cls || null, title, onclick: fn },
+    el("span", { class: "icon", "aria-hidden": "true", text: icon }),
+    before ? el("span", { class: "sr-only", text: before }) : null,
+    el("span", { class: "word", text: word }),
+    after ? el("span", { class: "sr-only", text: after }) : null);
+}
+
 // One seat. `p`: dealer, leads, toPlay, forfeited (text or null), round (running round
 // score), total (running match total), pain (cards), painPoints (or null: not scored
 // yet / hidden), painSuits, taken ([card, points] pairs), hand (cards or null), handNote.

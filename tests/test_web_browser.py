@@ -353,11 +353,27 @@ def test_bot_and_head_to_head_pages(browser: Browser, league: League) -> None:
     heads = page.eval_on_selector_all("#matrix thead th a", "as => as.map(a => a.textContent)")
     assert heads == ["heur", "rand", "slow"]
     browser.screenshot("head-to-head")
+    # Left open, it is drawn again when the standings are published again (the league
+    # plays on): more matches shared, the cells shaded again.
+    shared = "() => Number(document.querySelector('#matrix td[data-share] .diff').textContent.split('· ')[1])"
+    before = page.evaluate(shared)
+    browser.wait_until(
+        "() => Number(document.querySelector('#main').dataset.updated || 0) >= 1", 90
+    )
+    browser.wait_until(f"() => ({shared})() > {before}", 60, "more matches in the matrix")
+    assert page.evaluate("document.querySelector('#matrix td[data-share]').style.background") != ""
     page.goto(f"{league.url}/bot?name=heur")
     page.wait_for_selector("#main[data-drawn] #recent")
     assert page.text_content("#bot-name") == "heur"
     assert page.locator("svg[aria-label='live Elo over matches'] polyline").count() == 1
     browser.screenshot("bot")
+    # A bot's page too: drawn again with its newer matches.
+    played = "() => Number([...document.querySelectorAll('table.entry tr')].find((r) => r.cells[0].textContent === 'Matches').cells[1].textContent)"
+    before = page.evaluate(played)
+    browser.wait_until(
+        "() => Number(document.querySelector('#main').dataset.updated || 0) >= 1", 90
+    )
+    browser.wait_until(f"() => ({played})() > {before}", 60, "more matches on the bot's page")
     page.goto(f"{league.url}/bot?name=described")
     page.wait_for_selector("#bot-description")
     assert page.text_content("#bot-description") == XSS

@@ -447,6 +447,7 @@ def test_a_bot_author_jumps_by_trick_reads_think_times_and_finds_faults(
     plays = [x for x in lines if x["type"] == "play" and x["round"] == 0]
     tricks = sum(1 for x in lines if x["type"] == "trick" and x["round"] == 0)
     page = open_viewer(chromium, served, phone, "#r1")
+    (page.tap if phone else page.click)("#show-result")  # every trick listed, not a spoiler
     # The list of round 1's tricks: the deal, the reveal, then every trick.
     entries = page.eval_on_selector_all(
         "#trick-list a", "as => as.map(a => a.getAttribute('href'))"

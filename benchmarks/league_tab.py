@@ -1,7 +1,8 @@
 """What a league tab left open costs: requests and bytes an hour, per page.
 
 Starts a busy league (``referee serve`` with its web pages, ``--bots`` benchmark bots
-of ``benchmarks/bots/fast_bot.py`` that answer at once, tables of ``--table`` seats,
+of ``benchmarks/bots/fast_bot.py`` that answer at once, or after ``--sleep-ms``
+milliseconds for a league whose matches take a few seconds, tables of ``--table`` seats,
 ``--parallel`` matches at once, standings published every ``--publish`` seconds, the
 league's default), waits until matches finish, then opens its standings, matches, a
 bot's and the head-to-head page in Debian's Chromium (each in a browser context of its
@@ -122,10 +123,6 @@ class Tab:
         it (headers and body as sent), a stream still open by its chunks and headers."""
         return sum(self.finished.get(k, v) or v for k, v in self.bytes.items())
 
-    def streams(self) -> int:
-        """The bytes of the update streams opened since counting began (their chunks)."""
-        return 0
-
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -134,6 +131,9 @@ def main() -> int:
     parser.add_argument("--table", type=int, default=4, help="seats a table (4)")
     parser.add_argument("--parallel", type=int, default=2, help="matches at once (2)")
     parser.add_argument("--publish", type=float, default=10.0, help="standings every s (10)")
+    parser.add_argument(
+        "--sleep-ms", type=float, default=0.0, help="each decision waits this long (0: at once)"
+    )
     args = parser.parse_args()
     from playwright.sync_api import sync_playwright
 
@@ -182,6 +182,7 @@ def main() -> int:
                         **os.environ,
                         "STICHELN_REFEREE": address,
                         "STICHELN_BOTS": ",".join(f"{n}:{tokens[n]}" for n in names),
+                        "BENCH_SLEEP_MS": str(args.sleep_ms),
                     },
                 )
             )

@@ -16,6 +16,9 @@ so the benchmark's own settings for bots it has the referee start are named ``BE
 - ``BENCH_THINK_LOOPS`` (a number): every decision first runs a pure-Python loop of that
   many steps (a bot that thinks for a fixed amount of work, whatever its clocks say:
   ``benchmarks/jail.py`` sets it to about 1 ms of this machine's CPU).
+- ``BENCH_SLEEP_MS`` (a number): in a league (``STICHELN_BOTS``), every decision first
+  waits that many milliseconds without using the CPU (a league whose matches take a
+  while: ``benchmarks/league_tab.py``).
 - ``BENCH_SIZES`` (a file): at ``MatchEnd`` the bot appends one line
   ``<requests> <request bytes> <decision bytes>``: the serialized sizes of the
   ``RefereeMessage`` requests it got and of the ``BotMessage`` decisions it sent.
@@ -49,6 +52,8 @@ from sticheln.v1 import bot_pb2, bot_pb2_grpc
 recording = True
 #: Steps of work before every decision (BENCH_THINK_LOOPS).
 THINK_LOOPS = int(os.environ.get("BENCH_THINK_LOOPS", "0"))
+#: Milliseconds each decision waits first (BENCH_SLEEP_MS).
+SLEEP_S = float(os.environ.get("BENCH_SLEEP_MS", "0")) / 1000
 
 
 def think(loops: int) -> int:
@@ -112,6 +117,8 @@ async def play(
                 if latency is not None and answered and recording:
                     latency.append(min(int((clock() - answered) * 1e6), 0xFFFFFFFF))
                 req = msg.request
+                if SLEEP_S:
+                    await asyncio.sleep(SLEEP_S)
                 answer = bot_pb2.BotMessage(
                     decision=bot_pb2.Decision(request_id=req.request_id, cards=choose(req))
                 )

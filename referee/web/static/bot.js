@@ -1,6 +1,6 @@
 // A bot: its entry and versions, rating over matches, think times against the clock,
 // faults by reason and its latest matches.
-import { api, el, fmt, interval, signed, botLink, matchLink, frame, showError, query, lineChart, barsWithLimit, scrollable, chartWidth, fill, followUpdates, paced } from "/static/common.js";
+import { api, el, fmt, interval, signed, botLink, matchLink, frame, showError, query, lineChart, barsWithLimit, scrollable, chartWidth, fill, followUpdates, paced, AGAIN_MS } from "/static/common.js";
 
 const main = document.getElementById("main");
 
@@ -145,6 +145,6 @@ else {
   document.title = `${name} · Sticheln referee`;
   try { await render(name); } catch (e) { showError(main, e); }
   // Drawn again when the standings are published again, as the standings page is.
-  const step = paced(() => render(name).then(() => { main.dataset.updated = String(Number(main.dataset.updated || 0) + 1); }).catch(() => { /* the next one tries again */ }), 10000);
+  const step = paced(() => render(name).then(() => { main.dataset.updated = String(Number(main.dataset.updated || 0) + 1); }).catch(() => { /* the next one tries again */ }), AGAIN_MS);
   followUpdates((ev, changed) => { if (changed.has("standings")) step(); });
 }

@@ -42,6 +42,10 @@ export function followUpdates(on, known = {}) {
   return source;
 }
 
+// A bot's page and the head-to-head page, left open, are drawn again at most this often
+// when the standings are published again (their documents weigh more than the standings).
+export const AGAIN_MS = 30000;
+
 // `fn` run at most once every `ms`: a call within that runs it once the time is up (one
 // request at a time; a call while it runs runs it again after).
 export function paced(fn, ms) {

@@ -3,7 +3,7 @@
 // (and a phone's lists); this script shades each cell by its share, and puts the server's
 // page in place again when the standings are published again (as the standings page
 // asks for them), keeping what the reader opened.
-import { api, el, fmt, botLink, frame, showError, signed, scrollable, fill, followUpdates, paced } from "/static/common.js";
+import { api, el, fmt, botLink, frame, showError, signed, scrollable, fill, followUpdates, paced, AGAIN_MS } from "/static/common.js";
 
 const main = document.getElementById("main");
 
@@ -59,5 +59,5 @@ async function again() {
   main.dataset.drawn = "1";
   main.dataset.updated = String(Number(main.dataset.updated || 0) + 1);
 }
-const step = paced(() => again().catch(() => { /* the next publication tries again */ }), 10000);
+const step = paced(() => again().catch(() => { /* the next publication tries again */ }), AGAIN_MS);
 followUpdates((ev, changed) => { if (changed.has("standings")) step(); });

@@ -12,12 +12,17 @@ let progress = null;
 // The versions drawn: the standings' and the bots' ETags.
 const known = {};
 
-async function render() {
-  // Through the browser's cache: an unchanged document comes back as 304, no body.
-  const [tagged, taggedBots] = await Promise.all([apiTagged("/api/standings"), apiTagged("/api/bots")]);
-  const standings = tagged.body, bots = taggedBots.body;
-  known.standings = tagged.etag;
-  known.bots = taggedBots.etag;
+let standings = null, bots = null;
+
+// `what`: the documents to ask for again (both at first; then what the update stream says
+// changed).
+async function render(what = ["standings", "bots"]) {
+  const asked = await Promise.all(what.map((name) => apiTagged(`/api/${name}`)));
+  what.forEach((name, i) => {
+    known[name] = asked[i].etag;
+    if (name === "standings") standings = asked[i].body;
+    else bots = asked[i].body;
+  });
   if (!progress) progress = (await api("/api/info")).progress;
   const rows = standings.standings;
   const more = (i) => (MORE.has(i) ? "more" : null);
@@ -58,8 +63,8 @@ async function render() {
     rows.length ? errorBarChart(rows, chartWidth(main, 770)) : null);
 }
 
-async function refresh() {
-  try { await render(); } catch (e) { showError(main, e); }
+async function refresh(what) {
+  try { await render(what); } catch (e) { showError(main, e); }
 }
 
 const info = await frame("Standings · Sticheln referee");
@@ -71,10 +76,11 @@ await refresh();
 let pending = false;
 followUpdates((ev, changed) => {
   progress = ev;
-  if (changed.has("standings") || changed.has("bots")) {
+  const what = ["standings", "bots"].filter((name) => changed.has(name));
+  if (what.length) {
     if (pending) return;
     pending = true;
-    refresh().finally(() => { pending = false; });
+    refresh(what).finally(() => { pending = false; });
   } else {
     const line = main.querySelector(".progress");
     if (line) line.replaceWith(progressLine(progress));

@@ -108,7 +108,8 @@ async function refresh(step) {
 await frame("Matches · Sticheln referee");
 await refresh(render);
 if (!before) {  // an older page does not change
-  const step = paced(() => refresh(update), LIST_EVERY_MS);
+  // A failed ask (the server gone a moment) leaves the list as it is: the next event asks again.
+  const step = paced(() => update().catch(() => { /* the next event asks again */ }), LIST_EVERY_MS);
   followUpdates((ev, changed) => {
     const newest = shown.length ? shown[0].finish_order : 0;
     if (ev.versions && (ev.versions.matches !== newest || changed.has("running"))) step();

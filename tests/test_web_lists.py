@@ -451,7 +451,8 @@ def test_a_skip_link_leads_past_the_links_to_the_first_step_button(
 def test_pages_left_open_during_a_tournament_ask_only_for_changes(
     chromium: Browser, tmp_path: Path
 ) -> None:
-    cmd = _tournament(tmp_path, "open", 4, "--web-port", "0")
+    # 40 matches: the list asks at most every 10 s, so the tournament runs a while.
+    cmd = _tournament(tmp_path, "open", 8, "--web-port", "0")
     proc = subprocess.Popen(
         cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=tmp_path
     )
@@ -483,7 +484,7 @@ def test_pages_left_open_during_a_tournament_ask_only_for_changes(
             matches,
             # (it asks at most every 10 s: the last few may finish after its last ask)
             "() => document.querySelectorAll('#finished tr[data-match]').length >= 10",
-            "most matches on the open page",
+            "ten matches on the open page",
             timeout=240,
         )
         assert proc.wait(timeout=240) == 0
@@ -494,7 +495,7 @@ def test_pages_left_open_during_a_tournament_ask_only_for_changes(
         # One at a time, so finished in schedule order: the page holds the first ones
         # to finish, newest first, none twice and none left out.
         played = sorted(p.stem for p in (tmp_path / "out" / "matches").glob("*.jsonl"))
-        assert len(played) == 20
+        assert len(played) == 40
         assert shown == played[: len(shown)][::-1]
         # After its first load the page asked only for what finished since.
         lists = [u for u, _, _ in asked["matches"] if "/api/matches?" in u]

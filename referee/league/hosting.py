@@ -226,7 +226,7 @@ class Hosting:
         #: The check-bot families and start checks of every validation under way share
         #: these places (a scenario that must play alone takes them all).
         self._jobs = Places(config.validation_jobs)
-        self.builds = Allowance(submissions.store, BUILD, config.build_seconds_per_day)
+        self._builds: Allowance | None = None
         #: The database of the thread that handles archives' bytes (None: everything on
         #: the caller's thread, with ``submissions``).
         self._database = database
@@ -248,6 +248,15 @@ class Hosting:
         os.chmod(config.code_dir, 0o755)
 
     # -- the code folder ---------------------------------------------------------------
+
+    @property
+    def builds(self) -> Allowance:
+        """Each owner's daily build budget (its table made at first use)."""
+        if self._builds is None:
+            self._builds = Allowance(
+                self.submissions.store, BUILD, self.config.build_seconds_per_day
+            )
+        return self._builds
 
     def _io_store(self) -> Submissions:
         """The submissions as the archives' thread reads them (its own connection)."""

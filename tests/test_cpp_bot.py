@@ -319,17 +319,19 @@ def test_one_cpp_process_serves_a_tournament_match_after_match(tmp_path: Path) -
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     records = sorted((out / "matches").glob("*.jsonl"))
     assert len(records) == 4
+    sent_ids = set()  # the random id each match's bots were told (MatchStart.match_id)
     for record in records:
         lines = [json.loads(line) for line in record.read_text().splitlines()]
         assert [x for x in lines if x["type"] == "fault"] == []
         assert lines[-1]["type"] == "end" and lines[-1]["reason"] == "completed"
+        sent_ids.add(lines[0]["bot_match_id"])
     # cpp.toml declares seats = 8: one process (one log) played all four matches, two at
     # once, on streams that carried one match after another.
     (log,) = (out / "logs").glob("cpp+*.log")
     verified = [line for line in log.read_text().splitlines() if "dealt hands verified" in line]
     matches = {line.split()[2].rstrip(":") for line in verified}
     # Every MatchEnd was read, the last ones too: the tournament's end keeps the contract.
-    assert matches == {r.stem for r in records}
+    assert matches == sent_ids
     assert len(verified) == 4
 
 

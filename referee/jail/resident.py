@@ -11,8 +11,11 @@ The cure here: before a bot starts, the referee makes every page of what it may 
 resident (its runtime, :mod:`referee.jail.runtime`, its folder, its ``[sandbox] read``
 paths) and locks it there (``mlock`` of a shared read-only mapping: the page cache's own
 pages, which no reclaim and no other process can drop until the referee lets go). A
-read then finds every page cached, in every seating, and changes nothing. Every folder
-and file is held open as well, so that their cache entries (dentries, inodes) stay.
+read then finds every page cached, in every seating, and changes nothing. No descriptor
+is held: a mapped file's mapping keeps its inode and dentry, and those keep the folders
+above them; an empty file or a folder with no mapped file below is not held (its entry
+may be reclaimed), since a descriptor each would spend the referee's descriptor limit
+(a runtime has thousands of folders) that its bots, sockets and viewers need.
 
 The lists are walked at each start, cheaply (a ``stat`` per file); a file is mapped once
 per process, again only when it changed. Where locking is refused (a referee that is not
@@ -78,7 +81,6 @@ class _Held:
     address: int
     size: int
     locked: bool
-    fd: int  # an O_PATH descriptor for empty files and folders, else -1
 
 
 @dataclass(frozen=True)
@@ -219,11 +221,7 @@ def _map(path: Path, key: tuple[int, int], folder: bool) -> _Held | None:
     size = max(0, key[0])
     flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NOCTTY
     if folder or size == 0:
-        try:
-            fd = os.open(path, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC)
-        except OSError:
-            return None
-        return _Held(key, 0, 0, True, fd)
+        return _Held(key, 0, 0, True)  # nothing to map, and no descriptor held (see above)
     try:
         fd = os.open(path, flags | os.O_NONBLOCK)
     except OSError:
@@ -234,7 +232,7 @@ def _map(path: Path, key: tuple[int, int], folder: bool) -> _Held | None:
         os.close(fd)
     if address in (None, _MAP_FAILED):
         return None
-    held = _Held(key, address, size, _libc.mlock(address, size) == 0, -1)
+    held = _Held(key, address, size, _libc.mlock(address, size) == 0)
     if not held.locked:
         _refresh(held)
     return held
@@ -255,8 +253,6 @@ def _refresh(held: _Held) -> None:
 def _release(held: _Held) -> None:
     if held.size:
         _libc.munmap(held.address, held.size)
-    if held.fd >= 0:
-        os.close(held.fd)
 
 
 def release_all() -> None:

@@ -304,7 +304,7 @@ def try_keyring() -> None:
 
 def try_tracing() -> None:
     """Trace a process of its own uid (another seat would be one, if it could see it)."""
-    child = subprocess.Popen(["sleep", "30"])
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
     try:
         LIBC.ptrace.restype = ctypes.c_long
         ctypes.set_errno(0)

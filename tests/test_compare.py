@@ -844,7 +844,7 @@ def test_a_single_use_pool_lends_each_process_once_and_has_the_next_one_started(
 ) -> None:
     from referee.config.bots import load_bot
     from referee.jail.sandbox import Sandbox
-    from referee.match.pool import BotPool
+    from referee.match.pool import BotPool, PooledBot
     from referee.match.server import RefereeServer
 
     spec = load_bot(SAMPLES / "heuristic.toml")  # declares seats = 8
@@ -865,8 +865,12 @@ def test_a_single_use_pool_lends_each_process_once_and_has_the_next_one_started(
             # Lending one started its replacement, with one stream however many seats
             # the bot file declares.
             assert pool.started == 2 and first.process.returncode is None
-            await until(lambda: bool(pool._idle.get(spec.name)), "the replacement is ready")
-            spare = pool._idle[spec.name][0]
+
+            def idle() -> list[PooledBot]:  # the pool's idle bots of this bot, by any key
+                return [b for bots in pool._idle.values() for b in bots if b.spec.name == spec.name]
+
+            await until(lambda: bool(idle()), "the replacement is ready")
+            spare = idle()[0]
             assert spare.process is not first.process and spare.spec.seats == 1
             pool.release(first)
             await until(lambda: first.process.returncode is not None, "the used process ends")

@@ -476,6 +476,14 @@ def _native(executable: Path, path: str, depth: int = 0) -> ReadSet:
     return assemble("native", (), files)
 
 
+def _env_target(command: Sequence[str], workdir: Path, path: str) -> Path | None:
+    """The executable a command ``env NAME=value ... program`` runs, else None."""
+    if not command or Path(command[0]).name != "env":
+        return None
+    program = env_program(command[1:])
+    return None if program is None else resolve_command([program], workdir, path)
+
+
 def resolve_command(command: Sequence[str], workdir: Path, path: str) -> Path | None:
     """The executable ``command`` starts: found on ``path`` (the bot's), or relative to its
     folder; None when not found."""
@@ -489,11 +497,21 @@ def resolve_command(command: Sequence[str], workdir: Path, path: str) -> Path | 
     return Path(found) if found else None
 
 
+def env_program(args: Sequence[str]) -> str | None:
+    """The program ``env`` runs given ``args`` (its arguments): the first that is neither
+    an option nor a ``NAME=value`` assignment; None when there is none."""
+    named = [a for a in args if not a.startswith("-") and "=" not in a]
+    return named[0] if named else None
+
+
 def infer(command: Sequence[str], workdir: Path, path: str) -> str:
     """The runtime a bot file that names none runs on, from its command: ``python3`` for
     ``python3*``/``python``, ``node`` for ``node``, ``jvm`` for ``java``, what a script's
-    ``#!`` line names, else ``native``."""
+    ``#!`` line names or ``env`` runs, else ``native``."""
     names = [Path(command[0]).name] if command else []
+    if names == ["env"] and (program := env_program(command[1:])) is not None:
+        # ``env NAME=value ... program args``: the runtime is the program's.
+        return infer([program, *command[command.index(program) + 1 :]], workdir, path)
     executable = resolve_command(command, workdir, path)
     if executable is not None:
         line = interpreter(executable)
@@ -538,6 +556,10 @@ def read_set(runtime: str, command: Sequence[str], workdir: Path, path: str) -> 
         if executable is None
         else _native_cached(executable, os.stat(executable).st_mtime_ns, path)
     )
+    target = _env_target(command, workdir, path)
+    if target is not None:
+        # ``env NAME=value ... program``: the program env runs is read too.
+        own = merge(own, _native_cached(target, os.stat(target).st_mtime_ns, path))
     if runtime == "native":
         return own
     try:

@@ -169,7 +169,9 @@ class FairPlayRoom:
         for name, doc in ((STATE, self.fairplay.state()), (DOCUMENT, self.fairplay.document())):
             path = self.out / name
             tmp = path.with_name(f".{name}.tmp")
-            tmp.write_text(json.dumps(doc, indent=None if name == STATE else 1), encoding="utf-8")
+            # Compact: json's indenting encoder is pure Python, its closures a reference
+            # cycle at every save, left for the collector (tests/test_league_memory.py).
+            tmp.write_text(json.dumps(doc), encoding="utf-8")
             os.replace(tmp, path)
 
     def document(self) -> dict[str, Any]:

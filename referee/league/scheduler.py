@@ -86,6 +86,24 @@ class SeatingRules:
 Marks = tuple[Hashable, Hashable]
 
 
+def _augment(
+    family: Hashable,
+    seen: set[Hashable],
+    edges: Mapping[Hashable, list[Hashable]],
+    matched: dict[Hashable, Hashable],
+) -> bool:
+    """Kuhn's augmenting path from ``family``; a function of the module, not a closure
+    calling itself (that is a reference cycle each call, left for the collector)."""
+    for owner in edges[family]:
+        if owner in seen:
+            continue
+        seen.add(owner)
+        if owner not in matched or _augment(matched[owner], seen, edges, matched):
+            matched[owner] = family
+            return True
+    return False
+
+
 def _matching(bots: Sequence[str], marks: Mapping[str, Marks], need: int) -> int:
     """How many of ``bots`` (up to ``need``) can sit together: the size of a maximum
     matching between family marks and owner marks, each bot an edge. A greedy pass first
@@ -103,21 +121,11 @@ def _matching(bots: Sequence[str], marks: Mapping[str, Marks], need: int) -> int
             if len(used) >= need:
                 return need
 
-    def augment(family: Hashable, seen: set[Hashable]) -> bool:
-        for owner in edges[family]:
-            if owner in seen:
-                continue
-            seen.add(owner)
-            if owner not in matched or augment(matched[owner], seen):
-                matched[owner] = family
-                return True
-        return False
-
     size = len(used)
     for family in edges:
         if size >= need:
             break
-        if family not in used and augment(family, set()):
+        if family not in used and _augment(family, set(), edges, matched):
             used.add(family)
             size += 1
     return size

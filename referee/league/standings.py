@@ -150,22 +150,31 @@ async def fit_in_child(
 ) -> league_pb2.StandingsResponse:
     """The standings of ``league`` in ``database`` (a path or a URL), fitted by a child
     process; raises RuntimeError saying why not."""
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "referee.league.standings",
-        "-",
-        league,
-        str(bootstrap),
-        str(min_matches),
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        env={**os.environ, **_ONE_THREAD},
-    )
+    # The database's name (a URL may hold a password) goes in on a plain pipe, written in
+    # full before the child starts: asyncio's stdin writer and its protocol hold each
+    # other, a reference cycle left for the collector at every fit.
+    target = f"{database}\n".encode()
+    read_end, write_end = os.pipe()
     try:
-        target = f"{database}\n".encode()
-        out, err = await asyncio.wait_for(proc.communicate(target), FIT_TIMEOUT_S)
+        with open(write_end, "wb", closefd=True) as pipe:
+            pipe.write(target)  # far below the pipe's buffer
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "referee.league.standings",
+            "-",
+            league,
+            str(bootstrap),
+            str(min_matches),
+            stdin=read_end,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            env={**os.environ, **_ONE_THREAD},
+        )
+    finally:
+        os.close(read_end)
+    try:
+        out, err = await asyncio.wait_for(proc.communicate(), FIT_TIMEOUT_S)
     except BaseException:  # timed out or cancelled (the league stops): no orphan
         if proc.returncode is None:
             proc.kill()

@@ -54,6 +54,9 @@ class BotProcess:
         self.refusal = ""
         #: The Unix socket made for this process alone (a sandboxed bot), else "".
         self.origin = ""
+        #: Where its log stood when a match first took one of its streams (-1: not yet):
+        #: its start-up output, before any match, kept with each match's part.
+        self.startup_end = -1
         self._after_exit: asyncio.Future[None] | None = None
         self._ended_by = ""
         #: The process is bubblewrap or runsc, with the bot inside its sandbox.

@@ -206,11 +206,14 @@ class Dispatch:
         seating: tuple[str, ...],
         hosted: dict[str, Submission],
         spans: dict[int, tuple[Path, int]],
+        heads: dict[int, int] | None = None,
     ) -> None:
         """Keep the hosted seats' logs of a match for their owners (and, once an hour,
         delete those past their retention)."""
         try:
-            self.bot_logs.keep(match_id, seating, {b: s.number for b, s in hosted.items()}, spans)
+            self.bot_logs.keep(
+                match_id, seating, {b: s.number for b, s in hosted.items()}, spans, heads
+            )
             if time.monotonic() - self._pruned_at > PRUNE_EVERY_S:
                 self._pruned_at = time.monotonic()
                 self.bot_logs.prune()
@@ -567,5 +570,5 @@ class Dispatch:
             return
         running.feed.finish()
         if hosted:
-            self.keep_logs(running.match_id, m.seating, hosted, runner.log_spans)
+            self.keep_logs(running.match_id, m.seating, hosted, runner.log_spans, runner.log_heads)
         self.publisher.finished(m, running.match_id, result)

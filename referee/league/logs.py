@@ -65,6 +65,24 @@ def read_span(path: Path, start: int, cap: int) -> tuple[str, bool]:
     return data.decode("utf-8", "replace"), begin > start
 
 
+STARTUP_CAP = 4096
+
+
+def _with_head(span: tuple[Path, int], head: int, cap: int) -> tuple[str, bool]:
+    """A seat's part of a match, after its warm process's start-up output (the log's
+    first ``head`` bytes, at most STARTUP_CAP of them) when the part begins later."""
+    path, start = span
+    text, cut = read_span(path, start, cap)
+    if head <= 0 or start <= 0:
+        return text, cut
+    try:
+        with open(path, "rb") as f:
+            startup = f.read(min(head, start, STARTUP_CAP)).decode("utf-8", "replace")
+    except OSError:
+        return text, cut
+    return f"--- its process's start-up ---\n{startup}--- this match ---\n{text}", cut
+
+
 class BotLogs:
     """``league_logs`` of one league."""
 
@@ -101,6 +119,7 @@ class BotLogs:
         seating: tuple[str, ...],
         submissions: Mapping[str, int],
         spans: Mapping[int, tuple[Path, int]],
+        heads: Mapping[int, int] | None = None,
     ) -> None:
         """Keep each hosted entry's part of its seats' logs (``spans``: per seat, the log
         file and where the match's part begins) for match ``match_id``."""
@@ -109,7 +128,7 @@ class BotLogs:
             seats = tuple(i for i, b in enumerate(seating) if b == bot and i in spans)
             if not seats:
                 continue
-            parts = [read_span(spans[i][0], spans[i][1], self.cap) for i in seats]
+            parts = [_with_head(spans[i], (heads or {}).get(i, 0), self.cap) for i in seats]
             text = "".join(
                 (f"--- seat {i} ---\n" if len(seats) > 1 else "") + t
                 for i, (t, _) in zip(seats, parts, strict=True)

@@ -322,6 +322,7 @@ class Worker:
                 taken.seating,
                 {b: int(taken.code[b]["submission"]) for b in taken.seating},
                 runner.log_spans,
+                runner.log_heads,
             )
             self.played += 1
         self.queue.done(taken.idx)

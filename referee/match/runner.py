@@ -292,6 +292,8 @@ class MatchRunner:
         #: Per seat whose process the runner started or borrowed: its log file and where
         #: this match's part of it begins (a league keeps it for the bot's owner).
         self.log_spans: dict[int, tuple[Path, int]] = {}
+        #: Per warm seat, where its process's start-up output ends in its log.
+        self.log_heads: dict[int, int] = {}
         #: ``MatchStart.bot_seed`` per seat: the deal key's for the deal and seat, or fresh
         #: random numbers for a match that belongs to no deal key.
         self.bot_seeds = list(bot_seeds) or [secrets.randbits(64) for _ in bots]
@@ -367,9 +369,13 @@ class MatchRunner:
                     return
                 self._lent[seat.index] = bot
                 if bot.process is not None:
-                    # A warm process's log goes on from earlier matches: this one's from here.
+                    # A warm process's log goes on from earlier matches: this one's from here,
+                    # after its start-up output (before any match), its owner's to read too.
                     path = bot.process.log_path
+                    if bot.process.startup_end < 0:
+                        bot.process.startup_end = _size(path)
                     self.log_spans[seat.index] = (path, _size(path))
+                    self.log_heads[seat.index] = bot.process.startup_end
                 seat.process, seat.stream = bot.process, bot.stream
                 seat.stream.on_fault = lambda reason, detail, rid, seat=seat: self._fault(
                     seat, reason, detail, rid

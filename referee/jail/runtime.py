@@ -298,7 +298,7 @@ def _chain(path: Path, links: dict[Path, str]) -> Path:
     return resolved
 
 
-def _within(path: Path, roots: Iterable[Path]) -> bool:
+def within(path: Path, roots: Iterable[Path]) -> bool:
     """``path`` is one of ``roots`` or lies inside one (compared as text: called for
     every pair of a policy's many paths)."""
     text = str(path)
@@ -322,10 +322,10 @@ def assemble(
     elves = [p for p in elves if ".so" in p.name and not p.name.startswith("_tkinter")]
     wanted = {*files, *library_closure([*files, *elves])}
     real_files = {_chain(p, links) for p in wanted if p.exists()}
-    binds = [p for p in real_folders if not _within(p, real_folders - {p})]
-    binds += [p for p in real_files if not _within(p, binds)]
+    binds = [p for p in real_folders if not within(p, real_folders - {p})]
+    binds += [p for p in real_files if not within(p, binds)]
     # A link inside a bound folder is there already; one above a bound path is made.
-    kept = {k: v for k, v in links.items() if not _within(k, binds)}
+    kept = {k: v for k, v in links.items() if not within(k, binds)}
     ordered = tuple(sorted(binds, key=lambda p: (len(p.parts), str(p))))
     return ReadSet(
         runtime=runtime,
@@ -572,12 +572,12 @@ def read_set(runtime: str, command: Sequence[str], workdir: Path, path: str) -> 
 
 def merge(base: ReadSet, more: ReadSet) -> ReadSet:
     """``base`` and what of ``more`` it lacks, under ``base``'s name."""
-    extra = [p for p in more.binds if not _within(p, base.binds)]
+    extra = [p for p in more.binds if not within(p, base.binds)]
     if not extra:
         return base
     binds = tuple(sorted({*base.binds, *extra}, key=lambda p: (len(p.parts), str(p))))
     links = dict(base.links)
-    links.update((k, v) for k, v in more.links if not _within(k, binds))
+    links.update((k, v) for k, v in more.links if not within(k, binds))
     files, size = measure(extra)
     return ReadSet(
         runtime=base.runtime,

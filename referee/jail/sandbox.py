@@ -55,13 +55,14 @@ import shutil
 import stat
 import subprocess
 import sys
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from referee.jail import botusers, seccomp
 from referee.jail.held import open_held
+from referee.jail.runtime import within
 
 if TYPE_CHECKING:
     from referee.jail.runtime import ReadSet
@@ -398,22 +399,11 @@ def outer_binds(policy: SandboxPolicy) -> list[Path]:
     return _outermost(policy.read_only, covered)
 
 
-def _within(path: Path, roots: Iterable[Path]) -> bool:
-    """``path`` is one of ``roots`` or lies inside one (compared as text: called for
-    every pair of a policy's many paths)."""
-    text = str(path)
-    for root in roots:
-        prefix = str(root)
-        if text == prefix or text.startswith(prefix.rstrip("/") + "/"):
-            return True
-    return False
-
-
 def _outermost(paths: Sequence[Path], covered: Sequence[Path]) -> list[Path]:
     """``paths`` without those inside another one or inside a system path, outer first."""
     result: list[Path] = []
     for path in sorted(set(paths), key=lambda p: (len(p.parts), str(p))):
-        if not _within(path, [*covered, *result]):
+        if not within(path, [*covered, *result]):
             result.append(path)
     return result
 
@@ -423,7 +413,7 @@ def _parents(paths: Sequence[Path], covered: Sequence[Path]) -> list[Path]:
     found: set[Path] = set()
     for path in paths:
         for parent in path.parents:
-            if parent != Path("/") and not _within(parent, covered):
+            if parent != Path("/") and not within(parent, covered):
                 found.add(parent)
     return sorted(found, key=lambda p: (len(p.parts), str(p)))
 
@@ -702,7 +692,7 @@ class Sandbox:
         for reads in extra:
             system += [p for p in reads.binds if p not in system]
         for reads in extra:  # a link inside a bound folder is there already
-            links.update((k, v) for k, v in reads.links if not _within(k, [*system, *links]))
+            links.update((k, v) for k, v in reads.links if not within(k, [*system, *links]))
         return dataclasses.replace(
             base,
             system=tuple(system),
@@ -744,7 +734,7 @@ def unreadable(policy: SandboxPolicy, uids: tuple[int, int]) -> str:
         for path in [*reversed(folder.parents), folder]:
             # The bot's folder must be listed and entered; a folder above it, entered.
             need = stat.S_IXOTH | (stat.S_IROTH if path == folder else 0)
-            if _within(path, shown) and path.stat().st_mode & need != need:
+            if within(path, shown) and path.stat().st_mode & need != need:
                 blocked = path
                 break
     except OSError as exc:

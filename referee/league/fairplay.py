@@ -13,12 +13,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ctypes
 import json
 import multiprocessing
 import os
-import signal
-import sys
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -27,23 +24,20 @@ from typing import Any
 import structlog
 
 from referee.fairplay import FairPlay, Fit, MatchDecisions, Options
+from referee.runtime.parent import die_with
 
 log = structlog.get_logger()
 
 STATE = "fairplay-state.json"
 DOCUMENT = "fairplay.json"
-_PR_SET_PDEATHSIG = 1
 
 
 def _die_with(parent: int) -> None:
     """In the evaluating child: end with the league, even when it is killed with SIGKILL
     (a child left behind would hold nothing of the league's, being spawned, but would live
     on and use a core)."""
-    if sys.platform.startswith("linux"):
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-        if os.getppid() != parent:  # the league was gone before prctl
-            os._exit(1)
+    if not die_with(parent):  # the league was gone before the child was set up
+        os._exit(1)
 
 
 def _evaluate(path: str, options: Options) -> tuple[MatchDecisions, list[Fit]] | str:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import ctypes
 import os
 import signal
 import sys
@@ -16,9 +15,8 @@ from pathlib import Path
 
 from referee.jail.process import kill_all_bots
 from referee.runtime import eventloop, logs
+from referee.runtime.parent import die_with
 from referee.tournament.workers import serve_worker
-
-_PR_SET_PDEATHSIG = 1
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -34,12 +32,8 @@ def main(argv: list[str] | None = None) -> int:
     # The tournament process's id: gone before prctl, this process's parent differs.
     parser.add_argument("--parent-pid", type=int, required=True)
     args = parser.parse_args(argv)
-    if sys.platform.startswith("linux"):
-        # Die with the tournament process, even when it is killed with SIGKILL.
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-        if os.getppid() != args.parent_pid:  # not "== 1": in a container it may be 1
-            return 1
+    if not die_with(args.parent_pid):  # die with the tournament process, even by SIGKILL
+        return 1
     # The tournament process decides what a Ctrl-C does (the worker runs in a session of
     # its own, so none should reach it).
     signal.signal(signal.SIGINT, signal.SIG_IGN)

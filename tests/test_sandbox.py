@@ -754,6 +754,27 @@ def test_a_jvm_bot_sizes_its_heap_from_its_own_memory_bound(tmp_path: Path) -> N
     assert run(main()) == ["1073741824", "2048"] * 2
 
 
+@pytest.mark.skipif(shutil.which("javac") is None, reason="no JDK installed")
+def test_a_build_step_compiles_java(tmp_path: Path) -> None:
+    """A build step's jail (all of /usr) binds the JDK's configuration under /etc, which
+    its files under /usr link to: without it ``javac`` cannot load its messages."""
+    tmp_path.chmod(0o755)
+    (tmp_path / "A.java").write_text("class A { public static void main(String[] a) {} }")
+    sandbox = Sandbox()
+    user = sandbox.lease_user()
+    try:
+        policy = sandbox.policy(tmp_path, user=user.ids if user else None)
+        script = "cp A.java /tmp && cd /tmp && javac A.java && java -XX:-UsePerfData A"
+        with bwrap_descriptors(policy, ["/bin/sh", "-c", script]) as (argv, fds):
+            done = subprocess.run(
+                argv, cwd=tmp_path, pass_fds=fds, capture_output=True, text=True, timeout=90
+            )
+    finally:
+        if user is not None:
+            user.release()
+    assert done.returncode == 0, done.stderr[-2000:]
+
+
 def test_made_files_are_bound_from_their_descriptors() -> None:
     files = ((Path("/etc/passwd"), b"root:x:0:0::/:/bin/false\n"), (Path("/etc/hosts"), b""))
     argv = bwrap_command(_policy(files=files), ["python3", "bot.py"], file_fds=(7, 9))

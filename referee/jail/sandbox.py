@@ -104,6 +104,10 @@ ETC_FILES = (
     "os-release",
     "ssl",
 )
+#: The configuration folders of /etc that toolchains installed under /usr read when they
+#: run (a JDK's ``java.security``, ``jvm.cfg``...): bound with the whole of /usr, for
+#: build steps (a bot's ``jvm`` runtime binds its own, :mod:`referee.jail.runtime`).
+TOOLCHAIN_ETC = ("java-*",)
 #: Files of the sandbox's /proc that speak of the whole machine rather than the sandbox,
 #: masked as Docker masks them (and /proc/key-users, which counts every uid's keys): the
 #: kernel's key lists are kept per uid, not per namespace, and a non-root referee's bots
@@ -459,6 +463,12 @@ def shared_paths() -> list[Path]:
     return [Path(p).resolve() for p in (*paths, *_python_paths())]
 
 
+def _toolchain_etc() -> list[Path]:
+    """The folders of :data:`TOOLCHAIN_ETC` this host has."""
+    found = (p for pattern in TOOLCHAIN_ETC for p in Path("/etc").glob(pattern))
+    return sorted(p for p in found if p.is_dir())
+
+
 def _python_paths() -> list[Path]:
     """The referee's interpreter and the packages a Python bot may import from it."""
     paths = {
@@ -682,7 +692,11 @@ class Sandbox:
         if runtime is None:
             read_only = [*_python_paths(), workdir, *read]
             return dataclasses.replace(
-                base, read_only=tuple(read_only), held=(workdir, *read), socket_dir=socket_dir
+                base,
+                system=(*base.system, *_toolchain_etc()),
+                read_only=tuple(read_only),
+                held=(workdir, *read),
+                socket_dir=socket_dir,
             )
         links = dict(base.links)
         system = [Path("/etc") / name for name in ETC_FILES]

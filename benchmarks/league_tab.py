@@ -9,8 +9,10 @@ bot's and the head-to-head page in Debian's Chromium (each in a browser context 
 own, with its own cache, at 1280 px) and keeps them open for ``--window`` seconds.
 Chromium's own network log (the DevTools protocol's ``Network`` events) counts what each
 tab asks and receives after its first load: every request, and every byte as sent
-(headers and compressed bodies, the update stream's events included). The figures are
-extrapolated to an hour. The league's own pace (matches a minute) and the CPU stolen
+(headers and compressed bodies, and what the update stream, opened before the window,
+brings within it), per page and per path asked. The figures are extrapolated to an
+hour, the update stream's reconnections (one every ``stream_s``, too seldom to fall in
+the window) added. The league's own pace (matches a minute) and the CPU stolen
 from the machine in the window are printed beside them.
 
 The last line is ``<page>_requests_per_hour=… <page>_bytes_per_hour=…`` for each page.
@@ -37,6 +39,7 @@ import grpc
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from machine import Steal
 
+from referee.web.server import WebOptions
 from sticheln.v1 import league_pb2, league_pb2_grpc
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -46,6 +49,8 @@ CHROMIUM = "/usr/bin/chromium"
 ADMIN_TOKEN = "league-tab-admin-token-0123456789"
 TARGET_BYTES = 1_000_000
 TARGET_REQUESTS = 500
+#: The update stream's reconnections an hour (the server closes it every ``stream_s``).
+RECONNECTS = 3600 / WebOptions().stream_s
 
 
 def _league_file(tmp: Path, args: argparse.Namespace) -> Path:
@@ -88,6 +93,10 @@ class Tab:
         self.cdp.send("Network.enable")
         self.counting = False
         self.requests: list[str] = []
+        #: Each request's path (without its query), by request id.
+        self.paths: dict[str, str] = {}
+        #: The requests sent while counting.
+        self.asked: set[str] = set()
         #: Bytes received per request: its headers and every chunk as sent.
         self.bytes: dict[str, int] = {}
         self.finished: dict[str, int] = {}
@@ -100,28 +109,41 @@ class Tab:
         self.page.wait_for_load_state("networkidle")
 
     def _sent(self, e: dict[str, Any]) -> None:
+        self.paths[e["requestId"]] = urllib.parse.urlsplit(e["request"]["url"]).path
         if self.counting:
             self.requests.append(e["request"]["url"])
+            self.asked.add(e["requestId"])
             self.bytes.setdefault(e["requestId"], 0)
 
     def _headers(self, e: dict[str, Any]) -> None:
-        if e["requestId"] in self.bytes:
+        if e["requestId"] in self.asked:
             self.bytes[e["requestId"]] += len(e.get("headersText") or "") or sum(
                 len(k) + len(v) + 4 for k, v in e.get("headers", {}).items()
             )
 
     def _data(self, e: dict[str, Any]) -> None:
-        if e["requestId"] in self.bytes:
-            self.bytes[e["requestId"]] += int(e.get("encodedDataLength") or 0)
+        # A stream opened before counting began (the update stream) counts what it
+        # brings while counting.
+        if self.counting:
+            rid = e["requestId"]
+            self.bytes[rid] = self.bytes.get(rid, 0) + int(e.get("encodedDataLength") or 0)
 
     def _done(self, e: dict[str, Any]) -> None:
-        if e["requestId"] in self.bytes:
+        if e["requestId"] in self.asked:
             self.finished[e["requestId"]] = int(e.get("encodedDataLength") or 0)
 
     def received(self) -> int:
         """Every byte since counting began: a finished request's total as Chromium counts
         it (headers and body as sent), a stream still open by its chunks and headers."""
-        return sum(self.finished.get(k, v) or v for k, v in self.bytes.items())
+        return sum(self.by_path().values())
+
+    def by_path(self) -> dict[str, int]:
+        """The bytes received, per path asked (``/api/updates``, ``/api/matches``, …)."""
+        out: dict[str, int] = {}
+        for k, v in self.bytes.items():
+            path = self.paths.get(k, "?")
+            out[path] = out.get(path, 0) + (self.finished.get(k, v) or v)
+        return out
 
 
 def main() -> int:
@@ -231,14 +253,22 @@ def main() -> int:
         f"{per_min:.0f} matches a minute; standings published every {args.publish:g} s"
     )
     print(f"tabs open {took:.0f} s; CPU stolen by the host {stolen:.1f}%")
+    print(f"(requests/h include the update stream's {RECONNECTS:g} reconnections an hour)")
     print(f"{'page left open':<14} {'requests':>9} {'bytes':>9} {'requests/h':>11} {'bytes/h':>10}")
     figures = []
     ok = True
     for name, tab in tabs.items():
         n, b = len(tab.requests), tab.received()
-        rh, bh = n / took * 3600, b / took * 3600
+        # Each page's update stream is closed by the server every ``stream_s`` seconds and
+        # opened again by the browser: too seldom to fall in the window, counted here.
+        rh, bh = n / took * 3600 + RECONNECTS, b / took * 3600
         ok = ok and bh < TARGET_BYTES and rh < TARGET_REQUESTS
         print(f"{name:<14} {n:>9} {b:>9} {rh:>11.0f} {bh / 1e6:>7.2f} MB")
+        asks: dict[str, int] = {}
+        for rid in tab.asked:
+            asks[tab.paths[rid]] = asks.get(tab.paths[rid], 0) + 1
+        for path, got in sorted(tab.by_path().items(), key=lambda kv: -kv[1]):
+            print(f"  {path:<24} {asks.get(path, 0):>5} asks {got / took * 3600 / 1e6:>7.3f} MB/h")
         figures.append(f"{name}_requests_per_hour={rh:.0f} {name}_bytes_per_hour={bh:.0f}")
     print(
         f"target: under {TARGET_BYTES / 1e6:g} MB and {TARGET_REQUESTS} requests an hour: "

@@ -47,6 +47,7 @@ from referee.web.render import fmt
 PY = sys.executable
 BOTS = ["heuristic", "random", "random-two", "heuristic-two", "a-bot-with-a-rather-long-name"]
 UNMEASURED_BOT = "random-two"
+GZIP = {"Accept-Encoding": "gzip"}
 SIZES = {"phone": (390, 844, True), "desk": (1280, 800, False)}
 
 browser_only = pytest.mark.skipif(
@@ -174,6 +175,45 @@ def test_a_matches_page_left_open_asks_only_for_what_finished_since(url: str) ->
     for bad in ("after=-1", "after=x", "after=1&before=3"):
         reply = fetch(f"{url}/api/matches?{bad}")
         assert reply.status == 400 and "after" in reply.json()["error"], bad
+
+
+def _first_update(url: str, **headers: str) -> tuple[dict[str, str], str, dict[str, Any]]:
+    """The update stream's headers, its first event's id and the event, read as they
+    come (gunzipped as a browser would, event by event: the stream stays open)."""
+    req = urllib.request.Request(url, headers=headers)
+    with urllib.request.urlopen(req, timeout=10) as r:
+        got = dict(r.headers.items())
+        unzip = zlib.decompressobj(31) if got.get("Content-Encoding") == "gzip" else None
+        text = ""
+        while "\ndata: " not in text or not text.endswith("\n\n"):
+            chunk = r.read1(65536)
+            assert chunk, f"the stream ended before its first event: {text!r}"
+            text += (unzip.decompress(chunk) if unzip else chunk).decode()
+    event = dict(line.split(": ", 1) for line in text.split("\n") if ": " in line)
+    return got, event.get("id", ""), json.loads(event["data"])
+
+
+def test_a_matches_list_left_open_takes_what_is_new_from_its_update_stream(url: str) -> None:
+    first = get_json(f"{url}/api/matches?limit=100")["finished"]
+    orders = [m["finish_order"] for m in first]
+    rows = [[m[k] for k in ("match_id", "finish_order", "seating", "places", "totals", "faults")]
+            for m in first]  # fmt: skip
+    # The matches finished since the list's newest, as compact rows, with the running ones,
+    # in one gzip stream flushed event by event; the event's id is the newest it carries.
+    headers, id_, ev = _first_update(f"{url}/api/updates?after={orders[3]}", **GZIP)
+    assert headers["Content-Encoding"] == "gzip" and "Accept-Encoding" in headers["Vary"]
+    assert ev["new_matches"] == rows[:3] and ev["running_matches"] == []
+    assert id_ == str(orders[0]) == str(ev["versions"]["matches"])
+    assert ev["finished"] == len(first)  # the progress as every page's stream has it
+    # A browser reconnecting sends the id it had: nothing it has is sent again.
+    _, _, again = _first_update(f"{url}/api/updates?after=0", **{"Last-Event-ID": id_})
+    assert again["new_matches"] == []
+    # A page that is not a list gets the progress alone, plain to a client without gzip.
+    headers, id_, plain = _first_update(f"{url}/api/updates")
+    assert "Content-Encoding" not in headers and id_ == ""
+    assert "new_matches" not in plain and plain["versions"] == ev["versions"]
+    reply = fetch(f"{url}/api/updates?after=x")
+    assert reply.status == 400 and "after" in reply.json()["error"]
 
 
 # -- in a browser ------------------------------------------------------------------------------
@@ -451,7 +491,7 @@ def test_a_skip_link_leads_past_the_links_to_the_first_step_button(
 def test_pages_left_open_during_a_tournament_ask_only_for_changes(
     chromium: Browser, tmp_path: Path
 ) -> None:
-    # 40 matches: the list asks at most every 10 s, so the tournament runs a while.
+    # 40 matches: the update stream sends at most every 5 s, so the tournament runs a while.
     cmd = _tournament(tmp_path, "open", 8, "--web-port", "0")
     proc = subprocess.Popen(
         cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=tmp_path
@@ -465,6 +505,7 @@ def test_pages_left_open_during_a_tournament_ask_only_for_changes(
         base = line.split(" ", 2)[2].strip().rstrip("/")
         pages = {}
         asked: dict[str, list[tuple[str, str | None, int]]] = {"matches": [], "standings": []}
+        streams: list[str] = []
         for name, path in (("matches", "/matches"), ("standings", "/")):
             page = chromium.page("phone", cache=True)
             page.on(
@@ -477,12 +518,16 @@ def test_pages_left_open_during_a_tournament_ask_only_for_changes(
                     else None
                 ),
             )
+            if name == "matches":
+                page.on(
+                    "request", lambda r: streams.append(r.url) if "/api/updates" in r.url else None
+                )
             page.goto(base + path)
             pages[name] = page
         matches = pages["matches"]
         until(
             matches,
-            # (it asks at most every 10 s: the last few may finish after its last ask)
+            # (its stream sends at most every 5 s: the last few may finish after its last event)
             "() => document.querySelectorAll('#finished tr[data-match]').length >= 10",
             "ten matches on the open page",
             timeout=240,
@@ -497,10 +542,11 @@ def test_pages_left_open_during_a_tournament_ask_only_for_changes(
         played = sorted(p.stem for p in (tmp_path / "out" / "matches").glob("*.jsonl"))
         assert len(played) == 40
         assert shown == played[: len(shown)][::-1]
-        # After its first load the page asked only for what finished since.
+        # After its first load the list asked nothing: its update stream brought what
+        # finished since the newest it had drawn.
         lists = [u for u, _, _ in asked["matches"] if "/api/matches?" in u]
-        assert len(lists) >= 2 and "after=" not in lists[0]
-        assert all("after=" in u for u in lists[1:]), lists
+        assert len(lists) == 1 and "after=" not in lists[0], lists
+        assert streams and all("/api/updates?after=" in u for u in streams), streams
         # The standings were asked again only when the update stream said they were
         # published again: every ask brought a new document, none a 304 for nothing; the
         # bots, which did not change, were not asked again.

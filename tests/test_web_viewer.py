@@ -1015,6 +1015,17 @@ GRAPH = """() => {
 }"""
 
 
+RESIZED = """() => {
+    const svg = document.querySelector('#graph-svg'), b = svg.getBoundingClientRect();
+    const scrubber = document.querySelector('#scrubber');
+    return {width: Number(svg.getAttribute('width')), right: b.right,
+            room: document.querySelector('#score-graph').getBoundingClientRect().right,
+            scrolls: document.documentElement.scrollWidth > document.documentElement.clientWidth,
+            cursor: Number(document.querySelector('#graph-cursor').getAttribute('x1')),
+            at: Number(scrubber.value), last: Number(scrubber.max)};
+}"""
+
+
 @pytest.mark.parametrize("phone", [True, False], ids=["phone", "desk"])
 def test_the_graph_of_the_totals_jumps_where_tapped_and_marks_rounds_faults_swings(
     chromium: Chromium, folders: dict[str, Served], phone: bool
@@ -1056,5 +1067,17 @@ def test_the_graph_of_the_totals_jumps_where_tapped_and_marks_rounds_faults_swin
     assert re.fullmatch(rf"#r{rounds_played}t\d+", page.evaluate(HASH)) or re.fullmatch(
         rf"#r{rounds_played}t\d+c8", page.evaluate(HASH)
     ), page.evaluate(HASH)
+    # A window resized (a phone turned): the graph is drawn again at the width it has,
+    # its position line where the scrubber is.
+    drawn = "Number(document.querySelector('#graph-svg').getAttribute('width'))"
+    was = page.evaluate(drawn)
+    page.set_viewport_size({"width": 700 if phone else 600, "height": 800})
+    page.wait_for_function(f"{drawn} !== {was}")
+    fit = page.evaluate(RESIZED)
+    assert fit["right"] <= fit["room"] + 0.5 and fit["scrolls"] is False, fit
+    assert (fit["width"] > was + 200) if phone else (fit["width"] < was - 200), (was, fit)
+    at, last = fit["at"], fit["last"]
+    assert abs(fit["cursor"] - (48 + at / last * (fit["width"] - 62))) < 1, fit
+    assert page.evaluate(GRAPH)["marks"] == g["marks"]
     assert axe_violations(page) == []
     assert chromium.errors == []

@@ -69,6 +69,9 @@ UPDATE_POLL_S = 0.25
 #: matches start and finish several times a second, and a page left open needs to hear of
 #: them together, not one by one.
 UPDATE_EVERY_S = 5.0
+#: A matches list left open takes at most this many new matches in one event (it shows no
+#: more: with more, they replace it).
+LIST_ROWS = 100
 #: A live table looks for new events this often (seconds) and writes them in one batch:
 #: a viewer sees no difference, and a busy league is not interrupted for every card.
 LIVE_BATCH_S = 0.25
@@ -738,9 +741,16 @@ class WebServer:
 
     # -- live streams ----------------------------------------------------------------------------
 
-    async def _event_stream(self, request: web.Request, stream: str) -> web.StreamResponse:
+    async def _event_stream(
+        self, request: web.Request, stream: str, headers: dict[str, str] | None = None
+    ) -> web.StreamResponse:
         response = web.StreamResponse(
-            headers={"Content-Type": "text/event-stream", "Cache-Control": "no-store"}
+            headers={
+                "Content-Type": "text/event-stream",
+                "Cache-Control": "no-store",
+                "Vary": "Accept-Encoding",
+                **(headers or {}),
+            }
         )
         self._secure(response)
         await response.prepare(request)
@@ -807,7 +817,7 @@ class WebServer:
             self.metrics.clients.labels("match").dec()
         return response
 
-    def _update_event(self) -> bytes:
+    def _update_event(self, extra: dict[str, Any] | None = None, id_: int | None = None) -> bytes:
         """One event of the update stream: the progress, and what a page left open needs
         to know to ask only for what changed (``versions``): the standings' and the bots'
         tags (their documents' ETags: a page fetches the standings only when they were
@@ -823,8 +833,10 @@ class WebServer:
             "matches": summaries[0]["finish_order"] if summaries else 0,
             "running": _short_tag(_dumps(running)) if running else "",
         }
-        doc = {**data.finite(progress), "versions": versions}
-        return f"data: {json.dumps(doc, separators=(',', ':'))}\n\n".encode()
+        doc = {**data.finite(progress), "versions": versions, **(extra or {})}
+        text = json.dumps(doc, ensure_ascii=False, separators=(",", ":"))
+        head = "" if id_ is None else f"id: {id_}\n"
+        return f"{head}data: {text}\n\n".encode()
 
     async def _wait_change(self, timeout: float) -> None:
         """Until the source's data changes, the server stops, or ``timeout`` seconds."""
@@ -838,11 +850,30 @@ class WebServer:
         """What changed, as Server-Sent Events: at once when a page connects, then at most
         once every :data:`UPDATE_EVERY_S` while anything changes (a busy league changes
         several times a second: a page left open is told in one event, not in one per
-        match), a comment line every :data:`HEARTBEAT_S` when nothing does."""
-        response = await self._event_stream(request, "updates")
+        match), a comment line every :data:`HEARTBEAT_S` when nothing does.
+
+        With ``after=A`` (a matches list left open) each event also carries the matches
+        finished since the last it carried (since the A-th at first; a browser
+        reconnecting sends the last event's id, the newest it had), as compact rows, and
+        the running matches when they changed: the list takes only what is new, and no
+        request of its own. The stream is compressed (one gzip stream, each event flushed
+        whole) for a client that accepts it: an event says much what the last said."""
+        after = self._after(request)
+        if after is not None and "Last-Event-ID" in request.headers:
+            after = _last_event_id(request)
+        gzipped = _coding(request.headers.get("Accept-Encoding", "")) == "gzip"
+        packer = _Packer() if gzipped else None
+        response = await self._event_stream(
+            request, "updates", {"Content-Encoding": "gzip"} if packer else None
+        )
+
+        async def write(data: bytes) -> None:
+            await response.write(packer.pack(data) if packer else data)
+
         try:
-            await response.write(b"retry: 2000\n\n")
+            await write(b"retry: 2000\n\n")
             last = None
+            running_sent: Any = None
             sent_at = -math.inf
             quiet_since = time.monotonic()
             ends = quiet_since + self.options.stream_s
@@ -857,11 +888,14 @@ class WebServer:
                         await self._wait_change(min(due, ends) - now)
                         continue
                     last = version
-                    await response.write(self._update_event())
+                    extra: dict[str, Any] = {}
+                    if after is not None:
+                        extra, after, running_sent = self._list_delta(after, running_sent)
+                    await write(self._update_event(extra, after))
                     sent_at = quiet_since = time.monotonic()
                     continue
                 if now - quiet_since >= HEARTBEAT_S:
-                    await response.write(b": still here\n\n")
+                    await write(b": still here\n\n")
                     quiet_since = now
                 await self._wait_change(min(quiet_since + HEARTBEAT_S, ends) - now)
         except ConnectionResetError:
@@ -869,6 +903,41 @@ class WebServer:
         finally:
             self.metrics.clients.labels("updates").dec()
         return response
+
+    def _list_delta(self, after: int, running_sent: Any) -> tuple[dict[str, Any], int, Any]:
+        """What a matches list left open lacks: the matches finished since the
+        ``after``-th (newest first, at most :data:`LIST_ROWS`: a list shows no more) as
+        :func:`_row`, and the running matches unless they are the ones it was sent last.
+        Returns them, the new cursor and the running matches sent."""
+        summaries = self.source.snap.summaries
+        newest = summaries[0]["finish_order"] if summaries else 0
+        new = itertools.islice(
+            itertools.takewhile(lambda m: m["finish_order"] > after, summaries), LIST_ROWS
+        )
+        extra: dict[str, Any] = {"new_matches": [_row(m) for m in new]}
+        running = self.source.running()
+        if running != running_sent:
+            extra["running_matches"] = running
+        # A source whose numbering went back (another folder) starts the cursor again.
+        return extra, newest, running
+
+
+def _row(m: dict[str, Any]) -> list[Any]:
+    """A finished match as the update stream sends it to a matches list: ``[match_id,
+    finish_order, seating, places, totals, faults]`` (the fields of ``/api/matches``)."""
+    return [m["match_id"], m["finish_order"], m["seating"], m["places"], m["totals"], m["faults"]]
+
+
+class _Packer:
+    """One gzip stream over a connection's events, each flushed whole as it is written,
+    so that the browser reads it at once; the next event is compressed against the ones
+    before (their keys, names and tags), so that an event costs what is new in it."""
+
+    def __init__(self) -> None:
+        self._z = zlib.compressobj(6, zlib.DEFLATED, 31)  # 31: the gzip format
+
+    def pack(self, data: bytes) -> bytes:
+        return self._z.compress(data) + self._z.flush(zlib.Z_SYNC_FLUSH)
 
 
 class Clock:

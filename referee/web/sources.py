@@ -261,7 +261,8 @@ class Source(ABC):
         window = min(RATE_WINDOW_S, max(now - self._started, 1e-9))
         times = self._finish_times
         recent = len(times) - bisect.bisect_left(times, now - window)
-        rate = recent / window if recent else None
+        # Four figures say it (a page shows matches a minute); more only weigh on the wire.
+        rate = float(f"{recent / window:.4g}") if recent else None
         eta = (planned - done) / rate if rate and planned is not None else None
         return {
             "finished": done,

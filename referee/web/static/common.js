@@ -24,8 +24,8 @@ export async function apiTagged(path) {
 // `on(event, changed)` gets the set of the versions that differ from `known` (what the
 // page drew; a version it does not know is taken from the first event), so that a page
 // asks only for what changed.
-export function followUpdates(on, known = {}) {
-  const source = new EventSource("/api/updates");
+export function followUpdates(on, known = {}, url = "/api/updates") {
+  const source = new EventSource(url);
   let first = true;
   source.onmessage = (msg) => {
     let ev;
@@ -197,6 +197,22 @@ export function chartWidth(container, wanted) {
     w = container.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
   }
   return Math.max(280, Math.min(wanted, Math.floor(w)));
+}
+
+// `draw(width)` again when the width a chart may take in `container` is no longer the
+// width it was drawn at (`drawn()`: its width, null while there is none): a window
+// resized, a phone turned. The redraw waits for the next frame, outside the observer.
+export function redrawOnResize(container, wanted, drawn, draw) {
+  let pending = false;
+  new ResizeObserver(() => {
+    if (pending) return;
+    pending = true;
+    requestAnimationFrame(() => {
+      pending = false;
+      const width = chartWidth(container, wanted), was = drawn();
+      if (was !== null && was !== width) draw(width);
+    });
+  }).observe(container);
 }
 
 // Put parts into a container; a missing part (null, undefined, false) is left out, never

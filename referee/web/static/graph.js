@@ -6,6 +6,9 @@
 import { el, signed, svg, niceTicks, chartWidth } from "/static/common.js";
 import { faultWords } from "/static/table.js";
 
+// The widest the graph is drawn (narrower where the page is).
+export const GRAPH_WIDTH = 900;
+
 // The largest swings marked: the tricks (or rounds) that moved a total the most.
 const SWINGS = 3;
 
@@ -59,7 +62,7 @@ function shownAt(items, at, hiding) {
 // swings marked, the position as a line. `go(i)` is called with the moment tapped.
 export function scoreGraph(container, replay, line, at, hiding, go) {
   const seating = replay.doc.seating, last = Math.max(1, replay.last);
-  const width = chartWidth(container, 900), left = 48, right = 14, top = 14, plotH = 170, bottom = 30;
+  const width = chartWidth(container, GRAPH_WIDTH), left = 48, right = 14, top = 14, plotH = 170, bottom = 30;
   const height = top + plotH + bottom, plotW = width - left - right;
   const points = hiding ? line.points.filter((p) => p.at <= at) : line.points;
   const marks = shownAt(line.marks, at, hiding);

@@ -3,8 +3,8 @@
 // computed with the rules engine); a running match is followed live from its public feed
 // (cards as they are played, pain cards once revealed, never a hand) and becomes the
 // replay by itself when it ends.
-import { api, el, botLink, frame, showError, query, signed, SUITS, fill } from "/static/common.js";
-import { scoreGraph, timeline, trackMarks } from "/static/graph.js";
+import { api, el, botLink, frame, showError, query, signed, SUITS, fill, redrawOnResize } from "/static/common.js";
+import { GRAPH_WIDTH, scoreGraph, timeline, trackMarks } from "/static/graph.js";
 import { Replay, faultWords, reasonLine, reasonText, seatPanel, stepButton, suitLegend, suitName, table, trickArea } from "/static/table.js";
 
 const main = document.getElementById("main");
@@ -285,6 +285,11 @@ function viewer(doc, id, { speed: pace = "1" } = {}) {
     if (keys[e.key]) { keys[e.key](); e.preventDefault(); }
   });
   window.addEventListener("hashchange", () => { const i = replay.parse(location.hash); if (i >= 0 && i !== at) go(i, { keepHash: true }); });
+  // A window resized (a phone turned): the graph drawn again at the width it now has.
+  redrawOnResize(graphBox, GRAPH_WIDTH, () => {
+    const chart = document.getElementById("graph-svg");
+    return chart ? Number(chart.getAttribute("width")) : null;
+  }, () => { graphed = ""; drawGraph(); });
   fill(main, ...header(doc, false), result(doc), resultToggle(() => { listed = ""; graphed = ""; draw(); }),
     el("div", { class: "viewer" }, controls, announce, legend, tableBox, links, graphBox, trickBox, scores, el("h2", { text: "Faults" }), faultList));
   document.body.classList.add("stepping");

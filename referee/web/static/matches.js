@@ -1,13 +1,10 @@
 // Running and recent matches, with the progress of a tournament. Left open, the page asks
-// only for what finished since the newest match it shows (/api/matches?after=N), and
-// only when the update stream says that a match finished or started (at most every
-// LIST_EVERY_MS).
-import { api, el, fmt, signed, botLink, matchLink, frame, showError, progressLine, query, scrollable, fill, followUpdates, paced } from "/static/common.js";
+// nothing more: its update stream (/api/updates?after=N) brings what finished since the
+// newest match it shows and the running matches when they change.
+import { api, el, fmt, signed, botLink, matchLink, frame, showError, progressLine, query, scrollable, fill, followUpdates } from "/static/common.js";
 
 const main = document.getElementById("main");
-const LIMIT = 100;
-// A busy league finishes a match every few seconds: the list takes them in together.
-const LIST_EVERY_MS = 10000;
+const LIMIT = 100;  // the server's LIST_ROWS
 
 // The seats in order, each on one line; with the result, each seat's place and score,
 // the winners (place 1) marked.
@@ -52,6 +49,7 @@ function pagesPart() {
 }
 
 let drawnProgress = "", drawnRunning = "";
+const PROGRESS = ["finished", "planned", "running", "matches_per_s", "eta_s"];
 
 function draw(doc) {
   const finished = shown.length
@@ -62,7 +60,7 @@ function draw(doc) {
   fill(main, el("h1", { text: "Matches" }), progressLine(doc.progress),
     el("h2", { id: "running-now", text: "Running now" }), el("div", { id: "running-box" }, runningPart(doc)),
     el("h2", { text: "Finished, newest first" }), finished, pagesPart());
-  drawnProgress = JSON.stringify(doc.progress);
+  drawnProgress = JSON.stringify(doc.progress, PROGRESS);
   drawnRunning = JSON.stringify(doc.running);
 }
 
@@ -72,30 +70,36 @@ async function render() {
   draw(doc);
 }
 
-// What changed since the newest match shown: the progress, the running matches and the
-// matches finished since, each put in place (the whole first page again only when more
-// than a page came, or the server's numbering moved under the page).
-async function update() {
+// What an update event brings a list left open (/api/updates?after=N): the matches finished
+// since the last event, as compact rows, newest first, and the running matches when they
+// changed; each is put in place (the whole first page again only when the server's
+// numbering moved under the page).
+const unpack = ([match_id, finish_order, seating, places, totals, faults]) =>
+  ({ match_id, finish_order, seating, places, totals, faults });
+
+function update(ev) {
   const newest = shown.length ? shown[0].finish_order : 0;
-  const doc = await api(`/api/matches?limit=${LIMIT}&after=${newest}`);
-  if (doc.newest < newest || doc.finished.length === LIMIT) return render();
+  if (ev.versions.matches < newest) return refresh(render);
+  const rows = (ev.new_matches || []).map(unpack).filter((m) => m.finish_order > newest);
   const body = document.querySelector("#finished tbody");
-  if (doc.finished.length && !body) {
-    shown = [...doc.finished, ...shown].slice(0, LIMIT);
-    return draw(doc);
+  const doc = { progress: ev, running: ev.running_matches };
+  if (rows.length && (!body || rows.length >= LIMIT)) {
+    shown = [...rows, ...shown].slice(0, LIMIT);
+    return draw({ ...doc, running: doc.running || JSON.parse(drawnRunning || "[]") });
   }
-  if (doc.finished.length) {
-    shown = [...doc.finished, ...shown].slice(0, LIMIT);
-    body.prepend(...doc.finished.map(finishedRow));
+  if (rows.length) {
+    shown = [...rows, ...shown].slice(0, LIMIT);
+    body.prepend(...rows.map(finishedRow));
     while (body.rows.length > LIMIT) body.lastElementChild.remove();
     document.getElementById("pages").replaceWith(pagesPart());
   }
-  const progress = JSON.stringify(doc.progress), running = JSON.stringify(doc.running);
-  if (progress !== drawnProgress) {
+  const progress = JSON.stringify(doc.progress, PROGRESS);
+  if (progress !== drawnProgress && main.querySelector(".progress")) {
     main.querySelector(".progress").replaceWith(progressLine(doc.progress));
     drawnProgress = progress;
   }
-  if (running !== drawnRunning) {
+  const running = JSON.stringify(doc.running);
+  if (doc.running && running !== drawnRunning) {
     document.getElementById("running-box").replaceChildren(runningPart(doc));
     drawnRunning = running;
   }
@@ -108,17 +112,6 @@ async function refresh(step) {
 await frame("Matches · Sticheln referee");
 await refresh(render);
 if (!before) {  // an older page does not change
-  // A failed ask (the server gone a moment) leaves the list as it is: the next event asks again.
-  const step = paced(() => update().catch(() => { /* the next event asks again */ }), LIST_EVERY_MS);
-  followUpdates((ev, changed) => {
-    const newest = shown.length ? shown[0].finish_order : 0;
-    if (ev.versions && (ev.versions.matches !== newest || changed.has("running"))) step();
-    else {
-      const progress = JSON.stringify(ev, ["finished", "planned", "running", "matches_per_s", "eta_s"]);
-      if (progress !== drawnProgress && main.querySelector(".progress")) {
-        main.querySelector(".progress").replaceWith(progressLine(ev));
-        drawnProgress = progress;
-      }
-    }
-  });
+  const newest = shown.length ? shown[0].finish_order : 0;
+  followUpdates((ev) => { try { update(ev); } catch (e) { showError(main, e); } }, {}, `/api/updates?after=${newest}`);
 }

@@ -1,6 +1,6 @@
 // The standings: published ratings with their intervals, live Elo and statistics;
 // fetched again when they are published again (the update stream names their version).
-import { api, apiTagged, el, fmt, interval, signed, botLink, frame, showError, errorBarChart, progressLine, scrollable, chartWidth, fill, followUpdates, UNMEASURED } from "/static/common.js";
+import { api, apiTagged, el, fmt, interval, signed, botLink, frame, showError, errorBarChart, progressLine, scrollable, chartWidth, fill, followUpdates, redrawOnResize, UNMEASURED } from "/static/common.js";
 
 const main = document.getElementById("main");
 // What Rating and Live Elo are: the server writes it; kept across redraws.
@@ -60,8 +60,17 @@ async function render(what = ["standings", "bots"]) {
     notes.length ? el("p", { class: "muted", id: "interval-note", text: notes.join(" ") }) : null,
     unrated.length ? [el("h2", { text: "No rated match yet" }), el("p", { id: "unrated" }, unrated.flatMap((b, i) => [i ? ", " : "", botLink(b)]))] : null,
     rows.length ? el("h2", { text: "Ratings with their 95% intervals" }) : null,
-    rows.length ? errorBarChart(rows, chartWidth(main, 770)) : null);
+    rows.length ? errorBarChart(rows, chartWidth(main, CHART_WIDTH)) : null);
+  charted = rows;
 }
+
+// The chart drawn again at the width it has when the window is resized.
+const CHART_WIDTH = 770;
+let charted = [];
+redrawOnResize(main, CHART_WIDTH, () => {
+  const chart = document.getElementById("ratings-chart");
+  return chart ? Number(chart.getAttribute("width")) : null;
+}, (width) => document.getElementById("ratings-chart").replaceWith(errorBarChart(charted, width)));
 
 async function refresh(what) {
   try { await render(what); } catch (e) { showError(main, e); }

@@ -370,10 +370,12 @@ async function start() {
     // A running comparison: when a pair has finished, the verdict, the test, the chart and
     // the pairs are put in place; nothing reloads, so the scroll and the pair being stepped
     // through stay.
+    // An event while the page is still putting the last one in place is not dropped: the
+    // page looks again once done (the change may be the comparison's last).
     const updates = new EventSource("/api/updates");
-    let busy = false;
-    updates.onmessage = async () => {
-      if (busy) return;
+    let busy = false, again = false;
+    const follow = async () => {
+      if (busy) { again = true; return; }
       busy = true;
       try {
         const now = await api("/api/compare");
@@ -390,8 +392,12 @@ async function start() {
           main.dataset.updated = String(doc.pairs.length);
         }
         if (!doc.running) updates.close();
-      } catch { /* the next update tries again */ } finally { busy = false; }
+      } catch { /* the next update tries again */ } finally {
+        busy = false;
+        if (again) { again = false; follow(); }
+      }
     };
+    updates.onmessage = follow;
   }
 }
 

@@ -51,7 +51,6 @@ sys.path.insert(0, str(ROOT))
 
 from clairvoyant_bot import ClairvoyantBot  # noqa: E402
 from heuristic_bot import HeuristicBot  # noqa: E402
-from machine import Steal  # noqa: E402
 from montecarlo_bot import MonteCarloBot  # noqa: E402
 from random_bot import RandomBot  # noqa: E402
 from sticheln_bot import Bot  # noqa: E402
@@ -108,6 +107,8 @@ def make_bot(kind: str) -> Bot:
         return ClairvoyantBot(rate=int(kind[5:]) / 100, cap_ms=3.0)
     if kind.startswith("colluder:"):
         return ClairvoyantBot(partner=kind.split(":", 1)[1], cap_ms=3.0)
+    if kind.startswith("plaincolluder:"):
+        return ClairvoyantBot(partner=kind.split(":", 1)[1], cap_ms=3.0, plain=True)
     raise ValueError(f"unknown bot kind {kind!r}")
 
 
@@ -317,11 +318,12 @@ def power(args: argparse.Namespace, options: Options) -> None:
         )
     pair = ["ally-a", "ally-b"] if args.pair else []
     kinds = {n: n.rsplit("-", 1)[0] for n in honest} | {
-        "ally-a": "colluder:ally-b",
-        "ally-b": "colluder:ally-a",
+        "ally-a": f"{args.colluder}:ally-b",
+        "ally-b": f"{args.colluder}:ally-a",
     }
     if pair:
-        cases.append(("colluding pair (each sees the other's hand)", [*honest, *pair], kinds, pair))
+        label = f"colluding pair ({args.colluder}: each sees the other's hand)"
+        cases.append((label, [*honest, *pair], kinds, pair))
     with tempfile.TemporaryDirectory() as tmp:
         for label, names, kinds, targets in cases:
             first: list[int] = []
@@ -347,8 +349,9 @@ def power(args: argparse.Namespace, options: Options) -> None:
                     elif fp.bots.get(targets[0]) is not None and fp.bots[targets[0]].flagged:
                         hit.append(i)
 
+                # The cheater, or both of the pair, at every table.
                 fp, _ = run_league(
-                    names, kinds, args.matches, 5000 + league, Path(tmp), options, watch
+                    names, kinds, args.matches, 5000 + league, Path(tmp), options, watch, targets
                 )
                 honest_flags += sum(1 for n, m in fp.bots.items() if n not in targets and m.flagged)
                 if hit:
@@ -418,6 +421,13 @@ def main(argv: Sequence[str] | None = None) -> None:
         "(cheat, default) or one plain one (plaincheat)",
     )
     parser.add_argument(
+        "--colluder",
+        choices=("colluder", "plaincolluder"),
+        default="plaincolluder",
+        help="power: the pair's play-outs on deals with the partner's true hand: plain ones "
+        "(plaincolluder, default) or 2 random ones per deal (colluder)",
+    )
+    parser.add_argument(
         "--no-pair", dest="pair", action="store_false", help="power: leave out the colluding pair"
     )
     parser.add_argument("--deals", type=int, default=default.deals)
@@ -429,6 +439,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         margin=args.margin,
         pair_margin=args.margin,
     )
+    from machine import Steal  # benchmarks/machine.py (not tests/machine.py: imported late)
+
     steal = Steal()
     started = time.monotonic()
     if args.part in ("alarms", "all"):

@@ -213,6 +213,10 @@ def test_a_broken_tournament_file_is_one_line(tmp_path: Path, text: str, says: s
             ": [league] handshake_timeout_s = 0 is not allowed; allowed: a number >= 0.1",
         ),
         (
+            '[league]\nfairplay = "off"\n',
+            ": [league] fairplay = 'off' is not allowed; allowed: true, false",
+        ),
+        (
             '[league]\ntls_key = "k.pem"\n',
             ": [league] tls_cert and tls_key go together; give both or neither",
         ),

@@ -6,9 +6,13 @@ from __future__ import annotations
 
 import json
 import random
+import sys
+from pathlib import Path
 
 from referee.fairplay import FairPlay, Monitor, Options, Settings, decisions_of
 from referee.rules import Round, cards_str, preset
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 
 
 def test_honest_monitor_stays_below_its_threshold_looked_at_after_every_unit() -> None:
@@ -89,3 +93,37 @@ def test_state_round_trips_and_a_match_is_counted_once() -> None:
     assert fp.matches == 1
     again = FairPlay.from_state(json.loads(json.dumps(fp.state())))
     assert again.document() == fp.document()
+
+
+def test_a_colluding_pair_is_flagged_and_the_honest_pairs_are_not(tmp_path: Path) -> None:
+    # In-process matches that write real records (benchmarks/fairplay.py; the referee's
+    # path from bots to records is tested end to end in test_fairplay_records.py). Two
+    # bots pass each other their hands and play for their joint score, at every table;
+    # the honest bots (heuristic, random, highest, tenth) fill the other two seats. The
+    # test is looked at after every match, as a league does.
+    from fairplay import run_league  # benchmarks/fairplay.py
+
+    allies = ["ally-a", "ally-b"]
+    honest = ["heuristic-1", "random-1", "highest-1", "tenth-1"]
+    kinds = {n: n.rsplit("-", 1)[0] for n in honest}
+    kinds |= {"ally-a": "plaincolluder:ally-b", "ally-b": "plaincolluder:ally-a"}
+    pair = ("ally-a", "ally-b")
+    fp, _ = run_league(
+        [*allies, *honest],
+        kinds,
+        40,
+        5,
+        tmp_path,
+        Options(),
+        on_match=lambda _, fp: fp.pairs[pair].flagged,
+        always=allies,
+    )
+    flagged = fp.pairs[pair]
+    assert flagged.flagged, (fp.matches, flagged.e_value, flagged.mean_rank)
+    assert flagged.mean_rank > 0.5
+    doc = fp.document()
+    (entry,) = [p for p in doc["pairs"] if p["bots"] == list(pair)]
+    assert entry["flagged"] and entry["p_value"] <= 0.01
+    honest_pairs = {k: m for k, m in fp.pairs.items() if not set(k) & set(allies)}
+    assert honest_pairs and not any(m.flagged for m in honest_pairs.values()), honest_pairs
+    assert not any(fp.bots[n].flagged for n in honest)

@@ -19,8 +19,9 @@ A bot whose choice depends only on what its seat sees cannot make the chosen act
 the true deal better than the deals it cannot tell from it: the true deal is then one
 more draw from the same set, so ``excess`` has mean 0 and ``rank`` is uniform, whatever
 the bot's strategy. Both are computed for the seat's own score margin (own score minus the
-others' mean: the clairvoyance test) and for every other seat's score (the value of the
-choice to that seat: the collusion test).
+others' mean: the clairvoyance test) and, for every other seat, for the margin of the two
+as a team (their mean score minus the rest's mean: the collusion test; measured against
+the other seat's score alone, docs/fairplay.md).
 """
 
 from __future__ import annotations
@@ -40,9 +41,10 @@ class Fit:
     """What one decision says: per seat ``t``, how the chosen action's value to ``t``
     fits the true deal beyond what the deciding seat could see.
 
-    ``excess[t]`` is in points of ``t``'s round score (for the deciding seat itself: its
-    score margin over the others' mean); ``rank[t]`` is in (0, 1), 0.5 on average for an
-    honest choice; ``informative[t]`` is false when the candidates' values did not differ
+    ``excess[t]`` is in points of a score margin: for the deciding seat itself, its score
+    minus the others' mean; for another seat ``t``, the mean score of the deciding seat and
+    ``t`` minus the rest's mean (their margin as a team); ``rank[t]`` is in (0, 1), 0.5 on
+    average for an honest choice; ``informative[t]`` is false when the candidates' values did not differ
     on any deal (the decision says nothing and is left out).
     """
 
@@ -98,17 +100,14 @@ class Evaluator:
             if pain is not None:
                 base.pain, base.pain_suits = list(pain[0]), list(pain[1])
             bases.append(base)
-        # advantage[d][t]: the chosen action's value to seat t minus the candidates' mean.
+        # advantage[d][t]: the chosen action's value minus the candidates' mean, on deal d,
+        # to the deciding seat itself (t == seat) or to its team with seat t.
         advantage: list[list[float]] = []
         for base in bases:
             values = [self._value(base, seat, c) for c in candidates]
             mean = [sum(v[t] for v in values) / len(values) for t in range(n)]
             chosen = values[0]
-            own = [chosen[t] - mean[t] for t in range(n)]
-            # The deciding seat's own value is its margin over the others' mean.
-            others = [t for t in range(n) if t != seat]
-            own[seat] -= sum(own[t] for t in others) / len(others)
-            advantage.append(own)
+            advantage.append(_margins([chosen[t] - mean[t] for t in range(n)], seat))
         excess: list[float] = []
         ranks: list[float] = []
         informative: list[bool] = []
@@ -129,6 +128,22 @@ class Evaluator:
         rnd = base.clone()
         rnd.apply(seat, action)
         return rnd.play_out(self.policy)
+
+
+def _margins(points: list[float], seat: int) -> list[float]:
+    """Per seat ``t``, a score margin from every seat's ``points``: for ``t == seat`` the
+    seat's own points minus the others' mean (the clairvoyance test); for another ``t``
+    the mean of ``seat``'s and ``t``'s points minus the mean of the rest, the pair's
+    margin as a team (the collusion test: what playing for each other is for)."""
+    n = len(points)
+    total = sum(points)
+    out = []
+    for t in range(n):
+        team = (seat,) if t == seat else (seat, t)
+        ours = sum(points[s] for s in team)
+        rest = n - len(team)
+        out.append(ours / len(team) - ((total - ours) / rest if rest else 0.0))
+    return out
 
 
 def yardstick_policy() -> RoundPolicy:

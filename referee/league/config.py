@@ -137,6 +137,8 @@ class LeagueConfig:
     seating: SeatingRules = field(default_factory=SeatingRules)
     #: Hosted submissions ([hosting], docs/hosting.md): off unless enabled.
     hosting: HostingConfig = field(default_factory=HostingConfig)
+    #: The fair-play test judges each finished match (docs/fairplay.md): on by default.
+    fairplay: bool = True
 
 
 Seconds = Annotated[float, Field(ge=0.0)]
@@ -193,6 +195,8 @@ class LeagueTable(Table):
     """The web pages' address."""
     web_delay_rounds: Annotated[int, Field(ge=0, le=1000)] = 0
     """Every spectator (web pages, live streams, gRPC WatchMatch) stays at least this many rounds behind a running match."""
+    fairplay: bool = True
+    """Judge each finished match with the fair-play test (docs/fairplay.md); false: never."""
 
     @model_validator(mode="after")
     def _pairs(self) -> LeagueTable:
@@ -404,4 +408,5 @@ def league_from_table(data: dict[str, Any], base: Path, source: Path, environ: A
         min_matches=t.min_matches,
         seating=SeatingRules(model.seating.same_family, model.seating.same_owner),
         hosting=hosting,
+        fairplay=t.fairplay,
     )

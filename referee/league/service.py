@@ -136,12 +136,15 @@ class League:
             history,
             retry_later=lambda: self.matchmaker.retry_later(),
         )
-        #: The fair-play test, fed each match as it is counted (docs/fairplay.md).
-        self.fairplay = FairPlayRoom(
-            config.out,
-            flagged=lambda bot, on: self.metrics.fairplay_flagged.labels(bot).set(1 if on else 0),
-        )
-        self.publisher.on_counted.append(self._judge)
+        #: The fair-play test, fed each match as it is counted (docs/fairplay.md); None
+        #: with ``fairplay = false``.
+        self.fairplay: FairPlayRoom | None = None
+        if config.fairplay:
+            self.fairplay = FairPlayRoom(
+                config.out,
+                flagged=lambda bot, on: self.metrics.fairplay_flagged.labels(bot).set(int(on)),
+            )
+            self.publisher.on_counted.append(self._judge)
         self.servicer = LeagueServicer(self)
         self.server = RefereeServer(
             handshake_timeout=config.handshake_timeout_s,
@@ -219,10 +222,11 @@ class League:
                 )
         results = self.store.results(c.name, think=False)
         self.publisher.load(results)
-        for r in rows:  # finished matches the fair-play test has not counted yet
-            if r["status"] == "finished" and r["record_path"]:
-                self.fairplay.add(r["match_id"], Path(r["record_path"]))
-        self.fairplay.start()
+        if self.fairplay is not None:
+            for r in rows:  # finished matches the fair-play test has not counted yet
+                if r["status"] == "finished" and r["record_path"]:
+                    self.fairplay.add(r["match_id"], Path(r["record_path"]))
+            self.fairplay.start()
         self.metrics.decision_limit.set(c.clock.decision_ms / 1000)
         if results:
             await self.publisher.publish()
@@ -275,7 +279,8 @@ class League:
                 matches=[match_id for _, match_id, _ in self.publisher.unsaved],
                 replayed="at the next start",
             )
-        await self.fairplay.stop()
+        if self.fairplay is not None:
+            await self.fairplay.stop()
         await self.lobby.close()
         await self.publisher.close()
         await self.server.stop(1.0)
@@ -322,7 +327,7 @@ class League:
         except Refused as exc:  # the database is away: the next start catches up
             log.warning("fairplay_record_unknown", match_id=match_id, error=str(exc))
             return
-        if path is not None:
+        if path is not None and self.fairplay is not None:
             self.fairplay.add(match_id, path)
 
     def _hosted_decided(self, bot: str, seconds: float) -> None:

@@ -290,6 +290,8 @@ class LeagueSource(Source):
         self._standings: tuple[Any, dict[str, Any]] = (None, {})
 
     def fairplay_path(self) -> Path | None:
+        if not self.league.config.fairplay:  # switched off: an old file is not current
+            return None
         return Path(self.league.config.out) / "fairplay.json"
 
     def version(self) -> Any:

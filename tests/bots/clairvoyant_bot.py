@@ -162,6 +162,7 @@ class ClairvoyantBot(MonteCarloBot):
         """Keep the seating: a colluder finds its partner's seat by name."""
         super().on_match_start(start)
         self.seating = list(start.seating)
+        self.cheat_rng.seed(start.bot_seed + 1)  # a match plays alike every time
 
     def _truth(self, seen: View) -> Round | None:
         if self.truth is not None:
@@ -188,7 +189,7 @@ class ClairvoyantBot(MonteCarloBot):
             if partner < 0:
                 return None
             rounds = [partner_round(seen, truth, partner, self.cheat_rng) for _ in range(4)]
-            return best_action(rounds, seen.seat, legal, self.cheat_rng, 2, partner)
+            return best_action(rounds, seen.seat, legal, self.cheat_rng, 2, partner, self.plain)
         return best_action(
             [truth], seen.seat, legal, self.cheat_rng, self.rollouts, plain=self.plain
         )

@@ -1081,3 +1081,33 @@ def test_the_graph_of_the_totals_jumps_where_tapped_and_marks_rounds_faults_swin
     assert page.evaluate(GRAPH)["marks"] == g["marks"]
     assert axe_violations(page) == []
     assert chromium.errors == []
+
+
+def test_a_fair_play_decision_opens_at_its_moment(
+    chromium: Chromium, folders: dict[str, Served]
+) -> None:
+    # The bot page links each weighty decision to /match?id=ID#MOMENT (docs/fairplay.md;
+    # tests/test_fairplay_records.py checks the moments are the decisions'): the viewer
+    # opens on that card just played, or on the round's pain choice.
+    from referee.fairplay import read_decisions
+    from referee.rules import card_str
+
+    served = folders["eight"]
+    decisions = read_decisions(served.out / "matches" / f"{served.match_id}.jsonl").decisions
+    plays = [d for d in decisions if d.kind == "play" and d.round_index == 1]
+    picks = [d for d in decisions if d.kind == "pain" and d.round_index == 1]
+    page = open_viewer(chromium, served, False, f"#{plays[0].moment}")
+    for d in (plays[0], plays[len(plays) // 2], plays[-1], picks[0]):
+        page.evaluate(f"location.hash = '#{d.moment}'")
+        until(page, f"() => document.querySelector('#trick').dataset.round === '{d.round_index}'")
+        assert page.evaluate(HASH) == f"#{d.moment}"  # the address names a moment shown
+        if d.kind == "play":
+            trick = "() => [document.querySelector('#trick').dataset.trick, document.querySelector('#trick').dataset.card]"
+            until(
+                page, f"() => ({trick})()[0] === '{d.trick}' && ({trick})()[1] === '{d.card + 1}'"
+            )
+            last = page.eval_on_selector_all(
+                "#trick .played [data-card]", "cs => cs.at(-1).dataset.card"
+            )
+            assert last == card_str(int(d.action))  # type: ignore[arg-type]
+    assert chromium.errors == []

@@ -29,6 +29,7 @@ from webkit import (
     folder_web,
     get_json,
     have_chromium,
+    small_targets,
 )
 
 from referee.match.record import read_record
@@ -702,12 +703,13 @@ def test_a_live_match_plays_card_by_card_can_be_stepped_back_and_caught_up(
     )
     try:
         assert proc.stderr is not None
-        url = ""
+        url, said = "", []
         for line in proc.stderr:
+            said.append(line)
             if "web on http://127.0.0.1:" in line:
                 url = line.split("web on ", 1)[1].strip().rstrip("/")
                 break
-        assert url
+        assert url, f"the tournament ended without its web address: {''.join(said)[-2000:]}"
         running = wait_for(
             lambda: get_json(f"{url}/api/matches")["running"], 60, "a running match"
         )[0]["match_id"]
@@ -772,6 +774,12 @@ def test_a_live_match_plays_card_by_card_can_be_stepped_back_and_caught_up(
         paused = phone.evaluate(LIVE)
         assert paused["word"] == "play"
         shot(phone, "live-phone")
+        # The live table on a phone, paused (its badge a button back to the edge): no
+        # target under 24 px, its step controls and the badge 44 px.
+        assert small_targets(phone) == [], small_targets(phone)
+        steps = "#controls button, #controls select, button#live-badge"
+        assert phone.locator("button#live-badge").count() == 1
+        assert small_targets(phone, steps, 44) == [], small_targets(phone, steps, 44)
         phone.wait_for_timeout(300)
         paused = phone.evaluate(LIVE)
         assert paused["behind"] > 0  # the match went on

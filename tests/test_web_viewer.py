@@ -780,6 +780,12 @@ def test_a_live_match_plays_card_by_card_can_be_stepped_back_and_caught_up(
         steps = "#controls button, #controls select, button#live-badge"
         assert phone.locator("button#live-badge").count() == 1
         assert small_targets(phone, steps, 44) == [], small_targets(phone, steps, 44)
+        # As in the replay, the seat to play is on the screen, between the trick held at
+        # the top and the step bar, and no name is cut.
+        s = phone.evaluate(TO_PLAY)
+        assert s["cut"] == [] and s["feltTop"] >= -1, s
+        if s["seat"] >= 0:
+            assert max(0, s["feltBottom"]) - 1 <= s["top"] and s["bottom"] <= s["barTop"] + 1, s
         phone.wait_for_timeout(300)
         paused = phone.evaluate(LIVE)
         assert paused["behind"] > 0  # the match went on

@@ -1,12 +1,14 @@
 """What closing the page-cache channel costs: a bot's start and a Python decision, in each
 tier, as before and as now, in the same run (docs/security.md, docs/performance.md).
 
-Three ways to start the Python random sample bot, taking turns (``--runs`` rounds):
+Four ways to start the Python random sample bot, taking turns (``--runs`` rounds):
 
 - ``before``: the sandbox as it was, all of ``/usr`` and the referee's whole interpreter
   readable, nothing kept resident;
-- ``runtime``: the bot reads its runtime only (:mod:`referee.jail.runtime`), as every run
-  does now;
+- ``binds``: the bot reads its runtime only (:mod:`referee.jail.runtime`), each of its
+  files and folders bound on its own (about a hundred mounts; ``STICHELN_JAIL_TREES=0``);
+- ``runtime``: the same, its members gathered into prepared trees, a mount per folder
+  (:mod:`referee.jail.trees`), as every run does now;
 - ``held``: the runtime, and everything the bot may read kept resident
   (:mod:`referee.jail.resident`), as a duplicate tournament and a comparison run. The
   first start of a process pays for holding the runtime once: printed apart.
@@ -35,12 +37,12 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 from jail import _random, match, starts  # noqa: E402
 from machine import Steal  # noqa: E402
 
-from referee.jail import gvisor, resident, runtime  # noqa: E402
+from referee.jail import gvisor, resident, runtime, trees  # noqa: E402
 from referee.jail.sandbox import bot_path  # noqa: E402
 from referee.match import pool  # noqa: E402
 from referee.runtime import eventloop, logs  # noqa: E402
 
-WAYS = ("before", "runtime", "held")
+WAYS = ("before", "binds", "runtime", "held")
 _reads, _line = pool.bot_reads, pool.reads_line
 
 
@@ -49,6 +51,7 @@ def _use(way: str) -> None:
     pool.bot_reads = (lambda spec: None) if before else _reads  # type: ignore[assignment,return-value]
     pool.reads_line = (lambda reads, held: "reads all of /usr") if before else _line  # type: ignore[assignment]
     os.environ[resident.VARIABLE] = "1" if way == "held" else "0"
+    os.environ[trees.VARIABLE] = "0" if way == "binds" else ""
 
 
 def main() -> None:

@@ -297,6 +297,9 @@ def test_a_fixed_size_comparison_plays_exactly_its_matches_and_streams_json_line
     assert "llr" not in lines[-1]
     # The first line on stderr says that --matches alone made it a fixed-size comparison.
     assert proc.stderr.splitlines()[0].startswith("note: matches = 6 without a test")
+    # Then what each bot may read of the host and how large it is, a line each.
+    reads = [x for x in proc.stderr.splitlines() if " reads runtime python3 (" in x]
+    assert len(reads) >= 3 and all("its folder and read paths (" in x for x in reads)
     summary = json.loads((out / "compare.json").read_text())
     assert summary["pairs"] == 3 and summary["matches"] == 6 and summary["test"] is None
     expected = {"better": 0, "worse": 1, "no difference": 2}[summary["verdict"]]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -77,6 +78,10 @@ def test_a_match_prints_the_result_table_and_a_record_that_replays(
         out,
     )
     assert played.returncode == 0, played.stderr
+    # What each bot may read of the host, a line each on the organiser's terminal.
+    reads = [x for x in played.stderr.splitlines() if " reads runtime python3 (" in x]
+    assert sorted(x.split()[0] for x in reads) == ["ann", "ben", "cy"], played.stderr
+    assert all(re.search(r"MiB\), its folder and read paths \([\d,]+ files", x) for x in reads)
     lines = played.stdout.splitlines()
     assert "seed 42" in lines[0] and "rules sticheln" in lines[0]
     assert lines[1].split() == ["place", "seat", "bot", "total", "strikes"]

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import shutil
 import sys
@@ -15,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from referee import jail
-from referee.jail import resident, runtime
+from referee.jail import resident, runtime, trees
 from referee.jail.bots import BotSpec
 from referee.jail.sandbox import Sandbox, SandboxUnavailable, bot_path
 from referee.match.pool import bot_reads, reads_line
@@ -83,9 +84,15 @@ def test_a_sandboxed_bot_sees_its_runtime_and_nothing_else_of_usr(
     except SandboxUnavailable as exc:
         pytest.skip(str(exc))
     monkeypatch.setenv(resident.VARIABLE, held)
+    libc = next(
+        p
+        for p in runtime.read_set("native", ["/bin/true"], folder, PATH).binds
+        if p.name.startswith("libc.so")
+    )
     probe = (
         "import os, grpc, json; print('SEEN', json.dumps([os.path.exists(p) for p in "
-        "('/usr/bin/ls', '/usr/share', '/usr/lib/jvm', os.__file__, '/etc/ld.so.cache')]))"
+        "('/usr/bin/ls', '/usr/share', '/usr/lib/jvm', os.__file__, '/etc/ld.so.cache')]));"
+        f"print('LIBS', os.stat({str(libc)!r}).st_ino, json.dumps(os.listdir({str(libc.parent)!r})))"
     )
     (folder / "data.bin").write_bytes(b"x" * 100_000)
     spec = BotSpec(name="probe", command=("python3", "-c", probe), workdir=folder)
@@ -96,6 +103,10 @@ def test_a_sandboxed_bot_sees_its_runtime_and_nothing_else_of_usr(
     try:
         policy = sandbox.policy(folder, (), None, user.ids if user else None, runtime=reads)
         assert policy.runtime == "python3" and Path("/usr") not in policy.system
+        if os.getuid() == 0:  # the host's files may be linked into trees (referee/jail/trees.py)
+            assert libc.parent in [place for _, place in policy.trees]
+        shown = {p.name for p in policy.system if p.parent == libc.parent}
+        shown |= {k.name for k, _ in policy.links if k.parent == libc.parent}
         if held == "1":
             report = resident.hold(policy.read_only)
             assert report.files >= 1 and report.size >= 100_000
@@ -113,3 +124,40 @@ def test_a_sandboxed_bot_sees_its_runtime_and_nothing_else_of_usr(
     text = log.read_text()
     seen = next((x for x in text.splitlines() if x.startswith("SEEN ")), text[-1000:])
     assert seen == "SEEN [false, false, false, true, true]", seen
+    # The libraries' folder shows the runtime's files and links there, nothing else of it,
+    # and the same files (a tree's hard links), not copies.
+    libs = next(x for x in text.splitlines() if x.startswith("LIBS "))
+    inode, names = libs.removeprefix("LIBS ").split(" ", 1)
+    assert int(inode) == libc.stat().st_ino
+    assert sorted(json.loads(names)) == sorted(shown)
+
+
+def test_a_tree_is_made_once_and_anew_when_a_file_is_replaced(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A tree holds hard links to its members, named by what it holds: the same members
+    give the same tree, a member replaced (a new inode) a new one."""
+    monkeypatch.setenv(trees.VARIABLE, str(tmp_path / "trees"))
+    place = tmp_path / "lib"
+    (place / "pkg").mkdir(parents=True)
+    for name in ("a.so", "b.so", "pkg/c.py"):
+        (place / name).write_text(name)
+    (place / "pkg" / "hidden").mkdir()
+    (place / "pkg" / "hidden" / "secret").write_text("x")
+    members = (place / "a.so", place / "b.so", place / "pkg")
+    links = ((place / "a.so.1", "a.so"),)
+    hidden = (place / "pkg" / "hidden",)
+    first = trees._made(place, members, links, hidden)
+    if first is None:
+        pytest.skip("no tree can be made here (another file system, or links refused)")
+    assert (first / "a.so").stat().st_ino == (place / "a.so").stat().st_ino
+    assert os.readlink(first / "a.so.1") == "a.so"
+    assert (first / "pkg" / "c.py").read_text() == "pkg/c.py"
+    assert list((first / "pkg" / "hidden").iterdir()) == []
+    assert trees._made(place, members, links, hidden) == first
+    (place / "b.so.new").write_text("new")
+    (place / "b.so.new").rename(place / "b.so")
+    second = trees._made(place, members, links, hidden)
+    assert second is not None and second != first
+    assert (second / "b.so").read_text() == "new"
+    assert oct((tmp_path / "trees").stat().st_mode & 0o777) == "0o700"

@@ -130,6 +130,32 @@ def announce_sandbox(sandbox: Any, bots: Sequence[Any], say: bool) -> None:
         _say_bounds(say)
 
 
+def announce_reads(sandbox: Any, bots: Sequence[Any], write: Any = None) -> None:
+    """What each bot the run starts may read of the host, and how large it is: a line per
+    bot on stderr (or through ``write``), before the first match. Its runtime
+    (:mod:`referee.jail.runtime`) and its own paths, counted; a runtime that cannot run
+    here is said in its line (the bot's start then fails with the same words)."""
+    from referee.jail import runtime
+    from referee.match.pool import bot_reads
+
+    if not sandbox.enabled:
+        return
+    say = write or (lambda text: print(text, file=sys.stderr, flush=True))
+    for bot in bots:
+        if bot.external:
+            continue
+        try:
+            reads = bot_reads(bot).describe()
+        except OSError as exc:
+            say(f"{bot.name} reads nothing: {exc}")
+            continue
+        files, size = runtime.measure([bot.workdir, *bot.read])
+        say(
+            f"{bot.name} reads {reads}, its folder and read paths ({files:,} files, "
+            f"{size / (1 << 20):,.1f} MiB) and a few files of /etc"
+        )
+
+
 def _say_bounds(say: bool) -> None:
     """How started bots are bounded, in one line: always when no cgroup per bot can be
     made here (the referee falls back to resource limits), else with ``say``."""

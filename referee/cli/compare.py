@@ -13,6 +13,7 @@ from referee.cli.common import (
     add_log_level,
     add_preflight_flag,
     add_web_flags,
+    announce_reads,
     preflight,
     run_until_done,
     sandbox_for,
@@ -177,6 +178,7 @@ def compare(args: argparse.Namespace) -> int:
             # --bot-uids reaches every sandbox of the run through the environment.
             sandbox = sandbox_for(config.sandbox, bots, say=False, bot_uids=args.bot_uids)
             await preflight(args, bots, sandbox, config.clock.startup_ms, config.out / "logs")
+            announce_reads(sandbox, bots, notice)
         except UsageError as exc:  # refused before any match: as settings are (status 3)
             return _refused(str(exc))
         web = source = None

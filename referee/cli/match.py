@@ -14,6 +14,7 @@ from referee.cli.common import (
     add_grant_flags,
     add_log_level,
     add_preflight_flag,
+    announce_reads,
     check_reads,
     grants_from_flags,
     preflight,
@@ -126,6 +127,7 @@ def match(args: argparse.Namespace) -> int:
         await preflight(
             args, bots, sandbox, clock.startup_ms, Path(args.out) / "logs", host=args.host, tls=tls
         )
+        announce_reads(sandbox, bots)
         server = RefereeServer(sandbox=sandbox)
         await server.start(args.host, args.port, tls)
         try:

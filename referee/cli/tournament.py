@@ -13,6 +13,7 @@ from referee.cli.common import (
     add_log_level,
     add_preflight_flag,
     add_web_flags,
+    announce_reads,
     announce_sandbox,
     given_deal_key,
     linger,
@@ -238,6 +239,7 @@ def tournament(args: argparse.Namespace) -> int:
         for line in shared:
             print(line, file=sys.stderr)
         announce_sandbox(sandbox, config.bots, tty or plain)
+        announce_reads(sandbox, config.bots)
 
     async def run_tournament_and_report() -> int:
         outcome = await run_tournament(

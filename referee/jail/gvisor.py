@@ -225,7 +225,7 @@ def oci_spec(
     """The OCI ``config.json`` of one bot: ``policy``'s view, ``command`` run with ``env``
     as ``policy.run_as`` under ``limits``; ``places`` maps each held path to the bundle
     folder its descriptor is bound at."""
-    from referee.jail.sandbox import SOCKET_DIR, outer_binds
+    from referee.jail.sandbox import SOCKET_DIR, outer_binds, untreed
 
     mounts: list[dict[str, Any]] = [
         {"destination": "/proc", "type": "proc", "source": "proc"},
@@ -237,10 +237,12 @@ def oci_spec(
             "options": ["nosuid", "nodev", "mode=1777", f"size={policy.tmp_size_bytes}"],
         },
     ]
-    mounts += [_bind(p, p) for p in policy.system if p.exists()]
+    system, _, hidden = untreed(policy)
+    mounts += [_bind(tree, place) for tree, place in policy.trees]
+    mounts += [_bind(p, p) for p in system if p.exists()]
     mounts += [
         {"destination": str(p), "type": "tmpfs", "source": "tmpfs", "options": ["ro", "size=4k"]}
-        for p in policy.hidden
+        for p in hidden
     ]
     mounts += [_bind(places.get(p, p), p) for p in outer_binds(policy)]
     if policy.socket_dir is not None:
@@ -295,7 +297,7 @@ def prepared(
     """The ``runsc`` command for ``command`` confined by ``policy`` and its bundle, the
     held paths open (their descriptors in :attr:`Bundle.binds`) until the block ends: start
     the process inside it, and :func:`remove` the bundle once it has ended."""
-    from referee.jail.sandbox import held_binds
+    from referee.jail.sandbox import held_binds, untreed
 
     folder = _root() / f"{os.getpid()}-{next(_BUNDLES)}"
     rootfs = folder / "rootfs"
@@ -303,7 +305,7 @@ def prepared(
     try:
         rootfs.mkdir(parents=True)
         rootfs.chmod(0o755)  # the bot's user walks it (the folders above are the gofer's)
-        _system_links(rootfs, policy.links)
+        _system_links(rootfs, untreed(policy)[1])
         for path, data in policy.files:
             place = rootfs / path.relative_to("/")
             _folders(rootfs, place.parent)

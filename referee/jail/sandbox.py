@@ -60,7 +60,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from referee.jail import botusers, seccomp
+from referee.jail import botusers, seccomp, trees
 from referee.jail.held import open_held
 from referee.jail.runtime import within
 
@@ -177,6 +177,10 @@ class SandboxPolicy:
     links: tuple[tuple[Path, str], ...] = ()
     #: Folders inside a bound system path shown empty (a read-only tmpfs over them).
     hidden: tuple[Path, ...] = ()
+    #: Prepared folders bound read-only as one mount each in place of the system paths,
+    #: links and hidden folders inside their places (:mod:`referee.jail.trees`):
+    #: (tree, place).
+    trees: tuple[tuple[Path, Path], ...] = ()
     #: The runtime the system paths hold (:mod:`referee.jail.runtime`); "system": all of
     #: ``/usr`` (build steps, the trial sandbox).
     runtime: str = "system"
@@ -326,22 +330,26 @@ def bwrap_command(
     for path in policy.masked:
         argv += ["--ro-bind", "/dev/null", str(path)]
     argv += ["--perms", "1777", "--size", str(policy.tmp_size_bytes), "--tmpfs", "/tmp"]
-    covered = [*policy.system, *(link for link, _ in policy.links)]
+    places = [place for _, place in policy.trees]
+    system, links, hidden = untreed(policy)
+    covered = [*places, *system, *(link for link, _ in links)]
     binds = outer_binds(policy)
-    mounts = [*policy.system, *binds, *([SOCKET_DIR] if policy.socket_dir else [])]
+    mounts = [*places, *system, *binds, *([SOCKET_DIR] if policy.socket_dir else [])]
     # bwrap makes missing parents of a mount point private (0700); make them 0755 first
     # (a folder under /tmp is bound into the private /tmp).
-    made = [*mounts, *(link for link, _ in policy.links)]
+    made = [*mounts, *(link for link, _ in links)]
     for parent in [p for p in _parents(made, covered) if p != Path("/tmp")]:
         argv += ["--dir", str(parent)]
-    for path in policy.system:
+    for tree, place in policy.trees:
+        argv += ["--ro-bind", str(tree), str(place)]
+    for path in system:
         argv += ["--ro-bind-try", str(path), str(path)]
     for (path, _), fd in zip(policy.files, file_fds, strict=True):
         # Readable by the bot's user (bubblewrap makes them 0600, root's, otherwise).
         argv += ["--perms", "0444", "--ro-bind-data", str(fd), str(path)]
-    for link, target in policy.links:
+    for link, target in links:
         argv += ["--symlink", target, str(link)]
-    for path in policy.hidden:
+    for path in hidden:
         argv += ["--perms", "0755", "--size", "4096", "--tmpfs", str(path)]
         argv += ["--remount-ro", str(path)]
     for path in binds:
@@ -398,9 +406,22 @@ def held_binds(policy: SandboxPolicy) -> list[Path]:
 
 def outer_binds(policy: SandboxPolicy) -> list[Path]:
     """The read-only paths bound on their own: those not inside another one, a system
-    path or a link, outer first."""
-    covered = [*policy.system, *(link for link, _ in policy.links)]
+    path, a tree or a link, outer first."""
+    covered = [*(p for _, p in policy.trees), *policy.system, *(k for k, _ in policy.links)]
     return _outermost(policy.read_only, covered)
+
+
+def untreed(
+    policy: SandboxPolicy,
+) -> tuple[list[Path], list[tuple[Path, str]], list[Path]]:
+    """The policy's system paths, links and hidden folders that no tree holds: each a
+    mount (or link) of its own."""
+    places = [place for _, place in policy.trees]
+    return (
+        [p for p in policy.system if not within(p, places)],
+        [(k, v) for k, v in policy.links if not within(k, places)],
+        [p for p in policy.hidden if not within(p, places)],
+    )
 
 
 def _outermost(paths: Sequence[Path], covered: Sequence[Path]) -> list[Path]:
@@ -707,11 +728,15 @@ class Sandbox:
             system += [p for p in reads.binds if p not in system]
         for reads in extra:  # a link inside a bound folder is there already
             links.update((k, v) for k, v in reads.links if not within(k, [*system, *links]))
+        # The sandbox's other mounts, which no tree may hold.
+        others = [workdir, *read, SOCKET_DIR, *(f for f, _ in base.files), *base.masked]
+        others += [Path("/tmp"), Path("/proc"), Path("/dev")]
         return dataclasses.replace(
             base,
             system=tuple(system),
             links=tuple(links.items()),
             hidden=runtime.hidden,
+            trees=trees.gather(system, tuple(links.items()), runtime.hidden, others),
             runtime=runtime.runtime,
             read_only=(workdir, *read),
             held=(workdir, *read),

@@ -275,7 +275,9 @@ def keep_resident(policy: SandboxPolicy) -> Report | None:
         return None
     # The runtime and /etc once per process; the bot's own paths at every start (a
     # stat per file; a file is read in again only when it changed).
-    return resident.hold_once(policy.system, policy.hidden) + resident.hold(policy.read_only)
+    # (A tree's files are the same files as the runtime's, its links: held once.)
+    runtime = (*policy.system, *(tree for tree, _ in policy.trees))
+    return resident.hold_once(runtime, policy.hidden) + resident.hold(policy.read_only)
 
 
 def reads_line(reads: ReadSet, held: Report | None) -> str:

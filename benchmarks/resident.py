@@ -13,11 +13,14 @@ Four ways to start the Python random sample bot, taking turns (``--runs`` rounds
   (:mod:`referee.jail.resident`), as a duplicate tournament and a comparison run. The
   first start of a process pays for holding the runtime once: printed apart.
 
-For each: the median of ``--starts`` starts (spawn to ``Hello``) and the decisions per
-second of one match of three such bots (first decision to last). Prints every round
-with the load average and the CPU time the hypervisor stole, then the medians::
+For each: ``--starts`` starts (spawn to ``Hello``), one start of each way in turn, so
+that a loaded machine's swings fall on every way alike: the median, and the median ratio
+of each start to the "before" start of its round; and the decisions per second of one
+match of three such bots (first decision to last). Prints every round with the load
+average and the CPU time the hypervisor stole, then the medians::
 
     .venv/bin/python benchmarks/resident.py [--runs 3] [--starts 5] [--tier bubblewrap]
+        [--no-matches]
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import argparse
 import os
 import statistics
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -34,12 +38,14 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
-from jail import _random, match, starts  # noqa: E402
+from jail import _random, match  # noqa: E402
 from machine import Steal  # noqa: E402
 
 from referee.jail import gvisor, resident, runtime, trees  # noqa: E402
-from referee.jail.sandbox import bot_path  # noqa: E402
+from referee.jail.sandbox import Sandbox, bot_path  # noqa: E402
 from referee.match import pool  # noqa: E402
+from referee.match.pool import await_handshake, start_bot  # noqa: E402
+from referee.match.server import RefereeServer  # noqa: E402
 from referee.runtime import eventloop, logs  # noqa: E402
 
 WAYS = ("before", "binds", "runtime", "held")
@@ -54,11 +60,46 @@ def _use(way: str) -> None:
     os.environ[trees.VARIABLE] = "0" if way == "binds" else ""
 
 
+async def paired_starts(tier: str, count: int) -> dict[str, list[float]]:
+    """Start-to-Hello ms of the random bot in ``tier``, ``count`` rounds of one start each
+    way in turn (the order turned round each round), on one server: each round's starts
+    see the same load, whatever the machine does meanwhile. One start each way first, not
+    counted (it warms the page cache and makes what a process makes once)."""
+    server = RefereeServer(sandbox=Sandbox(tier))
+    await server.start("127.0.0.1", 0)
+    spec = _random("random")
+    times: dict[str, list[float]] = {way: [] for way in WAYS}
+    try:
+        with tempfile.TemporaryDirectory(prefix="sticheln-bench-") as tmp:
+            for n in range(count + 1):
+                for way in WAYS if n % 2 == 0 else reversed(WAYS):
+                    _use(way)
+                    slot = server.registry.open_seat("bench", n, "random")
+                    t0 = time.perf_counter()
+                    process = await start_bot(server, spec, [slot], Path(tmp) / f"{way}{n}.log")
+                    why = await await_handshake(slot, process, 120.0)
+                    elapsed = time.perf_counter() - t0
+                    if why:
+                        raise SystemExit(f"the bot did not start in {tier} ({way}): {why}")
+                    assert slot.stream is not None
+                    slot.stream.end()
+                    await process.stop()
+                    server.registry.close_seat(slot)
+                    if n:
+                        times[way].append(elapsed * 1000)
+    finally:
+        await server.stop(0)
+    return times
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python benchmarks/resident.py", description=__doc__)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--starts", type=int, default=5)
     parser.add_argument("--tier", action="append", choices=("bubblewrap", "gvisor"))
+    parser.add_argument(
+        "--no-matches", action="store_true", help="starts only (no match per way and run)"
+    )
     args = parser.parse_args()
     logs.configure("warning")
     tiers = args.tier or ["bubblewrap", "gvisor"]
@@ -78,26 +119,45 @@ def main() -> None:
     figures: dict[tuple[str, str], dict[str, list[float]]] = {}
     for run in range(args.runs):
         for tier in tiers:
+            steal = Steal()
+            load = os.getloadavg()[0]
+            paired = eventloop.run(paired_starts(tier, args.starts))
+            base = paired["before"]
+            for way in WAYS:
+                row: dict[str, Any] = figures.setdefault((tier, way), {})
+                row.setdefault("start_ms", []).extend(paired[way])
+                # Each start against the "before" start of its own round.
+                ratios = [a / b for a, b in zip(paired[way], base, strict=True)]
+                row.setdefault("ratio", []).extend(ratios)
+                print(
+                    f"run {run + 1} {tier:10} {way:8}: start {statistics.median(paired[way]):.0f}"
+                    f" ms (x{statistics.median(ratios):.2f} of before, paired); load {load:.1f},"
+                    f" stolen {steal.percent():.1f}%",
+                    flush=True,
+                )
+            if args.no_matches:
+                continue
             for way in WAYS if run % 2 == 0 else reversed(WAYS):
                 _use(way)
                 steal = Steal()
                 load = os.getloadavg()[0]
-                times, _ = eventloop.run(starts(tier, args.starts))
                 rate = eventloop.run(match(tier, [_random(f"r{i}") for i in range(3)], run))
-                row: dict[str, Any] = figures.setdefault((tier, way), {})
-                row.setdefault("start_ms", []).append(statistics.median(times))
-                row.setdefault("decision_ms", []).append(1000 / rate)
+                figures[(tier, way)].setdefault("decision_ms", []).append(1000 / rate)
                 print(
-                    f"run {run + 1} {tier:10} {way:8}: start {statistics.median(times):.0f} ms, "
-                    f"{rate:.0f} decisions/s ({1000 / rate:.2f} ms each); load {load:.1f}, "
-                    f"stolen {steal.percent():.1f}%",
+                    f"run {run + 1} {tier:10} {way:8}: {rate:.0f} decisions/s "
+                    f"({1000 / rate:.2f} ms each); load {load:.1f}, stolen {steal.percent():.1f}%",
                     flush=True,
                 )
-    print(f"medians of {args.runs} runs:")
+    print(f"medians of {args.runs} runs x {args.starts} paired starts:")
     for (tier, way), row in figures.items():
         start = statistics.median(row["start_ms"])
-        decision = statistics.median(row["decision_ms"])
-        print(f"  {tier:10} {way:8}: start {start:.0f} ms, decision {decision:.2f} ms")
+        ratio = statistics.median(row["ratio"])
+        decision = (
+            f", decision {statistics.median(row['decision_ms']):.2f} ms"
+            if row.get("decision_ms")
+            else ""
+        )
+        print(f"  {tier:10} {way:8}: start {start:.0f} ms (x{ratio:.2f} of before){decision}")
     print(f"held: {resident.resident_bytes() / (1 << 20):.1f} MiB of file pages locked")
 
 

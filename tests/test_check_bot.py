@@ -164,6 +164,29 @@ def test_the_node_bot_passes_every_scenario() -> None:
     assert len(passes) == ALL, done.stdout
 
 
+@pytest.mark.timeout(200)
+@pytest.mark.parametrize("kit", ["random", "node", "cpp"])
+def test_each_kit_passes_check_bot_in_the_gvisor_tier(kit: str) -> None:
+    """A league's hosted bots run in gVisor: each kit's bot starts there on its runtime
+    (its read set) and plays. The scenarios themselves are the same in every tier and run
+    in full in bubblewrap above (and tests/test_cpp_bot.py): one scenario each here."""
+    from referee.jail import gvisor
+
+    if why := gvisor.missing():
+        pytest.skip(f"gvisor: {why}")
+    if kit == "node" and not (SAMPLE_BOTS / "node" / "node_modules").is_dir():
+        pytest.skip("run npm ci in sample_bots/node")
+    if kit == "cpp" and not (SAMPLE_BOTS / "cpp" / "build" / "sticheln-bot").is_file():
+        pytest.skip("the C++ sample bot is not built (scripts/test.sh builds it)")
+    done = check_bot(
+        *("--bot", str(SAMPLE_BOTS / f"{kit}.toml"), "--sandbox", "gvisor"),
+        *("--scenario", "players-3", "--rounds", "1", "--startup-ms", "60000"),
+        timeout=180,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.strip().endswith("all 1 scenarios passed"), done.stdout
+
+
 FINDING = re.compile(
     r"round \d+, (?:trick \d+, (?:leading it|playing its \d+(?:st|nd|rd|th) card)|"
     r"choosing the pain cards?): illegal_card_not_in_hand: .*; sent \[(?P<sent>[^\]]*)\]; "

@@ -295,11 +295,12 @@ def test_a_fixed_size_comparison_plays_exactly_its_matches_and_streams_json_line
     assert [x["pairs"] for x in lines] == [1, 2, 3], proc.stderr
     assert lines[-1]["verdict"] in ("better", "worse", "no difference")
     assert "llr" not in lines[-1]
-    # The first line on stderr says that --matches alone made it a fixed-size comparison.
-    assert proc.stderr.splitlines()[0].startswith("note: matches = 6 without a test")
-    # Then what each bot may read of the host and how large it is, a line each.
+    # First what each bot may read of the host and how large it is, a line each; then that
+    # --matches alone made it a fixed-size comparison.
     reads = [x for x in proc.stderr.splitlines() if " reads runtime python3 (" in x]
     assert len(reads) >= 3 and all("its folder and read paths (" in x for x in reads)
+    after = proc.stderr.splitlines()[len(reads)]
+    assert after.startswith("note: matches = 6 without a test"), proc.stderr
     summary = json.loads((out / "compare.json").read_text())
     assert summary["pairs"] == 3 and summary["matches"] == 6 and summary["test"] is None
     expected = {"better": 0, "worse": 1, "no difference": 2}[summary["verdict"]]

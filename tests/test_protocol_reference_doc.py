@@ -146,3 +146,19 @@ def test_the_go_recipe_builds_a_bot_that_plays_a_match(tmp_path: Path) -> None:
     own = [x for x in lines if x["type"] in ("pain", "play") and x["seat"] == 0]
     assert own and not any(x["fallback"] for x in own), played.stdout
     assert lines[-1]["type"] == "end"
+    # The starter passes check-bot in each tier (a native runtime: what its binary loads).
+    from referee.jail import gvisor
+
+    for tier in ("bubblewrap", *(() if gvisor.missing() else ("gvisor",))):
+        checked = subprocess.run(
+            [
+                *(sys.executable, "-m", "referee.cli", "check-bot", "--sandbox", tier),
+                *("--bot", str(folder / "go.toml"), "--scenario", "players-3", "--rounds", "1"),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=180,
+            env=env,
+        )
+        assert checked.returncode == 0, tier + "\n" + checked.stdout + checked.stderr
+        assert checked.stdout.strip().endswith("all 1 scenarios passed"), checked.stdout

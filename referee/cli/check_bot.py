@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from referee.cli.common import (
+    SANDBOX_TIERS,
     Subparsers,
     UsageError,
     add_bot_uids,
@@ -84,6 +85,13 @@ def add_parsers(sub: Subparsers) -> None:
         "--no-sandbox",
         action="store_true",
         help="start the bot without a sandbox, as this user and with the network",
+    )
+    chk.add_argument(
+        "--sandbox",
+        choices=SANDBOX_TIERS,
+        default="bubblewrap",
+        help="the sandbox tier: bubblewrap (default), gvisor (an application kernel per "
+        "bot, as a league's hosted bots run; runsc, a root referee) or strongest",
     )
     add_bot_uids(chk)
     add_grant_flags(chk)
@@ -163,7 +171,7 @@ def check_bot(args: argparse.Namespace) -> int:
     try:
         check_reads([bot], granted, out, not args.no_sandbox)
         sandbox = sandbox_for(
-            "none" if args.no_sandbox else "bubblewrap", [bot], bot_uids=args.bot_uids
+            "none" if args.no_sandbox else args.sandbox, [bot], bot_uids=args.bot_uids
         )
     except UsageError:
         if not keep:

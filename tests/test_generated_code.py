@@ -39,7 +39,7 @@ def test_generated_code_is_current() -> None:
 
 def test_check_lists_stale_missing_and_left_over_files(tmp_path: Path) -> None:
     # A copy of the parts gen_proto.py reads, so the real checkout is never touched.
-    starters = ("sample_bots/cpp/proto", "sample_bots/node/proto", "sample_bots/go/proto")
+    starters = [f"sample_bots/{kit}/proto" for kit in ("cpp", "node", "go", "java")]
     for name in ("tools", "proto", "sticheln", *starters):
         shutil.copytree(ROOT / name, tmp_path / name)
     shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")

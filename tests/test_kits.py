@@ -29,6 +29,7 @@ from referee.league.config import load_league_config
 
 EXAMPLE = ROOT / "examples" / "hosted-league.toml"
 GOCODE = Path("/usr/share/gocode/src")
+JARS = Path("/usr/share/java")
 
 
 def _missing(kit: str) -> str:
@@ -38,16 +39,19 @@ def _missing(kit: str) -> str:
         "node": ["node"],
         "cpp": ["cmake", "g++", "protoc", "grpc_cpp_plugin"],
         "go": ["go", "protoc", "protoc-gen-go", "protoc-gen-go-grpc"],
+        "java": ["java", "javac", "protoc", "grpc_java_plugin"],
     }[kit]
     lacking = [tool for tool in needs if shutil.which(tool) is None]
     if kit == "node" and not (SAMPLES / "node" / "node_modules").is_dir():
         lacking.append("sample_bots/node/node_modules (npm ci)")
     if kit == "go" and not (GOCODE / "google.golang.org" / "grpc").is_dir():
         lacking.append("golang-google-grpc-dev")
+    if kit == "java" and not (JARS / "grpc-netty.jar").is_file():
+        lacking.append("libgrpc-java")
     return ", ".join(lacking)
 
 
-KITS = ("python", "node", "cpp", "go")
+KITS = ("python", "node", "cpp", "go", "java")
 
 
 @pytest.mark.parametrize("kit", KITS)
@@ -67,6 +71,11 @@ def test_each_kit_is_a_folder_with_its_bot_file_ready_to_upload(kit: str) -> Non
     if build is None:
         assert program in ("python3", "node"), spec.command
         assert (folder / spec.command[1]).is_file()
+    elif kit == "java":
+        # The league machine's java (the jvm runtime) on the classes and jars build.sh
+        # leaves in the folder: the jail shows a bot its runtime, not /usr/share/java.
+        assert spec.runtime == "jvm" and program == "java", spec
+        assert "classes:lib/*" in spec.command
     else:
         assert program.startswith(("build/", "./")), spec.command  # what the build makes
     if kit == "node" and (folder / "node_modules").is_dir():

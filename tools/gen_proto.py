@@ -3,8 +3,8 @@
     python tools/gen_proto.py           # regenerate the checked-in code
     python tools/gen_proto.py --check   # exit 1 and list the stale files if it would change
 
-It also copies the bot protocol's proto files into the C++, Node.js and Go starters
-(sample_bots/cpp/proto/, sample_bots/node/proto/, sample_bots/go/proto/), which build from
+It also copies the bot protocol's proto files into the C++, Node.js, Go and Java starters
+(sample_bots/{cpp,node,go,java}/proto/), which build from
 their own copy so that a starter copied out of the repository still builds; ``--check``
 lists a copy that differs.
 
@@ -31,7 +31,12 @@ OUT_ROOT = ROOT
 #: The generated files, relative to OUT_ROOT.
 GENERATED_GLOB = "sticheln/v1/*_pb2*.py*"
 #: The starters that carry their own copy of the bot protocol, relative to ROOT.
-STARTER_PROTO_DIRS = ("sample_bots/cpp/proto", "sample_bots/node/proto", "sample_bots/go/proto")
+STARTER_PROTO_DIRS = (
+    "sample_bots/cpp/proto",
+    "sample_bots/node/proto",
+    "sample_bots/go/proto",
+    "sample_bots/java/proto",
+)
 #: The proto files a bot needs (the league's administration protocol is not one of them).
 BOT_PROTOS = ("sticheln/v1/bot.proto", "sticheln/v1/game.proto")
 

@@ -13,11 +13,13 @@ upload, the unpacking, the build (C++), the start check and the check-bot scenar
     .venv/bin/python benchmarks/hosting.py --sandbox bubblewrap  # the cheaper tier
     .venv/bin/python benchmarks/hosting.py --bot cpp --runs 1
     .venv/bin/python benchmarks/hosting.py --bot node --runs 3
+    .venv/bin/python benchmarks/hosting.py --bot java --runs 1
 
 ``--bot cpp`` uploads sample_bots/cpp without its build folder and a bot file whose
 ``build`` is the starter's two cmake commands, so the build runs in the jail (no network,
 ``build_timeout_s``, ``build_memory_mb``). ``--bot node`` uploads sample_bots/node with its
-installed ``node_modules`` (a build has no network to fetch them). Target (issue 33):
+installed ``node_modules`` (a build has no network to fetch them). ``--bot java`` uploads the
+Java kit as it is but what its build.sh makes (gen/, classes/, lib/). Target (issue 33):
 the Python sample bot under 30 s from submit to playing.
 """
 
@@ -64,13 +66,10 @@ def folder_of(bot: str, work: Path) -> tuple[Path, str]:
     dest = work / f"{bot}-upload"
     # A copy without the build folder (the league builds it) and with node_modules' files
     # themselves (an upload holds no links).
-    shutil.copytree(
-        src,
-        dest,
-        symlinks=False,
-        ignore=shutil.ignore_patterns("build") if bot == "cpp" else None,
-    )
-    (dest / "bot.toml").write_text(BOT_FILES[bot], encoding="utf-8")
+    leave_out = {"cpp": ("build",), "java": ("gen", "classes", "lib")}.get(bot, ())
+    shutil.copytree(src, dest, symlinks=False, ignore=shutil.ignore_patterns(*leave_out))
+    if bot in BOT_FILES:  # else the kit's own bot.toml
+        (dest / "bot.toml").write_text(BOT_FILES[bot], encoding="utf-8")
     return dest, "bot.toml"
 
 
@@ -135,7 +134,7 @@ def one_run(bot: str, timeout_s: float, sandbox: str, jobs: int) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--bot", choices=("python", "node", "cpp"), default="python")
+    parser.add_argument("--bot", choices=("python", "node", "cpp", "java"), default="python")
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--timeout", type=float, default=1200.0, help="seconds per run")
     parser.add_argument(

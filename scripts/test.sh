@@ -9,7 +9,8 @@ PY=${PYTHON:-python3}
 # referee starts runs in, with util-linux's setpriv), gVisor's runsc (the stronger tier,
 # tests/test_gvisor.py), the C++ toolchain with gRPC's
 # development files for the C++ sample bot, protoc plugins, Go with gRPC (the Go recipe of
-# docs/protocol-reference.md), and Debian Python's venv module.
+# docs/protocol-reference.md), Java with grpc-java (the Java kit), and Debian Python's venv
+# module.
 need=()
 command -v bwrap >/dev/null || need+=(bubblewrap)
 command -v setpriv >/dev/null || need+=(util-linux)
@@ -30,6 +31,12 @@ command -v docker-compose >/dev/null || need+=(docker-compose)
 # encode the messages protoc-gen-go writes.
 { command -v go && dpkg -s golang-google-grpc-dev golang-github-golang-protobuf-1-5-dev; } >/dev/null 2>&1 \
   || need+=(golang-go golang-google-grpc-dev golang-github-golang-protobuf-1-5-dev)
+# Java and Debian's grpc-java, to build the Java kit (sample_bots/java) offline as a league
+# does. libgrpc-java does not depend on the jars it runs with (Netty, protobuf, Guava,
+# perfmark, gson): named here; the stubs need the geronimo annotation jar to compile.
+java_pkgs=(openjdk-17-jdk-headless libgrpc-java libprotobuf-java libnetty-java libguava-java
+  libperfmark-java libgoogle-gson-java libgeronimo-annotation-1.3-spec-java)
+{ command -v javac && dpkg -s "${java_pkgs[@]}"; } >/dev/null 2>&1 || need+=("${java_pkgs[@]}")
 { command -v promtool && command -v prometheus; } >/dev/null || need+=(prometheus)
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need+=(postgresql)
 # The web pages' browser tests drive Debian's Chromium (Playwright is pointed at it).

@@ -490,6 +490,9 @@ LEAGUE_IMAGE_PACKAGES = {
     "libgrpc++-dev", "libprotobuf-dev", "libssl-dev", "protobuf-compiler",
     "protobuf-compiler-grpc", "golang-go", "golang-google-grpc-dev",
     "golang-github-golang-protobuf-1-5-dev", "protoc-gen-go", "protoc-gen-go-grpc",
+    "openjdk-17-jdk-headless", "libgrpc-java", "libprotobuf-java", "libnetty-java",
+    "libguava-java", "libperfmark-java", "libgoogle-gson-java",
+    "libgeronimo-annotation-1.3-spec-java", "protobuf-compiler-grpc-java-plugin",
 }  # fmt: skip
 
 
@@ -529,14 +532,23 @@ def test_every_tool_a_kit_builds_or_runs_with_comes_with_the_league_image() -> N
     if shutil.which("dpkg") is None:
         pytest.skip("dpkg is needed")
     tools = {"node", "cmake", "g++", "protoc", "grpc_cpp_plugin", "go",
-             "protoc-gen-go", "protoc-gen-go-grpc", "runsc", "bwrap"}  # fmt: skip
+             "protoc-gen-go", "protoc-gen-go-grpc", "runsc", "bwrap",
+             "java", "javac", "grpc_java_plugin"}  # fmt: skip
     kits = ROOT / "sample_bots"
+    java_build = (kits / "java" / "build.sh").read_text()
     said = " ".join(
-        [(kits / k / "bot.toml").read_text() for k in ("python", "node", "cpp", "go")]
+        [(kits / k / "bot.toml").read_text() for k in ("python", "node", "cpp", "go", "java")]
         + [(kits / "go" / "build.sh").read_text(), (kits / "cpp" / "CMakeLists.txt").read_text()]
+        + [java_build]
     )
-    for tool in ("node", "cmake", "protoc", "go build", "protoc-gen-go", "grpc_cpp_plugin"):
+    for tool in ("node", "cmake", "protoc", "go build", "protoc-gen-go", "grpc_cpp_plugin",
+                 '"java"', "javac", "grpc_java_plugin"):  # fmt: skip
         assert tool in said, tool  # the kits still use what this test checks
+    # The jars the Java kit's build compiles against and copies into its folder.
+    names = re.search(r'(?m)^JARS="([^"]*)"', java_build)
+    assert names is not None, 'sample_bots/java/build.sh names its jars in JARS="..."'
+    jars = [*names[1].split(), "geronimo-annotation-1.3-spec"]
+    assert "geronimo-annotation-1.3-spec.jar" in java_build
     installs = _final_installs("league.Dockerfile")
     files = {
         "/usr/include/grpcpp/grpcpp.h",
@@ -545,6 +557,7 @@ def test_every_tool_a_kit_builds_or_runs_with_comes_with_the_league_image() -> N
         "/usr/share/gocode/src/google.golang.org/grpc/server.go",
         "/usr/share/gocode/src/google.golang.org/protobuf/proto/encode.go",
     }
+    files |= {str(Path("/usr/share/java", f"{jar}.jar").resolve()) for jar in jars}
     paths = sorted({str(Path(shutil.which(t) or t).resolve()) for t in tools} | files)
     for path in paths:
         if not Path(path).exists():

@@ -33,6 +33,9 @@ FROM python:3.11-slim-bookworm
 #           gRPC plugin
 #   Go      Debian's Go with its gRPC and protobuf packages (/usr/share/gocode), protoc's
 #           Go plugins: builds offline, as the jail has no network
+#   Java    Debian's OpenJDK 17 (headless), grpc-java and the jars it runs with (Netty,
+#           protobuf, Guava, perfmark, gson, which libgrpc-java does not depend on), the
+#           stubs' annotation jar, protoc's Java gRPC plugin
 RUN apt-get update \
  && apt-get install -y --no-install-recommends \
       runsc bubblewrap libseccomp2 \
@@ -41,6 +44,9 @@ RUN apt-get update \
       protobuf-compiler protobuf-compiler-grpc \
       golang-go golang-google-grpc-dev golang-github-golang-protobuf-1-5-dev \
       protoc-gen-go protoc-gen-go-grpc \
+      openjdk-17-jdk-headless libgrpc-java libprotobuf-java libnetty-java libguava-java \
+      libperfmark-java libgoogle-gson-java libgeronimo-annotation-1.3-spec-java \
+      protobuf-compiler-grpc-java-plugin \
  && rm -rf /var/lib/apt/lists/*
 COPY --from=build /opt/venv /opt/venv
 # The referee starts hosted Python bots with "python3" from its own virtualenv first on PATH.

@@ -281,12 +281,13 @@ def alarms(args: argparse.Namespace, options: Options) -> None:
                 flagged[kind] += m.flagged
                 excess[kind].append(m.statistic)
                 ranks[kind].append(m.mean_rank)
-            for m in fp.pairs.values():
-                if m.units >= options.pair_min_units:
-                    pairs += 1
-                    pair_flags += m.flagged
+            reported = [(k, m) for k, m in fp.pairs.items() if m.units >= options.pair_min_units]
+            pairs += len(reported)
+            pair_flags += sum(m.flagged for _, m in reported)
             print(
-                f"league {league + 1}/{args.leagues}: flagged {fp.flagged() or 'none'}", flush=True
+                f"league {league + 1}/{args.leagues}: flagged {fp.flagged() or 'none'}; pairs "
+                f"flagged {[k for k, m in reported if m.flagged] or 'none'} of {len(reported)}",
+                flush=True,
             )
     total = 0
     print(

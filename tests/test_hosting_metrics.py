@@ -1,8 +1,8 @@
 """A hosted league's metrics, scraped from real processes: the league's build and
 validation times, queue depth and submissions (``referee serve`` with ``[hosting]``), and
 an external ``referee league worker``'s own endpoint, one scrape target per worker, which
-counts the matches that worker played (``sticheln_worker_matches_played_total``) and
-the decisions of its seats."""
+counts the matches that worker played (``sticheln_worker_matches_played_total``), the
+decisions of its seats and its warm pool (``sticheln_warm_bot_*``)."""
 
 from __future__ import annotations
 
@@ -119,6 +119,16 @@ def test_the_league_times_builds_and_an_external_worker_counts_its_matches(
             # What the worker counted is what it stored (the queue row is marked done
             # just after the count).
             assert before <= played <= after + 1
+            # Its warm pool: two matches of three entries share a bot, whose process the
+            # first match started and a later one reused; each bot's memory is its cgroup's.
+            assert seen['sticheln_warm_bot_seatings_total{process="warm"}'] >= 1
+            assert seen["sticheln_warm_bot_starts_total"] >= 2
+            held = [
+                seen[f'sticheln_warm_bot_processes{{state="{s}"}}'] for s in ("serving", "idle")
+            ]
+            assert sum(held) >= 2
+            memory = [v for k, v in seen.items() if k.startswith("sticheln_warm_bot_memory_bytes")]
+            assert memory and all(v > 1 << 20 for v in memory)
         finally:
             worker.terminate()
             worker.wait(60)

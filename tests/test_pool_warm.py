@@ -18,6 +18,7 @@ import pytest
 from bots.harness import BOTS_DIR, assert_no_processes, new_marker, run
 
 from referee.jail.bots import BotSpec
+from referee.match.metrics import RefereeMetrics
 from referee.match.pool import BotPool, Bounds, memory_bytes, pool_key
 from referee.match.server import RefereeServer
 
@@ -202,20 +203,41 @@ def test_retired_bots_stop_idle_at_once_and_lent_when_their_match_ends(tmp_path:
     assert_no_processes(marker)
 
 
-def test_a_process_that_dies_is_counted_lost_and_replaced(tmp_path: Path) -> None:
+def test_a_process_that_dies_is_counted_lost_and_replaced_and_the_metrics_say_so(
+    tmp_path: Path,
+) -> None:
     marker = new_marker()
     spec = _spec(marker)
+    metrics = RefereeMetrics()
+
+    def value(name: str, **labels: str) -> float | None:
+        return metrics.registry.get_sample_value(name, labels)
 
     async def check(pool: BotPool) -> None:
+        metrics.watch_pool(lambda: pool)
+        assert value("sticheln_warm_bot_processes", state="idle") == 0
         a = await pool.acquire(spec, "m1")
+        assert value("sticheln_warm_bot_processes", state="serving") == 1
+        memory = value("sticheln_warm_bot_memory_bytes", bot="lowest")
+        assert memory is not None and memory > 1 << 20, "a Python process holds over 1 MiB"
+        pool.release(a)
+        assert value("sticheln_warm_bot_processes", state="idle") == 1
+        again = await pool.acquire(spec, "m2")
+        assert again is a, "the warm process serves the next match"
         pool.release(a)
         os.killpg(a.process.proc.pid, signal.SIGKILL)
         await a.process.proc.wait()
-        b = await pool.acquire(spec, "m2")
+        b = await pool.acquire(spec, "m3")
         assert b.process is not a.process and b.alive
         while not pool.lost:  # the dead one is discarded in the background
             await asyncio.sleep(0.02)
         assert pool.lost == {"lowest": 1} and pool.stopped == {}
+        assert value("sticheln_warm_bot_restarts_total", bot="lowest") == 1
+        assert value("sticheln_warm_bot_starts_total") == 2
+        assert value("sticheln_warm_bot_seatings_total", process="fresh") == 2
+        assert value("sticheln_warm_bot_seatings_total", process="warm") == 1
+        assert value("sticheln_warm_bot_processes", state="serving") == 1
+        assert value("sticheln_warm_bot_stops_total", why="idle") == 0
         pool.release(b)
 
     run(_with_pool(tmp_path, Bounds(), check))

@@ -649,9 +649,10 @@ def worker(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from None
 
     if args.metrics_port is not None:
-        # The matches it played, their decisions, faults and think times: one scrape
-        # target per worker (queue depth and voids are the league's).
+        # The matches it played, their decisions, faults and think times, its warm pool:
+        # one scrape target per worker (queue depth and voids are the league's).
         w.metrics.watch_worker(w.name, lambda: w.played)
+        w.metrics.watch_pool(lambda: w.pool)
         port = w.metrics.serve(args.metrics_port, args.metrics_addr)
         print(f"metrics on http://{args.metrics_addr}:{port}/metrics", file=sys.stderr)
 

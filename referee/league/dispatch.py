@@ -168,6 +168,7 @@ class Dispatch:
         self.queued = 0
         #: Hosted bots' warm processes, for the matches played here (made at start).
         self.warm: BotPool | None = None
+        metrics.watch_pool(lambda: self.warm)
         #: The record lines of the matches workers elsewhere play.
         self._live = live.LiveReader(store, config.name)
         self._live_timer: asyncio.Task[None] | None = None

@@ -9,12 +9,16 @@ that a decision costs a dictionary lookup and two increments.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
-from prometheus_client.core import CounterMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from referee.match.faults import FaultReason
+
+if TYPE_CHECKING:
+    from referee.match.pool import BotPool
 
 # Think times from 100 µs to the default 1 s clock and beyond.
 THINK_BUCKETS = (
@@ -136,6 +140,11 @@ class RefereeMetrics:
         worker's own endpoint says which of them it played)."""
         self.registry.register(_Played(name, played))
 
+    def watch_pool(self, pool: Callable[[], BotPool | None]) -> None:
+        """Export a warm pool's processes (``sticheln_warm_bot_*``, docs/metrics.md), read
+        from ``pool()`` at each scrape (nothing while it gives None: a pool not made yet)."""
+        self.registry.register(_WarmPool(pool))
+
     def serve(self, port: int, addr: str = "127.0.0.1") -> int:
         """Serve the exposition over HTTP on ``addr:port`` (0 = any free port); returns the port."""
         server, _thread = start_http_server(port, addr=addr, registry=self.registry)
@@ -194,3 +203,78 @@ class _Played(Collector):
         )
         family.add_metric([self.name], float(self.played()))
         yield family
+
+
+#: The states of a warm pool's process (:class:`~referee.match.pool.HeldProcess`).
+POOL_STATES = ("starting", "serving", "idle")
+#: Why a pool stopped a process (:attr:`~referee.match.pool.BotPool.stopped`).
+POOL_STOPS = ("idle", "room", "retired")
+
+
+class _WarmPool(Collector):
+    """A warm pool's processes, read when scraped (from the metrics server's thread: the
+    pool's lists and counts are copied, never changed here)."""
+
+    def __init__(self, pool: Callable[[], BotPool | None]) -> None:
+        self.pool = pool
+
+    def collect(self) -> Iterator[GaugeMetricFamily | CounterMetricFamily]:
+        pool = self.pool()
+        if pool is None:
+            return
+        held = pool.held_now()
+        processes = GaugeMetricFamily(
+            "sticheln_warm_bot_processes",
+            "Bot processes a warm pool holds now, by state (starting, serving, idle).",
+            labels=["state"],
+        )
+        for state in POOL_STATES:
+            processes.add_metric([state], sum(h.state == state for h in held))
+        yield processes
+        memory = GaugeMetricFamily(
+            "sticheln_warm_bot_memory_bytes",
+            "Memory of a warm pool's processes of each bot together (their cgroups': in the "
+            "gVisor tier the Sentry and gofer too), by bot; processes still starting are "
+            "not counted.",
+            labels=["bot"],
+        )
+        by_bot: dict[str, int] = {}
+        for h in held:
+            if h.state != "starting":
+                by_bot[h.bot] = by_bot.get(h.bot, 0) + h.memory_bytes
+        for bot, used in sorted(by_bot.items()):
+            memory.add_metric([bot], used)
+        yield memory
+        started = CounterMetricFamily(
+            "sticheln_warm_bot_starts", "Bot processes a warm pool has started."
+        )
+        started.add_metric([], pool.started)
+        yield started
+        seatings = CounterMetricFamily(
+            "sticheln_warm_bot_seatings",
+            "Seats a warm pool lent to matches, from a process that had served none before "
+            "(fresh) or from one that had (warm: reuse).",
+            labels=["process"],
+        )
+        for kind, count in sorted(dict(pool.seatings).items()):
+            seatings.add_metric([kind], count)
+        yield seatings
+        restarts = CounterMetricFamily(
+            "sticheln_warm_bot_restarts",
+            "A warm pool's processes that died or whose stream a match cut (the bot's "
+            "fault), by bot; each is replaced by a fresh process for the bot's next match.",
+            labels=["bot"],
+        )
+        for bot, count in sorted(dict(pool.lost).items()):
+            restarts.add_metric([bot], count)
+        yield restarts
+        stops = CounterMetricFamily(
+            "sticheln_warm_bot_stops",
+            "A warm pool's processes it stopped, by why (idle: past its idle time; room: "
+            "for the pool's bounds; retired: the submission no longer plays).",
+            labels=["why"],
+        )
+        stopped = dict(pool.stopped)
+        for why in POOL_STOPS:
+            stops.add_metric([why], stopped.get(why, 0))
+        yield stops

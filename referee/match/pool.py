@@ -364,6 +364,16 @@ class Bounds:
     idle_s: float = 0.0
 
 
+@dataclass(frozen=True)
+class HeldProcess:
+    """A process a pool holds: its bot's name, ``"starting"``, ``"serving"`` (a match
+    holds one of its streams) or ``"idle"``, and its memory in bytes (0 while starting)."""
+
+    bot: str
+    state: str
+    memory_bytes: int
+
+
 @dataclass(eq=False)
 class PooledBot:
     """One stream of a started bot process (a process with ``seats = N`` has N)."""
@@ -403,6 +413,8 @@ class _Launch:
     retired: bool = False
     #: The pool stopped it (retired, idle, or to make room): its end is not a death.
     stopping: bool = False
+    #: Seats of matches its streams have been lent to.
+    served: int = 0
 
     @property
     def starting(self) -> bool:
@@ -436,6 +448,9 @@ class BotPool:
     lost: dict[str, int] = field(default_factory=dict)
     #: Processes the pool stopped: ``"idle"``, ``"room"`` (bounds) or ``"retired"``.
     stopped: dict[str, int] = field(default_factory=dict)
+    #: Seats lent: from a process that had served no match before (``fresh``), and from
+    #: one that had (``warm``: the pool's reuse).
+    seatings: dict[str, int] = field(default_factory=lambda: {"fresh": 0, "warm": 0})
     _sweeper: asyncio.Task[None] | None = None
 
     def serves(self, spec: BotSpec) -> bool:
@@ -507,6 +522,8 @@ class BotPool:
         return self._lend(launch.promised_bots.pop(), match_id, deal_seed)
 
     def _lend(self, bot: PooledBot, match_id: str, deal_seed: int | None = None) -> PooledBot:
+        self.seatings["warm" if bot.launch.served else "fresh"] += 1
+        bot.launch.served += 1
         bot.matches += 1
         if bot.process.bounds is not None:
             bot.process.bounds.log.another_match()  # its log's cap is per match
@@ -559,6 +576,15 @@ class BotPool:
     def processes(self) -> int:
         """Bot processes the pool holds now, started or starting."""
         return len(self._ready()) + len(self._launches)
+
+    def held_now(self) -> list[HeldProcess]:
+        """What each process the pool holds now is doing, and its memory (its cgroup's):
+        for the pool's metrics (:meth:`referee.match.metrics.RefereeMetrics.watch_pool`)."""
+        out = [HeldProcess(x.spec.name, "starting", 0) for x in list(self._launches)]
+        for launch, bots in self._ready().items():
+            state = "serving" if any(b.match_id for b in bots) else "idle"
+            out.append(HeldProcess(launch.spec.name, state, memory_bytes(bots[0].process)))
+        return out
 
     def memory_mb(self) -> float:
         """The memory of the processes the pool holds now (their cgroups'), in MiB."""

@@ -144,7 +144,7 @@ def table(doc: dict[str, Any]) -> str:
     if doc["pairs"]:
         lines.append("")
         lines.append(
-            "pairs (each one's choices valued for the other; rounds shared: "
+            "pairs (each one's choices valued for the two as a team; rounds shared: "
             f"at least {doc['test']['pair_min_rounds']})"
         )
         for p in doc["pairs"]:

@@ -93,7 +93,7 @@ class FairPlay:
                     sum(x for _, x in items),
                     len(items),
                 )
-            # One unit per pair of seats per round: each one's choices valued for the other.
+            # One unit per pair of seats per round: each one's choices valued for the two as a team.
             by_pair: dict[tuple[str, str], list[tuple[float, float]]] = {}
             for f in here:
                 seat = f.decision.seat

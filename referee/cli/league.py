@@ -126,6 +126,9 @@ def add_parsers(sub: Subparsers) -> None:
     lgs.add_argument(
         "--submission", type=int, default=0, metavar="N", help="one submission's logs only"
     )
+    from referee.cli import season
+
+    season.add_parser(league_action)
     wk = lg_sub.add_parser(
         "worker",
         help="play a league's queued matches of hosted bots, from its database",
@@ -302,6 +305,10 @@ def league(args: argparse.Namespace) -> int:
     with grpc.insecure_channel(args.address) as channel:
         stub = league_pb2_grpc.LeagueStub(channel)  # type: ignore[no-untyped-call]
         try:
+            if args.action == "season":
+                from referee.cli import season
+
+                return season.season(args, stub)
             if args.action == "status":
                 subs = stub.SubmissionStatus(
                     league_pb2.SubmissionStatusRequest(name=args.name),

@@ -1,6 +1,6 @@
 """The ``sticheln.v1.League`` service: thin; the league's rooms hold the state.
 
-Admin calls (register, new version, revoke) need the league's admin token; a bot's own
+Admin calls (register, new version, revoke, end a season) need the league's admin token; a bot's own
 calls (Submit, SubmissionStatus) its bot token; the rest are public. Domain errors map to
 gRPC status codes in one place (:func:`_mapped`).
 """
@@ -14,8 +14,10 @@ from typing import TYPE_CHECKING, Any
 import grpc
 import structlog
 
+from referee.league.archive import ArchiveRefused
 from referee.league.publishing import RECENT
 from referee.league.registry import BotEntry, RegistryError
+from referee.league.season import DEFAULT_DEALS, SeasonRefused
 from referee.league.uploads import client_address
 from referee.match.server import Refused
 from referee.results.store import StoreError
@@ -254,6 +256,26 @@ class LeagueServicer:
                 )
         return response
 
+    async def EndSeason(
+        self, request: league_pb2.EndSeasonRequest, context: Context
+    ) -> league_pb2.Season:
+        self._admin(context)
+        seasons = self.league.seasons
+        try:
+            season = await seasons.end(
+                request.deals or DEFAULT_DEALS, request.max_matches, request.parallel
+            )
+        except SeasonRefused as exc:
+            raise Refused(grpc.StatusCode.FAILED_PRECONDITION, str(exc)) from None
+        except ArchiveRefused as exc:  # a frozen submission's code is gone from the store
+            raise Refused(grpc.StatusCode.FAILED_PRECONDITION, str(exc)) from None
+        return seasons.message(season)
+
+    async def Seasons(
+        self, request: league_pb2.SeasonsRequest, context: Context
+    ) -> league_pb2.SeasonsResponse:
+        return self.league.seasons.response()
+
     async def Standings(
         self, request: league_pb2.StandingsRequest, context: Context
     ) -> league_pb2.StandingsResponse:
@@ -299,6 +321,8 @@ class LeagueServicer:
                 league_pb2.ActivateSubmissionRequest,
             ),
             "GetLogs": (self.GetLogs, league_pb2.GetLogsRequest),
+            "EndSeason": (self.EndSeason, league_pb2.EndSeasonRequest),
+            "Seasons": (self.Seasons, league_pb2.SeasonsRequest),
         }
         methods: dict[str, grpc.RpcMethodHandler[Any, Any]] = {
             name: grpc.unary_unary_rpc_method_handler(

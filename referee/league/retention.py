@@ -22,6 +22,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from referee.league.season import frozen_hashes
 from referee.league.submissions import PLAYING, REFUSED, RETIRED
 from referee.results.store import Store
 
@@ -90,6 +91,7 @@ class Retention:
         ).fetchall():
             for seat in json.loads(code).values():
                 keep.add(str(seat.get("sha256", "")))
+        keep |= frozen_hashes(self.store)  # the code of a final still being played
         return old - keep
 
     def sweep(self, now: float | None = None) -> Swept:

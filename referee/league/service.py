@@ -55,6 +55,7 @@ from referee.league.publishing import RECENT, Publisher
 from referee.league.registry import BotEntry, BotRegistry
 from referee.league.retention import Swept
 from referee.league.scheduler import History
+from referee.league.season import Seasons
 from referee.league.submissions import REFUSED, RETIRED, MatchQueue, Submission, Submissions
 from referee.league.uploads import MAX_UPLOADS, Uploads
 from referee.match.dealkey import DealKey
@@ -126,6 +127,14 @@ class League:
             self.hosting.on_decided.append(self._hosted_decided)
             self.hosting.on_swept.append(self._swept)
             self.uploads = Uploads(self.hosting, self.submissions, self._owner_of)
+        #: Seasons and their finals (:mod:`referee.league.season`).
+        self.seasons = Seasons(
+            config,
+            self.store,
+            self.submissions,
+            self.hosting,
+            active=lambda bot: (e := self.registry.get(bot)) is not None and e.active,
+        )
         self.deals = Deals()
         history = History()
         self.lobby = StreamLobby(config, self.registry, wake=lambda: self.matchmaker.wake())
@@ -235,6 +244,7 @@ class League:
         revalidating = self.hosting.resume() if self.hosting is not None else 0
         if self.hosting is not None:
             self.hosting.start_sweeping()
+        finals = self.seasons.resume() if self.hosting is not None else 0
         tls = TlsConfig(c.tls_cert, c.tls_key) if c.tls_cert and c.tls_key else None
         await self.server.start(c.host, c.port, tls)
         self.matchmaker.start()
@@ -252,6 +262,7 @@ class League:
             hosting=c.hosting.enabled,
             hosted=len(self.matchmaker.playing),
             revalidating=revalidating,
+            finals_resumed=finals,
             queue_voided=len(voided),
         )
 
@@ -263,6 +274,7 @@ class League:
         for service in ("", SERVICE_NAME, LEAGUE_SERVICE):  # health checks see it go at once
             await self.server.set_serving(service, False)
         await self.matchmaker.stop()
+        await self.seasons.stop()  # a final's finished matches stay; the next start plays on
         if self.hosting is not None:
             await self.hosting.stop()
         await self.dispatch.stop(self.config.shutdown_grace_s)
@@ -389,6 +401,8 @@ class League:
                 f"match {match_id!r} is still running; watch it with WatchMatch",
             )
         path = self.publisher.record_path(match_id)
+        if path is None:
+            path = self.seasons.record_path(match_id)  # a final's match, once it has ended
         if path is None:
             raise Refused(
                 grpc.StatusCode.NOT_FOUND, f"no finished match {match_id!r} in this league"

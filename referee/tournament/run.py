@@ -25,7 +25,7 @@ import math
 import os
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -235,6 +235,7 @@ async def run_tournament(
     live_records: bool = False,
     plain_progress: bool = False,
     on_open: Callable[[], None] | None = None,
+    code: Mapping[str, tuple[int, str]] | None = None,
 ) -> TournamentOutcome:
     """Play every unfinished match of ``config`` (or of ``indices``, or of ``shard``) and,
     once the whole tournament is finished in the database, export the standings.
@@ -245,6 +246,9 @@ async def run_tournament(
     file on one machine): each plans, resets and plays only its own matches. The deal key
     is the database's (made at creation); ``deal_key`` gives it instead, for shards with
     databases of their own, and must equal the stored key when there is one.
+
+    ``code`` names a bot's submission and code hash, for every record's header (a
+    league's season final plays its entries' frozen submissions).
     """
     full = make_schedule(config)
     schedule = _select(full, indices, shard)
@@ -270,6 +274,7 @@ async def run_tournament(
             )
         run.bar = bar = Progress(len(schedule), run.done, progress, plain_progress)
         run.live_records = live_records
+        run.code = dict(code or {})
         if config.mode == "duplicate":
             resident.for_replays()  # a later seating must not read what an earlier one left
         player = await start_player(
@@ -347,6 +352,8 @@ class _TournamentRun:
         self.forfeits: collections.Counter[str] = collections.Counter()
         #: Every record line reaches its file at once (a web page watches the matches).
         self.live_records = False
+        #: A bot's submission number and code hash, for the records' headers.
+        self.code: dict[str, tuple[int, str]] = {}
 
     @classmethod
     def open(
@@ -437,6 +444,7 @@ class _TournamentRun:
             seed_withheld=self._withheld(m),
             bot_seeds=self.key.bot_seeds(m.deal, len(m.seating)),
             live=self.live_records,
+            code=tuple(self.code.get(name) for name in m.seating) if self.code else (),
         )
         aborts = deaths = voids = 0
         while True:

@@ -68,6 +68,8 @@ class MatchJob:
     #: Flush every record line as it is written: the tournament's web page shows the
     #: running match card by card from the growing file (else it is flushed per round).
     live: bool = False
+    #: Per seat, its bot's submission number and code hash (None: none), for the header.
+    code: tuple[tuple[int, str] | None, ...] = ()
 
 
 class WorkerDied(Exception):
@@ -179,6 +181,7 @@ def _runner(
         deal=job.deal,
         deal_key_commitment=job.deal_key_commitment,
         bot_seeds=job.bot_seeds,
+        code=job.code,
     )
     if job.live:
         runner.on_record = _flush_each_line(runner)

@@ -278,6 +278,7 @@ class WebServer:
             "/api/matches/{match_id}/state": self.match_state,
             "/api/updates": self.updates,
             "/api/compare": self.compare,
+            "/api/seasons": self.seasons,
         }
         for path, handler in api.items():
             r.add_get(path, handler)
@@ -484,6 +485,11 @@ class WebServer:
         if doc is None:
             raise NotFound("not a comparison: serve a `referee compare` folder")
         return _json(doc())
+
+    async def seasons(self, request: web.Request) -> web.StreamResponse:
+        """A league's seasons and their finals (docs/league.md); none for any other source."""
+        doc = getattr(self.source, "seasons", None)
+        return _json(doc() if doc is not None else {"current": None, "seasons": []})
 
     async def bots(self, request: web.Request) -> web.StreamResponse:
         return _json({"bots": self.source.bots()})

@@ -363,6 +363,45 @@ class LeagueSource(Source):
             )
         return out
 
+    def seasons(self) -> dict[str, Any]:
+        """The current season and every ended one with its final (``/api/seasons``)."""
+        reply = self.league.seasons.response()
+        return {
+            "current": reply.current,
+            "current_since": reply.current_since,
+            "seasons": [
+                {
+                    "season": s.number,
+                    "status": s.status,
+                    "started_at": s.started_at,
+                    "ended_at": s.ended_at,
+                    "final": s.final,
+                    "deals": s.deals,
+                    "table_size": s.table_size,
+                    "planned": s.planned,
+                    "finished": s.finished,
+                    "finished_at": s.finished_at or None,
+                    "deal_key_commitment": s.deal_key_commitment,
+                    "deal_key": s.deal_key or None,
+                    "finalists": [
+                        {"bot": f.bot, "submission": f.submission, "sha256": f.sha256}
+                        for f in s.finalists
+                    ],
+                    "standings": data.ranked(_standings_rows(s.standings)),
+                    "matches": [
+                        {
+                            "match_id": m.match_id,
+                            "seating": list(m.seating),
+                            "totals": list(m.totals),
+                            "places": list(m.places),
+                        }
+                        for m in s.matches
+                    ],
+                }
+                for s in reply.seasons
+            ],
+        }
+
     def logs(self, name: str, token: str) -> dict[str, Any]:
         # The owner's part: its token (or the admin token), never anyone else.
         import secrets

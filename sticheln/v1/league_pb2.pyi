@@ -434,3 +434,71 @@ class GetLogsResponse(_message.Message):
     logs: _containers.RepeatedCompositeFieldContainer[BotLog]
     retention_days: int
     def __init__(self, logs: _Optional[_Iterable[_Union[BotLog, _Mapping]]] = ..., retention_days: _Optional[int] = ...) -> None: ...
+
+class EndSeasonRequest(_message.Message):
+    __slots__ = ("deals", "max_matches", "parallel")
+    DEALS_FIELD_NUMBER: _ClassVar[int]
+    MAX_MATCHES_FIELD_NUMBER: _ClassVar[int]
+    PARALLEL_FIELD_NUMBER: _ClassVar[int]
+    deals: int
+    max_matches: int
+    parallel: int
+    def __init__(self, deals: _Optional[int] = ..., max_matches: _Optional[int] = ..., parallel: _Optional[int] = ...) -> None: ...
+
+class Finalist(_message.Message):
+    __slots__ = ("bot", "submission", "sha256")
+    BOT_FIELD_NUMBER: _ClassVar[int]
+    SUBMISSION_FIELD_NUMBER: _ClassVar[int]
+    SHA256_FIELD_NUMBER: _ClassVar[int]
+    bot: str
+    submission: int
+    sha256: str
+    def __init__(self, bot: _Optional[str] = ..., submission: _Optional[int] = ..., sha256: _Optional[str] = ...) -> None: ...
+
+class Season(_message.Message):
+    __slots__ = ("number", "started_at", "ended_at", "final", "status", "finalists", "deals", "table_size", "planned", "finished", "finished_at", "deal_key_commitment", "deal_key", "standings", "matches")
+    NUMBER_FIELD_NUMBER: _ClassVar[int]
+    STARTED_AT_FIELD_NUMBER: _ClassVar[int]
+    ENDED_AT_FIELD_NUMBER: _ClassVar[int]
+    FINAL_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    FINALISTS_FIELD_NUMBER: _ClassVar[int]
+    DEALS_FIELD_NUMBER: _ClassVar[int]
+    TABLE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PLANNED_FIELD_NUMBER: _ClassVar[int]
+    FINISHED_FIELD_NUMBER: _ClassVar[int]
+    FINISHED_AT_FIELD_NUMBER: _ClassVar[int]
+    DEAL_KEY_COMMITMENT_FIELD_NUMBER: _ClassVar[int]
+    DEAL_KEY_FIELD_NUMBER: _ClassVar[int]
+    STANDINGS_FIELD_NUMBER: _ClassVar[int]
+    MATCHES_FIELD_NUMBER: _ClassVar[int]
+    number: int
+    started_at: float
+    ended_at: float
+    final: str
+    status: str
+    finalists: _containers.RepeatedCompositeFieldContainer[Finalist]
+    deals: int
+    table_size: int
+    planned: int
+    finished: int
+    finished_at: float
+    deal_key_commitment: str
+    deal_key: str
+    standings: StandingsResponse
+    matches: _containers.RepeatedCompositeFieldContainer[MatchSummary]
+    def __init__(self, number: _Optional[int] = ..., started_at: _Optional[float] = ..., ended_at: _Optional[float] = ..., final: _Optional[str] = ..., status: _Optional[str] = ..., finalists: _Optional[_Iterable[_Union[Finalist, _Mapping]]] = ..., deals: _Optional[int] = ..., table_size: _Optional[int] = ..., planned: _Optional[int] = ..., finished: _Optional[int] = ..., finished_at: _Optional[float] = ..., deal_key_commitment: _Optional[str] = ..., deal_key: _Optional[str] = ..., standings: _Optional[_Union[StandingsResponse, _Mapping]] = ..., matches: _Optional[_Iterable[_Union[MatchSummary, _Mapping]]] = ...) -> None: ...
+
+class SeasonsRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class SeasonsResponse(_message.Message):
+    __slots__ = ("current", "current_since", "seasons")
+    CURRENT_FIELD_NUMBER: _ClassVar[int]
+    CURRENT_SINCE_FIELD_NUMBER: _ClassVar[int]
+    SEASONS_FIELD_NUMBER: _ClassVar[int]
+    current: int
+    current_since: float
+    seasons: _containers.RepeatedCompositeFieldContainer[Season]
+    def __init__(self, current: _Optional[int] = ..., current_since: _Optional[float] = ..., seasons: _Optional[_Iterable[_Union[Season, _Mapping]]] = ...) -> None: ...

@@ -95,6 +95,16 @@ class LeagueStub:
                 request_serializer=sticheln_dot_v1_dot_league__pb2.GetLogsRequest.SerializeToString,
                 response_deserializer=sticheln_dot_v1_dot_league__pb2.GetLogsResponse.FromString,
                 _registered_method=True)
+        self.EndSeason = channel.unary_unary(
+                '/sticheln.v1.League/EndSeason',
+                request_serializer=sticheln_dot_v1_dot_league__pb2.EndSeasonRequest.SerializeToString,
+                response_deserializer=sticheln_dot_v1_dot_league__pb2.Season.FromString,
+                _registered_method=True)
+        self.Seasons = channel.unary_unary(
+                '/sticheln.v1.League/Seasons',
+                request_serializer=sticheln_dot_v1_dot_league__pb2.SeasonsRequest.SerializeToString,
+                response_deserializer=sticheln_dot_v1_dot_league__pb2.SeasonsResponse.FromString,
+                _registered_method=True)
 
 
 class LeagueServicer:
@@ -204,6 +214,24 @@ class LeagueServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def EndSeason(self, request, context):
+        """Admin: end the current season. Each active entry's playing submission is frozen and
+        a final starts: a duplicate round robin of the frozen submissions, played as a
+        tournament with its own deal key (its commitment in the answer, the key in `Seasons`
+        once the final has ended). The ladder goes on in the next season. A final still
+        being played, or too few entries with a playing submission, is `FAILED_PRECONDITION`.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Seasons(self, request, context):
+        """The seasons: the current one, and each ended one with its finalists and final.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_LeagueServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -266,6 +294,16 @@ def add_LeagueServicer_to_server(servicer, server):
                     servicer.GetLogs,
                     request_deserializer=sticheln_dot_v1_dot_league__pb2.GetLogsRequest.FromString,
                     response_serializer=sticheln_dot_v1_dot_league__pb2.GetLogsResponse.SerializeToString,
+            ),
+            'EndSeason': grpc.unary_unary_rpc_method_handler(
+                    servicer.EndSeason,
+                    request_deserializer=sticheln_dot_v1_dot_league__pb2.EndSeasonRequest.FromString,
+                    response_serializer=sticheln_dot_v1_dot_league__pb2.Season.SerializeToString,
+            ),
+            'Seasons': grpc.unary_unary_rpc_method_handler(
+                    servicer.Seasons,
+                    request_deserializer=sticheln_dot_v1_dot_league__pb2.SeasonsRequest.FromString,
+                    response_serializer=sticheln_dot_v1_dot_league__pb2.SeasonsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -593,6 +631,60 @@ class League:
             '/sticheln.v1.League/GetLogs',
             sticheln_dot_v1_dot_league__pb2.GetLogsRequest.SerializeToString,
             sticheln_dot_v1_dot_league__pb2.GetLogsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def EndSeason(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/sticheln.v1.League/EndSeason',
+            sticheln_dot_v1_dot_league__pb2.EndSeasonRequest.SerializeToString,
+            sticheln_dot_v1_dot_league__pb2.Season.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Seasons(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/sticheln.v1.League/Seasons',
+            sticheln_dot_v1_dot_league__pb2.SeasonsRequest.SerializeToString,
+            sticheln_dot_v1_dot_league__pb2.SeasonsResponse.FromString,
             options,
             channel_credentials,
             insecure,

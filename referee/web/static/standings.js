@@ -1,6 +1,7 @@
 // The standings: published ratings with their intervals, live Elo and statistics;
 // fetched again when they are published again (the update stream names their version).
 import { api, apiTagged, el, fmt, interval, signed, botLink, frame, showError, errorBarChart, progressLine, scrollable, chartWidth, fill, followUpdates, redrawOnResize, UNMEASURED } from "/static/common.js";
+import { seasonsSection } from "/static/seasons.js";
 
 const main = document.getElementById("main");
 // What Rating and Live Elo are: the server writes it; kept across redraws.
@@ -24,6 +25,7 @@ async function render(what = ["standings", "bots"]) {
     else bots = asked[i].body;
   });
   if (!progress) progress = (await api("/api/info")).progress;
+  const seasons = await seasonsSection();  // a league's finals, under the ladder
   const rows = standings.standings;
   const more = (i) => (MORE.has(i) ? "more" : null);
   const body = rows.map((r) => el("tr", { "data-bot": r.bot },
@@ -60,7 +62,8 @@ async function render(what = ["standings", "bots"]) {
     notes.length ? el("p", { class: "muted", id: "interval-note", text: notes.join(" ") }) : null,
     unrated.length ? [el("h2", { text: "No rated match yet" }), el("p", { id: "unrated" }, unrated.flatMap((b, i) => [i ? ", " : "", botLink(b)]))] : null,
     rows.length ? el("h2", { text: "Ratings with their 95% intervals" }) : null,
-    rows.length ? errorBarChart(rows, chartWidth(main, CHART_WIDTH)) : null);
+    rows.length ? errorBarChart(rows, chartWidth(main, CHART_WIDTH)) : null,
+    seasons);
   charted = rows;
 }
 

@@ -1,0 +1,240 @@
+"""Seasons as an organiser runs them, on SQLite and PostgreSQL, with real ``referee league``
+commands against a real ``referee serve``: ``season end`` (the admin token's) freezes each
+entry's playing submission and plays a final of them, a duplicate round robin with its
+own deal key; the ladder goes on; a league killed mid-final plays the rest of it at its
+next start and loses no finished match; the final's standings, finalists, deal key and
+matches are served by ``season list``, the League service and the pages' API, and
+``referee verify`` audits the final's folder against the commitment published at its start.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import grpc
+from leaguekit import (
+    ADMIN_TOKEN,
+    REFEREE,
+    ROOT,
+    LeagueDb,
+    Serve,
+    query,
+    serving,
+    wait_for,
+)
+from test_authors import web_get
+from test_hosting import PYTHON_BOT, VALIDATED_S, cli, code_dir, league_file, submitted
+
+from sticheln.v1 import league_pb2
+
+__all__ = ["code_dir"]  # the fixture, used by name
+
+DEALS = 1  # per table: 3 entries at one table of 3, so 1 deal x 3 rotations = 3 matches
+
+
+def season(address: str, *args: str, token: str = ADMIN_TOKEN) -> subprocess.CompletedProcess[str]:
+    """``referee league season ...`` with ``token`` as the admin token."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("STICHELN_")}
+    if token:
+        env["STICHELN_ADMIN_TOKEN"] = token
+    return subprocess.run(
+        [*REFEREE, "league", "season", *args, "--address", address],
+        capture_output=True, text=True, timeout=120, env=env, cwd=ROOT,
+    )  # fmt: skip
+
+
+def playing(league: Any) -> bool:
+    """Every entry plays (read over the League service: a CLI call costs seconds)."""
+    try:
+        bots = league.ListBots(league_pb2.ListBotsRequest(), timeout=10).bots
+    except grpc.RpcError as exc:  # a slow answer on a loaded machine: asked again
+        if exc.code() != grpc.StatusCode.DEADLINE_EXCEEDED:
+            raise
+        return False
+    return bool(bots) and all(b.status == "playing" for b in bots)
+
+
+def final_status(league: Any) -> str:
+    try:
+        got = league.Seasons(league_pb2.SeasonsRequest(), timeout=10).seasons
+    except grpc.RpcError as exc:  # a slow answer on a loaded machine: asked again
+        if exc.code() != grpc.StatusCode.DEADLINE_EXCEEDED:
+            raise
+        return ""
+    return got[0].status if got else ""
+
+
+def seasons_json(address: str) -> list[dict[str, Any]]:
+    done = season(address, "list", "--json", token="")
+    assert done.returncode == 0, done.stderr
+    return [json.loads(line) for line in done.stdout.splitlines()]
+
+
+def refusal(league: Any, token: str) -> Any:
+    """The error ``EndSeason`` answers with ``token`` (it must refuse)."""
+    metadata = (("authorization", f"Bearer {token}"),) if token else ()
+    try:
+        league.EndSeason(league_pb2.EndSeasonRequest(deals=1), metadata=metadata, timeout=30)
+    except grpc.RpcError as exc:
+        return exc
+    raise AssertionError("EndSeason was not refused")
+
+
+def final_rows(db: Path | str, final: str) -> dict[int, tuple[Any, ...]]:
+    """The final's finished matches: index to (match id, seed, seating, finish order) and
+    their seats' (bot, total, place)."""
+    rows = query(
+        db,
+        "SELECT idx, match_id, seed, seating, finish_order FROM matches "
+        "WHERE tournament = ? AND status = 'finished'",
+        (final,),
+    )
+    seats = query(
+        db,
+        "SELECT idx, seat, bot, total, place FROM results WHERE tournament = ? ORDER BY idx, seat",
+        (final,),
+    )
+    return {r[0]: (*r[1:], tuple(s[2:] for s in seats if s[0] == r[0])) for r in rows}
+
+
+def test_an_organiser_ends_a_season_and_its_final_survives_a_killed_league(
+    tmp_path: Path, league_db: LeagueDb, code_dir: Path
+) -> None:
+    config = league_file(tmp_path, league_db, code_dir, workers=1, validation_jobs=3)
+    config.write_text(config.read_text().replace("[league]\n", "[league]\nweb_port = 0\n", 1))
+    first = Serve(config, tmp_path / "serve.log")
+    try:
+        address = first.address
+        tokens = {n: first.register(n) for n in ("alpha", "beta", "gamma")}
+        # Too early: no entry plays yet (refusals over the service: a CLI call costs seconds).
+        early = refusal(first.league, ADMIN_TOKEN)
+        assert early.code() == grpc.StatusCode.FAILED_PRECONDITION, early
+        assert (
+            early.details()
+            == "a final needs at least 3 entries with a playing submission; 0 have one"
+        )
+        shas = {
+            name: submitted(
+                cli(address, "submit", str(PYTHON_BOT), "--bot-file", "bot.toml",
+                    token=tokens[name]), name, 1,
+            )
+            for name in tokens
+        }  # fmt: skip
+        wait_for(lambda: playing(first.league), VALIDATED_S * 2, "the three to play", every=0.5)
+        # Only the admin token ends a season.
+        assert refusal(first.league, "").code() == grpc.StatusCode.UNAUTHENTICATED
+        assert refusal(first.league, "wrong").code() == grpc.StatusCode.UNAUTHENTICATED
+        assert refusal(first.league, tokens["alpha"]).code() == grpc.StatusCode.PERMISSION_DENIED
+        assert not first.league.Seasons(league_pb2.SeasonsRequest(), timeout=10).seasons
+
+        ended = season(address, "end", "--deals", str(DEALS), "--parallel", "1")
+        assert ended.returncode == 0, ended.stderr
+        lines = ended.stdout.splitlines()
+        assert lines[0] == "season 1 ended; season 2 has begun", lines
+        final = "hosted-final-1"
+        assert lines[1] == (
+            f"final {final}: 3 finalists, {DEALS * 3} matches ({DEALS} deals per table of 3, "
+            "duplicate)"
+        ), lines
+        for name in ("alpha", "beta", "gamma"):
+            assert f"  {name:24} submission 1    sha256 {shas[name]}" in lines, lines
+        commitment = lines[-1].split()[3]
+        assert len(commitment) == 64, lines
+        # A second end while the final is played is refused.
+        again = refusal(first.league, ADMIN_TOKEN)
+        assert again.code() == grpc.StatusCode.FAILED_PRECONDITION
+        assert "the final of season 1 is still being played" in again.details(), again
+
+        ladder = query(
+            league_db.target,
+            "SELECT COUNT(*) FROM matches WHERE tournament = 'hosted' AND status = 'finished'",
+        )[0][0]
+        wait_for(
+            lambda: final_rows(league_db.target, final),
+            120,
+            "a match of the final to finish",
+            every=0.1,
+        )
+        # Its record is not shown while the final is played (a deal's seatings share hands).
+        some = next(iter(final_rows(league_db.target, final).values()))[0]
+        try:
+            first.league.GetMatchRecord(league_pb2.GetMatchRecordRequest(match_id=some), timeout=10)
+            raise AssertionError("a final's record was served while the final was played")
+        except grpc.RpcError as exc:
+            assert exc.code() == grpc.StatusCode.FAILED_PRECONDITION, exc
+    finally:
+        first.proc.kill()
+        first.proc.wait(30)
+        first.channel.close()
+    before = final_rows(league_db.target, final)
+    planned = query(
+        league_db.target, "SELECT COUNT(*) FROM matches WHERE tournament = ?", (final,)
+    )[0][0]
+    assert planned == DEALS * 3
+    assert 0 < len(before) < planned, "the league was killed in the middle of its final"
+
+    with serving(config, tmp_path / "serve2.log") as s:
+        web = s.lines.get(timeout=30).rsplit(" ", 1)[1].strip().rstrip("/")
+        wait_for(lambda: final_status(s.league) == "finished", 240, "the final to end", every=0.5)
+        (done,) = seasons_json(s.address)
+        after = final_rows(league_db.target, final)
+        # No finished match was lost or played again: same seed, seats and finish order.
+        assert len(after) == planned
+        assert all(after[idx] == row for idx, row in before.items()), (before, after)
+        assert done["season"] == 1 and done["final"] == final
+        assert done["planned"] == done["finished"] == planned
+        assert done["deal_key_commitment"] == commitment
+        assert done["deal_key"] and len(done["deal_key"]) == 64
+        assert {f["bot"]: (f["submission"], f["sha256"]) for f in done["finalists"]} == {
+            n: (1, shas[n]) for n in shas
+        }
+        assert sorted(r["bot"] for r in done["standings"]) == ["alpha", "beta", "gamma"]
+        assert all(r["matches"] == planned for r in done["standings"]), done["standings"]
+        assert sorted(done["matches"]) == sorted(m[0] for m in after.values())
+
+        # Every record of the final names each seat's frozen submission and its hash.
+        out = tmp_path / "out" / "seasons" / "1"
+        for path in sorted((out / "matches").glob("*.jsonl")):
+            header = json.loads(path.read_text().split("\n", 1)[0])
+            assert header["code"] == [
+                {"submission": 1, "sha256": shas[b]} for b in header["seating"]
+            ], header
+        # The deal key revealed opens every deal, checked against the commitment published
+        # when the season ended.
+        verified = subprocess.run(
+            [*REFEREE, "verify", str(out), "--commitment", commitment],
+            capture_output=True, text=True, timeout=120, cwd=ROOT,
+        )  # fmt: skip
+        assert verified.returncode == 0, verified.stdout + verified.stderr
+        assert f"{planned} records replay" in verified.stdout, verified.stdout
+
+        # The ladder went on in season 2, and the pages serve the final beside it.
+        assert (
+            query(
+                league_db.target,
+                "SELECT COUNT(*) FROM matches WHERE tournament = 'hosted' AND status = 'finished'",
+            )[0][0]
+            > ladder
+        )
+        listed = season(s.address, "list", token="")
+        assert listed.returncode == 0, listed.stderr
+        assert listed.stdout.startswith("season 2 (the ladder) since "), listed.stdout
+        assert "season 1: " in listed.stdout and f"final {final} ended" in listed.stdout
+        assert f"key {done['deal_key']}" in listed.stdout
+        status, doc = web_get(f"{web}/api/seasons")
+        assert status == 200 and doc["current"] == 2, doc
+        (page,) = doc["seasons"]
+        assert [r["bot"] for r in page["standings"]] == [r["bot"] for r in done["standings"]]
+        assert page["standings"][0]["rank"] == 1
+        assert page["deal_key"] == done["deal_key"]
+        match_id = page["matches"][0]["match_id"]
+        status, viewer = web_get(f"{web}/api/matches/{match_id}")
+        assert status == 200, viewer
+        record = s.league.GetMatchRecord(
+            league_pb2.GetMatchRecordRequest(match_id=match_id), timeout=10
+        )
+        assert record.summary.seating and record.record_jsonl.startswith("{")

@@ -42,7 +42,8 @@ from pathlib import Path
 
 from referee.jail.runtime import within
 
-#: A folder holding fewer members than this keeps them as separate binds.
+#: A folder whose members, links and hidden folders are fewer than this keeps them as
+#: separate mounts.
 MIN_MEMBERS = 3
 #: The variable naming the folder trees are kept in ("0": none made, every member bound
 #: on its own, to measure what trees save: benchmarks/resident.py).
@@ -90,10 +91,11 @@ def _gather(
             groups.setdefault(anchor, []).append(member)
     trees: list[tuple[Path, Path]] = []
     for place, group in sorted(groups.items()):
-        if len(group) < MIN_MEMBERS:
-            continue
         inner = tuple((k, v) for k, v in links if within(k, [place]))
         shown = tuple(h for h in hidden if within(h, [place]))
+        # What it saves: a bind per member, a link per link, a tmpfs per hidden folder.
+        if len(group) + len(inner) + len(shown) < MIN_MEMBERS:
+            continue
         tree = _made(place, tuple(sorted(group)), inner, shown)
         if tree is not None:
             trees.append((tree, place))

@@ -15,7 +15,9 @@ Four ways to start the Python random sample bot, taking turns (``--runs`` rounds
 
 For each: ``--starts`` starts (spawn to ``Hello``), one start of each way in turn, so
 that a loaded machine's swings fall on every way alike: the median, and the median ratio
-of each start to the "before" start of its round; and the decisions per second of one
+of each start to the "before" start of its round, and the CPU time a start took (the
+referee's, and bubblewrap's or runsc's and the bot's, counted once they end: what the
+load does not stretch); and the decisions per second of one
 match of three such bots (first decision to last). Prints every round with the load
 average and the CPU time the hypervisor stole, then the medians::
 
@@ -27,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import sys
 import tempfile
@@ -60,7 +63,18 @@ def _use(way: str) -> None:
     os.environ[trees.VARIABLE] = "0" if way == "binds" else ""
 
 
-async def paired_starts(tier: str, count: int) -> dict[str, list[float]]:
+def _cpu() -> float:
+    """CPU seconds of this process and of its children that ended (bwrap or runsc, and
+    what they ran)."""
+    own, children = (
+        resource.getrusage(w) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
+    )
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+async def paired_starts(
+    tier: str, count: int
+) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
     """Start-to-Hello ms of the random bot in ``tier``, ``count`` rounds of one start each
     way in turn (the order turned round each round), on one server: each round's starts
     see the same load, whatever the machine does meanwhile. One start each way first, not
@@ -69,12 +83,14 @@ async def paired_starts(tier: str, count: int) -> dict[str, list[float]]:
     await server.start("127.0.0.1", 0)
     spec = _random("random")
     times: dict[str, list[float]] = {way: [] for way in WAYS}
+    cpu: dict[str, list[float]] = {way: [] for way in WAYS}
     try:
         with tempfile.TemporaryDirectory(prefix="sticheln-bench-") as tmp:
             for n in range(count + 1):
                 for way in WAYS if n % 2 == 0 else reversed(WAYS):
                     _use(way)
                     slot = server.registry.open_seat("bench", n, "random")
+                    c0 = _cpu()
                     t0 = time.perf_counter()
                     process = await start_bot(server, spec, [slot], Path(tmp) / f"{way}{n}.log")
                     why = await await_handshake(slot, process, 120.0)
@@ -87,9 +103,10 @@ async def paired_starts(tier: str, count: int) -> dict[str, list[float]]:
                     server.registry.close_seat(slot)
                     if n:
                         times[way].append(elapsed * 1000)
+                        cpu[way].append((_cpu() - c0) * 1000)
     finally:
         await server.stop(0)
-    return times
+    return times, cpu
 
 
 def main() -> None:
@@ -121,7 +138,7 @@ def main() -> None:
         for tier in tiers:
             steal = Steal()
             load = os.getloadavg()[0]
-            paired = eventloop.run(paired_starts(tier, args.starts))
+            paired, cpu = eventloop.run(paired_starts(tier, args.starts))
             base = paired["before"]
             for way in WAYS:
                 row: dict[str, Any] = figures.setdefault((tier, way), {})
@@ -129,9 +146,11 @@ def main() -> None:
                 # Each start against the "before" start of its own round.
                 ratios = [a / b for a, b in zip(paired[way], base, strict=True)]
                 row.setdefault("ratio", []).extend(ratios)
+                row.setdefault("cpu_ms", []).extend(cpu[way])
                 print(
                     f"run {run + 1} {tier:10} {way:8}: start {statistics.median(paired[way]):.0f}"
-                    f" ms (x{statistics.median(ratios):.2f} of before, paired); load {load:.1f},"
+                    f" ms (x{statistics.median(ratios):.2f} of before, paired), CPU "
+                    f"{statistics.median(cpu[way]):.0f} ms; load {load:.1f},"
                     f" stolen {steal.percent():.1f}%",
                     flush=True,
                 )
@@ -157,7 +176,11 @@ def main() -> None:
             if row.get("decision_ms")
             else ""
         )
-        print(f"  {tier:10} {way:8}: start {start:.0f} ms (x{ratio:.2f} of before){decision}")
+        used = statistics.median(row["cpu_ms"])
+        print(
+            f"  {tier:10} {way:8}: start {start:.0f} ms (x{ratio:.2f} of before), "
+            f"CPU {used:.0f} ms{decision}"
+        )
     print(f"held: {resident.resident_bytes() / (1 << 20):.1f} MiB of file pages locked")
 
 

@@ -155,6 +155,10 @@ def test_a_tree_is_made_once_and_anew_when_a_file_is_replaced(
     assert (first / "pkg" / "c.py").read_text() == "pkg/c.py"
     assert list((first / "pkg" / "hidden").iterdir()) == []
     assert trees._made(place, members, links, hidden) == first
+    # A tree that lost a file (a cleaner of /var/tmp) is made again, whole.
+    (first / "pkg" / "c.py").unlink()
+    assert trees._made(place, members, links, hidden) == first
+    assert (first / "pkg" / "c.py").read_text() == "pkg/c.py"
     (place / "b.so.new").write_text("new")
     (place / "b.so.new").rename(place / "b.so")
     second = trees._made(place, members, links, hidden)

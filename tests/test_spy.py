@@ -92,6 +92,9 @@ def _tournament(folder: Path, tier: str, env: dict[str, str]) -> list[dict[str, 
             env={**os.environ, **env},
         )
         assert done.returncode == 0, done.stderr[-3000:]
+        # The organiser reads, before play, what each bot may read and how large it is.
+        said = [x.split()[0] for x in done.stderr.splitlines() if " reads runtime python3 (" in x]
+        assert sorted(said) == ["low1", "low2", "spy"], done.stderr[-3000:]
         seatings = []
         for record in (out / "matches").glob("*.jsonl"):
             lines = [json.loads(x) for x in record.read_text().splitlines()]

@@ -21,7 +21,9 @@ renamed into place, so that referees sharing a host share one and none sees half
 Trees live in a folder only the referee's user may enter (``/var/tmp/sticheln-trees-UID``,
 or ``STICHELN_JAIL_TREES``): nobody else can put a file into what a bot reads. Old trees
 are not removed (a tree is folders and links: a few MiB; it keeps a replaced file's
-blocks until it is deleted).
+blocks until it is deleted). A tree is counted when first used by a process: one that
+lost entries (a cleaner of ``/var/tmp`` removes files nobody read for weeks) is made anew
+and the old one put aside, not deleted (a running sandbox may have it bound).
 
 Where a tree cannot be made, the separate binds stay: the files lie on another file
 system than the trees' folder, the kernel refuses the links (``protected_hardlinks`` for
@@ -37,6 +39,7 @@ import hashlib
 import os
 import shutil
 import stat
+import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -208,23 +211,47 @@ def _made(
     base = _base(devices.pop())
     if base is None:
         return None
-    tree = base / name
-    if tree.is_dir():
-        return tree
-    building = base / f".{tree.name}.{os.getpid()}"
+    tree, count = base / name, base / f"{name}.count"
+    try:
+        if tree.is_dir() and count.read_text() == str(_count(tree)):
+            return tree
+    except (OSError, ValueError):
+        pass
+    # None yet, or one that lost entries (a cleaner of /var/tmp removes files nobody read
+    # for weeks): made anew, and put in its place whole.
+    building = base / f".{name}.{os.getpid()}"
+    # A damaged tree is put aside, not deleted: a running sandbox may have it bound.
+    stale = base / f".{name}.{os.getpid()}.{time.time_ns()}.stale"
     try:
         _build(building, place, _entries(members, hidden), links, hidden)
+        made = _count(building)
+        if tree.is_dir():
+            tree.rename(stale)
         try:
             building.rename(tree)
         except OSError:
             if not tree.is_dir():
                 raise
+        count.write_text(str(made))
     except OSError:
         return None
     finally:
         if building.exists():
             shutil.rmtree(building, ignore_errors=True)
     return tree
+
+
+def _count(root: Path) -> int:
+    """The entries (files, folders, links) under ``root``."""
+    found = 0
+    stack = [str(root)]
+    while stack:
+        with os.scandir(stack.pop()) as it:
+            for entry in it:
+                found += 1
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append(entry.path)
+    return found
 
 
 def _build(

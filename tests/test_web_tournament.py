@@ -155,15 +155,18 @@ def test_a_running_tournament_match_reaches_its_viewers_card_by_card(
 def test_the_standings_follow_every_finished_match(
     played: tuple[Path, dict[str, Any]],
 ) -> None:
-    """As in a league, the standings are fitted again after each match, not once per block
-    of the schedule: every count of finished matches is published (the last may come
-    after the web server has stopped), and none before its match has finished."""
+    """As in a league, the standings are fitted again as matches finish, not once at the
+    end: they are published while the tournament runs, never counting a match before it
+    has finished, never going back. (Not every count: one fit runs at a time, at most
+    every second or twice as long as the last took, so on a loaded machine the matches
+    that finish during a fit go into the next one, and the last may come after the web
+    server has stopped.)"""
     _, seen = played
     changes = seen["standings"]
     published = [p for _, p in changes]
     assert published == sorted(published), changes
     assert all(p <= f for f, p in changes), changes
-    assert set(range(1, MATCHES)) <= set(published), changes
+    assert any(0 < p < MATCHES for p in published), changes
 
 
 def test_the_report_fills_live_elo_and_links_every_match(

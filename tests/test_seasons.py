@@ -27,8 +27,19 @@ from leaguekit import (
     wait_for,
 )
 from test_authors import web_get
-from test_hosting import PYTHON_BOT, VALIDATED_S, cli, code_dir, league_file, submitted
+from test_hosting import (
+    PYTHON_BOT,
+    VALIDATED_S,
+    cli,
+    code_dir,
+    league_file,
+    raw_submit,
+    submitted,
+)
+from test_web_browser import Browser
+from webkit import have_chromium
 
+from referee.league.archive import pack_folder
 from sticheln.v1 import league_pb2
 
 __all__ = ["code_dir"]  # the fixture, used by name
@@ -117,13 +128,19 @@ def test_an_organiser_ends_a_season_and_its_final_survives_a_killed_league(
             early.details()
             == "a final needs at least 3 entries with a playing submission; 0 have one"
         )
+        # alpha's author uploads with the CLI; beta's and gamma's over the service (a CLI
+        # call costs seconds on a loaded machine, and the CLI's upload is tested elsewhere).
         shas = {
-            name: submitted(
+            "alpha": submitted(
                 cli(address, "submit", str(PYTHON_BOT), "--bot-file", "bot.toml",
-                    token=tokens[name]), name, 1,
+                    token=tokens["alpha"]), "alpha", 1,
             )
-            for name in tokens
         }  # fmt: skip
+        packed = pack_folder(PYTHON_BOT)
+        for name in ("beta", "gamma"):
+            reply = raw_submit(first, tokens[name], packed)
+            assert isinstance(reply, league_pb2.SubmitResponse), reply
+            shas[name] = reply.submission.sha256
         wait_for(lambda: playing(first.league), VALIDATED_S * 2, "the three to play", every=0.5)
         # Only the admin token ends a season.
         assert refusal(first.league, "").code() == grpc.StatusCode.UNAUTHENTICATED
@@ -238,3 +255,38 @@ def test_an_organiser_ends_a_season_and_its_final_survives_a_killed_league(
             league_pb2.GetMatchRecordRequest(match_id=match_id), timeout=10
         )
         assert record.summary.seating and record.record_jsonl.startswith("{")
+        if league_db.kind == "sqlite" and have_chromium():  # the page once: the same on both
+            seasons_on_the_page(web, done)
+
+
+def seasons_on_the_page(web: str, done: dict[str, Any]) -> None:
+    """The standings page shows the final under the ladder: its standings with each
+    finalist's submission, its deal key, links to its matches that open in the viewer."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = Browser(p)
+        try:
+            page = b.page
+            page.goto(f"{web}/")
+            page.wait_for_selector('#seasons .season[data-season="1"] tbody tr')
+            assert page.locator("#current-season").get_attribute("data-season") == "2"
+            assert page.locator("#standings").count() == 1  # the ladder's, above
+            rows = page.locator('.season[data-season="1"] tbody tr')
+            bots = [rows.nth(i).get_attribute("data-bot") for i in range(rows.count())]
+            assert bots == [r["bot"] for r in done["standings"]], bots
+            subs = page.locator('.season[data-season="1"] td.submission').all_inner_texts()
+            assert subs == ["#1"] * 3, subs
+            assert done["deal_key"] in page.locator(".season .deal-key").inner_text()
+            links = page.locator(".season-matches a")
+            assert links.count() == len(done["matches"])
+            page.locator(".season-matches summary").click()
+            # Open, it stays open when the page is drawn again (a ladder match finished).
+            page.wait_for_selector(".season-matches[open] a")
+            href = links.first.get_attribute("href")
+            assert href == f"/match?id={done['matches'][0]}", href
+            page.goto(f"{web}{href}")  # the viewer opens the final's match
+            page.wait_for_selector("#trick")
+            assert not b.errors, b.errors
+        finally:
+            b.browser.close()

@@ -4,6 +4,9 @@
 import { api, el, fmt, interval, botLink, matchLink, scrollable } from "/static/common.js";
 
 const when = (t) => (t ? new Date(t * 1000).toLocaleString() : "–");
+// The seasons whose list of matches is open: kept when the page is drawn again (a ladder
+// match finishing redraws it).
+const opened = new Set();
 
 export async function seasonsSection() {
   let doc;
@@ -42,10 +45,13 @@ function final(s) {
     el("thead", {}, el("tr", {}, heads.map((h, i) => el("th", { class: i === 1 ? "text" : null, text: h })))),
     el("tbody", {}, rows));
   const matches = s.matches.length
-    ? el("details", { class: "season-matches" },
+    ? el("details", { class: "season-matches", open: opened.has(s.season) ? "open" : null },
       el("summary", { text: `The final's ${s.matches.length} matches` }),
       el("ul", {}, s.matches.map((m) => el("li", {}, matchLink(m.match_id), ` ${m.seating.join(", ")}`))))
     : null;
+  matches?.addEventListener("toggle", () => {
+    if (matches.open) opened.add(s.season); else opened.delete(s.season);
+  });
   return el("div", { class: "season", "data-season": s.season, "data-status": s.status },
     el("h3", { text: `Season ${s.season} (${when(s.started_at)} to ${when(s.ended_at)})` }),
     el("p", { class: "muted", text: state }),

@@ -290,3 +290,43 @@ def seasons_on_the_page(web: str, done: dict[str, Any]) -> None:
             assert not b.errors, b.errors
         finally:
             b.browser.close()
+
+
+def test_a_finals_frozen_code_outlives_its_retention_until_the_final_has_ended(
+    tmp_path: Path,
+) -> None:
+    from referee.league.retention import DAY_S, Retention
+    from referee.league.season import frozen_hashes
+    from referee.league.submissions import Submissions
+    from referee.results.store import Store
+
+    store = Store(tmp_path / "league.db")
+    subs = Submissions(store)
+    now = 1_000_000.0
+    for sha in ("a1", "a1-built", "a2"):
+        subs.put_archive(sha, b"x")
+    for number, sha, build, status in ((1, "a1", "a1-built", "retired"), (2, "a2", "", "playing")):
+        store.execute(
+            "INSERT INTO league_submissions (bot, number, sha256, format, bot_file, status, "
+            "build_sha256, submitted_at, decided_at) VALUES ('ann', ?, ?, 'tar.gz', 'bot.toml', "
+            "?, ?, ?, ?)",
+            (number, sha, status, build, now - 3 * DAY_S, now - 3 * DAY_S + number),
+        )
+    assert frozen_hashes(store) == set()  # makes the seasons' tables
+    # ann's submission 1 was frozen for the final of season 1, then retired by submission 2.
+    store.execute(
+        "INSERT INTO league_seasons (league, season, started_at, ended_at, final, deals, "
+        "table_size, max_matches, parallel, status) VALUES "
+        "('l', 1, 0, ?, 'l-final-1', 1, 3, 0, 1, 'playing')",
+        (now - 3 * DAY_S,),
+    )
+    store.execute(
+        "INSERT INTO league_season_finalists VALUES ('l', 1, 'ann', 1, 'a1', 'a1-built', "
+        "'tar.gz', 'bot.toml')"
+    )
+    retention = Retention(store, tmp_path / "code", retention_days=1.0)
+    assert frozen_hashes(store) == {"a1", "a1-built"}
+    assert retention.expired(now) == set()
+    store.execute("UPDATE league_seasons SET status = 'finished'")
+    assert retention.expired(now) == {"a1", "a1-built"}
+    store.close()

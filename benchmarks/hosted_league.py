@@ -76,6 +76,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -184,6 +185,48 @@ def bots_memory_mb(pid: int) -> list[float]:
     return out
 
 
+class RunGroup:
+    """A ``cpuacct`` control group (cgroup v1) of one configuration: the benchmark joins it
+    before it starts the configuration's processes, so that they and everything they start
+    (the bots' sandboxes, runsc's Sentry and gofer too: the jail moves bots into groups of
+    other controllers only) are counted in it, and nothing else on the machine is. Absent
+    (``usage`` None) where the machine has no such hierarchy."""
+
+    ROOT = CGROUPS / "cpuacct"
+
+    def __init__(self, label: str) -> None:
+        self.folder: Path | None = None
+        if not (self.ROOT / "cgroup.procs").exists():
+            return
+        folder = self.ROOT / f"hosted-bench-{os.getpid()}-{label}"
+        try:
+            folder.mkdir()
+            (folder / "cgroup.procs").write_text(str(os.getpid()))
+        except OSError:
+            return
+        self.folder = folder
+
+    def usage(self) -> float | None:
+        """CPU seconds of every process in the group since it was made (the benchmark's
+        own included: :func:`_cpu_s` of itself takes it out)."""
+        if self.folder is None:
+            return None
+        return int((self.folder / "cpuacct.usage").read_text()) / 1e9
+
+    def leave(self) -> None:
+        """The benchmark back in the root group; the group removed once empty."""
+        if self.folder is None:
+            return
+        with contextlib.suppress(OSError):
+            (self.ROOT / "cgroup.procs").write_text(str(os.getpid()))
+        for _ in range(50):
+            try:
+                self.folder.rmdir()
+                return
+            except OSError:
+                time.sleep(0.2)
+
+
 @dataclass
 class Figures:
     name: str
@@ -203,6 +246,9 @@ class Figures:
     #: the waited-for children of the worker that starts them).
     machine_cores: float = 0.0
     machine_cpu_per_match: float = 0.0
+    #: CPU seconds per match of everything the configuration started, by its own
+    #: ``cpuacct`` group (:class:`RunGroup`): exact whatever else the machine runs.
+    group_cpu_per_match: float = 0.0
     #: The workers' warm bot processes at the end of the window, and their memory.
     warm_bots: int = 0
     warm_bot_mb: float = 0.0
@@ -232,6 +278,7 @@ class Figures:
             f"{2 / self.cpu_per_match if self.cpu_per_match else float('nan'):.1f} matches/s); "
             f"the machine {self.machine_cores:.2f} cores busy, "
             f"{self.machine_cpu_per_match:.3f} CPU s per match; "
+            f"the run's own cgroup {self.group_cpu_per_match:.3f} CPU s per match; "
             f"load {self.load:.1f}, {self.steal_percent:.1f}% of the CPU stolen"
         )
 
@@ -363,6 +410,7 @@ def measure(
     bots: list[subprocess.Popen[bytes]],
     warmup: float,
     seconds: float,
+    group: RunGroup | None = None,
 ) -> Figures:
     time.sleep(warmup)
     f = Figures(name)
@@ -377,11 +425,18 @@ def measure(
         groups = [bots_cpu_s(w.pid) for w in workers]
         return own + groups
 
+    def own() -> float | None:
+        # Everything the configuration started, without the benchmark itself.
+        used = group.usage() if group is not None else None
+        return None if used is None else used - _cpu_s(os.getpid(), children=False)
+
+    own0 = own()
     cpu0 = counted()
     n0, t0 = finished(database), time.monotonic()
     time.sleep(seconds)
     n1, t1 = finished(database), time.monotonic()
     cpu1 = counted()
+    own1 = own()
     for p in procs:
         if p.poll() is not None:
             raise BenchError(f"{name}: a process exited during the window ({p.args})")
@@ -399,6 +454,8 @@ def measure(
     if n1 > n0:
         f.cpu_per_match = sum(used) * (t1 - t0) / (n1 - n0)
         f.machine_cpu_per_match = f.machine_cores * (t1 - t0) / (n1 - n0)
+        if own0 is not None and own1 is not None:
+            f.group_cpu_per_match = (own1 - own0) / (n1 - n0)
     f.steal_percent = steal.percent()
     f.load = os.getloadavg()[0]
     return f
@@ -527,11 +584,12 @@ def run_hosted(
     seconds: float,
     pin: bool,
     tier: str,
-    restart: list[Restart],
+    restart: list[Restart] | None,
 ) -> Figures:
     for suffix in ("", "-wal", "-shm"):
         (folder / f"league.db{suffix}").unlink(missing_ok=True)
     shutil.copy(snapshot, folder / "league.db")
+    group = RunGroup(f"hosted{count}-{tier}")
     league = League(folder / "league.toml")
     workers: list[subprocess.Popen[bytes]] = []
     outs: list[Path] = []
@@ -569,11 +627,11 @@ def run_hosted(
                 )
             )
         label = f"hosted, {count} worker" + ("s" if count > 1 else "") + (" pinned" if pin else "")
-        figures = measure(label, folder / "league.db", league, workers, [], warmup, seconds)
+        figures = measure(label, folder / "league.db", league, workers, [], warmup, seconds, group)
         figures.live_rows, figures.live_kb = live_cost(
             [folder / f"worker{i}.log" for i in range(count)]
         )
-        if count == 1:
+        if count == 1 and restart is not None:
             restart.append(kill_one_bot(folder / "league.db", workers[0], outs[0]))
         # The warm bots' CPU while no match runs (the league stopped, the worker polling
         # on): what a warm bot costs by just being there, which a slow window charges to
@@ -590,10 +648,12 @@ def run_hosted(
         for w in workers:
             _stop(w, signal.SIGTERM, 60)
         league.stop()
+        group.leave()
 
 
 def run_dialin(folder: Path, warmup: float, seconds: float) -> Figures:
     config = league_file(folder, hosting=False)
+    group = RunGroup(f"dialin-{folder.name}")
     league = League(config)
     bots: list[subprocess.Popen[bytes]] = []
     try:
@@ -619,11 +679,12 @@ def run_dialin(folder: Path, warmup: float, seconds: float) -> Figures:
                     cwd=ROOT,
                 )
             )
-        return measure("dial-in", folder / "league.db", league, [], bots, warmup, seconds)
+        return measure("dial-in", folder / "league.db", league, [], bots, warmup, seconds, group)
     finally:
         for b in bots:
             _stop(b, signal.SIGTERM, 10)
         league.stop()
+        group.leave()
 
 
 def main() -> int:
@@ -650,6 +711,13 @@ def main() -> int:
         default=None,
         help="one more hosted run (1 worker) in this tier, against the same dial-in run",
     )
+    parser.add_argument(
+        "--runs",
+        type=int,
+        default=1,
+        help="measure every configuration this many times (after one setup) and print "
+        "the medians of their ratios",
+    )
     args = parser.parse_args()
     BOTS = args.bots
     print(
@@ -658,12 +726,16 @@ def main() -> int:
     )
     restart: list[Restart] = []
     try:
-        results = measure_all(
-            args.warmup, args.seconds, args.pin, args.tier, args.workers, restart, args.also
-        )
+        every = measure_all(
+            args.warmup, args.seconds, args.pin, args.tier, args.workers, restart, args.also,
+            args.runs,
+        )  # fmt: skip
     finally:
         for folder in MADE:
             shutil.rmtree(folder, ignore_errors=True)
+    if len(every) > 1:
+        medians(every, args.also)
+    results = every[0]
     also = results.pop() if args.also else None
     report(results, restart)
     if also is not None:
@@ -686,32 +758,91 @@ def measure_all(
     workers: int,
     restart: list[Restart],
     also: str | None = None,
-) -> list[Figures]:
-    """The configurations, in a temporary folder."""
+    runs: int = 1,
+) -> list[list[Figures]]:
+    """The configurations, in a temporary folder: ``runs`` times each, one run's
+    configurations one after another (dial-in first), from one setup. The restart is
+    measured in the first run only."""
+    out: list[list[Figures]] = []
     with tempfile.TemporaryDirectory(prefix="hosted-bench-") as tmp:
         base = Path(tmp)
-        (base / "dialin").mkdir()
         (base / "hosted").mkdir()
         snapshot = setup_hosted(base / "hosted")
-        results = [run_dialin(base / "dialin", warmup, seconds)]
-        print(results[-1].line(), flush=True)
-        for count in range(1, workers + 1):
-            results.append(
-                run_hosted(base / "hosted", snapshot, count, warmup, seconds, pin, tier, restart)
-            )
+        for run in range(runs):
+            if runs > 1:
+                print(f"run {run + 1} of {runs}", flush=True)
+            (base / f"dialin{run}").mkdir()
+            results = [run_dialin(base / f"dialin{run}", warmup, seconds)]
             print(results[-1].line(), flush=True)
-            if count == 1 and restart:
-                print(restart[0].line(), flush=True)
-        if also:
-            more: list[Restart] = []
-            results.append(
-                run_hosted(base / "hosted", snapshot, 1, warmup, seconds, pin, also, more)
+            for count in range(1, workers + 1):
+                results.append(
+                    run_hosted(
+                        base / "hosted", snapshot, count, warmup, seconds, pin, tier,
+                        restart if run == 0 else None,
+                    )
+                )  # fmt: skip
+                print(results[-1].line(), flush=True)
+                if count == 1 and restart and run == 0:
+                    print(restart[0].line(), flush=True)
+            if also:
+                more: list[Restart] = []
+                results.append(
+                    run_hosted(
+                        base / "hosted", snapshot, 1, warmup, seconds, pin, also,
+                        more if run == 0 else None,
+                    )
+                )  # fmt: skip
+                results[-1].name = f"hosted, {also}"
+                print(results[-1].line(), flush=True)
+                if more:
+                    print(more[0].line(), flush=True)
+            out.append(results)
+    return out
+
+
+def medians(every: list[list[Figures]], also: str | None) -> None:
+    """Per run, hosted (1 worker) / dial-in CPU per match by each count, then the medians
+    over the runs; the last line ``runs=<n> median_hosted_to_dialin_group=<r> ...``."""
+    counts: dict[str, Callable[[Figures], float]] = {
+        "group": lambda f: f.group_cpu_per_match,
+        "own": lambda f: f.cpu_per_match,
+        "machine": lambda f: f.machine_cpu_per_match,
+    }
+    columns = [(1, "hosted")] + ([(len(every[0]) - 1, f"hosted_{also}")] if also else [])
+    found: dict[str, list[float]] = {}
+    for i, results in enumerate(every, 1):
+        dialin = results[0]
+        parts = [
+            f"dial-in {dialin.group_cpu_per_match:.3f} / {dialin.cpu_per_match:.3f} / "
+            f"{dialin.machine_cpu_per_match:.3f} s"
+        ]
+        for index, name in columns:
+            f = results[index]
+            ratios = {k: _ratio(get(f), get(dialin)) for k, get in counts.items()}
+            for k, r in ratios.items():
+                found.setdefault(f"{name}_to_dialin_{k}", []).append(r)
+            parts.append(
+                f"{f.name} {f.group_cpu_per_match:.3f} / {f.cpu_per_match:.3f} / "
+                f"{f.machine_cpu_per_match:.3f} s ({ratios['group']:.2f}x by its cgroup, "
+                f"{ratios['own']:.2f}x by the league's count, {ratios['machine']:.2f}x by "
+                "the machine's)"
             )
-            results[-1].name = f"hosted, {also}"
-            print(results[-1].line(), flush=True)
-            if more:
-                print(more[0].line(), flush=True)
-    return results
+        steal = max(r.steal_percent for r in results)
+        load = max(r.load for r in results)
+        print(
+            f"run {i}: CPU per match (the run's cgroup / the league's own count / the "
+            f"machine's): " + "; ".join(parts) + f"; load {load:.0f}, {steal:.1f}% stolen"
+        )
+
+    def median(xs: list[float]) -> float:
+        xs = [x for x in xs if x == x]
+        return statistics.median(xs) if xs else float("nan")
+
+    print(
+        f"runs={len(every)} "
+        + " ".join(f"median_{k}={median(v):.2f}" for k, v in found.items())
+        + f" target<={TARGET_HOSTED:g}"
+    )
 
 
 def _ratio(a: float, b: float) -> float:

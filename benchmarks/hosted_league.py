@@ -20,7 +20,7 @@ The submissions are validated once, in a setup league (one after another, as the
 validates them: minutes); each hosted configuration then starts from a copy of that
 database, with every entry ``playing``.
 
-The CPU a match costs is counted two ways:
+The CPU a match costs is counted three ways:
 
 - **the machine's**: busy time of every CPU in ``/proc/stat`` over the window, per match
   played. Everything that ran is in it (gVisor's sandboxes too, which escape a
@@ -31,6 +31,17 @@ The CPU a match costs is counted two ways:
   the hosted bots' control groups (a bot's sandbox, runsc's Sentry and gofer included, is
   in its group for the bot's life; a warm bot lives through the window). Other work on the
   machine is not in it.
+
+- **the run's own cgroup**: a ``cpuacct`` group (cgroup v1) the benchmark joins before it
+  starts a configuration's processes, so that everything they start is counted in it
+  (gVisor's sandboxes too) and nothing else on the machine (:class:`RunGroup`); the
+  benchmark's own CPU is taken out. Exact whatever the load; absent on a cgroup-v2-only
+  machine.
+
+``--runs N`` measures every configuration N times after one setup (the restart only in
+the first) and prints each run's ratios and their medians (``runs=<n>
+median_hosted_to_dialin_group=<r> ...``). On a loaded machine give gVisor a longer
+``--warmup``: its warm bots start slowly, and a window of few matches says little.
 
 The target: a hosted match (1 worker) at no more than 2 times the CPU of a dial-in match,
 printed as met or missed by both counts. Per configuration it also prints matches/s, the

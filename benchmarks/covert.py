@@ -13,6 +13,10 @@ its uid, cgroup, policy), one sending a random bit string and the other receivin
   page k of a file both may read for a 1 bit and ends; a later sandbox times its read of
   each page (a duplicate deal's later seating learning what an earlier one knew).
 
+- ``dentries``: the host's cache of names that do not exist (negative dentries), which
+  outlives both sandboxes too: the sender looks up 4 made-up names in its own folder for a
+  1 bit and ends; a later sandbox times its lookups of the same names.
+
 - ``turns``: the referee's turn order, in a real ``referee match`` (the tier's sandbox):
   one seat waits ``--delay`` ms before a card play for a 1 bit
   (``tests/bots/turn_bot.py``), another seat of the same table times, for each of its
@@ -24,7 +28,7 @@ receiver's time, and per second less the wrong bits' share). Where runsc cannot 
 gvisor tier is skipped with the reason::
 
     python benchmarks/covert.py [--bits 64] [--slot 0.1] [--tier bubblewrap --tier gvisor]
-        [--channel cpu --channel statfs --channel pagecache --channel turns]
+        [--channel cpu --channel statfs --channel pagecache --channel dentries --channel turns]
 
 Measured on the 2-core development machine (root referee, Debian's 2022 runsc, load
 average 11-26 from other work), ``--bits 64 --slot 0.3``:
@@ -36,6 +40,8 @@ average 11-26 from other work), ``--bits 64 --slot 0.3``:
 - ``turns`` (``--slot`` is the sender's delay for a 1): at 50 ms, 0 wrong of 42 bits in
   one match in either tier (35-40 bit/s of the match's think time); at 10 ms, 0 wrong
   under bubblewrap (177 bit/s), 19 of 42 under gvisor (whose answers vary by milliseconds);
+- ``dentries`` (2026-12-07, load 31, ``--bits 64``, seeds 1 and 2): bubblewrap 2 and 9
+  wrong of 64, gvisor 32 and 25 wrong: open under bubblewrap, near chance in gVisor;
 - ``statfs``: closed in both tiers (refused); before, 10-16 wrong bits of 32-64 at 0.1-0.3 s
   slots (0.3-1.3 bit/s net, other work writing to the same disk), in either tier.
 """
@@ -176,6 +182,12 @@ async def measure(tier: str, channel: str, bits: str, slot: float, folder: Path)
         got, seconds = _got(
             await _run(tier, folder, [channel, "recv", bits, "0", "0", str(shared)], logs / "r.log")
         )
+    elif channel == "dentries":
+        nonce = f"{random.getrandbits(48):x}"  # names nobody looked up
+        await _run(tier, folder, [channel, "send", bits, "0", "0", nonce], logs / "s.log")
+        got, seconds = _got(
+            await _run(tier, folder, [channel, "recv", bits, "0", "0", nonce], logs / "r.log")
+        )
     else:
         start = time.time() + (8 if tier == "gvisor" else 4)  # both started by then
         args = [channel, "{}", bits, f"{start:.3f}", str(slot)]
@@ -204,7 +216,7 @@ def main() -> None:
         "--slot", type=float, default=0.1, help="seconds per bit (cpu, statfs; turns: a 1's delay)"
     )
     parser.add_argument("--tier", action="append", choices=("bubblewrap", "gvisor"))
-    channels = ("cpu", "statfs", "pagecache", "turns")
+    channels = ("cpu", "statfs", "pagecache", "dentries", "turns")
     parser.add_argument("--channel", action="append", choices=channels)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument(

@@ -9,11 +9,15 @@ receiver counts its own loop turns per slot), ``statfs`` (the sender writes 64 K
 output, its log on the host's disk, in a 1 slot; the receiver reads the free blocks of the
 file system under ``/usr``), ``pagecache`` (the sender reads page k of FILE for a 1 bit;
 the receiver, in a later sandbox, times its read of each page: a page another sandbox
-read is cached, a fast read). The receiver prints ``GOT <bits>``.
+read is cached, a fast read), ``dentries`` (the sender looks up 4 names that do not exist
+in its own folder for a 1 bit, NONCE in their names; the receiver, in a later sandbox,
+times its lookups of the same names: a name looked up before is answered from the host's
+negative dentry, faster). The receiver prints ``GOT <bits>``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import threading
@@ -94,6 +98,33 @@ def pagecache(role: str, bits: str, path: str) -> str:
     return "".join("1" if t < cut else "0" for t in times)
 
 
+def dentries(role: str, bits: str, nonce: str) -> str:
+    def names(k: int) -> list[str]:
+        return [f".nx-{nonce}-{k}-{j}" for j in range(4)]
+
+    if role == "send":
+        for k, bit in enumerate(bits):
+            if bit == "1":
+                for name in names(k):
+                    with contextlib.suppress(OSError):
+                        os.stat(name)
+        return ""
+    times = []
+    for k in range(len(bits)):
+        each = []
+        for name in names(k):
+            t = time.perf_counter_ns()
+            try:  # noqa: SIM105 (timed: nothing but the lookup)
+                os.stat(name)
+            except OSError:
+                pass
+            each.append(time.perf_counter_ns() - t)
+        times.append(sorted(each)[1])  # the second fastest of 4
+    print("TIMES", times, flush=True)
+    cut = sorted(times)[len(times) // 2]  # about half were looked up
+    return "".join("1" if t < cut else "0" for t in times)
+
+
 def main() -> None:
     channel, role, bits, start, slot = sys.argv[1:6]
     t0 = time.time()
@@ -105,6 +136,8 @@ def main() -> None:
         except OSError as exc:  # the sandbox refuses it
             print(f"REFUSED {exc}", flush=True)
             return
+    elif channel == "dentries":
+        got = dentries(role, bits, sys.argv[6])
     else:
         got = pagecache(role, bits, sys.argv[6])
     if role == "recv":

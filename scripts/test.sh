@@ -64,15 +64,17 @@ cmake --build sample_bots/cpp/build -j2 >/dev/null
 export PATH="$PWD/.venv/bin:$PATH"
 echo "== ruff"; ruff check . && ruff format --check .
 echo "== mypy"; mypy
-# Three test processes share the 2 cores (most tests wait on bot processes, servers and
-# browsers); the tests marked serial load the whole machine themselves and run alone, after.
+# Four test processes share the 2 cores (most tests wait on bot processes, servers and
+# browsers; the longest start first, tests/conftest.py); the tests marked serial load the
+# whole machine themselves or judge timing, and run alone, after. Each phase ends with its
+# slowest tests (STICHELN_TEST_COSTS=FILE adds each test's CPU: tools/test_costs.py).
 # A selection (-k, a file) that leaves either half empty is fine (pytest's status 5).
 echo "== pytest"
 status=0
-pytest -n 3 -m "not serial" "$@" || status=$?
+pytest -n 4 -m "not serial" --durations=25 "$@" || status=$?
 [ "$status" -eq 5 ] && status=0
 [ "$status" -eq 0 ] || exit "$status"
 echo "== pytest (serial)"
-pytest -m serial "$@" || status=$?
+pytest -m serial --durations=10 "$@" || status=$?
 [ "$status" -eq 5 ] && status=0
 exit "$status"

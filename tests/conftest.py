@@ -13,6 +13,7 @@ import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
+import costs
 import pytest
 from machine import busy_by_others, load_factor
 
@@ -25,23 +26,38 @@ _UMASK = os.umask(0o022)
 os.umask(_UMASK)
 
 
-@pytest.hookimpl(hookwrapper=True, tryfirst=True)
-def pytest_runtest_protocol(item: pytest.Item) -> Iterator[None]:
-    """A test's timeout (pytest-timeout's, from its mark or pyproject.toml) catches a hang;
-    it is not what the test checks. It is stretched by :func:`load_factor` when the test
-    starts, so a machine held at a load average of 20 by other work does not fail a test
-    that merely runs slower there."""
+def pytest_configure(config: pytest.Config) -> None:
+    costs.register(config)
+
+
+def _timeout(item: pytest.Item) -> tuple[float | None, tuple[object, ...], dict[str, object]]:
+    """A test's timeout (pytest-timeout's, from its mark or pyproject.toml) and the mark's
+    other arguments."""
     marker = item.get_closest_marker("timeout")
     if marker is not None:
         base = marker.kwargs.get("timeout", marker.args[0] if marker.args else None)
         rest = {k: v for k, v in marker.kwargs.items() if k != "timeout"}
-        extra = marker.args[1:]
-    else:
-        base = item.config.getoption("timeout", None) or item.config.getini("timeout")
-        rest, extra = {}, ()
+        return (float(base) if base else None), tuple(marker.args[1:]), rest
+    base = item.config.getoption("timeout", None) or item.config.getini("timeout")
+    return (float(base) if base else None), (), {}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The longest tests first (those whose timeout says they take minutes: a league that
+    builds, a kit in the jail), so that the parallel phase does not end with two workers
+    idle while a third plays one of them. Otherwise in the order collected."""
+    items.sort(key=lambda item: -(_timeout(item)[0] or 0))
+
+
+@pytest.hookimpl(hookwrapper=True, tryfirst=True)
+def pytest_runtest_protocol(item: pytest.Item) -> Iterator[None]:
+    """A test's timeout catches a hang; it is not what the test checks. It is stretched by
+    :func:`load_factor` when the test starts, so a machine held at a load average of 20 by
+    other work does not fail a test that merely runs slower there."""
+    base, extra, rest = _timeout(item)
     factor = load_factor()
-    if base and float(base) > 0 and factor > 1:
-        scaled = float(base) * factor
+    if base and base > 0 and factor > 1:
+        scaled = base * factor
         item.add_marker(pytest.mark.timeout(scaled, *extra, **rest), append=False)
     yield
 

@@ -155,7 +155,10 @@ def test_a_duplicate_tournament_whose_seatings_are_refused_ends_instead_of_stall
     path.write_text(
         '[tournament]\nname = "t"\nseed = 2\nmode = "duplicate"\ntable_size = 3\n'
         f'matches_per_table = 6\nparallel = 2\nout = "{tmp_path / "out"}"\n'
-        "[clock]\ndecision_ms = 10000\nstartup_ms = 30000\n" + bots
+        "[clock]\ndecision_ms = 10000\nstartup_ms = 30000\n"
+        # The schedule is the subject, not the tier (a duplicate tournament's default is
+        # the strongest): bubblewrap, a fraction of gVisor's cost per sandbox.
+        '[sandbox]\nmode = "bubblewrap"\n' + bots
     )
     ran = subprocess.run(
         [sys.executable, "-m", "referee.cli", "tournament", str(path), *NO_CHECK, "--workers", "1"],

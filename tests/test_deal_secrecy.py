@@ -85,6 +85,9 @@ def write_tournament(tmp: Path, name: str, **options: object) -> Path:
     text = "[tournament]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in table.items())
     text += '[rules]\npreset = "sticheln"\nrounds = 2\n'
     text += "[clock]\ndecision_ms = 10000\nstartup_ms = 60000\n"
+    # What a bot is sent is the subject, not the tier: bubblewrap, a fifth of gVisor's
+    # cost per sandbox (a duplicate tournament's default is the strongest tier).
+    text += '[sandbox]\nmode = "bubblewrap"\n'
     for i in range(3):
         text += (
             f'[[bots]]\nname = "rec{i}"\n'

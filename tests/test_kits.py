@@ -179,7 +179,8 @@ def _bots(address: str) -> dict[str, dict[str, Any]]:
     return {r["name"]: r for r in map(json.loads, done.stdout.splitlines())}
 
 
-@pytest.mark.serial
+# Not in the serial phase: its builds and validations take minutes of one core each, and
+# the other tests run beside them (it is scheduled first, its timeout being the longest).
 @pytest.mark.timeout(1500)
 def test_every_kit_is_submitted_validated_and_played(league_home: Path) -> None:
     kits = [k for k in KITS if not _missing(k)]

@@ -43,7 +43,10 @@ def finished(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path.write_text(
         '[tournament]\nname = "audit"\nseed = 1\ntable_size = 3\nmatches_per_table = 6\n'
         'mode = "duplicate"\nparallel = 2\nout = "out"\n[rules]\npreset = "sticheln"\nrounds = 2\n'
-        "[clock]\ndecision_ms = 10000\nstartup_ms = 60000\n" + bots
+        "[clock]\ndecision_ms = 10000\nstartup_ms = 60000\n"
+        # The deal key is the subject, not the tier: bubblewrap, a fraction of gVisor's
+        # cost per sandbox (a duplicate tournament's default is the strongest tier).
+        '[sandbox]\nmode = "bubblewrap"\n' + bots
     )
     done = referee("tournament", str(path))
     assert done.returncode == 0, done.stderr

@@ -1,7 +1,8 @@
 """Hosted bots as their authors use them, on SQLite and PostgreSQL, with real
 ``referee league`` commands against a real ``referee serve``: a bot that never answers
 is refused after its first scenarios with a refusal a person can read; code that was
-built once is never built again (a second entry uploading it, its author resubmitting it).
+built once is never built again (a second entry uploading it, its author resubmitting it);
+an author challenges a dial-in and a hosted entry to unrated matches and watches them.
 """
 
 from __future__ import annotations
@@ -18,11 +19,13 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+import grpc
 from leaguekit import (
     ADMIN_TOKEN,
     REFEREE,
     ROOT,
     LeagueDb,
+    bots,
     fetched_record,
     query,
     serving,
@@ -38,6 +41,8 @@ from test_hosting import (
     league_file,
     submitted,
 )
+
+from sticheln.v1 import league_pb2
 
 __all__ = ["code_dir"]  # the fixture, used by name
 
@@ -133,12 +138,14 @@ def test_an_author_submits_resubmits_rolls_back_and_reads_each_submissions_ratin
         validation_jobs=3,
         log_kb=4,
     )
+    text = config.read_text().replace("[league]\n", "[league]\nchallenges_per_day = 3\n", 1)
+    config.write_text(text)
     # The league's own start-up time (10 s by default), not the tests' roomier one.
     text = config.read_text().replace("startup_ms = 30000", "startup_ms = 10000")
     config.write_text(text.replace("[league]\n", "[league]\nweb_port = 0\n", 1))
     with serving(config, tmp_path / "serve.log") as s:
         web = s.lines.get(timeout=30).rsplit(" ", 1)[1].strip().rstrip("/")
-        tokens = {n: s.register(n) for n in ("alpha", "beta", "gamma", "mute")}
+        tokens = {n: s.register(n) for n in ("alpha", "beta", "gamma", "mute", "dial")}
         build = "cp heuristic_bot.py generated_bot.py && echo built >&2"
         folder = build_bot(tmp_path / "built", build)
         sent = time.monotonic()
@@ -290,3 +297,70 @@ def test_an_author_submits_resubmits_rolls_back_and_reads_each_submissions_ratin
         assert doc["validation"][0]["submission"] == 1
         status, page = web_get(f"{web}/api/bot?name=gamma")
         assert "hello from my own stderr" not in json.dumps(page)
+
+        # 5: matches on demand. gamma (hosted) meets dial (a bot that dials in) and alpha
+        # (hosted), unrated, within its allowance of 3 a day, and is told where to watch.
+        began = time.monotonic()
+        with bots(s.address, tmp_path) as dial:
+            dial.start("random", "dial", tokens["dial"])
+            wait_for(lambda: bots_json(s.address)["dial"]["connected_streams"] == 1, 60, "dial")
+            asked = cli(s.address, "challenge", "gamma", "dial", "alpha", "--matches", "2",
+                        token=tokens["gamma"])  # fmt: skip
+            assert asked.returncode == 0, asked.stderr
+            shown = [line.split("  ") for line in asked.stdout.splitlines()]
+            ids = [match_id for match_id, _ in shown]
+            assert ids == ["hosted-challenge-1", "hosted-challenge-2"], asked.stdout
+            assert [watch for _, watch in shown] == [f"{web}/match?id={i}" for i in ids]
+            assert asked.stderr.startswith("1 challenge matches left;"), asked.stderr
+
+            def refusal(*args: str, token: str = tokens["gamma"]) -> str:
+                done = cli(s.address, "challenge", *args, token=token)
+                assert done.returncode == 1 and len(done.stderr.splitlines()) == 1, done
+                return done.stderr
+
+            over = refusal("gamma", "dial", "alpha", "--matches", "2")
+            assert "RESOURCE_EXHAUSTED" in over and "has 1 of its 3" in over, over
+            assert re.search(r"may be asked at \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC", over)
+            assert "NOT_FOUND: no bot named 'nobody'" in refusal("gamma", "nobody", "alpha")
+            assert "'mute' is not playing" in refusal("gamma", "mute", "alpha")
+            assert "UNAUTHENTICATED" in refusal("gamma", "dial", "alpha", token="stb_not-a-token")
+            assert "PERMISSION_DENIED" in refusal("gamma", "dial", "alpha", token=tokens["beta"])
+
+            def played(match_id: str) -> list[dict[str, Any]] | None:
+                try:
+                    return fetched_record(s.league, match_id, tmp_path)
+                except grpc.RpcError:  # queued (NOT_FOUND) or running (FAILED_PRECONDITION)
+                    return None
+
+            records = [wait_for(partial(played, i), 240, i, every=0.5) for i in ids]
+            print(f"two challenge matches over {time.monotonic() - began:.1f} s after dial started")
+        for i, (match_id, record) in enumerate(zip(ids, records, strict=True)):
+            head = record[0]
+            assert head["challenge"] == "gamma" and record[-1]["type"] == "end"
+            seating = ["gamma", "dial", "alpha", "gamma", "dial"][i : i + 3]
+            assert head["seating"] == seating
+            assert [c and c["sha256"] for c in head["code"]] == [hashes.get(b) for b in seating]
+            # Its page and its replay say it is a challenge.
+            assert web_get(f"{web}/api/matches/{match_id}")[1]["challenge"] == "gamma"
+            with urllib.request.urlopen(f"{web}/match?id={match_id}", timeout=30) as page:
+                assert 'id="challenge">Challenge asked for by' in page.read().decode()
+            first = next(iter(s.league.WatchMatch(
+                league_pb2.WatchMatchRequest(match_id=match_id), timeout=30)))  # fmt: skip
+            assert first.match.challenge == "gamma"
+        # gamma's stderr in them is kept for gamma.
+        logs = cli(s.address, "logs", "gamma", "--match", ids[0], token=tokens["gamma"])
+        assert "gamma: hello from my own stderr" in logs.stdout, logs
+        # Unrated: no challenge is one of the league's matches, results or recent matches,
+        # and each entry's standing counts only its rated matches.
+        assert not query(league_db.target, "SELECT idx FROM matches WHERE match_id LIKE '%chall%'")
+        assert all(m.match_id not in ids for m in s.recent().matches)
+
+        def counted_alike() -> bool:
+            rated_matches = s.standings().matches
+            rows = query(league_db.target, "SELECT seating FROM matches WHERE status = 'finished'")
+            line = {x.bot: x.matches for x in s.standings().standings}
+            dial_rated = sum("dial" in json.loads(r[0]) for r in rows)
+            return rated_matches == len(rows) and line.get("dial", 0) == dial_rated
+
+        wait_for(counted_alike, 60, "the standings to count the rated matches only", every=0.5)
+        print(f"challenges checked {time.monotonic() - began:.1f} s after dial started")

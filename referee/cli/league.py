@@ -129,6 +129,20 @@ def add_parsers(sub: Subparsers) -> None:
     from referee.cli import season
 
     season.add_parser(league_action)
+    chl = league_action(
+        "challenge",
+        "play a few unrated matches of your entry against opponents you name, as soon as they "
+        "can sit ($STICHELN_BOT_TOKEN); prints where to watch them",
+    )
+    chl.add_argument("name", help="your entry")
+    chl.add_argument("opponents", nargs="+", metavar="OPPONENT", help="the entries to meet")
+    chl.add_argument(
+        "--matches",
+        type=int,
+        default=1,
+        metavar="N",
+        help="how many matches, the seating turning by one seat each (default 1, at most 5)",
+    )
     wk = lg_sub.add_parser(
         "worker",
         help="play a league's queued matches of hosted bots, from its database",
@@ -269,6 +283,7 @@ def serve(args: argparse.Namespace) -> int:
                 raise UsageError(
                     f"cannot serve the web pages on {config.web_host}:{config.web_port}: {exc}"
                 ) from None
+            league.web_address = web.address
             print(f"web on {web.address}", flush=True)
         await stop.wait()
         print("stopping: running matches get the grace period to finish", file=sys.stderr)
@@ -295,6 +310,13 @@ def league(args: argparse.Namespace) -> int:
         metadata = [("authorization", f"Bearer {token}")]
     if args.action == "submit":
         return submit(args)
+    if args.action == "challenge":
+        token = os.environ.get("STICHELN_BOT_TOKEN", "")
+        if not token:
+            raise UsageError("set STICHELN_BOT_TOKEN to your entry's token")
+        metadata = [("authorization", f"Bearer {token}")]
+        if args.matches < 1:
+            raise UsageError(f"--matches: {args.matches} is not allowed; allowed: 1 to 5")
     if args.action in ("status", "activate", "logs"):
         token = os.environ.get("STICHELN_BOT_TOKEN", "") or os.environ.get(
             "STICHELN_ADMIN_TOKEN", ""
@@ -331,6 +353,23 @@ def league(args: argparse.Namespace) -> int:
                     print(f"refused: {s.refusal}")
                 if s.report:
                     print(s.report)
+                return 0
+            if args.action == "challenge":
+                made = stub.Challenge(
+                    league_pb2.ChallengeRequest(
+                        name=args.name, opponents=args.opponents, matches=args.matches
+                    ),
+                    metadata=metadata,
+                    timeout=args.timeout,
+                )
+                for i, match_id in enumerate(made.match_ids):
+                    watch = made.watch[i] if i < len(made.watch) else ""
+                    print(f"{match_id}  {watch or '(the league serves no web pages)'}")
+                print(
+                    f"{made.left} challenge matches left; the allowance is whole again at "
+                    f"{time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime(made.resets_at))}",
+                    file=sys.stderr,
+                )
                 return 0
             if args.action == "logs":
                 got = stub.GetLogs(

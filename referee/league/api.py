@@ -10,6 +10,7 @@ from __future__ import annotations
 import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
 
 import grpc
 import structlog
@@ -276,6 +277,26 @@ class LeagueServicer:
     ) -> league_pb2.SeasonsResponse:
         return self.league.seasons.response()
 
+    async def Challenge(
+        self, request: league_pb2.ChallengeRequest, context: Context
+    ) -> league_pb2.ChallengeResponse:
+        entry = self._entry_of_token(context, "a challenge")
+        if request.name and request.name != entry.name:
+            raise Refused(
+                grpc.StatusCode.PERMISSION_DENIED,
+                f"the token is {entry.name!r}'s, not {request.name!r}'s",
+            )
+        asked = self.league.challenges.ask(
+            entry.name, list(request.opponents), request.matches or 1
+        )
+        web = self.league.web_address
+        return league_pb2.ChallengeResponse(
+            match_ids=asked.match_ids,
+            watch=[f"{web}match?id={quote(i, safe='')}" for i in asked.match_ids] if web else [],
+            left=asked.left,
+            resets_at=asked.resets_at,
+        )
+
     async def Standings(
         self, request: league_pb2.StandingsRequest, context: Context
     ) -> league_pb2.StandingsResponse:
@@ -323,6 +344,7 @@ class LeagueServicer:
             "GetLogs": (self.GetLogs, league_pb2.GetLogsRequest),
             "EndSeason": (self.EndSeason, league_pb2.EndSeasonRequest),
             "Seasons": (self.Seasons, league_pb2.SeasonsRequest),
+            "Challenge": (self.Challenge, league_pb2.ChallengeRequest),
         }
         methods: dict[str, grpc.RpcMethodHandler[Any, Any]] = {
             name: grpc.unary_unary_rpc_method_handler(

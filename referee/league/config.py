@@ -139,6 +139,9 @@ class LeagueConfig:
     hosting: HostingConfig = field(default_factory=HostingConfig)
     #: The fair-play test judges each finished match (docs/fairplay.md): on by default.
     fairplay: bool = True
+    #: Unrated matches on demand (``referee league challenge``) an entry may ask for per
+    #: 24 hours; 0: none.
+    challenges_per_day: int = 10
 
 
 Seconds = Annotated[float, Field(ge=0.0)]
@@ -197,6 +200,8 @@ class LeagueTable(Table):
     """Every spectator (web pages, live streams, gRPC WatchMatch) stays at least this many rounds behind a running match."""
     fairplay: bool = True
     """Judge each finished match with the fair-play test (docs/fairplay.md); false: never."""
+    challenges_per_day: Annotated[int, Field(ge=0, le=10_000)] = 10
+    """Unrated matches on demand (referee league challenge) one entry may ask for per 24 hours (0: none)."""
 
     @model_validator(mode="after")
     def _pairs(self) -> LeagueTable:
@@ -409,4 +414,5 @@ def league_from_table(data: dict[str, Any], base: Path, source: Path, environ: A
         seating=SeatingRules(model.seating.same_family, model.seating.same_owner),
         hosting=hosting,
         fairplay=t.fairplay,
+        challenges_per_day=t.challenges_per_day,
     )

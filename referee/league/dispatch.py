@@ -26,7 +26,7 @@ import asyncio
 import contextlib
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -320,6 +320,32 @@ class Dispatch:
             return True
         running.task = asyncio.ensure_future(self._play(m, running, streams, replayed, hosted))
         return True
+
+    def table(self, streams: dict[str, LeagueStream]) -> _Table:
+        """A match's seats: ``streams`` (dial-in bots) and the warm pool (hosted ones)."""
+        return _Table(self.lobby, streams, self.warm)
+
+    def play_unrated(
+        self,
+        match_id: str,
+        seating: tuple[str, ...],
+        play: Callable[[MatchFeed], Awaitable[None]],
+    ) -> None:
+        """Play a match that is not one of the league's (a challenge) here: it is counted
+        among the matches played here and watched as they are, and ``play`` does the rest."""
+        running = RunningMatch(-1, match_id, seating, MatchFeed(match_id))
+        self.running[match_id] = running
+        self._set_running()
+
+        async def run() -> None:
+            try:
+                await play(running.feed)
+            finally:
+                self.running.pop(match_id, None)
+                self._set_running()
+                self._wake()
+
+        running.task = asyncio.ensure_future(run())
 
     # -- workers: matches of hosted bots -----------------------------------------------------
 

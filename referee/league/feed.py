@@ -59,6 +59,7 @@ class PublicFilter:
                 seating=line["seating"],
                 rules=rules_to_proto(rules),
                 seed_commitment=bytes.fromhex(line["commitment"]),
+                challenge=str(line.get("challenge", "")),
             )
         )
 

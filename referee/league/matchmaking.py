@@ -34,6 +34,7 @@ from referee.results.store import Store, StoreError
 from referee.tournament.schedule import ScheduledMatch
 
 if TYPE_CHECKING:
+    from referee.league.challenge import Challenges
     from referee.league.dispatch import Dispatch
     from referee.league.publishing import Publisher
 
@@ -106,6 +107,8 @@ class Matchmaker:
         self._waiting_for = ""
         #: Why no match can start while none runs (the seating rules), or "".
         self.waiting = ""
+        #: Matches on demand, seated before the league's own (set by the league).
+        self.challenges: Challenges | None = None
 
     def wake(self) -> None:
         """Something changed (a stream is free, a match ended): look for a table again."""
@@ -185,6 +188,8 @@ class Matchmaker:
                 # another process) as the league plays at once: no hosted bot is seated
                 # until one of them ends, and the dial-in bots play on meanwhile.
                 idle = {b: streams for b, streams in idle.items() if b not in self.playing}
+            if self.challenges is not None and self.challenges.seat(idle):
+                continue
             replay = next((m for m in self.replays if all(b in idle for b in m.seating)), None)
             if replay is not None:
                 self.replays.remove(replay)

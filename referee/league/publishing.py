@@ -296,6 +296,7 @@ class Publisher:
             end = text.rstrip("\n").rsplit("\n", 1)[-1]
             header = json.loads(text.split("\n", 1)[0])
             summary.seating.extend(header.get("seating", []))
+            summary.challenge = str(header.get("challenge", ""))
             code = header.get("code") or []
             if code:
                 summary.submissions.extend((c or {}).get("submission", 0) for c in code)

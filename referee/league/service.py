@@ -44,10 +44,11 @@ import structlog
 
 from referee.jail.sandbox import Sandbox
 from referee.league.api import LEAGUE_SERVICE, LeagueServicer
+from referee.league.challenge import Challenges
 from referee.league.config import LeagueConfig
 from referee.league.dispatch import LEASE_S, QUEUE_POLL_S, Dispatch
 from referee.league.fairplay import FairPlayRoom
-from referee.league.feed import MatchFeed
+from referee.league.feed import MatchFeed, replay_feed
 from referee.league.hosting import Hosting, hosted_mode
 from referee.league.lobby import LAST_ANSWER_S, StreamLobby, league_intake
 from referee.league.matchmaking import STORE_RETRY_S, Deals, Matchmaker, match_id_of
@@ -60,6 +61,7 @@ from referee.league.submissions import REFUSED, RETIRED, MatchQueue, Submission,
 from referee.league.uploads import MAX_UPLOADS, Uploads
 from referee.match.dealkey import DealKey
 from referee.match.metrics import RefereeMetrics
+from referee.match.record import ReplayError, read_record
 from referee.match.server import SERVICE_NAME, RefereeServer, Refused, TlsConfig
 from referee.results.store import StoreError, open_store, redact
 from referee.tournament.schedule import ScheduledMatch
@@ -188,6 +190,19 @@ class League:
             self.deals,
             history,
         )
+        #: Matches on demand (``referee league challenge``), seated by the matchmaker.
+        self.challenges = Challenges(
+            config,
+            self.store,
+            self.registry,
+            self.lobby,
+            self.dispatch,
+            lambda: self.matchmaker.playing,
+            lambda: self.matchmaker.wake(),
+        )
+        self.matchmaker.challenges = self.challenges
+        #: The web pages' address ("" when the league serves none): challenges link to them.
+        self.web_address = ""
         self._stopping = False
 
     # -- start and stop ---------------------------------------------------------------------
@@ -241,6 +256,7 @@ class League:
             await self.publisher.publish()
         voided = self.queue.void_unfinished()
         self.matchmaker.refresh_playing()
+        self.challenges.load()
         revalidating = self.hosting.resume() if self.hosting is not None else 0
         if self.hosting is not None:
             self.hosting.start_sweeping()
@@ -400,7 +416,7 @@ class League:
                 grpc.StatusCode.FAILED_PRECONDITION,
                 f"match {match_id!r} is still running; watch it with WatchMatch",
             )
-        path = self.publisher.record_path(match_id)
+        path = self.publisher.record_path(match_id) or self._challenge_record(match_id)
         if path is None:
             path = self.seasons.record_path(match_id)  # a final's match, once it has ended
         if path is None:
@@ -408,6 +424,13 @@ class League:
                 grpc.StatusCode.NOT_FOUND, f"no finished match {match_id!r} in this league"
             )
         return path
+
+    def _challenge_record(self, match_id: str) -> Path | None:
+        """A finished challenge's record, or None."""
+        try:
+            return self.challenges.record_path(match_id)
+        except StoreError as exc:
+            raise Refused(grpc.StatusCode.UNAVAILABLE, str(exc)) from None
 
     def record(self, match_id: str) -> tuple[league_pb2.MatchSummary, str]:
         """A finished match's summary and record text."""
@@ -418,6 +441,14 @@ class League:
         live = self.dispatch.live_feed(match_id)
         if live is not None:
             return live
+        path = self._challenge_record(match_id)
+        if path is not None:
+            try:
+                return replay_feed(match_id, list(read_record(path)))
+            except (OSError, ReplayError) as exc:
+                raise Refused(
+                    grpc.StatusCode.DATA_LOSS, f"the record of {match_id!r} cannot be read: {exc}"
+                ) from None
         return self.publisher.replayed_feed(match_id)
 
     def bot_message(

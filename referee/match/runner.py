@@ -245,6 +245,7 @@ class MatchRunner:
         bot_seeds: Sequence[int] = (),
         untimed: Collection[int] = (),
         code: Sequence[tuple[int, str] | None] = (),
+        challenge: str = "",
     ) -> None:
         rules.check_players(len(bots))
         if code and len(code) != len(bots):
@@ -289,6 +290,8 @@ class MatchRunner:
         #: Per seat, the hosted submission and the hash of the code it runs (None: a bot
         #: that dials in, or one started from a bot file), for the header.
         self.code = list(code)
+        #: A league's match on demand, unrated: the entry that asked for it ("": not one).
+        self.challenge = challenge
         #: Per seat whose process the runner started or borrowed: its log file and where
         #: this match's part of it begins (a league keeps it for the bot's owner).
         self.log_spans: dict[int, tuple[Path, int]] = {}
@@ -804,6 +807,8 @@ class MatchRunner:
             header["code"] = [
                 None if c is None else {"submission": c[0], "sha256": c[1]} for c in self.code
             ]
+        if self.challenge:
+            header["challenge"] = self.challenge
         header.update(
             {
                 "clock": {

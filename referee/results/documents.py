@@ -634,6 +634,7 @@ def viewer_document(lines: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         "seed": record_seed(lines),
         "clock": header.get("clock"),
         "started_at": header.get("started_at"),
+        "challenge": header.get("challenge"),
         "rounds": rounds,
         "end": end,
     }

@@ -47,6 +47,7 @@ def event_json(msg: league_pb2.WatchMatchResponse) -> dict[str, Any]:
             "seating": list(m.seating),
             "rules": MessageToDict(m.rules, preserving_proto_field_name=True),
             "commitment": m.seed_commitment.hex(),
+            "challenge": m.challenge,
         }
     if kind == "end":
         e = msg.end

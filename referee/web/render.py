@@ -302,12 +302,23 @@ def matches(doc: Mapping[str, Any], before: str | None) -> str:
 
 
 def match_head(
-    match_id: str, seating: Sequence[str], running: bool, end: Mapping[str, Any] | None
+    match_id: str,
+    seating: Sequence[str],
+    running: bool,
+    end: Mapping[str, Any] | None,
+    challenge: str = "",
 ) -> str:
-    """A match's header: its id, seats and (finished) result; the table is drawn by script."""
+    """A match's header: its id, seats and (finished) result; the table is drawn by script.
+    ``challenge``: the entry that asked for this match on demand (unrated)."""
     live = ' <span class="pill live" id="live-badge">live</span>' if running else ""
     seats = " · ".join(f"seat {s}: {bot_link(b)}" for s, b in enumerate(seating))
-    out = [f"<h1>Match {e(match_id)}{live}</h1>", f'<p class="seating">{seats}</p>']
+    out = [f"<h1>Match {e(match_id)}{live}</h1>"]
+    if challenge:
+        out.append(
+            f'<p class="challenge" id="challenge">Challenge asked for by {bot_link(challenge)}: '
+            "unrated, not in the standings</p>"
+        )
+    out.append(f'<p class="seating">{seats}</p>')
     if end and end.get("places"):
         order = sorted(range(len(seating)), key=lambda s: end["places"][s])
         out.append(

@@ -716,7 +716,9 @@ class WebServer:
                     state = self._match_state(match_id)
                     if state == "finished":
                         doc = json.loads(self._viewer_body(match_id))
-                        main = render.match_head(match_id, doc["seating"], False, doc["end"])
+                        main = render.match_head(
+                            match_id, doc["seating"], False, doc["end"], doc.get("challenge") or ""
+                        )
                         return render.page(shell, path, where, main, {"state": state})
                     if state == "running":
                         seating = next(

@@ -172,7 +172,7 @@ class RecentMatchesRequest(_message.Message):
     def __init__(self, limit: _Optional[int] = ...) -> None: ...
 
 class MatchSummary(_message.Message):
-    __slots__ = ("match_id", "seating", "totals", "places", "forfeited_seats", "finished_at", "finish_order", "submissions", "sha256s")
+    __slots__ = ("match_id", "seating", "totals", "places", "forfeited_seats", "finished_at", "finish_order", "submissions", "sha256s", "challenge")
     MATCH_ID_FIELD_NUMBER: _ClassVar[int]
     SEATING_FIELD_NUMBER: _ClassVar[int]
     TOTALS_FIELD_NUMBER: _ClassVar[int]
@@ -182,6 +182,7 @@ class MatchSummary(_message.Message):
     FINISH_ORDER_FIELD_NUMBER: _ClassVar[int]
     SUBMISSIONS_FIELD_NUMBER: _ClassVar[int]
     SHA256S_FIELD_NUMBER: _ClassVar[int]
+    CHALLENGE_FIELD_NUMBER: _ClassVar[int]
     match_id: str
     seating: _containers.RepeatedScalarFieldContainer[str]
     totals: _containers.RepeatedScalarFieldContainer[int]
@@ -191,7 +192,8 @@ class MatchSummary(_message.Message):
     finish_order: int
     submissions: _containers.RepeatedScalarFieldContainer[int]
     sha256s: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, match_id: _Optional[str] = ..., seating: _Optional[_Iterable[str]] = ..., totals: _Optional[_Iterable[int]] = ..., places: _Optional[_Iterable[int]] = ..., forfeited_seats: _Optional[_Iterable[int]] = ..., finished_at: _Optional[float] = ..., finish_order: _Optional[int] = ..., submissions: _Optional[_Iterable[int]] = ..., sha256s: _Optional[_Iterable[str]] = ...) -> None: ...
+    challenge: str
+    def __init__(self, match_id: _Optional[str] = ..., seating: _Optional[_Iterable[str]] = ..., totals: _Optional[_Iterable[int]] = ..., places: _Optional[_Iterable[int]] = ..., forfeited_seats: _Optional[_Iterable[int]] = ..., finished_at: _Optional[float] = ..., finish_order: _Optional[int] = ..., submissions: _Optional[_Iterable[int]] = ..., sha256s: _Optional[_Iterable[str]] = ..., challenge: _Optional[str] = ...) -> None: ...
 
 class RecentMatchesResponse(_message.Message):
     __slots__ = ("matches", "running")
@@ -234,16 +236,18 @@ class WatchMatchResponse(_message.Message):
     def __init__(self, match: _Optional[_Union[WatchedMatch, _Mapping]] = ..., event: _Optional[_Union[PublicEvent, _Mapping]] = ..., end: _Optional[_Union[MatchEnded, _Mapping]] = ...) -> None: ...
 
 class WatchedMatch(_message.Message):
-    __slots__ = ("match_id", "seating", "rules", "seed_commitment")
+    __slots__ = ("match_id", "seating", "rules", "seed_commitment", "challenge")
     MATCH_ID_FIELD_NUMBER: _ClassVar[int]
     SEATING_FIELD_NUMBER: _ClassVar[int]
     RULES_FIELD_NUMBER: _ClassVar[int]
     SEED_COMMITMENT_FIELD_NUMBER: _ClassVar[int]
+    CHALLENGE_FIELD_NUMBER: _ClassVar[int]
     match_id: str
     seating: _containers.RepeatedScalarFieldContainer[str]
     rules: _game_pb2.RuleSet
     seed_commitment: bytes
-    def __init__(self, match_id: _Optional[str] = ..., seating: _Optional[_Iterable[str]] = ..., rules: _Optional[_Union[_game_pb2.RuleSet, _Mapping]] = ..., seed_commitment: _Optional[bytes] = ...) -> None: ...
+    challenge: str
+    def __init__(self, match_id: _Optional[str] = ..., seating: _Optional[_Iterable[str]] = ..., rules: _Optional[_Union[_game_pb2.RuleSet, _Mapping]] = ..., seed_commitment: _Optional[bytes] = ..., challenge: _Optional[str] = ...) -> None: ...
 
 class PublicEvent(_message.Message):
     __slots__ = ("round_index", "round_dealt", "pain_revealed", "card_played", "trick", "round_scored", "fault")
@@ -502,3 +506,25 @@ class SeasonsResponse(_message.Message):
     current_since: float
     seasons: _containers.RepeatedCompositeFieldContainer[Season]
     def __init__(self, current: _Optional[int] = ..., current_since: _Optional[float] = ..., seasons: _Optional[_Iterable[_Union[Season, _Mapping]]] = ...) -> None: ...
+
+class ChallengeRequest(_message.Message):
+    __slots__ = ("name", "opponents", "matches")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    OPPONENTS_FIELD_NUMBER: _ClassVar[int]
+    MATCHES_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    opponents: _containers.RepeatedScalarFieldContainer[str]
+    matches: int
+    def __init__(self, name: _Optional[str] = ..., opponents: _Optional[_Iterable[str]] = ..., matches: _Optional[int] = ...) -> None: ...
+
+class ChallengeResponse(_message.Message):
+    __slots__ = ("match_ids", "watch", "left", "resets_at")
+    MATCH_IDS_FIELD_NUMBER: _ClassVar[int]
+    WATCH_FIELD_NUMBER: _ClassVar[int]
+    LEFT_FIELD_NUMBER: _ClassVar[int]
+    RESETS_AT_FIELD_NUMBER: _ClassVar[int]
+    match_ids: _containers.RepeatedScalarFieldContainer[str]
+    watch: _containers.RepeatedScalarFieldContainer[str]
+    left: int
+    resets_at: float
+    def __init__(self, match_ids: _Optional[_Iterable[str]] = ..., watch: _Optional[_Iterable[str]] = ..., left: _Optional[int] = ..., resets_at: _Optional[float] = ...) -> None: ...

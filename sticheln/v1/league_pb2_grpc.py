@@ -105,6 +105,11 @@ class LeagueStub:
                 request_serializer=sticheln_dot_v1_dot_league__pb2.SeasonsRequest.SerializeToString,
                 response_deserializer=sticheln_dot_v1_dot_league__pb2.SeasonsResponse.FromString,
                 _registered_method=True)
+        self.Challenge = channel.unary_unary(
+                '/sticheln.v1.League/Challenge',
+                request_serializer=sticheln_dot_v1_dot_league__pb2.ChallengeRequest.SerializeToString,
+                response_deserializer=sticheln_dot_v1_dot_league__pb2.ChallengeResponse.FromString,
+                _registered_method=True)
 
 
 class LeagueServicer:
@@ -232,6 +237,18 @@ class LeagueServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Challenge(self, request, context):
+        """Bot author (the entry's token): a few unrated matches of the entry against opponents
+        it names, on demand, within `[league] challenges_per_day` matches per 24 hours. They
+        are seated as the league's matchmaking seats its own (a dial-in bot on an idle stream,
+        a hosted entry's playing submission) and never change ratings, standings or fair-play
+        figures. Watch them live (`WatchMatch`, the web viewer); `GetMatchRecord` serves their
+        records once over.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_LeagueServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -304,6 +321,11 @@ def add_LeagueServicer_to_server(servicer, server):
                     servicer.Seasons,
                     request_deserializer=sticheln_dot_v1_dot_league__pb2.SeasonsRequest.FromString,
                     response_serializer=sticheln_dot_v1_dot_league__pb2.SeasonsResponse.SerializeToString,
+            ),
+            'Challenge': grpc.unary_unary_rpc_method_handler(
+                    servicer.Challenge,
+                    request_deserializer=sticheln_dot_v1_dot_league__pb2.ChallengeRequest.FromString,
+                    response_serializer=sticheln_dot_v1_dot_league__pb2.ChallengeResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -685,6 +707,33 @@ class League:
             '/sticheln.v1.League/Seasons',
             sticheln_dot_v1_dot_league__pb2.SeasonsRequest.SerializeToString,
             sticheln_dot_v1_dot_league__pb2.SeasonsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Challenge(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/sticheln.v1.League/Challenge',
+            sticheln_dot_v1_dot_league__pb2.ChallengeRequest.SerializeToString,
+            sticheln_dot_v1_dot_league__pb2.ChallengeResponse.FromString,
             options,
             channel_credentials,
             insecure,

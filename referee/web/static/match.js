@@ -19,6 +19,8 @@ function header(doc, live) {
   const narrow = window.matchMedia("(max-width: 600px)").matches;
   return [
     el("h1", {}, `Match ${doc.match_id} `, live ? el("span", { class: "pill live", id: "live-badge", text: "live" }) : null),
+    // A match on demand: not rated, counted nowhere.
+    doc.challenge ? el("p", { class: "challenge", id: "challenge" }, "Challenge asked for by ", botLink(doc.challenge), ": unrated, not in the standings") : null,
     el("details", { class: "match-info", open: narrow ? null : "open" },
       el("summary", { text: `${doc.seating.length} seats · rules ${rules.preset || "?"}${secret ? ", secret pain cards" : ""}${doc.seed ? " · seed" : ""}` }),
       el("p", { class: "seating" }, doc.seating.flatMap((b, s) => [s ? " · " : "", `seat ${s}: `, botLink(b)])),
@@ -383,7 +385,7 @@ function spectator(id, delayRounds) {
     const who = (s) => state.seating[s] ?? `seat ${s}`;
     if (ev.type === "match") {
       state.seating = ev.seating; state.rules = ev.rules;
-      top = header({ match_id: ev.match_id, seating: ev.seating, rules: ev.rules, commitment: ev.commitment }, true);
+      top = header({ match_id: ev.match_id, seating: ev.seating, rules: ev.rules, commitment: ev.commitment, challenge: ev.challenge }, true);
     } else if (ev.type === "dealt") {
       state.round = ev.round; state.dealer = ev.dealer; state.pain = state.seating.map(() => null);
       state.plays = []; state.lastTrick = null; state.running = null; state.taken = state.seating.map(() => []); state.tricksDone = 0;

@@ -197,6 +197,81 @@ def test_an_author_submits_resubmits_rolls_back_and_reads_each_submissions_ratin
         assert "build: the same code was built before, output" in admin_status(s.address, "beta")
         wait_for(lambda: bots_json(s.address)["alpha"]["matches"] >= 2, 180, "alpha's matches", 1)
 
+        # 5: matches on demand. gamma (hosted) meets dial (a bot that dials in) and alpha
+        # (hosted), unrated, within its allowance of 3 a day, and is told where to watch.
+        began = time.monotonic()
+        codes = {"alpha": sha, "gamma": gamma_sha}
+        with bots(s.address, tmp_path) as dial:
+            dial.start("random", "dial", tokens["dial"])
+            wait_for(lambda: bots_json(s.address)["dial"]["connected_streams"] == 1, 60, "dial")
+            asked = cli(s.address, "challenge", "gamma", "dial", "alpha", "--matches", "2",
+                        token=tokens["gamma"])  # fmt: skip
+            assert asked.returncode == 0, asked.stderr
+            shown = [line.split("  ") for line in asked.stdout.splitlines()]
+            ids = [match_id for match_id, _ in shown]
+            assert ids == ["hosted-challenge-1", "hosted-challenge-2"], asked.stdout
+            assert [watch for _, watch in shown] == [f"{web}/match?id={i}" for i in ids]
+            assert asked.stderr.startswith("1 challenge matches left;"), asked.stderr
+
+            def refusal(*args: str, token: str = tokens["gamma"]) -> str:
+                done = cli(s.address, "challenge", *args, token=token)
+                assert done.returncode == 1 and len(done.stderr.splitlines()) == 1, done
+                return done.stderr
+
+            over = refusal("gamma", "dial", "alpha", "--matches", "2")
+            assert "RESOURCE_EXHAUSTED" in over and "has 1 of its 3" in over, over
+            assert re.search(r"may be asked at \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC", over)
+            assert "NOT_FOUND: no bot named 'nobody'" in refusal("gamma", "nobody", "alpha")
+            assert "'mute' is not playing" in refusal("gamma", "mute", "alpha")
+            assert "UNAUTHENTICATED" in refusal("gamma", "dial", "alpha", token="stb_not-a-token")
+            assert "PERMISSION_DENIED" in refusal("gamma", "dial", "alpha", token=tokens["beta"])
+
+            def played(match_id: str) -> list[dict[str, Any]] | None:
+                try:
+                    return fetched_record(s.league, match_id, tmp_path)
+                except grpc.RpcError:  # queued (NOT_FOUND) or running (FAILED_PRECONDITION)
+                    return None
+
+            records = [wait_for(partial(played, i), 240, i, every=0.5) for i in ids]
+            print(f"two challenge matches over {time.monotonic() - began:.1f} s after dial started")
+        for i, (match_id, record) in enumerate(zip(ids, records, strict=True)):
+            head = record[0]
+            assert head["challenge"] == "gamma" and record[-1]["type"] == "end"
+            seating = ["gamma", "dial", "alpha", "gamma", "dial"][i : i + 3]
+            assert head["seating"] == seating
+            assert [c and c["sha256"] for c in head["code"]] == [codes.get(b) for b in seating]
+            # Its page and its replay say it is a challenge.
+            assert web_get(f"{web}/api/matches/{match_id}")[1]["challenge"] == "gamma"
+            with urllib.request.urlopen(f"{web}/match?id={match_id}", timeout=30) as page:
+                assert 'id="challenge">Challenge asked for by' in page.read().decode()
+            first = next(iter(s.league.WatchMatch(
+                league_pb2.WatchMatchRequest(match_id=match_id), timeout=30)))  # fmt: skip
+            assert first.match.challenge == "gamma"
+        # gamma's stderr in them is kept for gamma.
+        logs = cli(s.address, "logs", "gamma", "--match", ids[0], token=tokens["gamma"])
+        assert "gamma: hello from my own stderr" in logs.stdout, logs
+        # Unrated: no challenge is one of the league's matches, results or recent matches,
+        # and each entry's standing counts only its rated matches.
+        assert not query(league_db.target, "SELECT idx FROM matches WHERE match_id LIKE '%chall%'")
+        assert all(m.match_id not in ids for m in s.recent().matches)
+
+        def counted_alike() -> bool:
+            # One publication against the matches it counts (the first N to finish).
+            st = s.standings()
+            rows = query(
+                league_db.target,
+                "SELECT seating FROM matches WHERE status = 'finished' AND finish_order <= ?",
+                (st.matches,),
+            )
+            line = {x.bot: x.matches for x in st.standings}
+            seated = [json.loads(r[0]) for r in rows]
+            return len(rows) == st.matches and all(
+                line.get(b, 0) == sum(b in x for x in seated) for b in ("dial", "gamma")
+            )
+
+        wait_for(counted_alike, 60, "the standings to count the rated matches only", every=0.5)
+        print(f"challenges checked {time.monotonic() - began:.1f} s after dial started")
+
         # The author resubmits the same code: not built again; it plays from now on.
         again = cli(
             s.address, "submit", str(folder), "--bot-file", "bot.toml", token=tokens["alpha"]
@@ -232,14 +307,16 @@ def test_an_author_submits_resubmits_rolls_back_and_reads_each_submissions_ratin
         # Every record and result names each seat's submission and code hash.
         recent = s.recent().matches
         assert recent
-        hashes = {"alpha": sha, "beta": sha, "gamma": gamma_sha}
+        # (dial, a bot that dials in, played some of them: no submission, no hash.)
+        hashes = {"alpha": sha, "beta": sha, "gamma": gamma_sha, "dial": ""}
         for summary in recent:
             assert list(summary.sha256s) == [hashes[b] for b in summary.seating], summary
-            assert all(n >= 1 for n in summary.submissions), summary
+            numbers = zip(summary.seating, summary.submissions, strict=True)
+            assert all((n >= 1) == (b != "dial") for b, n in numbers), summary
             record = fetched_record(s.league, summary.match_id, tmp_path)
             code = record[0]["code"]
-            assert [c["sha256"] for c in code] == list(summary.sha256s)
-            assert [c["submission"] for c in code] == list(summary.submissions)
+            assert [c["sha256"] if c else "" for c in code] == list(summary.sha256s)
+            assert [c["submission"] if c else 0 for c in code] == list(summary.submissions)
 
         # Rollback: submission 1 plays again, without a build, and is no upload.
         uploads = query(league_db.target, "SELECT COUNT(*) FROM league_submissions")[0][0]
@@ -297,70 +374,3 @@ def test_an_author_submits_resubmits_rolls_back_and_reads_each_submissions_ratin
         assert doc["validation"][0]["submission"] == 1
         status, page = web_get(f"{web}/api/bot?name=gamma")
         assert "hello from my own stderr" not in json.dumps(page)
-
-        # 5: matches on demand. gamma (hosted) meets dial (a bot that dials in) and alpha
-        # (hosted), unrated, within its allowance of 3 a day, and is told where to watch.
-        began = time.monotonic()
-        with bots(s.address, tmp_path) as dial:
-            dial.start("random", "dial", tokens["dial"])
-            wait_for(lambda: bots_json(s.address)["dial"]["connected_streams"] == 1, 60, "dial")
-            asked = cli(s.address, "challenge", "gamma", "dial", "alpha", "--matches", "2",
-                        token=tokens["gamma"])  # fmt: skip
-            assert asked.returncode == 0, asked.stderr
-            shown = [line.split("  ") for line in asked.stdout.splitlines()]
-            ids = [match_id for match_id, _ in shown]
-            assert ids == ["hosted-challenge-1", "hosted-challenge-2"], asked.stdout
-            assert [watch for _, watch in shown] == [f"{web}/match?id={i}" for i in ids]
-            assert asked.stderr.startswith("1 challenge matches left;"), asked.stderr
-
-            def refusal(*args: str, token: str = tokens["gamma"]) -> str:
-                done = cli(s.address, "challenge", *args, token=token)
-                assert done.returncode == 1 and len(done.stderr.splitlines()) == 1, done
-                return done.stderr
-
-            over = refusal("gamma", "dial", "alpha", "--matches", "2")
-            assert "RESOURCE_EXHAUSTED" in over and "has 1 of its 3" in over, over
-            assert re.search(r"may be asked at \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC", over)
-            assert "NOT_FOUND: no bot named 'nobody'" in refusal("gamma", "nobody", "alpha")
-            assert "'mute' is not playing" in refusal("gamma", "mute", "alpha")
-            assert "UNAUTHENTICATED" in refusal("gamma", "dial", "alpha", token="stb_not-a-token")
-            assert "PERMISSION_DENIED" in refusal("gamma", "dial", "alpha", token=tokens["beta"])
-
-            def played(match_id: str) -> list[dict[str, Any]] | None:
-                try:
-                    return fetched_record(s.league, match_id, tmp_path)
-                except grpc.RpcError:  # queued (NOT_FOUND) or running (FAILED_PRECONDITION)
-                    return None
-
-            records = [wait_for(partial(played, i), 240, i, every=0.5) for i in ids]
-            print(f"two challenge matches over {time.monotonic() - began:.1f} s after dial started")
-        for i, (match_id, record) in enumerate(zip(ids, records, strict=True)):
-            head = record[0]
-            assert head["challenge"] == "gamma" and record[-1]["type"] == "end"
-            seating = ["gamma", "dial", "alpha", "gamma", "dial"][i : i + 3]
-            assert head["seating"] == seating
-            assert [c and c["sha256"] for c in head["code"]] == [hashes.get(b) for b in seating]
-            # Its page and its replay say it is a challenge.
-            assert web_get(f"{web}/api/matches/{match_id}")[1]["challenge"] == "gamma"
-            with urllib.request.urlopen(f"{web}/match?id={match_id}", timeout=30) as page:
-                assert 'id="challenge">Challenge asked for by' in page.read().decode()
-            first = next(iter(s.league.WatchMatch(
-                league_pb2.WatchMatchRequest(match_id=match_id), timeout=30)))  # fmt: skip
-            assert first.match.challenge == "gamma"
-        # gamma's stderr in them is kept for gamma.
-        logs = cli(s.address, "logs", "gamma", "--match", ids[0], token=tokens["gamma"])
-        assert "gamma: hello from my own stderr" in logs.stdout, logs
-        # Unrated: no challenge is one of the league's matches, results or recent matches,
-        # and each entry's standing counts only its rated matches.
-        assert not query(league_db.target, "SELECT idx FROM matches WHERE match_id LIKE '%chall%'")
-        assert all(m.match_id not in ids for m in s.recent().matches)
-
-        def counted_alike() -> bool:
-            rated_matches = s.standings().matches
-            rows = query(league_db.target, "SELECT seating FROM matches WHERE status = 'finished'")
-            line = {x.bot: x.matches for x in s.standings().standings}
-            dial_rated = sum("dial" in json.loads(r[0]) for r in rows)
-            return rated_matches == len(rows) and line.get("dial", 0) == dial_rated
-
-        wait_for(counted_alike, 60, "the standings to count the rated matches only", every=0.5)
-        print(f"challenges checked {time.monotonic() - began:.1f} s after dial started")

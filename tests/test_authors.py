@@ -252,7 +252,9 @@ def test_an_author_submits_resubmits_rolls_back_and_reads_each_submissions_ratin
         assert "gamma: hello from my own stderr" in logs.stdout, logs
         # Unrated: no challenge is one of the league's matches, results or recent matches,
         # and each entry's standing counts only its rated matches.
-        assert not query(league_db.target, "SELECT idx FROM matches WHERE match_id LIKE '%chall%'")
+        assert not query(
+            league_db.target, "SELECT idx FROM matches WHERE match_id LIKE ?", ("%chall%",)
+        )
         assert all(m.match_id not in ids for m in s.recent().matches)
 
         def counted_alike() -> bool:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import grpc
+import pytest
 from leaguekit import (
     ADMIN_TOKEN,
     REFEREE,
@@ -43,6 +44,9 @@ from test_hosting import (
 )
 
 from sticheln.v1 import league_pb2
+
+# A league's whole life for its authors (uploads, validations, rollbacks, challenges): minutes.
+pytestmark = pytest.mark.timeout(900)
 
 __all__ = ["code_dir"]  # the fixture, used by name
 

@@ -222,9 +222,14 @@ def test_every_kit_is_submitted_validated_and_played(league_home: Path) -> None:
                 if st != "playing"
             }
             pytest.fail(f"{statuses}: {reports}")
-        # The build's output is in the owner's report.
+        # The build's output is in the owner's report, and stored by its hash: the bot's
+        # folder from now on, with what the build made in it.
         report = _league(s.address, "status", "cpp", STICHELN_BOT_TOKEN=tokens["cpp"]).stdout
         assert "build: done, output " in report, report
+        db = league_home / "results" / "hosted-league" / "league.db"
+        ((built,),) = query(db, "SELECT build_sha256 FROM league_submissions WHERE bot = 'cpp'")
+        code_dir = league_home / "results" / "hosted-league-code"  # the example's default
+        assert built and (code_dir / built / "build" / "sticheln-bot").is_file(), built
         wait_for(
             lambda: all(r["matches"] >= 1 for r in _bots(s.address).values()),
             300,
@@ -234,7 +239,6 @@ def test_every_kit_is_submitted_validated_and_played(league_home: Path) -> None:
         # The league said at start which tier its hosted code runs in.
         said = (league_home / "serve.log").read_text()
         assert f"hosted code: sandbox: {strongest_mode()} (" in said
-        db = league_home / "results" / "hosted-league" / "league.db"
         assert query(db, "SELECT bot, reason FROM faults") == []
         (path,) = query(db, "SELECT record_path FROM matches WHERE status = 'finished' LIMIT 1")[0]
         header = json.loads(Path(path).read_text().split("\n", 1)[0])

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import grpc
+import pytest
 from leaguekit import (
     ADMIN_TOKEN,
     REFEREE,
@@ -41,6 +42,9 @@ from webkit import have_chromium
 
 from referee.league.archive import pack_folder
 from sticheln.v1 import league_pb2
+
+# A league that validates its entries, then plays a final, killed and resumed: minutes.
+pytestmark = pytest.mark.timeout(900)
 
 __all__ = ["code_dir"]  # the fixture, used by name
 

@@ -69,8 +69,9 @@ def league_file(
         {"name": "hosted", "table_size": 3, **db.table},
         rules={"preset": "sticheln", "rounds": 2},
         # Validation starts each scenario's seats in sandboxes side by side, on a machine
-        # that runs other tests at the same time.
-        clock={"startup_ms": 30000},
+        # that runs other tests at the same time; it plays under the league's clock, as
+        # the matches do: a decision a loaded machine may keep waiting for a core.
+        clock={"startup_ms": 30000, "decision_ms": 3000},
     )
     table = {"enabled": True, "code_dir": str(code), "workers": 1, **hosting}
     lines = ["[hosting]", *(f"{k} = {json.dumps(v)}" for k, v in table.items())]
@@ -733,17 +734,21 @@ def test_with_no_worker_hosted_matches_queue_and_dial_in_bots_play_on(
         assert query(db.target, "SELECT status FROM match_queue") == [("queued",)]
 
 
-def test_validation_gives_every_check_the_leagues_start_up_time(
+def test_validation_gives_every_check_the_leagues_start_up_time_and_clock(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # The start check and check-bot's scenarios start the bot within the league's
-    # [clock] startup_ms; the scenarios once kept check-bot's own 10 s.
+    # [clock] startup_ms; the scenarios once kept check-bot's own 10 s. Every scenario is
+    # played under the league's decision time and time bank (once check-bot's own 1 s,
+    # which refused a bot the league's clock gives 3 s), and none with a clock of its own.
     import asyncio
 
     import referee.league.hosting as hosting_module
     from referee.jail.sandbox import Sandbox
     from referee.league.config import HostingConfig
     from referee.league.submissions import Submission
+    from referee.match.checkbot import scenarios
+    from referee.match.runner import Clock
 
     code_dir = tmp_path / "code"
     folder = code_dir / ("0" * 64)  # an upload already unpacked under its hash
@@ -758,6 +763,8 @@ def test_validation_gives_every_check_the_leagues_start_up_time(
 
     async def check_bot(spec: Any, chosen: Any, **kwargs: Any) -> list[Any]:
         given["check-bot"] = kwargs.get("startup_ms")
+        given["scenarios"] = [s.name for s in chosen]
+        given["clocks"] = {s.clock for s in chosen}
         return []
 
     monkeypatch.setattr(hosting_module, "check_starts_on_own_server", start_check)
@@ -768,10 +775,14 @@ def test_validation_gives_every_check_the_leagues_start_up_time(
         Sandbox(),
         tmp_path / "validation",
         startup_s=42.5,
+        clock=Clock(decision_ms=3000, time_bank_ms=500),
     )
     submission = Submission(
         "slowstart", 1, "0" * 64, "tar.gz", "bot.toml", "validating", "", "", "", 0.0, None
     )
     report, _ = asyncio.run(hosting.check(submission))
     assert "start check: started and greeted" in report
+    assert given.pop("clocks") == {Clock(decision_ms=3000, time_bank_ms=500)}
+    left_out = {s.name for s in scenarios()} - set(given.pop("scenarios"))
+    assert left_out == {"short-clock"}
     assert given == {"start check": 42.5, "check-bot": 42500}

@@ -68,6 +68,7 @@ from referee.league.submissions import Submission, Submissions
 from referee.league.turns import OwnerTurns
 from referee.match.checkbot import Places, check_bot, scenarios
 from referee.match.preflight import check_starts_on_own_server
+from referee.match.runner import Clock
 from referee.results.store import open_store
 from referee.runtime.private import private_dir
 
@@ -211,10 +212,13 @@ class Hosting:
         logs: Path,
         startup_s: float = STARTUP_S,
         *,
+        clock: Clock | None = None,
         database: Path | str | None = None,
         owner_of: Callable[[str], str] = lambda bot: bot,
     ) -> None:
         self.config = config
+        #: The league's clock (decision time and time bank), which validation plays under.
+        self.clock = clock or Clock()
         self.submissions = submissions
         self.sandbox = sandbox
         self.logs = logs
@@ -517,7 +521,14 @@ class Hosting:
                 ["its output (last lines):", *_tail(f.log_path)],
             )
         report.append("start check: started and greeted")
-        chosen = scenarios(rounds=self.config.validation_rounds, seats=spec.seats)
+        # Every scenario under the league's own clock, the one the bot is held to in its
+        # matches. check-bot's scenarios with a clock of their own (short-clock: a bot's
+        # use of 150 ms and a 1 s bank) test what no match of this league asks of it.
+        chosen = [
+            dataclasses.replace(s, clock=self.clock)
+            for s in scenarios(rounds=self.config.validation_rounds, seats=spec.seats)
+            if s.clock == Clock()
+        ]
         outcomes = await check_bot(
             spec,
             chosen,

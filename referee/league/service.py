@@ -123,6 +123,7 @@ class League:
                 sandbox,
                 config.out / "validation",
                 config.clock.startup_ms / 1000,
+                clock=config.clock,
                 database=config.database,
                 owner_of=self._owner_of,
             )

@@ -11,6 +11,7 @@ import os
 import shutil
 import sys
 import tempfile
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -190,6 +191,41 @@ def test_a_tree_is_made_once_and_anew_when_a_file_is_replaced(
     assert second is not None and second != first
     assert (second / "b.so").read_text() == "new"
     assert oct((tmp_path / "trees").stat().st_mode & 0o777) == "0o700"
+
+
+def test_referees_making_the_same_tree_at_once_share_it_and_none_puts_it_aside(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Referees on one host (a suite's processes, a tournament's workers) that first need
+    the same tree at the same moment: one makes it, the others find it whole. None may
+    take another's fresh tree for a damaged one and put it aside while a sandbox of the
+    other binds it (a bot then found no runtime and ended before its handshake)."""
+    monkeypatch.setenv(trees.VARIABLE, str(tmp_path / "trees"))
+    place = tmp_path / "lib"
+    place.mkdir()
+    members = []
+    for i in range(400):
+        (place / f"m{i}.so").write_text(str(i))
+        members.append(place / f"m{i}.so")
+    start = threading.Barrier(8)
+    made: list[Path | None] = []
+
+    def referee() -> None:
+        start.wait()
+        made.append(trees._made(place, tuple(members), (), ()))
+
+    threads = [threading.Thread(target=referee) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if all(tree is None for tree in made):
+        pytest.skip("no tree can be made here (another file system, or links refused)")
+    assert len(set(made)) == 1 and len(made) == 8, made  # every one found it, none failed
+    (tree,) = set(made)
+    assert tree is not None and len(list(tree.iterdir())) == 400
+    aside = [p.name for p in (tmp_path / "trees").iterdir() if p.name.endswith(".stale")]
+    assert aside == [], aside
 
 
 def test_each_seating_looks_names_up_in_folders_of_its_own(

@@ -17,7 +17,8 @@ sees exactly what the separate binds showed it.
 
 A tree is named by a hash of what it holds (its folders' and member files' paths, inodes
 and times), so a file replaced on the host (an upgrade) makes a new tree, and built in a temporary folder
-renamed into place, so that referees sharing a host share one and none sees half of it.
+renamed into place, under a lock referees sharing a host take to check or make it, so that
+they share one and none sees half of it.
 Trees live in a folder only the referee's user may enter (``/var/tmp/sticheln-trees-UID``,
 or ``STICHELN_JAIL_TREES``): nobody else can put a file into what a bot reads. Old trees
 are not removed (a tree is folders and links: a few MiB; it keeps a replaced file's
@@ -34,6 +35,7 @@ would copy the file up, a second copy of its pages), or another mount of the san
 
 from __future__ import annotations
 
+import fcntl
 import functools
 import hashlib
 import os
@@ -212,30 +214,53 @@ def _made(
     if base is None:
         return None
     tree, count = base / name, base / f"{name}.count"
+    # Referees sharing the host (a test suite's several processes; a tournament's workers)
+    # make and check a tree one at a time: without the lock, two making the same tree at
+    # once saw each other's tree before its count was written, took it for a damaged one
+    # and put it aside while the other's sandbox was binding it (its bot could not start).
     try:
-        if tree.is_dir() and count.read_text() == str(_count(tree)):
-            return tree
+        with open(base / f".{name}.lock", "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if _intact(tree, count):
+                return tree
+            return _make(tree, count, name, place, members, links, hidden)
+    except OSError:
+        return None
+
+
+def _intact(tree: Path, count: Path) -> bool:
+    """Whether ``tree`` is made and holds every entry it was made with."""
+    try:
+        return tree.is_dir() and count.read_text() == str(_count(tree))
     except (OSError, ValueError):
-        pass
-    # None yet, or one that lost entries (a cleaner of /var/tmp removes files nobody read
-    # for weeks): made anew, and put in its place whole.
+        return False
+
+
+def _make(
+    tree: Path,
+    count: Path,
+    name: str,
+    place: Path,
+    members: tuple[Path, ...],
+    links: tuple[tuple[Path, str], ...],
+    hidden: tuple[Path, ...],
+) -> Path:
+    """None yet, or one that lost entries (a cleaner of /var/tmp removes files nobody read
+    for weeks): made anew, and put in its place whole (under the caller's lock)."""
+    base = tree.parent
     building = base / f".{name}.{os.getpid()}"
     # A damaged tree is put aside, not deleted: a running sandbox may have it bound.
     stale = base / f".{name}.{os.getpid()}.{time.time_ns()}.stale"
+    made = base / f".{name}.count.{os.getpid()}"
     try:
         _build(building, place, _entries(members, hidden), links, hidden)
-        made = _count(building)
+        made.write_text(str(_count(building)))
         if tree.is_dir():
             tree.rename(stale)
-        try:
-            building.rename(tree)
-        except OSError:
-            if not tree.is_dir():
-                raise
-        count.write_text(str(made))
-    except OSError:
-        return None
+        building.rename(tree)
+        made.replace(count)
     finally:
+        made.unlink(missing_ok=True)
         if building.exists():
             shutil.rmtree(building, ignore_errors=True)
     return tree

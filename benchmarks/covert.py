@@ -99,7 +99,7 @@ async def _run(tier: str, folder: Path, args: list[str], log: Path) -> str:
         policy = sandbox.policy(
             AGENT.parent, (folder,), None, user.ids if user else None, runtime=bot_reads(spec)
         )
-        if keep_resident(policy) is not None and seating.enabled():
+        if keep_resident(policy) is not None:
             # A seating's own folders, as the referee makes them (referee.jail.seating).
             policy, own = seating.private(policy)
         process = await jail.start(spec, "unix:/nowhere", "-", log, policy=policy)

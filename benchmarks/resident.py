@@ -1,7 +1,7 @@
 """What closing the page-cache channel costs: a bot's start and a Python decision, in each
 tier, as before and as now, in the same run (docs/security.md, docs/performance.md).
 
-Five ways to start the Python random sample bot, taking turns (``--runs`` rounds):
+Four ways to start the Python random sample bot, taking turns (``--runs`` rounds):
 
 - ``before``: the sandbox as it was, all of ``/usr`` and the referee's whole interpreter
   readable, nothing kept resident;
@@ -9,13 +9,9 @@ Five ways to start the Python random sample bot, taking turns (``--runs`` rounds
   files and folders bound on its own (about a hundred mounts; ``STICHELN_JAIL_TREES=0``);
 - ``runtime``: the same, its members gathered into prepared trees, a mount per folder
   (:mod:`referee.jail.trees`), as every run does now;
-- ``shared``: the runtime, and everything the bot may read kept resident
-  (:mod:`referee.jail.resident`), its folders those every sandbox shares
-  (``STICHELN_JAIL_SEATING=0``), as a duplicate tournament ran before seatings had folders
-  of their own;
-- ``held``: the same, each sandbox's folders its own (:mod:`referee.jail.seating`), as a
-  duplicate tournament and a comparison run. The first start of a process pays for
-  holding the runtime once: printed apart.
+- ``held``: the runtime, and everything the bot may read kept resident
+  (:mod:`referee.jail.resident`), as a duplicate tournament and a comparison run. The
+  first start of a process pays for holding the runtime once: printed apart.
 
 For each: ``--starts`` starts (spawn to ``Hello``), one start of each way in turn, so
 that a loaded machine's swings fall on every way alike: the median, and the median ratio
@@ -48,14 +44,14 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 from jail import _random, match  # noqa: E402
 from machine import Steal  # noqa: E402
 
-from referee.jail import gvisor, resident, runtime, seating, trees  # noqa: E402
+from referee.jail import gvisor, resident, runtime, trees  # noqa: E402
 from referee.jail.sandbox import Sandbox, bot_path  # noqa: E402
 from referee.match import pool  # noqa: E402
 from referee.match.pool import await_handshake, start_bot  # noqa: E402
 from referee.match.server import RefereeServer  # noqa: E402
 from referee.runtime import eventloop, logs  # noqa: E402
 
-WAYS = ("before", "binds", "runtime", "shared", "held")
+WAYS = ("before", "binds", "runtime", "held")
 _reads, _line = pool.bot_reads, pool.reads_line
 
 
@@ -63,8 +59,7 @@ def _use(way: str) -> None:
     before = way == "before"  # policy(runtime=None): all of /usr, as before
     pool.bot_reads = (lambda spec: None) if before else _reads  # type: ignore[assignment,return-value]
     pool.reads_line = (lambda reads, held: "reads all of /usr") if before else _line  # type: ignore[assignment]
-    os.environ[resident.VARIABLE] = "1" if way in ("held", "shared") else "0"
-    os.environ[seating.VARIABLE] = "0" if way == "shared" else ""
+    os.environ[resident.VARIABLE] = "1" if way == "held" else "0"
     os.environ[trees.VARIABLE] = "0" if way == "binds" else ""
 
 

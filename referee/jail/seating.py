@@ -49,17 +49,6 @@ if TYPE_CHECKING:
     from referee.jail.sandbox import SandboxPolicy
 
 
-#: The variable that, "0", keeps every sandbox's folders the shared ones where deals
-#: replay (the channel open: to measure what a seating's own folders cost,
-#: benchmarks/resident.py).
-VARIABLE = "STICHELN_JAIL_SEATING"
-
-
-def enabled() -> bool:
-    """Whether sandboxes of runs that replay deals get folders of their own."""
-    return os.environ.get(VARIABLE) != "0"
-
-
 def home() -> Path:
     """The folder seatings' folders are made in: the trees' home (0700, the referee's)."""
     uid = os.getuid()

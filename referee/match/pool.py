@@ -231,7 +231,7 @@ async def _start_bot(
         # Every page it may read resident before it starts, and kept so: nothing it reads
         # carries a bit to a later seating (referee.jail.resident).
         held = await asyncio.to_thread(keep_resident, policy)
-        if held is not None and seating.enabled():
+        if held is not None:
             # And no folder it looks names up in is a later seating's (negative dentries).
             policy, folder = await asyncio.to_thread(seating.private, policy)
             own.append(folder)

@@ -47,8 +47,7 @@ average 11-26 from other work), ``--bits 64 --slot 0.3``:
   had folders of its own: bubblewrap 2 and 9 wrong of 64, gvisor 32 and 25 wrong; now
   (load 13-28, ``--channel dentries --channel dentries-runtime``), own folder / runtime
   tree: held 32 / 30 wrong under bubblewrap, 32 / 32 in gvisor (chance); not held 2 / 2
-  and 28 / 28; ``--bits 512 --tier bubblewrap`` (seeds 5, 6): held 253-281 wrong
-  (chance 256), not held 2-17: closed where deals replay;
+  and 28 / 28: closed where deals replay;
 - ``statfs``: closed in both tiers (refused); before, 10-16 wrong bits of 32-64 at 0.1-0.3 s
   slots (0.3-1.3 bit/s net, other work writing to the same disk), in either tier.
 """

@@ -5,7 +5,6 @@
 from __future__ import annotations
 
 import asyncio
-import errno
 import json
 import os
 import shutil
@@ -293,27 +292,3 @@ def test_each_seating_looks_names_up_in_folders_of_its_own(
             seating.remove(folder)
     assert not f1.exists() and not f2.exists()
     (place / "pkg").chmod(0o755)
-
-
-def test_a_file_on_another_file_system_is_copied_for_a_bot_and_never_for_a_runtime(
-    tmp_path: Path,
-) -> None:
-    """A file that cannot be linked into a seating's folder: a private copy of it for the
-    bot's own folder, the link's error for a runtime folder (which then stays shared)."""
-    try:
-        other = Path(tempfile.mkdtemp(dir="/dev/shm"))
-    except OSError:
-        pytest.skip("no /dev/shm here")
-    try:
-        if os.stat(other).st_dev == tmp_path.stat().st_dev:
-            pytest.skip("/dev/shm is on the same file system as the temporary folder")
-        (other / "weights.bin").write_bytes(b"w" * 5000)
-        seating.mirror(other, tmp_path / "bot")
-        copied = tmp_path / "bot" / "weights.bin"
-        assert copied.read_bytes() == b"w" * 5000
-        assert copied.stat().st_ino != (other / "weights.bin").stat().st_ino
-        with pytest.raises(OSError) as refused:
-            seating.mirror(other, tmp_path / "runtime", copy=False)
-        assert refused.value.errno == errno.EXDEV
-    finally:
-        shutil.rmtree(other, ignore_errors=True)

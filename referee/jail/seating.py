@@ -16,9 +16,7 @@ under it; its files are hard links to the same files (the same inodes: the same 
 pages, held resident as before), so what the bot reads is unchanged and nothing is
 copied. A file on another file system than the seating folders' home (the bot's folder on
 another disk) cannot be linked: it is copied, a private copy whose pages no other seating
-reads (its cost is the file's size, at each start); a runtime folder whose files cannot
-be linked (a referee that is not root under ``protected_hardlinks``) stays the shared one
-rather than a copy of a runtime per seating. The seating's folders live in the
+reads (its cost is the file's size, at each start). The seating's folders live in the
 trees' home (``/var/tmp/sticheln-trees-UID``, 0700) and are removed once the sandbox has
 ended.
 
@@ -168,17 +166,8 @@ def _runtime_part(key: _Key) -> _Part:
             own_trees.append((folder / f"t{i}", where))
         mirrors: dict[Path, Path] = {}
         for i, path in enumerate(folders):
-            try:
-                mirror(path, folder / f"s{i}", hidden=hidden, copy=False)
-            except OSError as exc:
-                if exc.errno not in (errno.EXDEV, errno.EPERM):
-                    raise
-                # Its files cannot be linked here (another file system, a referee that is
-                # not root under protected_hardlinks): the folder stays the shared one
-                # rather than a copy of a runtime per seating.
-                remove(folder / f"s{i}")
-                continue
             mirrors[path] = folder / f"s{i}"
+            mirror(path, mirrors[path], hidden=hidden)
         return folder, tuple(own_trees), mirrors
     except BaseException:
         remove(folder)
@@ -194,30 +183,23 @@ def _drop_spares() -> None:
         remove(folder)
 
 
-def mirror(
-    source: Path, at: Path, hidden: tuple[Path, ...] | list[Path] = (), copy: bool = True
-) -> None:
+def mirror(source: Path, at: Path, hidden: tuple[Path, ...] | list[Path] = ()) -> None:
     """``at`` made a copy of the folder ``source`` whose folders are new and whose files
-    are hard links to ``source``'s (``hidden`` folders inside it made empty); a file that
-    cannot be linked is copied, or with ``copy`` false the link's error raised."""
+    are hard links to ``source``'s (``hidden`` folders inside it made empty)."""
     fd = os.open(source, os.O_PATH | os.O_DIRECTORY)
     try:
-        mirror_fd(fd, at, source, {h for h in hidden if within(h, [source])}, copy)
+        mirror_fd(fd, at, source, {h for h in hidden if within(h, [source])})
     finally:
         os.close(fd)
 
 
 def mirror_fd(
-    fd: int,
-    at: Path,
-    source: Path | None = None,
-    hidden: set[Path] | None = None,
-    copy: bool = True,
+    fd: int, at: Path, source: Path | None = None, hidden: set[Path] | None = None
 ) -> None:
     """:func:`mirror` of the folder open as ``fd`` (an ``O_PATH`` descriptor will do)."""
     as_root = os.getuid() == 0
     modes: list[tuple[str, os.stat_result]] = []
-    _walk(fd, str(at), source, hidden or set(), modes, copy)
+    _walk(fd, str(at), source, hidden or set(), modes)
     # Modes and owners last, deepest first: a folder may be read-only.
     for path, st in reversed(modes):
         if as_root:
@@ -231,7 +213,6 @@ def _walk(
     source: Path | None,
     hidden: set[Path],
     modes: list[tuple[str, os.stat_result]],
-    copy: bool,
 ) -> None:
     folder = os.open(".", os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
     try:
@@ -248,7 +229,7 @@ def _walk(
             if entry.is_dir(follow_symlinks=False):
                 sub = os.open(name, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=folder)
                 try:
-                    _walk(sub, target, inner, hidden, modes, copy)
+                    _walk(sub, target, inner, hidden, modes)
                 finally:
                     os.close(sub)
             elif entry.is_symlink():
@@ -257,7 +238,7 @@ def _walk(
                 try:
                     os.link(name, target, src_dir_fd=folder, follow_symlinks=False)
                 except OSError as exc:
-                    if not copy or exc.errno not in (errno.EXDEV, errno.EPERM):
+                    if exc.errno not in (errno.EXDEV, errno.EPERM):
                         raise
                     _copy(folder, name, target)
             # Sockets, pipes and devices are not shown.

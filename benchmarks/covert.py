@@ -15,10 +15,7 @@ its uid, cgroup, policy), one sending a random bit string and the other receivin
 
 - ``dentries``: the host's cache of names that do not exist (negative dentries), which
   outlives both sandboxes too: the sender looks up 4 made-up names in its own folder for a
-  1 bit and ends; a later sandbox times its lookups of the same names;
-  ``dentries-runtime``: the same in a folder of the python3 runtime (a prepared tree).
-  Both run as a duplicate tournament runs ("held": pages held, each sandbox's folders its
-  own, :mod:`referee.jail.seating`) and as before ("not held").
+  1 bit and ends; a later sandbox times its lookups of the same names.
 
 - ``turns``: the referee's turn order, in a real ``referee match`` (the tier's sandbox):
   one seat waits ``--delay`` ms before a card play for a 1 bit
@@ -43,11 +40,8 @@ average 11-26 from other work), ``--bits 64 --slot 0.3``:
 - ``turns`` (``--slot`` is the sender's delay for a 1): at 50 ms, 0 wrong of 42 bits in
   one match in either tier (35-40 bit/s of the match's think time); at 10 ms, 0 wrong
   under bubblewrap (177 bit/s), 19 of 42 under gvisor (whose answers vary by milliseconds);
-- ``dentries`` (2026-12-07, load 31, ``--bits 64``, seeds 1 and 2), before each seating
-  had folders of its own: bubblewrap 2 and 9 wrong of 64, gvisor 32 and 25 wrong; now
-  (load 13-28, ``--channel dentries --channel dentries-runtime``), own folder / runtime
-  tree: held 32 / 30 wrong under bubblewrap, 32 / 32 in gvisor (chance); not held 2 / 2
-  and 28 / 28: closed where deals replay;
+- ``dentries`` (2026-12-07, load 31, ``--bits 64``, seeds 1 and 2): bubblewrap 2 and 9
+  wrong of 64, gvisor 32 and 25 wrong: open under bubblewrap, near chance in gVisor;
 - ``statfs``: closed in both tiers (refused); before, 10-16 wrong bits of 32-64 at 0.1-0.3 s
   slots (0.3-1.3 bit/s net, other work writing to the same disk), in either tier.
 """

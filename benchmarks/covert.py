@@ -100,7 +100,7 @@ async def _run(tier: str, folder: Path, args: list[str], log: Path) -> str:
         await process.stop()
     finally:
         if own is not None:
-            seating.ended(own)
+            seating.remove(own)
         if user is not None:
             user.release()
     return log.read_text(errors="replace")

@@ -103,8 +103,8 @@ def private(policy: SandboxPolicy) -> tuple[SandboxPolicy, Path]:
         raise
 
 
-#: Runtime parts made ahead, per runtime, in the background once a seating has ended: a
-#: start takes one ready (its wall time does not wait for thousands of links).
+#: Runtime parts made ahead, per runtime, in the background: a start takes one ready
+#: (its wall time does not wait for thousands of links) and another is made behind it.
 SPARES = 3
 _Key = tuple[tuple[tuple[Path, Path], ...], tuple[Path, ...], tuple[Path, ...]]
 _Part = tuple[Path, tuple[tuple[Path, Path], ...], dict[Path, Path]]
@@ -122,21 +122,14 @@ def _is_folder(path: Path) -> bool:
 
 def _take(key: _Key) -> _Part:
     with _lock:
-        ready = _spares.setdefault(key, [])
+        ready = _spares.get(key)
         part = ready.pop() if ready else None
-    return part if part is not None else _runtime_part(key)
-
-
-def ended(folder: Path) -> None:
-    """A seating's folder removed once its sandbox has ended, and the spares made again
-    behind it (then, not while a bot starts: a start's wall time does not share the
-    referee with thousands of links)."""
-    remove(folder)
-    with _lock:
-        short = [k for k, ready in _spares.items() if len(ready) < SPARES and k not in _making]
-        _making.update(short)
-    for key in short:
+        refill = key not in _making
+        if refill:
+            _making.add(key)
+    if refill:
         threading.Thread(target=_refill, args=(key,), daemon=True).start()
+    return part if part is not None else _runtime_part(key)
 
 
 def _refill(key: _Key) -> None:

@@ -209,7 +209,7 @@ async def _start_bot(
     async def ended() -> None:
         await socket.close()
         for folder in own:
-            await asyncio.to_thread(seating.ended, folder)
+            await asyncio.to_thread(seating.remove, folder)
         if user is not None:
             user.release()
         if socket.cut:  # said where the bot's author looks first

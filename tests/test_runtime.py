@@ -234,7 +234,6 @@ def test_each_seating_looks_names_up_in_folders_of_its_own(
     is the other's) holding the same files (hard links), links as links, hidden folders
     empty, modes kept; each removed once its sandbox has ended."""
     monkeypatch.setenv(trees.VARIABLE, str(tmp_path / "trees"))
-    monkeypatch.setattr(seating, "SPARES", 0)  # none made ahead in the background
     place, bot = tmp_path / "lib", tmp_path / "bot"
     (place / "pkg" / "hidden").mkdir(parents=True)
     (bot / "data").mkdir(parents=True)

@@ -27,15 +27,13 @@ sandbox sees is what the walk found, a link copied as a link.
 
 from __future__ import annotations
 
-import atexit
 import dataclasses
 import errno
-import functools
+import itertools
 import os
 import shutil
 import stat
 import tempfile
-import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -45,6 +43,8 @@ from referee.jail.runtime import within
 
 if TYPE_CHECKING:
     from referee.jail.sandbox import SandboxPolicy
+
+_NAMES = itertools.count()
 
 
 def home() -> Path:
@@ -56,43 +56,51 @@ def home() -> Path:
     st = os.lstat(base)
     if not stat.S_ISDIR(st.st_mode) or st.st_uid != uid or st.st_mode & 0o077:
         raise OSError(errno.EPERM, f"{base} is not a folder of the referee's alone (0700)")
-    _clean_once(base)
     return base
-
-
-@functools.cache
-def _clean_once(base: Path) -> None:
-    """Seating folders left by referees that ended without removing them (killed) removed."""
-    for left in base.glob(".seating-*-*"):
-        pid = left.name.split("-")[1]
-        if pid.isdigit() and int(pid) != os.getpid() and not Path(f"/proc/{pid}").exists():
-            remove(left)
 
 
 def private(policy: SandboxPolicy) -> tuple[SandboxPolicy, Path]:
     """``policy`` with every folder its bot sees made anew for this sandbox (hard links to
-    the same files), and the folder holding them, to :func:`remove` once it has ended.
-    Its runtime's part is taken ready-made when a spare is there (:data:`SPARES`)."""
+    the same files), and the folder holding them, to :func:`remove` once it has ended."""
     from referee.jail.sandbox import held_binds, outer_binds, untreed
 
-    system, _, hidden = untreed(policy)
-    folders = tuple(p for p in system if _is_folder(p))
-    key = (policy.trees, folders, tuple(hidden))
-    folder, own_trees, mirrors = _take(key)
+    folder = Path(tempfile.mkdtemp(prefix=f".seating-{os.getpid()}-", dir=home()))
     try:
+        made: list[Path] = []
+
+        def place() -> Path:
+            at = folder / str(next(_NAMES))
+            made.append(at)
+            return at
+
+        own_trees = []
+        for tree, where in policy.trees:
+            at = place()
+            mirror(tree, at)
+            own_trees.append((at, where))
+        system, _, hidden = untreed(policy)
+        mirrors: dict[Path, Path] = {}
+        for path in system:
+            try:
+                is_folder = stat.S_ISDIR(os.lstat(path).st_mode)
+            except OSError:
+                continue
+            if is_folder:
+                mirrors[path] = at = place()
+                mirror(path, at, hidden=hidden)
         held = held_binds(policy)
-        for i, path in enumerate(outer_binds(policy)):
+        for path in outer_binds(policy):
             fd = open_held(path) if path in held else os.open(path, os.O_PATH)
             try:
                 if stat.S_ISDIR(os.fstat(fd).st_mode):
-                    mirrors[path] = at = folder / f"b{i}"
+                    mirrors[path] = at = place()
                     mirror_fd(fd, at)
             finally:
                 os.close(fd)
         return (
             dataclasses.replace(
                 policy,
-                trees=own_trees,
+                trees=tuple(own_trees),
                 mirrors=tuple(mirrors.items()),
                 held=tuple(p for p in policy.held if p not in mirrors),
             ),
@@ -101,79 +109,6 @@ def private(policy: SandboxPolicy) -> tuple[SandboxPolicy, Path]:
     except BaseException:
         remove(folder)
         raise
-
-
-#: Runtime parts made ahead, per runtime, in the background: a start takes one ready
-#: (its wall time does not wait for thousands of links) and another is made behind it.
-SPARES = 3
-_Key = tuple[tuple[tuple[Path, Path], ...], tuple[Path, ...], tuple[Path, ...]]
-_Part = tuple[Path, tuple[tuple[Path, Path], ...], dict[Path, Path]]
-_spares: dict[_Key, list[_Part]] = {}
-_making: set[_Key] = set()
-_lock = threading.Lock()
-
-
-def _is_folder(path: Path) -> bool:
-    try:
-        return stat.S_ISDIR(os.lstat(path).st_mode)
-    except OSError:
-        return False
-
-
-def _take(key: _Key) -> _Part:
-    with _lock:
-        ready = _spares.get(key)
-        part = ready.pop() if ready else None
-        refill = key not in _making
-        if refill:
-            _making.add(key)
-    if refill:
-        threading.Thread(target=_refill, args=(key,), daemon=True).start()
-    return part if part is not None else _runtime_part(key)
-
-
-def _refill(key: _Key) -> None:
-    try:
-        while True:
-            with _lock:
-                if len(_spares.get(key, [])) >= SPARES:
-                    return
-            part = _runtime_part(key)
-            with _lock:
-                _spares.setdefault(key, []).append(part)
-    except OSError:
-        return  # made at the start instead, where a failure is said
-    finally:
-        with _lock:
-            _making.discard(key)
-
-
-def _runtime_part(key: _Key) -> _Part:
-    """A new seating folder holding its runtime's trees and folders made anew."""
-    tree_list, folders, hidden = key
-    folder = Path(tempfile.mkdtemp(prefix=f".seating-{os.getpid()}-", dir=home()))
-    try:
-        own_trees = []
-        for i, (tree, where) in enumerate(tree_list):
-            mirror(tree, folder / f"t{i}")
-            own_trees.append((folder / f"t{i}", where))
-        mirrors: dict[Path, Path] = {}
-        for i, path in enumerate(folders):
-            mirrors[path] = folder / f"s{i}"
-            mirror(path, mirrors[path], hidden=hidden)
-        return folder, tuple(own_trees), mirrors
-    except BaseException:
-        remove(folder)
-        raise
-
-
-@atexit.register
-def _drop_spares() -> None:
-    with _lock:
-        parts = [p for ready in _spares.values() for p in ready]
-        _spares.clear()
-    for folder, _, _ in parts:
-        remove(folder)
 
 
 def mirror(source: Path, at: Path, hidden: tuple[Path, ...] | list[Path] = ()) -> None:

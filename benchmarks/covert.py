@@ -65,15 +65,13 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from referee import jail  # noqa: E402
-from referee.jail import gvisor, resident, seating  # noqa: E402
+from referee.jail import gvisor, resident  # noqa: E402
 from referee.jail.bots import BotSpec  # noqa: E402
 from referee.jail.sandbox import Sandbox  # noqa: E402
 from referee.match.pool import bot_reads, keep_resident  # noqa: E402
 
 AGENT = REPO / "benchmarks" / "bots" / "covert_agent.py"
 STRIDE = 32 * 4096
-#: A folder of the python3 runtime (a prepared tree in every sandbox).
-RUNTIME_FOLDER = "/usr/lib/x86_64-linux-gnu"
 
 
 async def _run(tier: str, folder: Path, args: list[str], log: Path) -> str:
@@ -85,22 +83,17 @@ async def _run(tier: str, folder: Path, args: list[str], log: Path) -> str:
         read=(folder,),
     )
     user = sandbox.lease_user()
-    own = None
     try:
         # As the referee starts a bot: its runtime's files only, and in a run that replays
         # deals, all it may read resident first (referee.jail.resident).
         policy = sandbox.policy(
             AGENT.parent, (folder,), None, user.ids if user else None, runtime=bot_reads(spec)
         )
-        if keep_resident(policy) is not None:
-            # A seating's own folders, as the referee makes them (referee.jail.seating).
-            policy, own = seating.private(policy)
+        keep_resident(policy)
         process = await jail.start(spec, "unix:/nowhere", "-", log, policy=policy)
         await process.proc.wait()
         await process.stop()
     finally:
-        if own is not None:
-            seating.remove(own)
         if user is not None:
             user.release()
     return log.read_text(errors="replace")
@@ -189,14 +182,12 @@ async def measure(tier: str, channel: str, bits: str, slot: float, folder: Path)
         got, seconds = _got(
             await _run(tier, folder, [channel, "recv", bits, "0", "0", str(shared)], logs / "r.log")
         )
-    elif channel.startswith("dentries"):
+    elif channel == "dentries":
         nonce = f"{random.getrandbits(48):x}"  # names nobody looked up
-        # Its own folder, or a folder of its runtime (a prepared tree every sandbox binds).
-        where = [RUNTIME_FOLDER] if channel == "dentries-runtime" else []
-        args = ["dentries", "{}", bits, "0", "0", nonce, *where]
-        send, recv = ([a.replace("{}", r) for a in args] for r in ("send", "recv"))
-        await _run(tier, folder, send, logs / "s.log")
-        got, seconds = _got(await _run(tier, folder, recv, logs / "r.log"))
+        await _run(tier, folder, [channel, "send", bits, "0", "0", nonce], logs / "s.log")
+        got, seconds = _got(
+            await _run(tier, folder, [channel, "recv", bits, "0", "0", nonce], logs / "r.log")
+        )
     else:
         start = time.time() + (8 if tier == "gvisor" else 4)  # both started by then
         args = [channel, "{}", bits, f"{start:.3f}", str(slot)]
@@ -225,15 +216,15 @@ def main() -> None:
         "--slot", type=float, default=0.1, help="seconds per bit (cpu, statfs; turns: a 1's delay)"
     )
     parser.add_argument("--tier", action="append", choices=("bubblewrap", "gvisor"))
-    channels = ("cpu", "statfs", "pagecache", "dentries", "dentries-runtime", "turns")
+    channels = ("cpu", "statfs", "pagecache", "dentries", "turns")
     parser.add_argument("--channel", action="append", choices=channels)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument(
         "--held",
         action="append",
         choices=("yes", "no"),
-        help="pagecache, dentries: as a duplicate tournament runs (yes: what a bot reads kept "
-        "resident, its folders its own) or as before (no), or both (the default)",
+        help="pagecache: with what a bot reads kept resident (yes: as a duplicate tournament "
+        "runs; no: as before), or both (the default)",
     )
     args = parser.parse_args()
     rng = random.Random(args.seed)
@@ -246,14 +237,13 @@ def main() -> None:
                 print(f"{tier:10} skipped: {why}")
                 continue
             for channel in args.channel or channels:
-                replays = channel in ("pagecache", "dentries", "dentries-runtime")
-                for held in (args.held or ["yes", "no"]) if replays else ["no"]:
+                for held in (args.held or ["yes", "no"]) if channel == "pagecache" else ["no"]:
                     os.environ[resident.VARIABLE] = "1" if held == "yes" else "0"
                     label = f"{channel} {'held' if held == 'yes' else 'not held'}"
                     try:
                         line = asyncio.run(measure(tier, channel, bits, args.slot, folder))
-                        if replays:
-                            line = line.replace(f"{channel} ", f"{label} ", 1)
+                        if channel == "pagecache":
+                            line = line.replace("pagecache", label, 1)
                         print(line, flush=True)
                     except Refused as exc:
                         print(f"{tier:10} {channel:9} closed: the sandbox refuses it ({exc})")

@@ -17,15 +17,9 @@ from pathlib import Path
 import pytest
 
 from referee import jail
-from referee.jail import resident, runtime, seating, trees
+from referee.jail import resident, runtime, trees
 from referee.jail.bots import BotSpec
-from referee.jail.sandbox import (
-    Sandbox,
-    SandboxPolicy,
-    SandboxUnavailable,
-    bot_path,
-    bwrap_command,
-)
+from referee.jail.sandbox import Sandbox, SandboxUnavailable, bot_path
 from referee.match.pool import bot_reads, reads_line
 
 REPO = Path(__file__).resolve().parent.parent
@@ -99,8 +93,7 @@ def test_a_sandboxed_bot_sees_its_runtime_and_nothing_else_of_usr(
     probe = (
         "import os, grpc, json; print('SEEN', json.dumps([os.path.exists(p) for p in "
         "('/usr/bin/ls', '/usr/share', '/usr/lib/jvm', os.__file__, '/etc/ld.so.cache')]));"
-        f"print('LIBS', os.stat({str(libc)!r}).st_ino, json.dumps(os.listdir({str(libc.parent)!r})));"
-        f"print('DIRS', os.stat({str(libc.parent)!r}).st_ino, os.stat('.').st_ino)"
+        f"print('LIBS', os.stat({str(libc)!r}).st_ino, json.dumps(os.listdir({str(libc.parent)!r})))"
     )
     (folder / "data.bin").write_bytes(b"x" * 100_000)
     spec = BotSpec(name="probe", command=("python3", "-c", probe), workdir=folder)
@@ -115,16 +108,9 @@ def test_a_sandboxed_bot_sees_its_runtime_and_nothing_else_of_usr(
             assert libc.parent in [place for _, place in policy.trees]
         shown = {p.name for p in policy.system if p.parent == libc.parent}
         shown |= {k.name for k, _ in policy.links if k.parent == libc.parent}
-        shared = [
-            os.stat(next((t for t, p in policy.trees if p == libc.parent), libc.parent)).st_ino,
-            folder.stat().st_ino,
-        ]
-        own = None
         if held == "1":
             report = resident.hold(policy.read_only)
             assert report.files >= 1 and report.size >= 100_000
-            # As a duplicate seating: its folders its own (referee/jail/seating.py).
-            policy, own = seating.private(policy)
 
         async def go() -> None:
             process = await jail.start(spec, "unix:/nowhere", "-", log, policy=policy)
@@ -136,9 +122,6 @@ def test_a_sandboxed_bot_sees_its_runtime_and_nothing_else_of_usr(
         resident.release_all()
         if user is not None:
             user.release()
-        if own is not None:
-            seating.remove(own)
-            assert not own.exists()
     text = log.read_text()
     seen = next((x for x in text.splitlines() if x.startswith("SEEN ")), text[-1000:])
     assert seen == "SEEN [false, false, false, true, true]", seen
@@ -148,13 +131,6 @@ def test_a_sandboxed_bot_sees_its_runtime_and_nothing_else_of_usr(
     inode, names = libs.removeprefix("LIBS ").split(" ", 1)
     assert int(inode) == libc.stat().st_ino
     assert sorted(json.loads(names)) == sorted(shown)
-    # Where deals replay, the folders it looks names up in are not the ones every sandbox
-    # shares (negative dentries), the files in them the same.
-    dirs = [int(x) for x in next(x for x in text.splitlines() if x.startswith("DIRS ")).split()[1:]]
-    if held == "1":
-        assert not set(dirs) & set(shared), (dirs, shared)
-    else:
-        assert dirs[1] == shared[1]
 
 
 def test_a_tree_is_made_once_and_anew_when_a_file_is_replaced(
@@ -225,69 +201,3 @@ def test_referees_making_the_same_tree_at_once_share_it_and_none_puts_it_aside(
     assert tree is not None and len(list(tree.iterdir())) == 400
     aside = [p.name for p in (tmp_path / "trees").iterdir() if p.name.endswith(".stale")]
     assert aside == [], aside
-
-
-def test_each_seating_looks_names_up_in_folders_of_its_own(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Two sandboxes of a replayed deal get new folders (new inodes: no dentry one made
-    is the other's) holding the same files (hard links), links as links, hidden folders
-    empty, modes kept; each removed once its sandbox has ended."""
-    monkeypatch.setenv(trees.VARIABLE, str(tmp_path / "trees"))
-    place, bot = tmp_path / "lib", tmp_path / "bot"
-    (place / "pkg" / "hidden").mkdir(parents=True)
-    (bot / "data").mkdir(parents=True)
-    for path in (place / "a.so", place / "pkg" / "c.py", place / "pkg" / "hidden" / "x"):
-        path.write_text(path.name)
-    (bot / "data" / "weights.bin").write_bytes(b"w" * 1000)
-    (bot / "link").symlink_to("data/weights.bin")
-    (place / "pkg").chmod(0o555)
-    hidden = (place / "pkg" / "hidden",)
-    tree = trees._made(place, (place / "a.so", place / "pkg"), (), hidden)
-    if tree is None:
-        pytest.skip("no tree can be made here (another file system, or links refused)")
-    policy = SandboxPolicy(
-        bwrap="bwrap",
-        workdir=bot,
-        read_only=(bot,),
-        held=(bot,),
-        system=(place / "a.so", place / "pkg"),
-        hidden=hidden,
-        trees=((tree, place),),
-    )
-    made = [seating.private(policy) for _ in range(2)]
-    try:
-        (one, f1), (two, f2) = made
-        assert one.held == two.held == ()
-        for mine in (one, two):
-            (own_tree,) = [t for t, p in mine.trees if p == place]
-            own_bot = dict(mine.mirrors)[bot]
-            assert (own_tree / "pkg" / "c.py").stat().st_ino == (
-                place / "pkg" / "c.py"
-            ).stat().st_ino
-            assert (own_bot / "data" / "weights.bin").stat().st_ino == (
-                bot / "data" / "weights.bin"
-            ).stat().st_ino
-            assert os.readlink(own_bot / "link") == "data/weights.bin"
-            assert oct((own_tree / "pkg").stat().st_mode & 0o777) == "0o555"
-            assert list((own_tree / "pkg" / "hidden").iterdir()) == []
-            argv = bwrap_command(mine, ["true"])
-            assert [str(own_bot), str(bot)] == argv[
-                argv.index(str(own_bot)) : argv.index(str(own_bot)) + 2
-            ]
-        folders = [{p: t for t, p in m.trees} | dict(m.mirrors) for m in (one, two)]
-        for path in (place, bot):
-            inodes = {path.stat().st_ino, *(f[path].stat().st_ino for f in folders)}
-            assert len(inodes) == 3, path
-            for sub in ("pkg", "data"):
-                if (path / sub).exists():
-                    inodes = {
-                        (path / sub).stat().st_ino,
-                        *((f[path] / sub).stat().st_ino for f in folders),
-                    }
-                    assert len(inodes) == 3, path / sub
-    finally:
-        for _, folder in made:
-            seating.remove(folder)
-    assert not f1.exists() and not f2.exists()
-    (place / "pkg").chmod(0o755)

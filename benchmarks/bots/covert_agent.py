@@ -10,7 +10,7 @@ output, its log on the host's disk, in a 1 slot; the receiver reads the free blo
 file system under ``/usr``), ``pagecache`` (the sender reads page k of FILE for a 1 bit;
 the receiver, in a later sandbox, times its read of each page: a page another sandbox
 read is cached, a fast read), ``dentries`` (the sender looks up 4 names that do not exist
-in its own folder, or the FOLDER given after NONCE, for a 1 bit, NONCE in their names; the receiver, in a later sandbox,
+in its own folder for a 1 bit, NONCE in their names; the receiver, in a later sandbox,
 times its lookups of the same names: a name looked up before is answered from the host's
 negative dentry, faster). The receiver prints ``GOT <bits>``.
 """
@@ -98,9 +98,9 @@ def pagecache(role: str, bits: str, path: str) -> str:
     return "".join("1" if t < cut else "0" for t in times)
 
 
-def dentries(role: str, bits: str, nonce: str, folder: str = ".") -> str:
+def dentries(role: str, bits: str, nonce: str) -> str:
     def names(k: int) -> list[str]:
-        return [os.path.join(folder, f".nx-{nonce}-{k}-{j}") for j in range(4)]
+        return [f".nx-{nonce}-{k}-{j}" for j in range(4)]
 
     if role == "send":
         for k, bit in enumerate(bits):
@@ -137,7 +137,7 @@ def main() -> None:
             print(f"REFUSED {exc}", flush=True)
             return
     elif channel == "dentries":
-        got = dentries(role, bits, *sys.argv[6:8])
+        got = dentries(role, bits, sys.argv[6])
     else:
         got = pagecache(role, bits, sys.argv[6])
     if role == "recv":

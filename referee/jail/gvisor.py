@@ -239,13 +239,12 @@ def oci_spec(
     ]
     system, _, hidden = untreed(policy)
     mounts += [_bind(tree, place) for tree, place in policy.trees]
-    mirrors = dict(policy.mirrors)
-    mounts += [_bind(mirrors.get(p, p), p) for p in system if p.exists()]
+    mounts += [_bind(p, p) for p in system if p.exists()]
     mounts += [
         {"destination": str(p), "type": "tmpfs", "source": "tmpfs", "options": ["ro", "size=4k"]}
         for p in hidden
     ]
-    mounts += [_bind(places.get(p, mirrors.get(p, p)), p) for p in outer_binds(policy)]
+    mounts += [_bind(places.get(p, p), p) for p in outer_binds(policy)]
     if policy.socket_dir is not None:
         mounts.append(_bind(policy.socket_dir, SOCKET_DIR))
     uid, gid = policy.run_as or (0, 0)

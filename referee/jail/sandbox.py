@@ -181,9 +181,6 @@ class SandboxPolicy:
     #: links and hidden folders inside their places (:mod:`referee.jail.trees`):
     #: (tree, place).
     trees: tuple[tuple[Path, Path], ...] = ()
-    #: Folders made anew for this sandbox, bound in place of a system path or a read-only
-    #: path (:mod:`referee.jail.seating`): (path, its folder).
-    mirrors: tuple[tuple[Path, Path], ...] = ()
     #: The runtime the system paths hold (:mod:`referee.jail.runtime`); "system": all of
     #: ``/usr`` (build steps, the trial sandbox).
     runtime: str = "system"
@@ -345,9 +342,8 @@ def bwrap_command(
         argv += ["--dir", str(parent)]
     for tree, place in policy.trees:
         argv += ["--ro-bind", str(tree), str(place)]
-    mirrors = dict(policy.mirrors)
     for path in system:
-        argv += ["--ro-bind-try", str(mirrors.get(path, path)), str(path)]
+        argv += ["--ro-bind-try", str(path), str(path)]
     for (path, _), fd in zip(policy.files, file_fds, strict=True):
         # Readable by the bot's user (bubblewrap makes them 0600, root's, otherwise).
         argv += ["--perms", "0444", "--ro-bind-data", str(fd), str(path)]
@@ -360,7 +356,7 @@ def bwrap_command(
         if path in held_fds:
             argv += ["--ro-bind-fd", str(held_fds[path]), str(path)]
         else:
-            argv += ["--ro-bind", str(mirrors.get(path, path)), str(path)]
+            argv += ["--ro-bind", str(path), str(path)]
     if policy.socket_dir is not None:
         argv += ["--ro-bind", str(policy.socket_dir), str(SOCKET_DIR)]
     argv += ["--chdir", str(policy.workdir)]

@@ -48,7 +48,6 @@ from typing import TYPE_CHECKING, Any
 import structlog
 
 from referee import jail
-from referee.jail import seating
 from referee.jail.bots import BotSpec, process_log_name
 from referee.jail.process import BotProcess
 from referee.jail.resident import Report
@@ -204,12 +203,8 @@ async def _start_bot(
             user.release()
         raise
 
-    own: list[Path] = []  # the seating's own folders (referee.jail.seating)
-
     async def ended() -> None:
         await socket.close()
-        for folder in own:
-            await asyncio.to_thread(seating.remove, folder)
         if user is not None:
             user.release()
         if socket.cut:  # said where the bot's author looks first
@@ -231,10 +226,6 @@ async def _start_bot(
         # Every page it may read resident before it starts, and kept so: nothing it reads
         # carries a bit to a later seating (referee.jail.resident).
         held = await asyncio.to_thread(keep_resident, policy)
-        if held is not None:
-            # And no folder it looks names up in is a later seating's (negative dentries).
-            policy, folder = await asyncio.to_thread(seating.private, policy)
-            own.append(folder)
         log_path.parent.mkdir(parents=True, exist_ok=True)
         with open(log_path, "a", encoding="utf-8") as log:
             log.write(f"referee: {reads_line(reads, held)}\n")

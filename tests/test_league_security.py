@@ -335,6 +335,9 @@ def test_watch_match_shows_no_hidden_information_and_honours_the_delay(
                 # Every bot waits at its first request: round 0 is dealt, not played.
                 await asyncio.wait_for(pace.reached(0).wait(), 30)
                 await until(lambda: dealt(live, 0), 30, "round 0 dealt, live")
+                # The delayed watcher's own stream brings its header (at its own pace);
+                # nothing of round 0 follows it while round 0 is not scored.
+                await until(lambda: bool(late), 30, "the delayed watcher's header")
                 assert [m.WhichOneof("kind") for m in late] == ["match"]
                 assert rounds(live) == {0}
                 # Round 0 played, round 1 dealt: the delayed watcher sees round 0 only.

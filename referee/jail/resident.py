@@ -120,8 +120,12 @@ def hold_once(paths: Sequence[Path], hidden: Sequence[Path] = ()) -> Report:
     own files): walked once per process; later calls cost nothing (a report of 0 ms)."""
     key = (tuple(paths), tuple(hidden))
     done = _ONCE.get(key)
-    if done is not None and all(h.locked for h in _HELD.values()):
-        return dataclasses.replace(done, mapped_now=0, seconds=0.0)
+    if done is not None:
+        # Under the lock: bots start on several threads, and another's hold adds to it.
+        with _LOCK:
+            intact = all(h.locked for h in _HELD.values())
+        if intact:
+            return dataclasses.replace(done, mapped_now=0, seconds=0.0)
     _ONCE[key] = report = hold(paths, hidden)
     return report
 

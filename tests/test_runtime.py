@@ -133,6 +133,36 @@ def test_a_sandboxed_bot_sees_its_runtime_and_nothing_else_of_usr(
     assert sorted(json.loads(names)) == sorted(shown)
 
 
+def test_holding_a_bots_files_leaves_their_access_times_as_they_were(folder: Path) -> None:
+    # A bot's file whose access time is not past its mtime: the next read on a relatime
+    # mount would set it, and a bot sees that the referee read it (route access_time).
+    script = folder / "bot.py"
+    script.write_bytes(b"#" * 10_000)
+    info = os.stat(script)
+    os.utime(script, ns=(info.st_mtime_ns - 10**9, info.st_mtime_ns))
+    try:
+        report = resident.hold([folder])
+        assert report.files == 1 and report.size == 10_000
+        assert os.stat(script).st_atime_ns == info.st_mtime_ns - 10**9
+        # The control: an ordinary read of the same file does move it (relatime).
+        if "noatime" not in _mount_options(folder):
+            script.read_bytes()
+            assert os.stat(script).st_atime_ns > info.st_mtime_ns
+    finally:
+        resident.release_all()
+
+
+def _mount_options(path: Path) -> list[str]:
+    """The options of the mount ``path`` lies on (its longest mount point)."""
+    best, options = "", []
+    with open("/proc/self/mountinfo", encoding="utf-8") as f:
+        for line in f:
+            fields = line.split()
+            if str(path).startswith(fields[4].rstrip("/") + "/") and len(fields[4]) > len(best):
+                best, options = fields[4], fields[5].split(",")
+    return options
+
+
 def test_a_tree_is_made_once_and_anew_when_a_file_is_replaced(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from bots.harness import bot, new_marker, play_match, processes_with, run
+from bots.harness import bot, new_marker, play_match, run
 
 from referee.jail import gvisor
 from referee.jail.sandbox import Sandbox
@@ -55,20 +55,36 @@ def _a_match_in(sandbox: Sandbox, name: str, tmp_path: Path) -> None:
     slow = bot("lowest_bot.py", marker, env={"SLEEP_MS": "2000"})
 
     async def scenario() -> None:
-        server = RefereeServer(sandbox=sandbox)
+        attached = Attached()
+        server = RefereeServer(sandbox=sandbox, observer=attached)
         await server.start("127.0.0.1", 0)
         try:
             playing = asyncio.ensure_future(
                 play_match([slow, slow, slow], out_dir=tmp_path, server=server)
             )
-            while len(processes_with(marker, bots_only=True)) < 3 and not playing.done():
-                await asyncio.sleep(0.05)  # polling /proc until the bots run
+            # Under way once every bot's stream is attached (a gVisor sandbox's processes
+            # are the sentry's, not the host's: /proc would not say).
+            while attached.streams < 3 and not playing.done():
+                await asyncio.sleep(0.05)  # polling until the bots have connected
             ready(name)
             await playing
         finally:
             await server.stop(0.5)
 
     run(scenario())
+
+
+class Attached:
+    """Counts the streams that completed their handshake (the server's observer)."""
+
+    def __init__(self) -> None:
+        self.streams = 0
+
+    def stream_attached(self) -> None:
+        self.streams += 1
+
+    def stream_closed(self) -> None:
+        pass
 
 
 def test_a_match_in_bubblewrap(tmp_path: Path) -> None:

@@ -339,7 +339,11 @@ def test_a_log_flood_is_cut_at_the_cap_with_one_line(
     text = log.read_bytes()
     line = truncation_line(1 << 20)
     assert text.count(line) == 1
-    assert len(text) == (1 << 20) + len(line)  # the cap, the line, nothing after it
+    # The referee's own first line (what the bot may read), then the bot's output cut at
+    # the cap, the line, nothing after it.
+    said, _, written = text.partition(b"\n")
+    assert said.startswith(b"referee: reads "), said
+    assert len(written) == (1 << 20) + len(line)
     assert text.endswith(line)
 
 

@@ -673,7 +673,9 @@ def test_a_live_match_plays_card_by_card_can_be_stepped_back_and_caught_up(
 ) -> None:
     """8 seats of bots that answer in 20 ms (a match in about 20 s): the live table shows one
     card at a time, buffering the rest; a viewer steps back and forth while it runs and
-    catches up; the standings' "running N" leads to the running matches."""
+    catches up; on a phone paused with the seat to play just above the step bar, the seat
+    stays on the screen as the badge and the status line above the table grow (paused, and
+    at the match's end); the standings' "running N" leads to the running matches."""
     lines = [
         "[tournament]",
         'name = "pace"',
@@ -727,10 +729,25 @@ def test_a_live_match_plays_card_by_card_can_be_stepped_back_and_caught_up(
         for page in (phone, desk):
             page.goto(f"{url}/match?id={running}")
             page.wait_for_selector("#live-status[data-events]")
-        # The phone steps back with its bar at once: paused, it stays the live table, behind,
+        # The phone keeps no scroll anchor, as Safari (an iPhone's browser) keeps none: what
+        # the page does to keep the seat to play on the screen as the text above the table
+        # grows, it does itself (Chromium's anchoring makes up for some of it or all,
+        # depending on where the page is scrolled to: not a thing to count on, nor to test).
+        phone.evaluate("() => { document.body.style.overflowAnchor = 'none'; }")
+        # The phone pauses at once with its bar's button: it stays the live table, behind,
         # however soon the match ends (a viewer at the edge turns into the replay then, and
-        # the desk's part takes a while on a loaded machine).
-        phone.tap("#prev")
+        # the desk's part takes a while on a loaded machine). It pauses at the live edge
+        # with the seat to play just above the step bar, as a viewer who scrolled down the
+        # seats has it (or the page scrolled it there): with the next cards the badge turns
+        # into a button and the status line grows, above the table; the seat to play stays
+        # on the screen all the same.
+        stopped = wait_for(
+            lambda: phone.evaluate(PAUSE_AT_THE_BAR), 30, "a seat to play at the live edge"
+        )
+        until(phone, PAUSED_SHOWN, "the pause shown above the table")
+        s = phone.evaluate(AFTER_A_FRAME)
+        assert s["tableAt"] > stopped["tableAt"], (stopped, s)  # what is above it grew
+        assert s["seat"] == stopped["seat"] and _seat_on_screen(s), (stopped, s)
         paused = phone.evaluate(LIVE)
         assert paused is not None and paused["word"] == "play", paused
         # At 4× one card every 175 ms: every address the page shows (each one it writes, as
@@ -775,7 +792,15 @@ def test_a_live_match_plays_card_by_card_can_be_stepped_back_and_caught_up(
         assert desk.evaluate(LIVE)["hash"] == back["hash"]
         desk.keyboard.press("ArrowRight")
         assert desk.evaluate(LIVE)["hash"] == here["hash"]
-        # The phone, paused since, catches up with the match when asked.
+        # Caught up with the match when asked: every card it was behind is passed at once
+        # (more may have come since).
+        paused = desk.evaluate(LIVE)
+        desk.click("#catch-up")
+        caught = desk.evaluate(LIVE)
+        if paused is not None and caught is not None:  # (or the replay has taken over)
+            assert caught["events"] >= paused["events"] + paused["behind"], (paused, caught)
+            assert caught["word"] == "pause", caught
+        # The phone, paused since, on the same card.
         shot(phone, "live-phone")
         # The live table on a phone, paused (its badge a button back to the edge): no
         # target under 24 px, its step controls and the badge 44 px.
@@ -787,23 +812,26 @@ def test_a_live_match_plays_card_by_card_can_be_stepped_back_and_caught_up(
         # the top and the step bar, and no name is cut.
         s = phone.evaluate(TO_PLAY)
         assert s["cut"] == [] and s["feltTop"] >= -1, s
-        if s["seat"] >= 0:
-            assert max(0, s["feltBottom"]) - 1 <= s["top"] and s["bottom"] <= s["barTop"] + 1, s
-        phone.wait_for_timeout(300)
+        assert s["seat"] == stopped["seat"] and _seat_on_screen(s), (stopped, s)
         paused = phone.evaluate(LIVE)
         assert paused["behind"] > 0  # the match went on
-        phone.tap("#catch-up")
-        caught = phone.evaluate(LIVE)
-        if caught is not None:  # (or the match is over and the replay has taken over)
-            # Every card it was behind is passed at once (more may have come since).
-            assert caught["events"] >= paused["events"] + paused["behind"], (paused, caught)
-            assert caught["word"] == "pause", caught
-        # Once it is over, the replay takes over for a viewer who has seen the end.
+        # With the seat to play just above the bar, the phone stays paused until the match
+        # is over: the status line above the table grows (the end, a button to the replay)
+        # and the seat to play stays on the screen.
+        put = phone.evaluate(SEAT_AT_THE_BAR)
         wait_for(
             lambda: running in [m["match_id"] for m in get_json(f"{url}/api/matches")["finished"]],
             120,
             "the match's end",
         )
+        until(phone, "() => Boolean(document.querySelector('#replay-here'))", "the end, paused")
+        s = phone.evaluate(AFTER_A_FRAME)
+        assert s["seat"] == stopped["seat"] and _seat_on_screen(s), (put, s)
+        if not put["over"]:  # (the match may have ended while the desk watched)
+            assert phone.evaluate(STATUS_HEIGHT) > put["status"], put
+        # Caught up at the end, the replay takes over for a viewer who has seen it; so for
+        # the desk, which followed the match to its end.
+        phone.tap("#catch-up")
         for page in (phone, desk):
             deadline = 60
             wait_for(
@@ -976,6 +1004,12 @@ def test_the_live_table_keeps_to_the_edge_with_fast_bots_and_catches_up(
                 proc.wait(10)
 
 
+def _seat_on_screen(s: dict[str, Any]) -> bool:
+    """Whether the seat to play of a :data:`TO_PLAY` measure is on the screen, between
+    the trick held at the top and the step bar."""
+    return bool(max(0, s["feltBottom"]) - 1 <= s["top"] and s["bottom"] <= s["barTop"] + 1)
+
+
 #: On a phone: the seat to play (if any) against the room the trick at the top and the
 #: step bar at the bottom leave, and whether any seat's name is cut.
 TO_PLAY = """() => {
@@ -987,7 +1021,51 @@ TO_PLAY = """() => {
     const r = seat ? seat.getBoundingClientRect() : null;
     return {hash: location.hash, seat: seat ? Number(seat.dataset.seat) : -1,
             top: r && r.top, bottom: r && r.bottom, feltTop: felt.top,
-            feltBottom: felt.bottom, barTop: bar.top, cut};
+            feltBottom: felt.bottom, barTop: bar.top, cut,
+            tableAt: document.querySelector('.table-box').getBoundingClientRect().top + scrollY};
+}"""
+
+
+#: :data:`TO_PLAY` once the page has drawn a frame or two (or 200 ms went by).
+AFTER_A_FRAME = f"""async () => {{
+    await new Promise((done) => {{ requestAnimationFrame(() => requestAnimationFrame(done)); setTimeout(done, 200); }});
+    return ({TO_PLAY})();
+}}"""
+
+#: The live table at its edge with a seat to play (else null): that seat scrolled to just
+#: above the step bar, and paused with the bar's button, in one task of the page (no card
+#: comes in between). Returns that seat and where the table is on the page.
+PAUSE_AT_THE_BAR = """() => {
+    const st = document.querySelector('#live-status');
+    const seat = document.querySelector('.seat.to-play');
+    if (!st || st.dataset.live !== '1' || st.textContent.startsWith('The match is over') || !seat) return null;
+    const bar = document.getElementById('stepbar').getBoundingClientRect();
+    const y = scrollY + seat.getBoundingClientRect().bottom - (bar.top - 2);
+    if (y <= 0 || y > document.documentElement.scrollHeight - innerHeight) return null;
+    window.scrollTo(0, y);
+    if (Math.abs(seat.getBoundingClientRect().bottom - (bar.top - 2)) > 1) return null;
+    document.getElementById('play').click();
+    return {seat: Number(seat.dataset.seat), bottom: seat.getBoundingClientRect().bottom,
+            tableAt: document.querySelector('.table-box').getBoundingClientRect().top + scrollY};
+}"""
+
+#: Whether the live table's badge has turned into a button back to the edge (or the match
+#: is over: the badge stays as it was, the status line says so).
+PAUSED_SHOWN = """() => Boolean(document.querySelector('button#live-badge'))
+    || document.querySelector('#live-status').textContent.startsWith('The match is over')"""
+
+#: The live table's status line's height.
+STATUS_HEIGHT = "() => document.querySelector('#live-status').getBoundingClientRect().height"
+
+#: The seat to play scrolled to just above the step bar (as far as the page goes): the
+#: status line's height then, and whether the match is over.
+SEAT_AT_THE_BAR = """() => {
+    const seat = document.querySelector('.seat.to-play');
+    const bar = document.getElementById('stepbar').getBoundingClientRect();
+    window.scrollBy(0, seat.getBoundingClientRect().bottom - (bar.top - 2));
+    const st = document.querySelector('#live-status');
+    return {status: st.getBoundingClientRect().height, over: st.textContent.startsWith('The match is over'),
+            bottom: seat.getBoundingClientRect().bottom, barTop: bar.top};
 }"""
 
 

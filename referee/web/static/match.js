@@ -349,7 +349,11 @@ function spectator(id, delayRounds) {
     schedule();
     drawStatus();
   }
-  source.addEventListener("close", () => { source.close(); over = true; if (!state.end) status.textContent = "The stream ended."; toReplay(); });
+  source.addEventListener("close", () => {
+    source.close(); over = true;
+    if (!state.end) keepTableStill(tableBox, () => { status.textContent = "The stream ended."; });
+    toReplay();
+  });
   source.onerror = () => { if (state.end) source.close(); };
 
   function note(text) {
@@ -518,8 +522,12 @@ function spectator(id, delayRounds) {
     const amount = tricks >= 1 ? `${tricks} trick${tricks > 1 ? "s" : ""}` : `${late} card${late === 1 ? "" : "s"}`;
     return `${amount}${secs >= 1 ? `, ${Math.round(secs)} s` : ""} behind`;
   }
+  // The status line and the badge, above the table: while they change (a line more, the
+  // badge turned into a button) the table stays where the viewer watches it.
   function drawStatus() {
-    if (shown < 0) return;
+    if (shown >= 0) keepTableStill(tableBox, writeStatus);
+  }
+  function writeStatus() {
     const st = frames[shown].state;
     const late = behind();
     const edge = atEdge();
@@ -581,7 +589,6 @@ function spectator(id, delayRounds) {
     const trickNo = st.plays.length ? (st.lastTrick ? st.tricksDone : st.tricksDone + 1) : 0;
     tableBox.replaceChildren(table(panels, trickArea(st.plays, st.seating, lines,
       { "data-round": st.round, "data-trick": trickNo - 1, "data-events": st.events }), n));
-    if (page) seatIntoView(tableBox);
     const rows = [];
     st.rounds.forEach((x, i) => { if (x) rows.push({ label: String(i + 1), values: x.scores }); });
     if (st.totals) rows.push({ label: "Match", values: st.totals, head: true });
@@ -619,7 +626,7 @@ function spectator(id, delayRounds) {
         if (keys[e.key]) { keys[e.key](); e.preventDefault(); }
       }, { signal: listeners.signal });
       swipeToStep(tableBox, (d) => step(d), listeners.signal);
-    }
+    } else seatIntoView(tableBox);  // once the status above the table is written
   }
   // Once the match is over, the replay (with every hand) replaces the live table when the
   // viewer has seen the end (at once for one who kept up, or by catching up), or where
@@ -644,7 +651,7 @@ function spectator(id, delayRounds) {
       if (s && s.state !== "running") break;
       await new Promise((resolve) => { setTimeout(resolve, 250 + 50 * i); });
     }
-    status.append(" ", el("a", { href: location.pathname + location.search, text: "open the replay" }));
+    keepTableStill(tableBox, () => status.append(" ", el("a", { href: location.pathname + location.search, text: "open the replay" })));
   }
   fill(main, status);
 }
@@ -654,18 +661,38 @@ function spectator(id, delayRounds) {
 // the step bar at the bottom, while the table is on the screen (a reader further down the
 // page is left there).
 function seatIntoView(box) {
-  if (!window.matchMedia("(max-width: 600px)").matches) return;
-  const seat = box.querySelector(".seat.to-play"), table = box.querySelector(".table-felt");
-  if (!seat || !table) return;
-  const bar = document.getElementById("stepbar");
-  const bottom = bar && getComputedStyle(bar).position === "fixed" ? bar.getBoundingClientRect().top : window.innerHeight;
-  const t = table.getBoundingClientRect();
-  if (t.bottom <= 0 || t.top >= bottom) return;
+  const bottom = phoneTableShown(box);
+  const seat = box.querySelector(".seat.to-play");
+  if (bottom === null || !seat) return;
   const felt = box.querySelector(".felt");
   const top = felt && getComputedStyle(felt).position === "sticky" ? Math.max(0, felt.getBoundingClientRect().bottom) : 0;
   const r = seat.getBoundingClientRect();
   if (r.top < top) window.scrollBy(0, r.top - top - 6);
   else if (r.bottom > bottom) window.scrollBy(0, r.bottom - bottom + 6);
+}
+
+// On a phone with the table on the screen: where the screen ends above the step bar; else null.
+function phoneTableShown(box) {
+  if (!window.matchMedia("(max-width: 600px)").matches) return null;
+  const table = box.querySelector(".table-felt");
+  if (!table) return null;
+  const bar = document.getElementById("stepbar");
+  const bottom = bar && getComputedStyle(bar).position === "fixed" ? bar.getBoundingClientRect().top : window.innerHeight;
+  const t = table.getBoundingClientRect();
+  return t.bottom <= 0 || t.top >= bottom ? null : bottom;
+}
+
+// `change` alters what is above the table (a live match's status line and badge, which
+// grow by a line or two as the viewer steps back, falls behind or the match ends): on a
+// phone with the table on the screen, the page scrolls by as much as the table moved, so
+// that the seats stay put under the viewer's eyes (the seat to play was on the screen, and
+// stays on it, never slid under the step bar or the trick).
+function keepTableStill(box, change) {
+  const before = phoneTableShown(box) === null ? null : box.getBoundingClientRect().top;
+  change();
+  if (before === null) return;
+  const moved = box.getBoundingClientRect().top - before;
+  if (Math.abs(moved) >= 0.5) window.scrollBy(0, moved);
 }
 
 // A sideways swipe on `box` steps a card (right to left: the next), as a finger turns a page.

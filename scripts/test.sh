@@ -71,7 +71,7 @@ echo "== mypy"; mypy
 # A selection (-k, a file) that leaves either half empty is fine (pytest's status 5).
 echo "== pytest"
 status=0
-pytest -n 4 -m "not serial" --durations=25 "$@" || status=$?
+pytest -n 4 --dist loadgroup -m "not serial" --durations=25 "$@" || status=$?
 [ "$status" -eq 5 ] && status=0
 [ "$status" -eq 0 ] || exit "$status"
 echo "== pytest (serial)"

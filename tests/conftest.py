@@ -45,8 +45,26 @@ def _timeout(item: pytest.Item) -> tuple[float | None, tuple[object, ...], dict[
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """The longest tests first (those whose timeout says they take minutes: a league that
     builds, a kit in the jail), so that the parallel phase does not end with two workers
-    idle while a third plays one of them. Otherwise in the order collected."""
-    items.sort(key=lambda item: -(_timeout(item)[0] or 0))
+    idle while a third plays one of them; then the modules kept on one worker (below),
+    each a few minutes of tests; otherwise in the order collected.
+
+    A module whose tests share a module-scoped fixture (a tournament played for its pages,
+    a browser, a league) runs on one worker (``--dist loadgroup``): spread over four, each
+    worker would make the fixture again, and its tournaments are most of the module's CPU."""
+    grouped = set()
+    for item in items:
+        if _shares_a_module_fixture(item):
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::", 1)[0]))
+            grouped.add(item)
+    items.sort(key=lambda item: (-(_timeout(item)[0] or 0), item not in grouped))
+
+
+def _shares_a_module_fixture(item: pytest.Item) -> bool:
+    """Whether ``item`` uses a fixture made once per module."""
+    info = getattr(item, "_fixtureinfo", None)
+    if info is None:
+        return False
+    return any(defs and defs[-1].scope == "module" for defs in info.name2fixturedefs.values())
 
 
 @pytest.hookimpl(hookwrapper=True, tryfirst=True)

@@ -321,7 +321,7 @@ def test_kill_9_then_resume_keeps_finished_pairs_and_completes(tmp_path: Path) -
         sys.executable, "-m", "referee.cli", "compare",
         "--candidate", RANDOM, "--baseline", RANDOM,
         "--opponent", MINIMAL, "--opponent", MINIMAL,
-        "--sprt", "upper=40", "min_pairs=10", "--parallel", "2", "--out", str(out),
+        "--matches", "16", "--parallel", "2", "--out", str(out),
         "--sandbox", "bubblewrap", "--decision-ms", "10000", "--startup-ms", "60000",
     ]  # fmt: skip
     db = out / "compare.db"
@@ -334,13 +334,15 @@ def test_kill_9_then_resume_keeps_finished_pairs_and_completes(tmp_path: Path) -
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait(timeout=30)
     before = _finished_at(db)
-    assert 4 <= len(before) < 20
+    assert 4 <= len(before) < 16
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=stretched(200))
-    assert done.returncode in (0, 1), done.stderr  # decided, not capped
+    assert done.returncode in (0, 1, 2), done.stderr  # better, worse, no difference
     after = _finished_at(db)
     assert all(after[i] == t for i, t in before.items()), "a finished match was played again"
     summary = json.loads((out / "compare.json").read_text())
-    assert summary["verdict"] in (H0, H1) and summary["pairs"] >= 10
+    # Exactly its 16 matches in all (a sequential test's state is its pairs, read back
+    # from the database: a decided comparison started again, above, says the same).
+    assert summary["test"] is None and summary["pairs"] == 8
     assert all(2 * d in after and 2 * d + 1 in after for d in range(summary["pairs"]))
     assert summary["matches"] == len(after)
     # --sandbox chose the tier of every match.

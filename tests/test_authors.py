@@ -291,7 +291,7 @@ def test_an_author_submits_resubmits_rolls_back_and_reads_each_submissions_ratin
 
         # 1: each submission is rated on its own matches; --history --json says so.
         rows = wait_for(
-            lambda: rated(s.address, "alpha", tokens["alpha"], {1, 2}), 240, "both rated", every=1
+            lambda: rated(s.address, "alpha", tokens["alpha"], {1, 2}), 240, "both rated", every=2
         )
         assert [(r["submission"], r["status"], r["sha256"]) for r in rows] == [
             (2, "playing", sha),
@@ -336,7 +336,7 @@ def test_an_author_submits_resubmits_rolls_back_and_reads_each_submissions_ratin
             ),
             VALIDATED_S,
             "submission 1 to play again",
-            every=0.5,
+            every=2,  # a command each time
         )
         assert query(league_db.target, "SELECT COUNT(*) FROM league_submissions")[0][0] == uploads
         refused = cli(s.address, "activate", "alpha", "1", token=tokens["beta"])
@@ -353,7 +353,7 @@ def test_an_author_submits_resubmits_rolls_back_and_reads_each_submissions_ratin
             line = next((x for x in s.standings().standings if x.bot == "alpha"), None)
             return line is not None and line.matches == one["matches"] and one["matches"] > 0
 
-        wait_for(entry_is_submission_1, 120, "alpha's line to be submission 1's", every=1)
+        wait_for(entry_is_submission_1, 120, "alpha's line to be submission 1's", every=2)
 
         # 2: logs for their owners: the bot's own stderr of each ranked match kept, and
         # its validation reports; the entry's token, never another's.

@@ -40,7 +40,7 @@ from test_hosting_archive import HOSTILE_TARS, HOSTILE_ZIPS
 
 from referee.jail import strongest_mode
 from referee.league.hosting import hosted_mode
-from sticheln.v1 import league_pb2
+from sticheln.v1 import league_pb2, league_pb2_grpc
 
 PYTHON_BOT = SAMPLES / "python"
 #: Validation plays a dozen check-bot matches per submission.
@@ -95,7 +95,26 @@ def cli(address: str, *args: str, token: str = "") -> subprocess.CompletedProces
     )
 
 
+#: What ``referee league bots --json`` prints of each entry (the League service's fields).
+BOT_FIELDS = (
+    "name", "hosted", "status", "submission", "sha256", "matches", "refusal",
+    "playing_submission", "version", "active", "connected_streams",
+)  # fmt: skip
+
+
 def bots_json(address: str) -> dict[str, dict[str, Any]]:
+    """Each entry as ``referee league bots --json`` prints it, asked over the League
+    service in this process: tests poll it every second or so, and a command started
+    for each poll cost a fifth of a core's second."""
+    with grpc.insecure_channel(address) as channel:
+        listed = league_pb2_grpc.LeagueStub(channel).ListBots(
+            league_pb2.ListBotsRequest(), timeout=60
+        )
+    return {b.name: {k: getattr(b, k) for k in BOT_FIELDS} for b in listed.bots}
+
+
+def bots_cli(address: str) -> dict[str, dict[str, Any]]:
+    """The same, from the command an operator runs."""
     done = cli(address, "bots", "--json")
     assert done.returncode == 0, done.stderr
     rows = [json.loads(line) for line in done.stdout.splitlines()]
@@ -178,6 +197,13 @@ def test_hosted_bots_are_submitted_validated_and_played(
             assert rows[bot]["submission"] == 1
         assert rows["broken"]["status"] == "refused"
         assert rows["broken"]["refusal"].startswith("start check:"), rows["broken"]
+        # The operator's command prints the same entries (what changes as they play aside).
+        steady = ("name", "hosted", "status", "submission", "sha256", "refusal", "version")
+        printed = bots_cli(s.address)
+        assert {n: {k: r[k] for k in steady} for n, r in printed.items()} == {
+            n: {k: r[k] for k in steady} for n, r in rows.items()
+        }
+        assert all(set(r) == set(BOT_FIELDS) for r in printed.values())
         assert "\n" not in rows["broken"]["refusal"]
 
         # The broken bot's owner reads why, with what the bot printed.

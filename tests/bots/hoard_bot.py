@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import socket
+import sys
 import threading
 import time
 
@@ -47,7 +48,9 @@ def hoard() -> None:
             s.close()
             break
         held.append(s)
-    print(f"HOARD opened {len(held)}", flush=True)
+    # One write, its newline with it: gRPC's own log lines share the file (stderr).
+    sys.stdout.write(f"HOARD opened {len(held)}\n")
+    sys.stdout.flush()
     deadline = time.monotonic() + 5
     while (left := alive(held)) and time.monotonic() < deadline:
         time.sleep(0.05)

@@ -245,8 +245,9 @@ def _make(
     links: tuple[tuple[Path, str], ...],
     hidden: tuple[Path, ...],
 ) -> Path:
-    """None yet, or one that lost entries (a cleaner of /var/tmp removes files nobody read
-    for weeks): made anew, and put in its place whole (under the caller's lock)."""
+    """Make ``tree`` (none yet, or one that lost entries: a cleaner of /var/tmp removes
+    files nobody read for weeks) anew, and put it in its place whole, its count with it
+    (under the caller's lock)."""
     base = tree.parent
     building = base / f".{name}.{os.getpid()}"
     # A damaged tree is put aside, not deleted: a running sandbox may have it bound.

@@ -9,6 +9,7 @@ reason, where it cannot run (not installed, a referee not running as root).
 
 from __future__ import annotations
 
+import dataclasses
 import fcntl
 import json
 import os
@@ -230,3 +231,37 @@ def test_without_root_or_runsc_the_tier_is_refused_in_one_line(
         Sandbox("gvisor").check()
     assert "\n" not in str(caught.value) and "not installed" in str(caught.value)
     assert shutil.which("true")
+
+
+@needs_runsc
+def test_a_program_reached_by_a_link_under_tmp_runs(tmp_path: Path) -> None:
+    """A checkout under /tmp: the bot's interpreter is its environment's ``bin/python3``,
+    a link there. The sandbox's private /tmp covers the root's folder of that name, so a
+    link made in the root would be hidden ("failed to load"); its folder is bound over the
+    tmpfs instead, and the program it names runs."""
+    assert Path("/tmp") in tmp_path.parents, "the test's folder is under /tmp"
+    link = tmp_path / "checkout" / ".venv" / "bin" / "python3"
+    sandbox = Sandbox("gvisor")
+    user = sandbox.lease_user()
+    log = tmp_path / "bot.log"
+    try:
+        policy = sandbox.policy(BOTS_DIR, (), None, user.ids)
+        target = os.path.realpath(sys.executable)
+        policy = dataclasses.replace(policy, links=(*policy.links, (link, target)))
+        spec = BotSpec(
+            name="linked",
+            command=(str(link), "-c", "import sys; print('ran', sys.executable)"),
+            workdir=BOTS_DIR,
+        )
+
+        async def main() -> int:
+            process = await jail.start(spec, "unix:/nowhere", "-", log, policy=policy)
+            code = await process.proc.wait()
+            await process.stop()
+            return code
+
+        code = run(main())
+    finally:
+        user.release()
+    text = log.read_text()
+    assert code == 0 and f"ran {link}" in text, text

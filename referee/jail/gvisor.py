@@ -147,6 +147,21 @@ def _bind(source: Path, destination: Path) -> dict[str, Any]:
     }
 
 
+#: The sandbox's private ``/tmp``, a tmpfs over the root's folder of that name.
+TMP = Path("/tmp")
+
+
+def tmp_link_folders(links: Sequence[tuple[Path, str]]) -> dict[Path, list[tuple[str, str]]]:
+    """The links whose place is under :data:`TMP` (a bot's interpreter in an environment
+    under /tmp, ``/tmp/x/.venv/bin/python3 -> ...``), by the folder that holds them: a
+    link made in the root there would be hidden by the private tmpfs."""
+    found: dict[Path, list[tuple[str, str]]] = {}
+    for link, target in links:
+        if TMP in link.parents:
+            found.setdefault(link.parent, []).append((link.name, target))
+    return found
+
+
 def _system_links(rootfs: Path, links: Sequence[tuple[Path, str]] | None = None) -> None:
     """The links of a merged-/usr system (``/bin -> usr/bin``...) in ``rootfs``."""
     if links is None:
@@ -221,10 +236,12 @@ def oci_spec(
     env: Mapping[str, str],
     limits: Limits,
     places: Mapping[Path, Path],
+    link_folders: Mapping[Path, Path] | None = None,
 ) -> dict[str, Any]:
     """The OCI ``config.json`` of one bot: ``policy``'s view, ``command`` run with ``env``
     as ``policy.run_as`` under ``limits``; ``places`` maps each held path to the bundle
-    folder its descriptor is bound at."""
+    folder its descriptor is bound at, ``link_folders`` each folder of links under the
+    private ``/tmp`` to the bundle folder that holds them (:func:`tmp_link_folders`)."""
     from referee.jail.sandbox import SOCKET_DIR, outer_binds, untreed
 
     mounts: list[dict[str, Any]] = [
@@ -237,6 +254,10 @@ def oci_spec(
             "options": ["nosuid", "nodev", "mode=1777", f"size={policy.tmp_size_bytes}"],
         },
     ]
+    # Links whose place is under /tmp: the private tmpfs there would cover them in the
+    # root, so each folder of them is bound from the bundle, over the tmpfs, outer first.
+    folders = link_folders or {}
+    mounts += [_bind(folders[p], p) for p in sorted(folders, key=lambda p: len(p.parts))]
     system, _, hidden = untreed(policy)
     mounts += [_bind(tree, place) for tree, place in policy.trees]
     mounts += [_bind(p, p) for p in system if p.exists()]
@@ -305,7 +326,15 @@ def prepared(
     try:
         rootfs.mkdir(parents=True)
         rootfs.chmod(0o755)  # the bot's user walks it (the folders above are the gofer's)
-        _system_links(rootfs, untreed(policy)[1])
+        links = untreed(policy)[1]
+        under_tmp = tmp_link_folders(links)
+        _system_links(rootfs, [(k, t) for k, t in links if k.parent not in under_tmp])
+        link_folders: dict[Path, Path] = {}
+        for i, (place, found) in enumerate(under_tmp.items()):
+            link_folders[place] = folder / "links" / str(i)
+            _folders(folder, link_folders[place])
+            for name, target in found:
+                (link_folders[place] / name).symlink_to(target)
         for path, data in policy.files:
             place = rootfs / path.relative_to("/")
             _folders(rootfs, place.parent)
@@ -324,8 +353,8 @@ def prepared(
                 place.touch()
             places[path] = place
             binds.append((fd, place))
-        spec = oci_spec(policy, command, env, limits, places)
-        _mount_points(rootfs, spec["mounts"])
+        spec = oci_spec(policy, command, env, limits, places, link_folders)
+        _mount_points(rootfs, spec["mounts"], link_folders)
         (folder / "config.json").write_text(json.dumps(spec, indent=1))
         bundle = Bundle(folder, f"sticheln-{folder.name}", tuple(binds))
         yield runsc_command(policy.runsc, bundle), bundle
@@ -337,12 +366,20 @@ def prepared(
             os.close(fd)
 
 
-def _mount_points(rootfs: Path, mounts: Sequence[Mapping[str, Any]]) -> None:
-    """Every mount's place in ``rootfs``, its folders above it open to the bot's user
-    (0755; runsc would make them for the referee's alone)."""
+def _mount_points(
+    rootfs: Path, mounts: Sequence[Mapping[str, Any]], link_folders: Mapping[Path, Path]
+) -> None:
+    """Every mount's place in ``rootfs`` (or in the bundle's folder of links that will be
+    bound over it), its folders above it open to the bot's user (0755; runsc would make
+    them for the referee's alone)."""
     for mount in mounts:
-        place = rootfs / Path(mount["destination"]).relative_to("/")
-        _folders(rootfs, place.parent)
+        destination = Path(mount["destination"])
+        base, inner = rootfs, destination.relative_to("/")
+        for over in sorted(link_folders, key=lambda p: len(p.parts)):
+            if over in destination.parents:
+                base, inner = link_folders[over], destination.relative_to(over)
+        place = base / inner
+        _folders(base, place.parent)
         source = Path(mount["source"])
         if place.exists() or place.is_symlink():
             continue
@@ -350,7 +387,7 @@ def _mount_points(rootfs: Path, mounts: Sequence[Mapping[str, Any]]) -> None:
             place.touch()
             place.chmod(0o444)
         else:
-            _folders(rootfs, place)
+            _folders(base, place)
 
 
 def runsc_command(runsc: str, bundle: Bundle) -> list[str]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +50,8 @@ pytestmark = pytest.mark.timeout(900)
 __all__ = ["code_dir"]  # the fixture, used by name
 
 DEALS = 1  # per table: 3 entries at one table of 3, so 1 deal x 3 rotations = 3 matches
+#: The final cancelled: long enough that it is still played when the cancel comes.
+CANCELLED_DEALS = 4
 
 
 def season(address: str, *args: str, token: str = ADMIN_TOKEN) -> subprocess.CompletedProcess[str]:
@@ -97,6 +100,53 @@ def refusal(league: Any, token: str) -> Any:
     except grpc.RpcError as exc:
         return exc
     raise AssertionError("EndSeason was not refused")
+
+
+def cancel_refusal(league: Any, token: str) -> Any:
+    """The error ``CancelFinal`` answers with ``token`` (it must refuse)."""
+    metadata = (("authorization", f"Bearer {token}"),) if token else ()
+    try:
+        league.CancelFinal(league_pb2.CancelFinalRequest(), metadata=metadata, timeout=30)
+    except grpc.RpcError as exc:
+        return exc
+    raise AssertionError("CancelFinal was not refused")
+
+
+def alive(pid: int) -> bool:
+    """Whether process ``pid`` runs (a zombie does not)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rpartition(")")[2].split()[0] != "Z"
+
+
+def final_processes(root: int) -> set[int]:
+    """The final's process under ``root`` (the league) and every process under it."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rpartition(")")[2].split()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+
+    def under(pid: int) -> set[int]:
+        return {pid}.union(*(under(c) for c in children.get(pid, [])))
+
+    for pid in under(root):
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"referee.league.season" in cmdline:
+            return under(pid)
+    return set()
+
+
+def html_get(url: str) -> str:
+    with urllib.request.urlopen(url, timeout=30) as r:
+        return str(r.read().decode())
 
 
 def final_rows(db: Path | str, final: str) -> dict[int, tuple[Any, ...]]:
@@ -180,13 +230,25 @@ def test_an_organiser_ends_a_season_and_its_final_survives_a_killed_league(
             "a match of the final to finish",
             every=0.1,
         )
-        # Its record is not shown while the final is played (a deal's seatings share hands).
+        # Its record is not shown while the final is played (a deal's seatings share hands),
+        # and no list names its matches: the matches page says why they wait.
         some = next(iter(final_rows(league_db.target, final).values()))[0]
         try:
             first.league.GetMatchRecord(league_pb2.GetMatchRecordRequest(match_id=some), timeout=10)
             raise AssertionError("a final's record was served while the final was played")
         except grpc.RpcError as exc:
             assert exc.code() == grpc.StatusCode.FAILED_PRECONDITION, exc
+        web = first.lines.get(timeout=30).rsplit(" ", 1)[1].strip().rstrip("/")
+        status, listed = web_get(f"{web}/api/matches")
+        assert status == 200, listed
+        (playing_final,) = listed["finals"]
+        assert playing_final["season"] == 1 and playing_final["status"] == "playing"
+        assert playing_final["planned"] == DEALS * 3 and playing_final["matches"] == []
+        assert some not in json.dumps(listed)
+        shown = html_get(f"{web}/matches")
+        assert "The final of season 1 is being played (" in shown and some not in shown
+        status, bot_page = web_get(f"{web}/api/bot?name=alpha")
+        assert status == 200 and bot_page["finals"] == [], bot_page
     finally:
         first.proc.kill()
         first.proc.wait(30)
@@ -259,13 +321,104 @@ def test_an_organiser_ends_a_season_and_its_final_survives_a_killed_league(
             league_pb2.GetMatchRecordRequest(match_id=match_id), timeout=10
         )
         assert record.summary.seating and record.record_jsonl.startswith("{")
+        # The matches list and each finalist's page list the final's matches, marked.
+        status, listed = web_get(f"{web}/api/matches")
+        assert status == 200, listed
+        (ended,) = listed["finals"]
+        assert (ended["season"], ended["status"], ended["finished"]) == (1, "finished", planned)
+        assert [m["match_id"] for m in ended["matches"]] == done["matches"]
+        assert all(m["season"] == 1 for m in ended["matches"])
+        by_id = {m[0]: m for m in after.values()}
+        for m in ended["matches"]:
+            seats = by_id[m["match_id"]][4]
+            assert m["seating"] == [b for b, _, _ in seats], (m, seats)
+            assert m["places"] == [p for _, _, p in seats], (m, seats)
+        assert not {m["match_id"] for m in listed["finished"]} & set(done["matches"])
+        shown = html_get(f"{web}/matches")
+        assert 'id="final-1"' in shown and shown.count("final of season 1</span>") == planned
+        for name in shas:
+            status, bot_page = web_get(f"{web}/api/bot?name={name}")
+            assert status == 200
+            assert [m["match_id"] for m in bot_page["finals"]] == done["matches"], bot_page
+            assert name in html_get(f"{web}/bot?name={name}").split('id="final-matches"')[1]
+        cancelled = cancel_a_final(s, league_db, web)
         if league_db.kind == "sqlite" and have_chromium():  # the page once: the same on both
-            seasons_on_the_page(web, done)
+            seasons_on_the_page(web, done, cancelled)
+        # Another season may end once the final was cancelled.
+        again = season(s.address, "end", "--deals", str(DEALS), "--parallel", "1")
+        assert again.returncode == 0, again.stderr
+        assert again.stdout.startswith("season 3 ended; season 4 has begun"), again.stdout
 
 
-def seasons_on_the_page(web: str, done: dict[str, Any]) -> None:
+def cancel_a_final(s: Serve, league_db: LeagueDb, web: str) -> list[str]:
+    """The organiser ends season 2 and cancels its final once a match of it has finished:
+    its process stops, the finished matches stay and are shown, the season says
+    ``cancelled``. The matches kept."""
+    nothing = cancel_refusal(s.league, ADMIN_TOKEN)
+    assert nothing.code() == grpc.StatusCode.FAILED_PRECONDITION, nothing
+    assert nothing.details() == (
+        "no final is being played; `referee league season list` shows the seasons"
+    )
+    # The CLI without the admin token says so in one line.
+    no_token = season(s.address, "cancel", token="")
+    assert no_token.returncode != 0 and no_token.stdout == ""
+    assert len(no_token.stderr.strip().splitlines()) == 1, no_token.stderr
+    assert "STICHELN_ADMIN_TOKEN" in no_token.stderr, no_token.stderr
+    ended = season(s.address, "end", "--deals", str(CANCELLED_DEALS), "--parallel", "1")
+    assert ended.returncode == 0, ended.stderr
+    final = "hosted-final-2"
+    # Only the admin token cancels.
+    assert cancel_refusal(s.league, "").code() == grpc.StatusCode.UNAUTHENTICATED
+    assert cancel_refusal(s.league, "wrong").code() == grpc.StatusCode.UNAUTHENTICATED
+    bot_token = cancel_refusal(s.league, s.register("delta"))
+    assert bot_token.code() == grpc.StatusCode.PERMISSION_DENIED, bot_token
+    wait_for(lambda: final_rows(league_db.target, final), 120, "a match of final 2", every=0.1)
+    processes = wait_for(lambda: final_processes(s.proc.pid), 30, "the final's process")
+    before = final_rows(league_db.target, final)
+
+    done = season(s.address, "cancel")
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith(f"final {final} of season 2 cancelled: "), lines
+    # The final's process and every bot it started are gone.
+    wait_for(lambda: not any(alive(p) for p in processes), 30, "the final's processes to end")
+    kept = final_rows(league_db.target, final)
+    assert all(kept[idx] == row for idx, row in before.items()), (before, kept)
+    planned = CANCELLED_DEALS * 3
+    assert lines[0].split(": ", 1)[1].startswith(f"{len(kept)} of {planned} matches"), lines
+    assert len(kept) < planned, "the final was cancelled while it was played"
+    listed = seasons_json(s.address)
+    assert [x["status"] for x in listed] == ["cancelled", "finished"], listed
+    two = listed[0]
+    assert two["finished"] == len(kept) and two["standings"] == []
+    assert sorted(two["matches"]) == sorted(m[0] for m in kept.values())
+    assert two["deal_key"] and lines[1].startswith(f"deal key {two['deal_key']}")
+    text = season(s.address, "list", token="").stdout
+    assert f"final {final} cancelled " in text, text
+    assert f"after {len(kept)} of {planned} matches" in text, text
+    status, doc = web_get(f"{web}/api/seasons")
+    assert status == 200 and doc["seasons"][0]["status"] == "cancelled", doc
+    # Its finished matches are shown now (no seating of theirs will be played), marked.
+    status, matches = web_get(f"{web}/api/matches")
+    assert [(f["season"], f["status"]) for f in matches["finals"]] == [
+        (2, "cancelled"),
+        (1, "finished"),
+    ]
+    assert sorted(m["match_id"] for m in matches["finals"][0]["matches"]) == sorted(two["matches"])
+    record = s.league.GetMatchRecord(
+        league_pb2.GetMatchRecordRequest(match_id=two["matches"][0]), timeout=10
+    )
+    assert record.record_jsonl.startswith("{")
+    # Nothing of it plays again: a second cancel finds no final.
+    assert cancel_refusal(s.league, ADMIN_TOKEN).code() == grpc.StatusCode.FAILED_PRECONDITION
+    return list(two["matches"])
+
+
+def seasons_on_the_page(web: str, done: dict[str, Any], cancelled: list[str]) -> None:
     """The standings page shows the final under the ladder: its standings with each
-    finalist's submission, its deal key, links to its matches that open in the viewer."""
+    finalist's submission, its deal key, links to its matches that open in the viewer; and
+    the cancelled final of season 2 as cancelled. The matches page and a finalist's page
+    list both finals' matches, marked."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
@@ -274,23 +427,44 @@ def seasons_on_the_page(web: str, done: dict[str, Any]) -> None:
             page = b.page
             page.goto(f"{web}/")
             page.wait_for_selector('#seasons .season[data-season="1"] tbody tr')
-            assert page.locator("#current-season").get_attribute("data-season") == "2"
+            assert page.locator("#current-season").get_attribute("data-season") == "3"
+            two = page.locator('.season[data-season="2"]')
+            assert two.get_attribute("data-status") == "cancelled"
+            assert "Final cancelled by the organiser" in two.inner_text()
             assert page.locator("#standings").count() == 1  # the ladder's, above
             rows = page.locator('.season[data-season="1"] tbody tr')
             bots = [rows.nth(i).get_attribute("data-bot") for i in range(rows.count())]
             assert bots == [r["bot"] for r in done["standings"]], bots
             subs = page.locator('.season[data-season="1"] td.submission').all_inner_texts()
             assert subs == ["#1"] * 3, subs
-            assert done["deal_key"] in page.locator(".season .deal-key").inner_text()
-            links = page.locator(".season-matches a")
+            one = '.season[data-season="1"]'
+            assert done["deal_key"] in page.locator(f"{one} .deal-key").inner_text()
+            links = page.locator(f"{one} .season-matches a")
             assert links.count() == len(done["matches"])
-            page.locator(".season-matches summary").click()
+            page.locator(f"{one} .season-matches summary").click()
             # Open, it stays open when the page is drawn again (a ladder match finished).
-            page.wait_for_selector(".season-matches[open] a")
+            page.wait_for_selector(f"{one} .season-matches[open] a")
             href = links.first.get_attribute("href")
             assert href == f"/match?id={done['matches'][0]}", href
             page.goto(f"{web}{href}")  # the viewer opens the final's match
             page.wait_for_selector("#trick")
+            # The matches page and a finalist's page list the final's matches, marked.
+            page.goto(f"{web}/matches")
+            page.wait_for_selector('main[data-drawn="1"] #final-1 tbody tr')
+            rows = page.locator("#final-1 tbody tr")
+            assert [rows.nth(i).get_attribute("data-match") for i in range(rows.count())] == done[
+                "matches"
+            ]
+            assert page.locator("#final-1 .pill.final").first.inner_text() == "final of season 1"
+            assert page.locator("#final-2 tbody tr").count() == len(cancelled)
+            assert (
+                "cancelled by the organiser" in page.locator('.final[data-season="2"]').inner_text()
+            )
+            page.goto(f"{web}/bot?name={done['standings'][0]['bot']}")
+            page.wait_for_selector('main[data-drawn="1"] #final-matches tbody tr')
+            rows = page.locator("#final-matches tbody tr")
+            seasons = [rows.nth(i).get_attribute("data-season") for i in range(rows.count())]
+            assert seasons == ["2"] * len(cancelled) + ["1"] * len(done["matches"]), seasons
             assert not b.errors, b.errors
         finally:
             b.browser.close()

@@ -1,5 +1,5 @@
-"""``referee league season end|list``: end a league's season (its final starts), read the
-seasons and their finals."""
+"""``referee league season end|cancel|list``: end a league's season (its final starts),
+cancel the final being played, read the seasons and their finals."""
 
 from __future__ import annotations
 
@@ -19,9 +19,14 @@ def add_parser(league_action: Callable[[str, str], argparse.ArgumentParser]) -> 
     ssn = league_action(
         "season",
         "end the current season: freeze each entry's playing submission and play a final of "
-        "them ($STICHELN_ADMIN_TOKEN); or list the seasons and their finals",
+        "them ($STICHELN_ADMIN_TOKEN); cancel the final being played (the same token); or "
+        "list the seasons and their finals",
     )
-    ssn.add_argument("what", choices=("end", "list"), help="end the season, or list them")
+    ssn.add_argument(
+        "what",
+        choices=("end", "cancel", "list"),
+        help="end the season, cancel the final being played, or list the seasons",
+    )
     ssn.add_argument(
         "--deals",
         type=int,
@@ -50,10 +55,24 @@ def season(args: argparse.Namespace, stub: Any) -> int:
     """Call EndSeason or Seasons; print the outcome (grpc errors are the caller's)."""
     from sticheln.v1 import league_pb2
 
-    if args.what == "end":
+    if args.what in ("end", "cancel"):
         token = os.environ.get("STICHELN_ADMIN_TOKEN", "")
         if not token:
             raise UsageError("set STICHELN_ADMIN_TOKEN to the league's admin token")
+    if args.what == "cancel":
+        s = stub.CancelFinal(
+            league_pb2.CancelFinalRequest(),
+            metadata=[("authorization", f"Bearer {token}")],
+            timeout=max(args.timeout, 60.0),
+        )
+        print(
+            f"final {s.final} of season {s.number} cancelled: {s.finished} of {s.planned} "
+            "matches had finished and are kept; the others are not played"
+        )
+        print(f"deal key {s.deal_key} (commitment {s.deal_key_commitment})")
+        print(f"the ladder plays on in season {s.number + 1}; end it when you like")
+        return 0
+    if args.what == "end":
         for flag, value, least, most in (
             ("--deals", args.deals, 0, 100),
             ("--max-matches", args.max_matches, 0, 10**9),
@@ -137,11 +156,15 @@ def season_json(s: Any) -> dict[str, Any]:
 def print_season(s: Any) -> None:
     """One ended season: its final's state, finalists and standings."""
     print()
-    state = (
-        f"final {s.final} ended {_when(s.finished_at)}"
-        if s.status == "finished"
-        else f"final {s.final} being played: {s.finished} of {s.planned} matches"
-    )
+    if s.status == "finished":
+        state = f"final {s.final} ended {_when(s.finished_at)}"
+    elif s.status == "cancelled":
+        state = (
+            f"final {s.final} cancelled {_when(s.finished_at)} after {s.finished} of "
+            f"{s.planned} matches (no standings)"
+        )
+    else:
+        state = f"final {s.final} being played: {s.finished} of {s.planned} matches"
     print(f"season {s.number}: {_when(s.started_at)} to {_when(s.ended_at)}; {state}")
     print(
         f"deal key commitment {s.deal_key_commitment}"

@@ -272,6 +272,17 @@ class LeagueServicer:
             raise Refused(grpc.StatusCode.FAILED_PRECONDITION, str(exc)) from None
         return seasons.message(season)
 
+    async def CancelFinal(
+        self, request: league_pb2.CancelFinalRequest, context: Context
+    ) -> league_pb2.Season:
+        self._admin(context)
+        seasons = self.league.seasons
+        try:
+            season = await seasons.cancel()
+        except SeasonRefused as exc:
+            raise Refused(grpc.StatusCode.FAILED_PRECONDITION, str(exc)) from None
+        return seasons.message(season)
+
     async def Seasons(
         self, request: league_pb2.SeasonsRequest, context: Context
     ) -> league_pb2.SeasonsResponse:
@@ -344,6 +355,7 @@ class LeagueServicer:
             "GetLogs": (self.GetLogs, league_pb2.GetLogsRequest),
             "EndSeason": (self.EndSeason, league_pb2.EndSeasonRequest),
             "Seasons": (self.Seasons, league_pb2.SeasonsRequest),
+            "CancelFinal": (self.CancelFinal, league_pb2.CancelFinalRequest),
             "Challenge": (self.Challenge, league_pb2.ChallengeRequest),
         }
         methods: dict[str, grpc.RpcMethodHandler[Any, Any]] = {

@@ -53,7 +53,7 @@ from google.protobuf import json_format
 from referee.jail.bots import BotSpec
 from referee.league.submissions import Submission, Submissions
 from referee.match.server import Refused
-from referee.results.store import Store, StoreError
+from referee.results.store import Store, StoredResult, StoreError
 from referee.rules import RuleError
 from referee.runtime import logs
 from referee.tournament.config import TournamentConfig
@@ -96,8 +96,11 @@ CREATE TABLE IF NOT EXISTS league_season_finalists (
 );
 """
 
-#: A final's status: being played, or every match ended and its standings stored.
-PLAYING, FINISHED = "playing", "finished"
+#: A final's status: being played, every match ended and its standings stored, or
+#: cancelled by the organiser (the matches that had finished kept, no standings).
+PLAYING, FINISHED, CANCELLED = "playing", "finished", "cancelled"
+#: The statuses of a final that is over: its finished matches and its deal key are shown.
+OVER = (FINISHED, CANCELLED)
 #: Seconds before a final that failed or left matches aborted is played on.
 RETRY_S = 30.0
 #: Deals per table of a final unless the organiser gives another number.
@@ -191,6 +194,10 @@ class Seasons:
         self._planned: dict[int, int] = {}
         #: Called when a final has ended, with its season.
         self.on_finished: list[Callable[[Season], None]] = []
+        #: The seasons as last read (read again once a season or a final has ended).
+        self._known: list[Season] | None = None
+        #: The finished matches of each final that is over, by season (they never change).
+        self._shown: dict[int, tuple[int, list[list[StoredResult]]]] = {}
 
     # -- what is stored -----------------------------------------------------------------
 
@@ -230,6 +237,43 @@ class Seasons:
             for r in rows
         ]
 
+    def known(self) -> list[Season]:
+        """Every ended season as last read, the newest first (what the lists ask often)."""
+        if self._known is None:
+            self._known = self.all()
+        return self._known
+
+    def changed(self) -> None:
+        """A season or a final has ended: read them again when next asked."""
+        self._known = None
+
+    def final_lists(self) -> list[tuple[Season, int, int, list[list[StoredResult]]]]:
+        """Each ended season's final as the matches lists show it, the newest first: the
+        season, the final's finished and planned matches, and its finished matches' seat
+        rows (in schedule order) once the final has ended; none while it is played (their
+        records are refused then, and so is their place in a list)."""
+        out: list[tuple[Season, int, int, list[list[StoredResult]]]] = []
+        for s in self.known():
+            if s.status == PLAYING:
+                row = self.store.execute(
+                    "SELECT COUNT(*), COALESCE(SUM(CASE WHEN status = 'finished' THEN 1 "
+                    "ELSE 0 END), 0) FROM matches WHERE tournament = ?",
+                    (s.final,),
+                ).fetchone()
+                planned = max(int(row[0]), self._planned.get(s.number, 0))
+                out.append((s, int(row[1]), planned, []))
+                continue
+            if s.number not in self._shown:
+                by_idx: dict[int, list[StoredResult]] = {}
+                for seat in self.store.results(s.final, think=False):
+                    by_idx.setdefault(seat.idx, []).append(seat)
+                planned = len(self.store.match_rows(s.final))
+                matches = [sorted(by_idx[i], key=lambda r: r.seat) for i in sorted(by_idx)]
+                self._shown[s.number] = (planned, matches)
+            planned, matches = self._shown[s.number]
+            out.append((s, len(matches), planned, matches))
+        return out
+
     def current(self, seasons: list[Season] | None = None) -> tuple[int, float]:
         """The season being played on the ladder now, and when it began."""
         seasons = self.all() if seasons is None else seasons
@@ -261,7 +305,7 @@ class Seasons:
         if found is None:
             return None
         season, idx = found
-        if season.status != FINISHED:
+        if season.status not in OVER:
             raise Refused(
                 grpc.StatusCode.FAILED_PRECONDITION,
                 f"match {match_id!r} belongs to the final of season {season.number}, still "
@@ -386,6 +430,7 @@ class Seasons:
             self.store.deal_key(config.name)
 
         self.store.atomically(store)
+        self.changed()
         self._planned[number] = len(make_schedule(config))
         key = self.store.stored_deal_key(config.name)
         log.info(
@@ -398,6 +443,50 @@ class Seasons:
         )
         self._start(season)
         return season
+
+    async def cancel(self) -> Season:
+        """Cancel the final being played: its status is ``cancelled`` at once (so neither
+        this league nor its next start plays it on), its process is stopped (the matches
+        it was playing are not finished), and the matches that had finished stay, shown
+        with its deal key; another season may end afterwards. The season as stored."""
+        running = [s for s in self.all() if s.status == PLAYING]
+        if not running:
+            raise SeasonRefused(
+                "no final is being played; `referee league season list` shows the seasons"
+            )
+        season = running[0]
+        now = time.time()
+        # Before the process is stopped (no await in between): a final that ends meanwhile
+        # is not stored as finished over the cancellation, nor one cancelled as finished.
+        done = self.store.execute(
+            "UPDATE league_seasons SET status = ?, finished_at = ? "
+            "WHERE league = ? AND season = ? AND status = ?",
+            (CANCELLED, now, self.config.name, season.number, PLAYING),
+        )
+        if done.rowcount != 1:
+            raise SeasonRefused(
+                f"the final of season {season.number} has just ended; it was not cancelled"
+            )
+        self.changed()
+        task = self._finals.get(season.number)
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        self._shown.pop(season.number, None)  # a match that finished meanwhile is shown
+        self.changed()
+        finished = len(self.store.finished_indices(season.final))
+        log.info(
+            "season_final_cancelled",
+            league=self.config.name,
+            season=season.number,
+            final=season.final,
+            finished=finished,
+            planned=max(
+                len(self.store.match_rows(season.final)), self._planned.get(season.number, 0)
+            ),
+        )
+        return dataclasses.replace(season, status=CANCELLED, finished_at=now)
 
     # -- playing finals -----------------------------------------------------------------
 
@@ -488,15 +577,17 @@ class Seasons:
         finished_at = time.time()
         while True:
             try:
+                # Not over a cancellation (CancelFinal marks it before it stops this task).
                 self.store.execute(
                     "UPDATE league_seasons SET status = ?, finished_at = ?, standings = ? "
-                    "WHERE league = ? AND season = ?",
-                    (FINISHED, finished_at, text, self.config.name, season.number),
+                    "WHERE league = ? AND season = ? AND status = ?",
+                    (FINISHED, finished_at, text, self.config.name, season.number, PLAYING),
                 )
                 break
             except StoreError as exc:
                 log.error("store_failed", doing="store a final's standings", error=str(exc))
                 await asyncio.sleep(RETRY_S)
+        self.changed()
         done = dataclasses.replace(season, status=FINISHED, finished_at=finished_at, standings=text)
         log.info(
             "season_final_finished",
@@ -538,8 +629,8 @@ class Seasons:
         )
         for f in s.finalists:
             msg.finalists.add(bot=f.bot, submission=f.submission, sha256=f.sha256)
-        if s.status == FINISHED:
-            # The final has ended: its key and its matches are public now.
+        if s.status in OVER:
+            # The final has ended or was cancelled: its key and its matches are public now.
             msg.deal_key = key.hex() if key is not None else ""
             if s.standings:
                 msg.standings.CopyFrom(
@@ -551,6 +642,8 @@ class Seasons:
                     (seat.seat, seat.bot, seat.total, seat.place)
                 )
             for row in rows:
+                if row["status"] != "finished":  # a cancelled final's unplayed match
+                    continue
                 seats = sorted(by_idx.get(row["idx"], []))
                 msg.matches.add(
                     match_id=row["match_id"],

@@ -298,6 +298,61 @@ def matches(doc: Mapping[str, Any], before: str | None) -> str:
     if doc.get("next_before"):
         links.append(f'<a id="older" href="/matches?before={e(doc["next_before"])}">older →</a>')
     out.append(f'<p id="pages">{" · ".join(links)}</p>')
+    out.append(finals(doc.get("finals") or []))
+    return "".join(out)
+
+
+#: Why a final's matches wait: said on the pages that list matches.
+FINAL_WAIT = (
+    "its matches are listed once it has ended (the seatings of a duplicate deal share their hands)"
+)
+#: What a final's matches are, beside the ladder's.
+FINAL_UNRATED = (
+    "unrated: they change no rating on the ladder; the final's own standings are in the "
+    "Seasons section of the standings page"
+)
+
+
+def final_state(f: Mapping[str, Any]) -> str:
+    """A final's state in a line: ended, or being played and why its matches wait."""
+    if f["status"] == "playing":
+        return (
+            f"The final of season {f['season']} is being played ({f['finished']} of "
+            f"{f['planned']} matches): {FINAL_WAIT}."
+        )
+    if f["status"] == "cancelled":
+        return (
+            f"The final of season {f['season']}, cancelled by the organiser after "
+            f"{f['finished']} of {f['planned']} matches: those matches, {FINAL_UNRATED}."
+        )
+    return f"The final of season {f['season']}: {f['finished']} matches, {FINAL_UNRATED}."
+
+
+def finals(items: Sequence[Mapping[str, Any]]) -> str:
+    """A league's seasons' finals under its matches: each one's state, and the matches of
+    each that has ended, every one marked as its season's final."""
+    if not items:
+        return ""
+    out = ['<h2 id="finals">Finals of the seasons</h2>']
+    for f in items:
+        n = int(f["season"])
+        out.append(
+            f'<section class="final" data-season="{n}" data-status="{e(f["status"])}">'
+            f'<h3>Final of season {n}</h3><p class="muted">{e(final_state(f))}</p>'
+        )
+        if f["matches"]:
+            rows = (
+                f'<tr data-match="{e(m["match_id"])}"><td class="text id">'
+                f'{match_link(m["match_id"])} <span class="pill final">final of season {n}'
+                "</span></td>"
+                f'<td class="text">{_seats(m["seating"], m["places"], m["totals"])}</td>'
+                f"<td>{sum(m['faults'])}</td></tr>"
+                for m in f["matches"]
+            )
+            out.append(
+                _table(f"final-{n}", ["Match", "Seating (place, score)", "Strikes"], rows, {0, 1})
+            )
+        out.append("</section>")
     return "".join(out)
 
 
@@ -407,6 +462,25 @@ def bot(doc: Mapping[str, Any]) -> str:
         out.append(_table("recent", ["Match", "Seating", "Place", "Score"], body_rows, {0, 1}))
     else:
         out.append('<p class="muted">None yet.</p>')
+    finals_played = doc.get("finals") or []
+    if finals_played:
+        out.append(
+            '<h2 id="finals">Its matches in the seasons\' finals</h2>'
+            f'<p class="muted">{e(FINAL_UNRATED[0].upper() + FINAL_UNRATED[1:])}.</p>'
+        )
+        body_rows = []
+        for m in finals_played:
+            seat = m["seating"].index(doc["bot"]) if doc["bot"] in m["seating"] else 0
+            body_rows.append(
+                f'<tr data-match="{e(m["match_id"])}" data-season="{int(m["season"])}">'
+                f'<td class="text id">{match_link(m["match_id"])} <span class="pill final">'
+                f"final of season {int(m['season'])}</span></td>"
+                f'<td class="text">{_seats(m["seating"], None, None)}</td>'
+                f"<td>{m['places'][seat]}</td><td>{signed(m['totals'][seat])}</td></tr>"
+            )
+        out.append(
+            _table("final-matches", ["Match", "Seating", "Place", "Score"], body_rows, {0, 1})
+        )
     return "".join(out)
 
 

@@ -535,6 +535,7 @@ class WebServer:
             "versions": versions,
             "standing": standing,
             "submissions": self.source.submissions(name),
+            "finals": self.source.bot_finals(name),
             "fairplay": self._fairplay(name),
         }
 
@@ -605,6 +606,8 @@ class WebServer:
             "embargoed": self.source.embargoed(),
             "finished": finished,
             "next_before": finished[-1]["finish_order"] if len(finished) == limit else None,
+            # A league's seasons' finals, on the newest page: their own matches, unrated.
+            "finals": self.source.finals() if before is None else [],
         }
         if after is not None:
             doc["newest"] = summaries[0]["finish_order"] if summaries else 0
@@ -691,6 +694,7 @@ class WebServer:
                     "next_before": finished[-1]["finish_order"]
                     if finished and len(finished) == limit
                     else None,
+                    "finals": self.source.finals() if not before else [],
                 }
                 return render.page(shell, path, where, render.matches(doc, before))
             if name == "h2h.html":
@@ -840,6 +844,8 @@ class WebServer:
             "bots": _etag(_dumps({"bots": self.source.bots()})),
             "matches": summaries[0]["finish_order"] if summaries else 0,
             "running": _short_tag(_dumps(running)) if running else "",
+            # A league's finals: a list shows a final's matches once it has ended.
+            "finals": _short_tag(_dumps(tag)) if (tag := self.source.finals_tag()) else "",
         }
         doc = {**data.finite(progress), "versions": versions, **(extra or {})}
         text = json.dumps(doc, ensure_ascii=False, separators=(",", ":"))

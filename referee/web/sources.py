@@ -35,7 +35,7 @@ from referee.league.feed import MatchFeed, replay_feed
 from referee.match.record import ReplayError, read_record
 from referee.results import documents as data
 from referee.results.embargo import DealSeatings, embargo_message, embargoed_records
-from referee.results.store import Store, StoredResult, open_store
+from referee.results.store import Store, StoredResult, StoreError, open_store
 
 log = structlog.get_logger("referee.web")
 if TYPE_CHECKING:
@@ -172,6 +172,21 @@ class Source(ABC):
         """A hosted bot's submissions, newest first (none but a league's)."""
         return []
 
+    def finals(self) -> list[dict[str, Any]]:
+        """A league's seasons' finals for the matches list, the newest first (none but a
+        league's): ``season``, ``final``, ``status``, ``finished``, ``planned`` and
+        ``matches``, its finished matches once the final has ended (as ``finished``
+        rows, each with its ``season``); none while it is played."""
+        return []
+
+    def finals_tag(self) -> Any:
+        """A value that changes whenever a final starts or ends."""
+        return None
+
+    def bot_finals(self, name: str) -> list[dict[str, Any]]:
+        """Bot ``name``'s matches in the finals that have ended, each with its ``season``."""
+        return [m for f in self.finals() for m in f["matches"] if name in m["seating"]]
+
     def logs(self, name: str, token: str) -> dict[str, Any]:
         """A hosted bot's own logs, for the holder of its token (a league's only)."""
         raise NotFound("only a league that hosts bots keeps their logs")
@@ -303,6 +318,7 @@ class LeagueSource(Source):
             finished,
             tuple(sorted(self.league.running_seating())),
             self.league.standings().matches,
+            self.finals_tag(),
         )
 
     def standings(self) -> dict[str, Any]:
@@ -401,6 +417,30 @@ class LeagueSource(Source):
                 for s in reply.seasons
             ],
         }
+
+    def finals(self) -> list[dict[str, Any]]:
+        try:
+            lists = self.league.seasons.final_lists()
+        except StoreError as exc:  # the database away: the ladder's list is still shown
+            log.warning("web_source_failed", doing="read the finals", error=str(exc))
+            return []
+        return [
+            {
+                "season": s.number,
+                "final": s.final,
+                "status": s.status,
+                "finished": finished,
+                "planned": planned,
+                "matches": [{**data.match_summary(rows), "season": s.number} for rows in matches],
+            }
+            for s, finished, planned, matches in lists
+        ]
+
+    def finals_tag(self) -> Any:
+        try:
+            return tuple((s.number, s.status) for s in self.league.seasons.known())
+        except StoreError:
+            return None
 
     def logs(self, name: str, token: str) -> dict[str, Any]:
         # The owner's part: its token (or the admin token), never anyone else.

@@ -449,6 +449,10 @@ class EndSeasonRequest(_message.Message):
     parallel: int
     def __init__(self, deals: _Optional[int] = ..., max_matches: _Optional[int] = ..., parallel: _Optional[int] = ...) -> None: ...
 
+class CancelFinalRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
 class Finalist(_message.Message):
     __slots__ = ("bot", "submission", "sha256")
     BOT_FIELD_NUMBER: _ClassVar[int]

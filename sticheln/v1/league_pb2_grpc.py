@@ -105,6 +105,11 @@ class LeagueStub:
                 request_serializer=sticheln_dot_v1_dot_league__pb2.SeasonsRequest.SerializeToString,
                 response_deserializer=sticheln_dot_v1_dot_league__pb2.SeasonsResponse.FromString,
                 _registered_method=True)
+        self.CancelFinal = channel.unary_unary(
+                '/sticheln.v1.League/CancelFinal',
+                request_serializer=sticheln_dot_v1_dot_league__pb2.CancelFinalRequest.SerializeToString,
+                response_deserializer=sticheln_dot_v1_dot_league__pb2.Season.FromString,
+                _registered_method=True)
         self.Challenge = channel.unary_unary(
                 '/sticheln.v1.League/Challenge',
                 request_serializer=sticheln_dot_v1_dot_league__pb2.ChallengeRequest.SerializeToString,
@@ -237,6 +242,16 @@ class LeagueServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def CancelFinal(self, request, context):
+        """Administrator: cancel the final being played. Its process is stopped, the matches
+        that finished stay (and are shown, with the deal key), the ones that were running are
+        not played; the season's status becomes `cancelled`, and `EndSeason` may be called
+        again. No final being played is `FAILED_PRECONDITION`.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def Challenge(self, request, context):
         """Bot author (the entry's token): a few unrated matches of the entry against opponents
         it names, on demand, within `[league] challenges_per_day` matches per 24 hours. They
@@ -321,6 +336,11 @@ def add_LeagueServicer_to_server(servicer, server):
                     servicer.Seasons,
                     request_deserializer=sticheln_dot_v1_dot_league__pb2.SeasonsRequest.FromString,
                     response_serializer=sticheln_dot_v1_dot_league__pb2.SeasonsResponse.SerializeToString,
+            ),
+            'CancelFinal': grpc.unary_unary_rpc_method_handler(
+                    servicer.CancelFinal,
+                    request_deserializer=sticheln_dot_v1_dot_league__pb2.CancelFinalRequest.FromString,
+                    response_serializer=sticheln_dot_v1_dot_league__pb2.Season.SerializeToString,
             ),
             'Challenge': grpc.unary_unary_rpc_method_handler(
                     servicer.Challenge,
@@ -707,6 +727,33 @@ class League:
             '/sticheln.v1.League/Seasons',
             sticheln_dot_v1_dot_league__pb2.SeasonsRequest.SerializeToString,
             sticheln_dot_v1_dot_league__pb2.SeasonsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CancelFinal(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/sticheln.v1.League/CancelFinal',
+            sticheln_dot_v1_dot_league__pb2.CancelFinalRequest.SerializeToString,
+            sticheln_dot_v1_dot_league__pb2.Season.FromString,
             options,
             channel_credentials,
             insecure,

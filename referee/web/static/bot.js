@@ -135,6 +135,19 @@ async function render(name) {
           el("td", { text: m.places[seat] }), el("td", { text: signed(m.totals[seat]) }));
       }))))
     : el("p", { class: "muted", text: "None yet." }));
+  if (doc.finals && doc.finals.length) {
+    // Its matches in the seasons' finals that have ended: unrated on the ladder.
+    parts.push(el("h2", { id: "finals", text: "Its matches in the seasons' finals" }),
+      el("p", { class: "muted", text: "Unrated: they change no rating on the ladder; the final's own standings are in the Seasons section of the standings page." }),
+      scrollable(el("table", { id: "final-matches" }, el("thead", {}, el("tr", {}, ["Match", "Seating", "Place", "Score"].map((h, i) => el("th", { class: i < 2 ? "text" : null, text: h })))),
+        el("tbody", {}, doc.finals.map((m) => {
+          const seat = m.seating.indexOf(doc.bot);
+          return el("tr", { "data-match": m.match_id, "data-season": m.season },
+            el("td", { class: "text id" }, matchLink(m.match_id), " ", el("span", { class: "pill final", text: `final of season ${m.season}` })),
+            el("td", { class: "text" }, m.seating.flatMap((b, i) => [i ? ", " : "", botLink(b)])),
+            el("td", { text: m.places[seat] }), el("td", { text: signed(m.totals[seat]) }));
+        })))));
+  }
   fill(main, ...parts);
 }
 

@@ -48,6 +48,35 @@ function pagesPart() {
     nextBefore ? el("a", { id: "older", href: `/matches?before=${nextBefore}`, text: "older →" }) : "");
 }
 
+// A league's seasons' finals (the newest page only): each one's state, and the matches of
+// each that has ended, marked as its season's final (render.py's finals, in script).
+let finals = [];
+const FINAL_WAIT = "its matches are listed once it has ended (the seatings of a duplicate deal share their hands)";
+const FINAL_UNRATED = "unrated: they change no rating on the ladder; the final's own standings are in the Seasons section of the standings page";
+
+function finalState(f) {
+  return f.status === "playing"
+    ? `The final of season ${f.season} is being played (${f.finished} of ${f.planned} matches): ${FINAL_WAIT}.`
+    : f.status === "cancelled"
+      ? `The final of season ${f.season}, cancelled by the organiser after ${f.finished} of ${f.planned} matches: those matches, ${FINAL_UNRATED}.`
+      : `The final of season ${f.season}: ${f.finished} matches, ${FINAL_UNRATED}.`;
+}
+
+function finalsPart() {
+  if (!finals.length) return "";
+  return el("div", { id: "finals-box" }, el("h2", { id: "finals", text: "Finals of the seasons" }),
+    finals.map((f) => el("section", { class: "final", "data-season": f.season, "data-status": f.status },
+      el("h3", { text: `Final of season ${f.season}` }),
+      el("p", { class: "muted", text: finalState(f) }),
+      f.matches.length
+        ? scrollable(el("table", { id: `final-${f.season}` }, el("thead", {}, el("tr", {}, el("th", { class: "text", text: "Match" }), el("th", { class: "text", text: "Seating (place, score)" }), el("th", { text: "Strikes" }))),
+          el("tbody", {}, f.matches.map((m) => el("tr", { "data-match": m.match_id },
+            el("td", { class: "text id" }, matchLink(m.match_id), " ", el("span", { class: "pill final", text: `final of season ${f.season}` })),
+            el("td", { class: "text" }, seatList(m.seating, m.places, m.totals)),
+            el("td", { text: fmt(m.faults.reduce((a, b) => a + b, 0)) }))))))
+        : "")));
+}
+
 let drawnProgress = "", drawnRunning = "";
 const PROGRESS = ["finished", "planned", "running", "matches_per_s", "eta_s"];
 
@@ -59,7 +88,7 @@ function draw(doc) {
     : el("p", { class: "muted", text: before ? "No older match." : "No finished match yet." });
   fill(main, el("h1", { text: "Matches" }), progressLine(doc.progress),
     el("h2", { id: "running-now", text: "Running now" }), el("div", { id: "running-box" }, runningPart(doc)),
-    el("h2", { text: "Finished, newest first" }), finished, pagesPart());
+    el("h2", { text: "Finished, newest first" }), finished, pagesPart(), finalsPart());
   drawnProgress = JSON.stringify(doc.progress, PROGRESS);
   drawnRunning = JSON.stringify(doc.running);
 }
@@ -67,6 +96,7 @@ function draw(doc) {
 async function render() {
   const doc = await api(`/api/matches?limit=${LIMIT}${before ? `&before=${encodeURIComponent(before)}` : ""}`);
   shown = doc.finished;
+  finals = doc.finals || [];
   draw(doc);
 }
 
@@ -113,5 +143,9 @@ await frame("Matches · Sticheln referee");
 await refresh(render);
 if (!before) {  // an older page does not change
   const newest = shown.length ? shown[0].finish_order : 0;
-  followUpdates((ev) => { try { update(ev); } catch (e) { showError(main, e); } }, {}, `/api/updates?after=${newest}`);
+  followUpdates((ev, changed) => {
+    // A final started or ended: the page is asked for again (its finals with it).
+    if (changed.has("finals")) return refresh(render);
+    try { update(ev); } catch (e) { showError(main, e); }
+  }, {}, `/api/updates?after=${newest}`);
 }

@@ -24,7 +24,9 @@ function final(s) {
   const done = s.status === "finished";
   const state = done
     ? `Final ended ${when(s.finished_at)}: ${s.finished} matches, ${s.deals} deals per table of ${s.table_size}, every deal played once per seat rotation.`
-    : `Final being played: ${s.finished} of ${s.planned} matches. Its standings and matches are shown once it has ended.`;
+    : s.status === "cancelled"
+      ? `Final cancelled by the organiser ${when(s.finished_at)}, after ${s.finished} of ${s.planned} matches: no standings; the matches that had finished are shown.`
+      : `Final being played: ${s.finished} of ${s.planned} matches. Its standings and matches are shown once it has ended.`;
   const key = `Deal key commitment ${s.deal_key_commitment}` + (s.deal_key ? `; the key: ${s.deal_key}` : " (the key is published when the final has ended).");
   const rows = done && s.standings.length
     ? s.standings.map((r) => el("tr", { "data-bot": r.bot },

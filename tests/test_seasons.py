@@ -341,7 +341,7 @@ def test_an_organiser_ends_a_season_and_its_final_survives_a_killed_league(
             assert status == 200
             assert [m["match_id"] for m in bot_page["finals"]] == done["matches"], bot_page
             assert name in html_get(f"{web}/bot?name={name}").split('id="final-matches"')[1]
-        cancelled = cancel_a_final(s, league_db, web)
+        cancelled = cancel_a_final(s, league_db, web, tmp_path / "out" / "seasons" / "2")
         if league_db.kind == "sqlite" and have_chromium():  # the page once: the same on both
             seasons_on_the_page(web, done, cancelled)
         # Another season may end once the final was cancelled.
@@ -350,10 +350,10 @@ def test_an_organiser_ends_a_season_and_its_final_survives_a_killed_league(
         assert again.stdout.startswith("season 3 ended; season 4 has begun"), again.stdout
 
 
-def cancel_a_final(s: Serve, league_db: LeagueDb, web: str) -> list[str]:
+def cancel_a_final(s: Serve, league_db: LeagueDb, web: str, out: Path) -> list[str]:
     """The organiser ends season 2 and cancels its final once a match of it has finished:
     its process stops, the finished matches stay and are shown, the season says
-    ``cancelled``. The matches kept."""
+    ``cancelled``, and its folder (``out``) is audited with the key. The matches kept."""
     nothing = cancel_refusal(s.league, ADMIN_TOKEN)
     assert nothing.code() == grpc.StatusCode.FAILED_PRECONDITION, nothing
     assert nothing.details() == (
@@ -366,6 +366,7 @@ def cancel_a_final(s: Serve, league_db: LeagueDb, web: str) -> list[str]:
     assert "STICHELN_ADMIN_TOKEN" in no_token.stderr, no_token.stderr
     ended = season(s.address, "end", "--deals", str(CANCELLED_DEALS), "--parallel", "1")
     assert ended.returncode == 0, ended.stderr
+    commitment = ended.stdout.splitlines()[-1].split()[3]
     final = "hosted-final-2"
     # Only the admin token cancels.
     assert cancel_refusal(s.league, "").code() == grpc.StatusCode.UNAUTHENTICATED
@@ -409,6 +410,15 @@ def cancel_a_final(s: Serve, league_db: LeagueDb, web: str) -> list[str]:
         league_pb2.GetMatchRecordRequest(match_id=two["matches"][0]), timeout=10
     )
     assert record.record_jsonl.startswith("{")
+    # The matches that finished are audited against the commitment published at the end
+    # (the records of the matches stopped are set aside, never shown).
+    verified = subprocess.run(
+        [*REFEREE, "verify", str(out), "--commitment", commitment],
+        capture_output=True, text=True, timeout=120, cwd=ROOT,
+    )  # fmt: skip
+    assert verified.returncode == 0, verified.stdout + verified.stderr
+    assert f"{len(kept)} records replay" in verified.stdout, verified.stdout
+    assert sorted(p.stem for p in (out / "matches").glob("*.jsonl")) == sorted(two["matches"])
     # Nothing of it plays again: a second cancel finds no final.
     assert cancel_refusal(s.league, ADMIN_TOKEN).code() == grpc.StatusCode.FAILED_PRECONDITION
     return list(two["matches"])
@@ -505,6 +515,8 @@ def test_a_finals_frozen_code_outlives_its_retention_until_the_final_has_ended(
     retention = Retention(store, tmp_path / "code", retention_days=1.0)
     assert frozen_hashes(store) == {"a1", "a1-built"}
     assert retention.expired(now) == set()
+    store.execute("UPDATE league_seasons SET status = 'cancelled'")
+    assert retention.expired(now) == {"a1", "a1-built"}  # a cancelled final keeps none
     store.execute("UPDATE league_seasons SET status = 'finished'")
     assert retention.expired(now) == {"a1", "a1-built"}
     store.close()

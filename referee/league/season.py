@@ -475,6 +475,16 @@ class Seasons:
                 await task
         self._shown.pop(season.number, None)  # a match that finished meanwhile is shown
         self.changed()
+        try:
+            config = await self._final_config(season)
+            await asyncio.to_thread(close_cancelled, config)
+        except Exception as exc:  # the folder stays as the process left it
+            log.warning(
+                "season_final_exports_failed",
+                league=self.config.name,
+                season=season.number,
+                error=str(exc) or type(exc).__name__,
+            )
         finished = len(self.store.finished_indices(season.final))
         log.info(
             "season_final_cancelled",
@@ -680,6 +690,32 @@ def standings_message(outcome: TournamentOutcome) -> league_pb2.StandingsRespons
             cut_share=s.cut_share,
         )
     return response
+
+
+def close_cancelled(config: TournamentConfig) -> None:
+    """The folder of a cancelled final (``config``), once its process has stopped: the
+    records of the matches it was playing move to ``unfinished/`` (never finished, never
+    shown), and the exports of the matches that finished are written with the deal key
+    (``deal-key.txt``, ``ratings.json``, ``results.csv``…), so that ``referee verify``
+    audits them. Run in a thread of its own, on a store connection of its own."""
+    from referee.results.store import open_store
+    from referee.tournament.run import export
+
+    store = open_store(config.database)
+    try:
+        finished = {
+            str(row["match_id"])
+            for row in store.match_rows(config.name)
+            if row["status"] == "finished"
+        }
+        unfinished = config.out / "unfinished"
+        for path in sorted((config.out / "matches").glob("*.jsonl")):
+            if path.stem not in finished:
+                unfinished.mkdir(parents=True, exist_ok=True)
+                path.replace(unfinished / path.name)
+        export(config, store)
+    finally:
+        store.close()
 
 
 def finalist_spec(bot: str, bot_file: Path) -> BotSpec:

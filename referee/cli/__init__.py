@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import difflib
-import importlib.metadata
 import os
 import re
 import signal
@@ -17,6 +16,10 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
+# First, so that the commands' modules find structlog imported without rich.
+from referee.runtime import lean  # noqa: F401
+
+# isort: split
 from referee.cli import (
     check_bot,
     compare,
@@ -53,10 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
     """The command-line parser with every subcommand."""
     parser = _Parser(prog="referee", description="Tournament referee for the card game Sticheln.")
     parser.add_argument(
-        "--version",
-        action="version",
-        version=f"referee {_version()}",
-        help="print the referee's version and exit",
+        "--version", action=_Version, nargs=0, help="print the referee's version and exit"
     )
     sub = parser.add_subparsers(dest="command", required=True)
     for command in COMMANDS:
@@ -99,10 +99,20 @@ def _flag(word: str) -> str:
 
 
 def _version() -> str:
+    import importlib.metadata  # only here: a seventh of a short command's start
+
     try:
         return importlib.metadata.version("sticheln-referee")
     except importlib.metadata.PackageNotFoundError:  # run from a source tree, not installed
         return "unknown (not installed)"
+
+
+class _Version(argparse.Action):
+    """``--version``: the installed version, looked up only when asked for."""
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: object) -> NoReturn:
+        print(f"referee {_version()}")
+        parser.exit()
 
 
 def _chosen(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.ArgumentParser:

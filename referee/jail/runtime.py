@@ -34,7 +34,6 @@ Build steps of hosted uploads run with the whole system (``/usr``), their own po
 from __future__ import annotations
 
 import functools
-import importlib.metadata
 import importlib.util
 import os
 import re
@@ -45,6 +44,10 @@ import sysconfig
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import importlib.metadata
 
 #: The runtimes a bot file may name.
 RUNTIMES = ("python3", "node", "native", "jvm")
@@ -338,6 +341,8 @@ def assemble(
 
 def _distributions(names: Sequence[str]) -> list[importlib.metadata.Distribution]:
     """The installed distributions ``names`` and everything they require (no extras)."""
+    import importlib.metadata  # here, not at the top: costly, needed for Python bots only
+
     found: dict[str, importlib.metadata.Distribution] = {}
     todo = list(names)
     while todo:
@@ -374,6 +379,8 @@ def _marker_false(marker: str) -> bool:
 def _package_paths(dists: Sequence[importlib.metadata.Distribution]) -> set[Path]:
     """The smallest folders and files of ``site-packages`` holding the distributions'
     files and nothing of another distribution's."""
+    import importlib.metadata
+
     site = os.path.abspath(sysconfig.get_paths()["purelib"])
     owners: dict[str, set[str]] = {}
     mine: list[list[str]] = []

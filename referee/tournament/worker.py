@@ -13,6 +13,10 @@ import signal
 import sys
 from pathlib import Path
 
+# First, so that the modules below find structlog imported without rich.
+from referee.runtime import lean  # noqa: F401
+
+# isort: split
 from referee.jail.process import kill_all_bots
 from referee.runtime import eventloop, logs
 from referee.runtime.parent import die_with

@@ -5,12 +5,13 @@ cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
 # Debian packages the demo needs at run time: bubblewrap (the sandbox every started bot
 # runs in), gVisor's runsc (the stronger tier, an application kernel per bot, where the
-# referee runs as root: docs/security.md), util-linux (setpriv: a referee run as root
-# drops each bot to its own user) and, for Debian's own Python, its venv module.
+# referee runs as root: docs/security.md; on Debian 12 bookworm-backports' 20240729:
+# scripts/runsc.sh), util-linux (setpriv: a referee run as root drops each bot to its own
+# user) and, for Debian's own Python, its venv module.
 need=()
 command -v bwrap >/dev/null || need+=(bubblewrap)
 command -v setpriv >/dev/null || need+=(util-linux)
-command -v runsc >/dev/null || need+=(runsc)
+source scripts/runsc.sh
 if [ ! -x .venv/bin/python ] && ! "$PY" -c 'import ensurepip, venv' 2>/dev/null; then
   need+=(python3-venv)
 fi

@@ -7,14 +7,14 @@ PY=${PYTHON:-python3}
 # Chromium (the web pages' browser tests), docker-compose (its `config` checks
 # deploy/compose.yaml; no Docker daemon needed), bubblewrap (the sandbox every bot the
 # referee starts runs in, with util-linux's setpriv), gVisor's runsc (the stronger tier,
-# tests/test_gvisor.py), the C++ toolchain with gRPC's
-# development files for the C++ sample bot, protoc plugins, Go with gRPC (the Go recipe of
+# tests/test_gvisor.py; on Debian 12 bookworm-backports' 20240729: scripts/runsc.sh), the
+# C++ toolchain with gRPC's development files for the C++ sample bot, protoc plugins, Go with gRPC (the Go recipe of
 # docs/protocol-reference.md), Java with grpc-java (the Java kit), and Debian Python's venv
 # module.
 need=()
 command -v bwrap >/dev/null || need+=(bubblewrap)
 command -v setpriv >/dev/null || need+=(util-linux)
-command -v runsc >/dev/null || need+=(runsc)
+source scripts/runsc.sh
 if [ ! -x .venv/bin/python ] && ! "$PY" -c 'import ensurepip, venv' 2>/dev/null; then
   need+=(python3-venv)
 fi

@@ -22,7 +22,8 @@ pytestmark = pytest.mark.skipif(
 def _copy(tmp_path: Path) -> Path:
     """What the script reads, with a .venv whose python and referee only log their calls."""
     repo = tmp_path / "repo"
-    for part in ("scripts/demo.sh", "pyproject.toml", "setup.py", "examples/demo.toml"):
+    parts = ("scripts/demo.sh", "scripts/runsc.sh", "pyproject.toml", "setup.py")
+    for part in (*parts, "examples/demo.toml"):
         (repo / part).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(ROOT / part, repo / part)
     shutil.copytree(ROOT / "referee" / "rules", repo / "referee" / "rules")

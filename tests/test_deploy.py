@@ -510,12 +510,17 @@ def _final_installs(name: str) -> set[str]:
 
 
 def test_the_league_image_carries_runsc_and_what_the_kits_build_with() -> None:
-    """Debian 12's packages (its runsc is the gVisor tier), the referee's virtualenv, root
-    (gVisor needs a root referee) and a health check on the league's port."""
+    """Debian 12's packages (runsc, the gVisor tier, from bookworm-backports: its systrap
+    platform), the referee's virtualenv, root (gVisor needs a root referee) and a health
+    check on the league's port."""
     lines = _dockerfile("league.Dockerfile")
     stages = [ln for ln in lines if ln.startswith("FROM ")]
     assert len(stages) == 2 and stages[-1] == "FROM python:3.11-slim-bookworm"
     assert _final_installs("league.Dockerfile") >= LEAGUE_IMAGE_PACKAGES
+    commands = [c.split() for ln in lines if ln.startswith("RUN ") for c in ln[4:].split("&&")]
+    (runsc,) = [c for c in commands if c[:2] == ["apt-get", "install"] and "runsc" in c]
+    assert "-t bookworm-backports" in " ".join(runsc) and runsc[-1] == "runsc"
+    assert any("bookworm-backports main" in " ".join(c) for c in commands)
     (user,) = [ln for ln in lines if ln.startswith("USER ")]
     assert user == "USER 0:0"
     (health,) = [ln for ln in lines if ln.startswith("HEALTHCHECK ")]

@@ -27,9 +27,13 @@ descriptor at a folder of the bundle in a mount namespace of its own, and runsc 
 that folder. So the tier needs a referee running as root (as a container's entry point
 or a league's service does); a rootless runsc cannot bind by descriptor.
 
-The price is the Sentry between the bot and every system call: on a host without
-virtualisation (no KVM) runsc intercepts them with ptrace, a few context switches each
-(see ``benchmarks/jail.py`` and docs/security.md).
+The price is the Sentry between the bot and every system call. runsc's platform decides
+how it intercepts them; this tier names none, so runsc uses its default: systrap in the
+runsc of bookworm-backports (20240729, which ``scripts/test.sh`` and the league's image
+install), a seccomp trap into a stub that hands the call to the Sentry through shared
+memory (about 2 µs a ``getppid``); ptrace in Debian 12's own (20221219), a few context
+switches a call (about 50 µs) on a host without KVM. Both builds take the same flags and
+bundle (see ``benchmarks/warm_tiers.py`` and docs/security.md).
 """
 
 from __future__ import annotations
@@ -60,8 +64,9 @@ RUNSC = "runsc"
 #: runsc's flags for every bot: no network but loopback inside (the referee's socket is a
 #: host Unix socket it may open, none it may create), no cgroups of its own (the bot's
 #: group is the launcher's), and the spec's filter applied by the Sentry to the bot
-#: (:func:`sentry_filter`). The platform is runsc's default (ptrace, or systrap in newer
-#: builds); KVM would need virtualisation this tier does not assume.
+#: (:func:`sentry_filter`). The platform is runsc's default: systrap in 20240729
+#: (bookworm-backports), ptrace in 20221219 (Debian 12), which knows no systrap, so naming
+#: it would stop that build; KVM would need virtualisation this tier does not assume.
 FLAGS = ("--network=none", "--host-uds=open", "--ignore-cgroups", "--oci-seccomp")
 #: The environment ``runsc`` itself runs with: fixed, so that nothing of the bot's
 #: environment (GODEBUG, GOMAXPROCS, TMPDIR...) reaches a Go program running as root
@@ -217,8 +222,9 @@ def rlimits(limits: Limits) -> list[dict[str, Any]]:
 #: Host tasks (processes and threads) of runsc itself with one idle bot: the Sentry's and
 #: gofer's threads and the first stub processes (115 measured with a shell and a sleep).
 RUNSC_TASKS = 160
-#: Host tasks per task of the bot: on the ptrace platform each of the bot's processes is
-#: a stub process on the host, traced by Sentry threads (8-13 measured per sleeping process).
+#: Host tasks per task of the bot: each of the bot's processes is a stub process on the
+#: host (ptrace: traced by Sentry threads, 8-13 measured per sleeping process; systrap:
+#: its stub threads).
 HOST_TASKS_PER_TASK = 12
 
 

@@ -10,8 +10,14 @@ tests/test_config_schema.py, which fails when they are stale.
 from __future__ import annotations
 
 import argparse
+import ast
+import inspect
+import itertools
 import json
 import sys
+import textwrap
+import typing
+from collections.abc import Iterator
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -42,8 +48,57 @@ class TomlSchema(GenerateJsonSchema):
         return False
 
 
+def _docstrings(cls: type) -> dict[str, str]:
+    """The docstrings of ``cls``'s annotated attributes: a string right under a field."""
+    try:
+        source = textwrap.dedent(inspect.getsource(cls))
+    except (OSError, TypeError):
+        return {}
+    body = ast.parse(source).body[0]
+    found: dict[str, str] = {}
+    if isinstance(body, ast.ClassDef):
+        for field, doc in itertools.pairwise(body.body):
+            if (
+                isinstance(field, ast.AnnAssign)
+                and isinstance(field.target, ast.Name)
+                and isinstance(doc, ast.Expr)
+                and isinstance(doc.value, ast.Constant)
+                and isinstance(doc.value.value, str)
+            ):
+                found[field.target.id] = inspect.cleandoc(doc.value.value)
+    return found
+
+
+def _models_in(annotation: Any) -> Iterator[type[BaseModel]]:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        yield annotation
+    for arg in typing.get_args(annotation):
+        yield from _models_in(arg)
+
+
+def documented(model: type[BaseModel], done: set[type[BaseModel]] | None = None) -> None:
+    """Give the fields of ``model``, and of every model it holds, their docstrings as
+    descriptions (those the JSON Schema carries), the held models first."""
+    done = set() if done is None else done
+    if model in done:
+        return
+    done.add(model)
+    for field in model.model_fields.values():
+        for held in _models_in(field.annotation):
+            documented(held, done)
+    docs: dict[str, str] = {}
+    for cls in reversed(model.__mro__):
+        if issubclass(cls, BaseModel) and cls is not BaseModel:
+            docs.update(_docstrings(cls))
+    for name, field in model.model_fields.items():
+        if field.description is None and name in docs:
+            field.description = docs[name]
+    model.model_rebuild(force=True)  # its schema anew, with the held models' descriptions
+
+
 def generate(kind: str, model: type[BaseModel]) -> dict[str, Any]:
     """The JSON Schema of the file type ``kind``, made from its model."""
+    documented(model)
     # Draft 7, the draft editors' TOML language servers support most widely: its shared
     # parts live under "definitions".
     body = model.model_json_schema(

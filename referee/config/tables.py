@@ -51,9 +51,10 @@ from referee.rules import (
 class Table(BaseModel):
     """A TOML table: unknown keys are refused, values are taken only as their own type."""
 
-    model_config = ConfigDict(
-        extra="forbid", strict=True, frozen=True, use_attribute_docstrings=True
-    )
+    # The fields' docstrings are read where a schema is made (referee.config.schema), not
+    # by pydantic's use_attribute_docstrings at every import: parsing each model's source
+    # was a tenth of a short command's start.
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
 
 # -- shared field types -------------------------------------------------------------------

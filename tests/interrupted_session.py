@@ -27,6 +27,7 @@ from bots.harness import bot, new_marker, play_match, run
 
 from referee.jail import gvisor
 from referee.jail.sandbox import Sandbox
+from referee.match.runner import Clock
 from referee.match.server import RefereeServer
 
 READY = Path(os.environ.get("STICHELN_INTERRUPT_READY", "/nonexistent"))
@@ -51,8 +52,9 @@ def test_the_postgres_server(postgres_server: Any, slow_teardown: None) -> None:
 
 def _a_match_in(sandbox: Sandbox, name: str, tmp_path: Path) -> None:
     marker = new_marker()
-    # Bots that think 2 s a decision: the match runs until the interruption.
-    slow = bot("lowest_bot.py", marker, env={"SLEEP_MS": "2000"})
+    # Bots that think an hour on their first decision, never late (untimed): the match
+    # runs until the interruption however slow the machine is to start the others.
+    slow = bot("lowest_bot.py", marker, env={"SLEEP_MS": "3600000"})
 
     async def scenario() -> None:
         attached = Attached()
@@ -60,7 +62,13 @@ def _a_match_in(sandbox: Sandbox, name: str, tmp_path: Path) -> None:
         await server.start("127.0.0.1", 0)
         try:
             playing = asyncio.ensure_future(
-                play_match([slow, slow, slow], out_dir=tmp_path, server=server)
+                play_match(
+                    [slow, slow, slow],
+                    out_dir=tmp_path,
+                    server=server,
+                    clock=Clock(decision_ms=10_000, time_bank_ms=0, startup_ms=3_600_000),
+                    untimed=(0, 1, 2),
+                )
             )
             # Under way once every bot's stream is attached (a gVisor sandbox's processes
             # are the sentry's, not the host's: /proc would not say).

@@ -97,7 +97,13 @@ def test_ctrl_c_leaves_no_server_sandbox_or_folder_behind(base: Path) -> None:
                 pytest.fail(f"under way: {sorted(p.name for p in ready.iterdir())}\n{out}")
             time.sleep(0.1)  # polling for the tests to be under way
         os.killpg(proc.pid, signal.SIGINT)
-        out = proc.communicate(timeout=stretched(120))[0]
+        try:
+            out = proc.communicate(timeout=stretched(120))[0]
+        except subprocess.TimeoutExpired as late:
+            left = _mentioning(str(base))
+            pytest.fail(
+                f"the interrupted session did not end; still running: {left}\n{late.output}"
+            )
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)

@@ -1,8 +1,9 @@
 """A bot that plays (the lowest card) and, once its stream is open, opens ``HOARD``
 more connections to its referee socket and holds them: each costs the referee a
 descriptor, which every other seat's start needs. ``HOARD_DELAY`` seconds after its
-start it opens them, says how many, then watches them for 5 s at most and says how many
-the referee left open:
+first decision request (its handshake done, its match under way: not during a start
+check, however slow the machine) it opens them, says how many, then watches them for 5 s
+at most and says how many the referee left open:
 
     HOARD opened N
     HOARD alive M
@@ -21,6 +22,11 @@ import time
 
 import botlib
 
+from sticheln.v1 import bot_pb2
+
+#: Set once the first decision request has come.
+STARTED = threading.Event()
+
 
 def alive(held: list[socket.socket]) -> int:
     """Connections the referee has not closed (a closed one reads as end of file)."""
@@ -37,7 +43,7 @@ def alive(held: list[socket.socket]) -> int:
 
 
 def hoard() -> None:
-    time.sleep(float(os.environ.get("HOARD_DELAY", "1")))
+    time.sleep(float(os.environ.get("HOARD_DELAY", "0")))
     path = os.environ["STICHELN_REFEREE"].removeprefix("unix:")
     held = []
     for _ in range(int(os.environ.get("HOARD", "300"))):
@@ -57,10 +63,17 @@ def hoard() -> None:
     print(f"HOARD alive {left}", flush=True)
 
 
+async def decide(stream: botlib.Stream, request: bot_pb2.DecisionRequest, n: int) -> None:
+    """Answer the lowest cards; at the first request, start hoarding."""
+    if not STARTED.is_set():
+        STARTED.set()
+        threading.Thread(target=hoard, daemon=True).start()
+    await botlib.answer_lowest(stream, request, n)
+
+
 def main() -> None:
-    threading.Thread(target=hoard, daemon=True).start()
     try:
-        botlib.run(name="hoard")
+        botlib.run(decide, name="hoard")
     except Exception as exc:  # its socket was closed under it: wait for the report
         print(f"stream ended: {type(exc).__name__}", flush=True)
     time.sleep(4)

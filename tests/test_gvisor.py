@@ -95,6 +95,28 @@ def test_a_policy_becomes_one_oci_spec(tmp_path: Path) -> None:
     assert set(rule["names"]) == {"statfs", "fstatfs"} and rule["action"] == "SCMP_ACT_ERRNO"
 
 
+def test_a_newer_runsc_gets_its_flags_and_an_older_one_does_not(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--directfs=false goes to a runsc that takes it (20240729) and not to one that
+    refuses it as unknown (20221219), found once per program."""
+    monkeypatch.setattr(gvisor, "_FLAGS", {})
+    calls = tmp_path / "calls"
+    for name, status in (("newer", 0), ("older", 2)):
+        program = tmp_path / name
+        program.write_text(f'#!/bin/sh\necho "$@" >> {calls}\nexit {status}\n')
+        program.chmod(0o755)
+    newer, older = str(tmp_path / "newer"), str(tmp_path / "older")
+    assert gvisor.flags(newer) == (*gvisor.FLAGS, "--directfs=false")
+    assert gvisor.flags(older) == gvisor.FLAGS
+    assert gvisor.flags(newer) == (*gvisor.FLAGS, "--directfs=false")
+    assert calls.read_text().splitlines() == ["--directfs=false --version"] * 2
+    bundle = gvisor.Bundle(tmp_path / "b", "sticheln-b", ())
+    argv = gvisor.runsc_command(newer, bundle)
+    assert argv[argv.index("run") - 1] == "--directfs=false" and argv[-1] == "sticheln-b"
+    assert "--directfs=false" not in gvisor.runsc_command(older, bundle)
+
+
 def test_strongest_is_gvisor_where_runsc_runs_and_bubblewrap_elsewhere() -> None:
     mode, why = resolve_mode("strongest")
     assert mode == strongest_mode() == ("bubblewrap" if MISSING else "gvisor")

@@ -68,6 +68,16 @@ RUNSC = "runsc"
 #: (bookworm-backports), ptrace in 20221219 (Debian 12), which knows no systrap, so naming
 #: it would stop that build; KVM would need virtualisation this tier does not assume.
 FLAGS = ("--network=none", "--host-uds=open", "--ignore-cgroups", "--oci-seccomp")
+#: Flags of newer builds, each given where the runsc at hand takes it (:func:`flags`).
+#: ``--directfs=false``: the bot's files stay behind the gofer, as in builds before
+#: directfs (20221219), instead of the Sentry opening them itself (20240729's default).
+#: With directfs a sandbox's lookups of names that do not exist reach the host's cache of
+#: them directly, and a later sandbox read 64 bits left there with a median of 12 wrong
+#: (chance 32) against 27 through the gofer (``benchmarks/covert.py --channel dentries``,
+#: 19 and 20 runs, load 20); the gofer costs a Python bot's start about 150 ms (about
+#: 900 ms against 750, two runs each of ``benchmarks/jail.py``) and 4 MiB of memory, and
+#: its decisions nothing measurable.
+NEWER_FLAGS = ("--directfs=false",)
 #: The environment ``runsc`` itself runs with: fixed, so that nothing of the bot's
 #: environment (GODEBUG, GOMAXPROCS, TMPDIR...) reaches a Go program running as root
 #: outside the sandbox. The bot's environment goes into the bundle only.
@@ -77,6 +87,8 @@ READ_ONLY = ["rbind", "ro", "nosuid", "nodev"]
 
 #: runsc found and tried, by program: one trial per process ("" when it worked, else why).
 _CHECKED: dict[str, str] = {}
+#: The flags of each runsc program (:func:`flags`), found once per process.
+_FLAGS: dict[str, tuple[str, ...]] = {}
 _BUNDLES = itertools.count(1)
 _ROOT: list[Path] = []
 
@@ -99,6 +111,29 @@ def missing(runsc: str = RUNSC) -> str:
         why = _trial(found)
     _CHECKED[runsc] = why
     return why
+
+
+def flags(runsc: str) -> tuple[str, ...]:
+    """runsc's flags for every bot: :data:`FLAGS`, and those of :data:`NEWER_FLAGS` that
+    this ``runsc`` takes (``runsc FLAG --version`` exits 0; an older build refuses a flag
+    it does not know)."""
+    if runsc not in _FLAGS:
+        taken = []
+        for flag in NEWER_FLAGS:
+            try:
+                done = subprocess.run(
+                    [runsc, flag, "--version"],
+                    capture_output=True,
+                    timeout=30,
+                    check=False,
+                    env=RUNSC_ENV,
+                )
+            except (OSError, subprocess.TimeoutExpired):
+                continue
+            if done.returncode == 0:
+                taken.append(flag)
+        _FLAGS[runsc] = (*FLAGS, *taken)
+    return _FLAGS[runsc]
 
 
 def _trial(runsc: str) -> str:
@@ -124,7 +159,7 @@ def _trial(runsc: str) -> str:
             "linux": {"namespaces": [{"type": t} for t in NAMESPACES]},
         }
         (bundle / "config.json").write_text(json.dumps(spec))
-        argv = [runsc, "--root", str(folder / "state"), *FLAGS, "run"]
+        argv = [runsc, "--root", str(folder / "state"), *flags(runsc), "run"]
         argv += ["--bundle", str(bundle), f"sticheln-trial-{os.getpid()}"]
         done = subprocess.run(
             argv, capture_output=True, timeout=60, check=False, env=RUNSC_ENV, cwd=folder
@@ -398,7 +433,7 @@ def _mount_points(
 
 def runsc_command(runsc: str, bundle: Bundle) -> list[str]:
     """``runsc run`` for ``bundle``, its state kept inside the bundle's folder."""
-    argv = [runsc, "--root", str(bundle.folder / "state"), *FLAGS, "run"]
+    argv = [runsc, "--root", str(bundle.folder / "state"), *flags(runsc), "run"]
     return [*argv, "--bundle", str(bundle.folder), bundle.name]
 
 

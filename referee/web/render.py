@@ -244,6 +244,16 @@ def standings(doc: Mapping[str, Any], info_progress: Mapping[str, Any], bots: Se
     return "".join(out)
 
 
+def _bot_seat_cells(bot: str, m: Mapping[str, Any]) -> str:
+    """A bot page's match row after its first cell: the seating, and the bot's place and
+    score (its first seat's, where it held none by name)."""
+    seat = m["seating"].index(bot) if bot in m["seating"] else 0
+    return (
+        f'<td class="text">{_seats(m["seating"], None, None)}</td>'
+        f"<td>{m['places'][seat]}</td><td>{signed(m['totals'][seat])}</td>"
+    )
+
+
 def _seats(
     seating: Sequence[str], places: Sequence[int] | None, totals: Sequence[int] | None
 ) -> str:
@@ -453,11 +463,9 @@ def bot(doc: Mapping[str, Any]) -> str:
     if recent:
         body_rows = []
         for m in recent:
-            seat = m["seating"].index(doc["bot"]) if doc["bot"] in m["seating"] else 0
             body_rows.append(
                 f'<tr><td class="text id">{match_link(m["match_id"])}</td>'
-                f'<td class="text">{_seats(m["seating"], None, None)}</td>'
-                f"<td>{m['places'][seat]}</td><td>{signed(m['totals'][seat])}</td></tr>"
+                f"{_bot_seat_cells(doc['bot'], m)}</tr>"
             )
         out.append(_table("recent", ["Match", "Seating", "Place", "Score"], body_rows, {0, 1}))
     else:
@@ -470,13 +478,11 @@ def bot(doc: Mapping[str, Any]) -> str:
         )
         body_rows = []
         for m in finals_played:
-            seat = m["seating"].index(doc["bot"]) if doc["bot"] in m["seating"] else 0
             body_rows.append(
                 f'<tr data-match="{e(m["match_id"])}" data-season="{int(m["season"])}">'
                 f'<td class="text id">{match_link(m["match_id"])} <span class="pill final">'
                 f"final of season {int(m['season'])}</span></td>"
-                f'<td class="text">{_seats(m["seating"], None, None)}</td>'
-                f"<td>{m['places'][seat]}</td><td>{signed(m['totals'][seat])}</td></tr>"
+                f"{_bot_seat_cells(doc['bot'], m)}</tr>"
             )
         out.append(
             _table("final-matches", ["Match", "Seating", "Place", "Score"], body_rows, {0, 1})

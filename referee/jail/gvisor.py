@@ -413,10 +413,11 @@ def _mount_points(
     """Every mount's place in ``rootfs`` (or in the bundle's folder of links that will be
     bound over it), its folders above it open to the bot's user (0755; runsc would make
     them for the referee's alone)."""
+    outer_first = sorted(link_folders, key=lambda p: len(p.parts))
     for mount in mounts:
         destination = Path(mount["destination"])
         base, inner = rootfs, destination.relative_to("/")
-        for over in sorted(link_folders, key=lambda p: len(p.parts)):
+        for over in outer_first:
             if over in destination.parents:
                 base, inner = link_folders[over], destination.relative_to(over)
         place = base / inner

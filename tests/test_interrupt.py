@@ -50,6 +50,12 @@ def _mentioning(text: str) -> list[str]:
     return found
 
 
+_WITH_SIGINT = (
+    "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL);"
+    " os.execv(sys.argv[1], sys.argv[1:])"
+)
+
+
 @pytest.fixture
 def base() -> Iterator[Path]:
     """The interrupted session's folder, right under /tmp (a socket's path must be short),
@@ -77,6 +83,10 @@ def test_ctrl_c_leaves_no_server_sandbox_or_folder_behind(base: Path) -> None:
     }
     proc = subprocess.Popen(
         [
+            # Ctrl-C as a terminal's foreground job gets it: a suite started in the
+            # background (`cmd &`, as CI runners and nohup do) inherits SIGINT ignored,
+            # and Python then never raises KeyboardInterrupt; restore it for the session.
+            sys.executable, "-c", _WITH_SIGINT,
             sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
             "-n", "4", "--maxschedchunk", "1", "--basetemp", str(base / "basetemp"),
             "tests/interrupted_session.py",

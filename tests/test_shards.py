@@ -31,13 +31,13 @@ CMD = [sys.executable, "-m", "referee.cli"]
 #: One deal key for every run: an unsharded run and its shards deal alike only with one key.
 KEY = DealKey.new()
 ENV = {**os.environ, "PYTHONUNBUFFERED": "1", KEY_ENV: KEY.hex()}
-MATCHES = 24  # 4 tables of 3 bots, 6 matches each
+MATCHES = 12  # 4 tables of 3 bots, 3 matches each
 
 
 def tournament_file(tmp: Path, out: str, seed: int = 11) -> Path:
     """Four deterministic bots (two lowest-card, two highest-card), tables of three."""
     text = (
-        f'[tournament]\nname = "sharded"\nseed = {seed}\ntable_size = 3\nmatches_per_table = 6\n'
+        f'[tournament]\nname = "sharded"\nseed = {seed}\ntable_size = 3\nmatches_per_table = 3\n'
         f'parallel = 1\nout = "{out}"\n[clock]\ndecision_ms = 10000\nstartup_ms = 60000\n'
     )
     for i, script in enumerate(["lowest", "highest", "lowest", "highest"]):

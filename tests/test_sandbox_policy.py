@@ -563,10 +563,7 @@ def test_the_launcher_hands_on_the_environment_it_is_given_on_a_descriptor() -> 
     try:
         done = subprocess.run(
             [
-                sys.executable,
-                "-I",
-                "-m",
-                "referee.jail.launch",
+                *launch.command(),
                 "--cpu-seconds=10",
                 "--memory-mb=512",
                 f"--referee-pid={os.getpid()}",
@@ -584,6 +581,45 @@ def test_the_launcher_hands_on_the_environment_it_is_given_on_a_descriptor() -> 
     finally:
         os.close(fd)
     assert launch.read_environment(program_fd(done.stdout)) == env
+
+
+@pytest.mark.parametrize(
+    ("arguments", "said"),
+    [
+        (["--cpu-seconds=ten"], "unknown option or not a number: '--cpu-seconds=ten'"),
+        (["--memory-mb=512", "--env-fd=0", "--referee-pid=1"], "missing --cpu-seconds"),
+        (["--cpu-seconds=1", "--memory-mb=1", "--env-fd=0", "--referee-pid=1"], "no bot command"),
+        (
+            ["--cpu-seconds=1", "--memory-mb=1", "--env-fd=0", "--referee-pid=1", "--pass-fd=x"]
+            + ["--", "true"],
+            "--pass-fd takes a descriptor number",
+        ),
+        (["cpu"], "unexpected argument 'cpu'"),
+    ],
+)
+def test_the_launcher_refuses_arguments_it_does_not_know_in_one_line(
+    arguments: list[str], said: str
+) -> None:
+    done = subprocess.run(
+        [*launch.command(), *arguments], capture_output=True, text=True, timeout=30
+    )
+    assert done.returncode == 2
+    first = done.stderr.splitlines()[0]
+    assert first.startswith("referee.jail.launch: ") and said in first, done.stderr
+
+
+def test_the_launcher_starts_with_the_standard_library_alone() -> None:
+    """Started as the referee starts it before every bot: neither ``site`` (the
+    virtualenv's path hooks) nor the referee package is imported, only its own file."""
+    probe = (
+        "import sys; print(sorted(m for m in sys.modules if m in ('site', 'referee', 'argparse')))"
+    )
+    boot = launch.command()
+    done = subprocess.run(
+        [*boot[:-1], boot[-1].replace("launch.main()", probe)],
+        capture_output=True, text=True, timeout=30, check=True,
+    )  # fmt: skip
+    assert done.stdout.strip() == "[]"
 
 
 def test_a_referee_package_in_the_bots_folder_is_not_run_by_its_launcher(

@@ -1,4 +1,5 @@
-"""Start a bot command under resource limits: ``python -m referee.jail.launch [limits] -- CMD...``.
+"""Start a bot command under resource limits: ``python -m referee.jail.launch [limits] -- CMD...``
+(the referee runs it as :func:`command` says, which costs a third of that to start).
 
 The referee starts every command bot through this small launcher, which joins the bot's
 control group (made by :mod:`referee.jail.cgroups`), sets the limits on itself, closes
@@ -24,15 +25,14 @@ it; runsc finds it in the bot's bundle); without a sandbox, the bot's.
 
 from __future__ import annotations
 
-import argparse
 import ctypes
 import os
 import resource
-import signal
 import sys
-from collections.abc import Mapping
 
 _PR_SET_PDEATHSIG = 1
+#: signal.SIGKILL (the signal module would import enum, a tenth of the start-up).
+_SIGKILL = 9
 #: The launcher's own environment (the referee starts it with this one, whatever the bot's).
 ENVIRONMENT = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL": "C"}
 #: Limits every bot gets whatever the host grants the referee (``docker run --ulimit``,
@@ -46,32 +46,97 @@ ZERO_LIMITS = (resource.RLIMIT_CORE, resource.RLIMIT_NICE, resource.RLIMIT_RTPRI
 _MAX_FD = 1 << 20
 
 
+#: Options taking one number each, and whether they must be given.
+_NUMBERS = {
+    "cpu-seconds": True,  # RLIMIT_CPU
+    "memory-mb": True,  # RLIMIT_AS, unless --limits-inside
+    # The bot's environment (:func:`environment_bytes`), read and closed first.
+    "env-fd": True,
+    # The referee's process id: gone between fork and prctl, this one's parent differs.
+    "referee-pid": True,
+    # Where no control group could be made, the resource limits that stand in for it.
+    "nproc": False,
+    "fsize-bytes": False,
+}
+
+
+class Arguments:
+    """The launcher's arguments, as :func:`command`'s callers write them:
+    ``--name=value`` items (``--limits-inside`` alone), then ``--`` and the bot command.
+
+    Parsed by hand, not with argparse: the launcher runs before every bot, and argparse
+    (with ``re``, ``enum`` and ``gettext``) would be most of its start-up."""
+
+    #: Options that may be repeated: descriptors to keep; the bot's control group, one
+    #: folder per hierarchy (referee.jail.cgroups); in the gVisor tier, each held
+    #: descriptor and its place in the bundle (``FD:PLACE``), bound in a mount namespace of
+    #: the launcher's own for runsc to bind in turn.
+    LISTS = ("pass-fd", "cgroup", "bind-fd")
+
+    def __init__(self, argv: list[str]) -> None:
+        numbers: dict[str, int] = {}
+        lists: dict[str, list[str]] = {name: [] for name in self.LISTS}
+        #: The gVisor tier: the address space is left to the Sentry, which applies it to
+        #: the bot (on runsc itself it would bound the application kernel's reservations).
+        self.limits_inside = False
+        rest = iter(argv)
+        for item in rest:
+            if item == "--":
+                break
+            name, equals, value = item.removeprefix("--").partition("=")
+            if item == "--limits-inside":
+                self.limits_inside = True
+            elif not (item.startswith("--") and equals):
+                raise _usage(f"unexpected argument {item!r}")
+            elif name in self.LISTS:
+                lists[name].append(value)
+            elif name in _NUMBERS and value.lstrip("-").isdigit():
+                numbers[name] = int(value)
+            else:
+                raise _usage(f"unknown option or not a number: {item!r}")
+        missing = [f"--{n}" for n, required in _NUMBERS.items() if required and n not in numbers]
+        if missing:
+            raise _usage(f"missing {', '.join(missing)}")
+        self.command = list(rest)
+        if not self.command:
+            raise _usage("no bot command given after --")
+        self.cpu_seconds = numbers["cpu-seconds"]
+        self.memory_mb = numbers["memory-mb"]
+        self.env_fd = numbers["env-fd"]
+        self.referee_pid = numbers["referee-pid"]
+        self.nproc = numbers.get("nproc")
+        self.fsize_bytes = numbers.get("fsize-bytes")
+        if not all(x.isdigit() for x in lists["pass-fd"]):
+            raise _usage(f"--pass-fd takes a descriptor number: {lists['pass-fd']}")
+        self.pass_fd = [int(x) for x in lists["pass-fd"]]
+        self.cgroup = lists["cgroup"]
+        self.bind_fd = lists["bind-fd"]
+
+
+def _usage(problem: str) -> SystemExit:
+    """Say what is wrong with the arguments; the caller raises what this returns."""
+    print(
+        f"referee.jail.launch: {problem}\nusage: launch --cpu-seconds=N --memory-mb=N "
+        "--env-fd=FD --referee-pid=PID [--pass-fd=FD] [--cgroup=DIR] [--nproc=N] "
+        "[--fsize-bytes=N] [--bind-fd=FD:PLACE] [--limits-inside] -- COMMAND...",
+        file=sys.stderr,
+    )
+    return SystemExit(2)
+
+
+def command() -> list[str]:
+    """How the referee runs this launcher: this interpreter, isolated (``-I``: nothing of
+    the bot's folder or environment on its path) and without ``site`` (``-S``: the
+    launcher needs the standard library alone), importing this file's folder last."""
+    folder = os.path.dirname(os.path.abspath(__file__))
+    boot = f"import sys; sys.path.append({folder!r}); import launch; launch.main()"
+    return [sys.executable, "-I", "-S", "-c", boot]
+
+
 def main(argv: list[str] | None = None) -> None:
     """Apply the limits and exec the bot command."""
-    parser = argparse.ArgumentParser(prog="python -m referee.jail.launch")
-    parser.add_argument("--cpu-seconds", type=int, required=True)
-    parser.add_argument("--memory-mb", type=int, required=True)
-    parser.add_argument("--pass-fd", type=int, action="append", default=[])
-    # The bot's environment (:func:`environment_bytes`), read and closed before anything else.
-    parser.add_argument("--env-fd", type=int, required=True)
-    # The referee's process id: gone between fork and prctl, this process's parent differs.
-    parser.add_argument("--referee-pid", type=int, required=True)
-    # The bot's control group, one folder per hierarchy (referee.jail.cgroups) ...
-    parser.add_argument("--cgroup", action="append", default=[])
-    # ... or, where none could be made, the resource limits that stand in for it.
-    parser.add_argument("--nproc", type=int)
-    parser.add_argument("--fsize-bytes", type=int)
-    # The gVisor tier (referee.jail.gvisor): bind each held descriptor at its place in the
-    # bundle, in a mount namespace of the launcher's own, for runsc to bind in turn ...
-    parser.add_argument("--bind-fd", action="append", default=[], metavar="FD:PLACE")
-    # ... and leave the address space to the Sentry, which applies it to the bot (on
-    # runsc itself it would bound the application kernel's reservations, not the bot).
-    parser.add_argument("--limits-inside", action="store_true")
-    parser.add_argument("command", nargs=argparse.REMAINDER)
-    args = parser.parse_args(argv)
-    command = args.command[1:] if args.command[:1] == ["--"] else args.command
-    if not command:
-        parser.error("no bot command given after --")
+    args = Arguments(sys.argv[1:] if argv is None else argv)
+    command = args.command
     env = read_environment(args.env_fd)
     if args.bind_fd:
         try:
@@ -103,7 +168,7 @@ def main(argv: list[str] | None = None) -> None:
     if sys.platform.startswith("linux"):
         try:
             libc = ctypes.CDLL(None, use_errno=True)
-            libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+            libc.prctl(_PR_SET_PDEATHSIG, _SIGKILL)
             # The referee may already be gone between fork and prctl: this process then has
             # another parent (init, or a subreaper). Not "is the parent 1": in a container
             # the referee itself is often process 1.
@@ -118,7 +183,7 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(127)
 
 
-def environment_bytes(env: Mapping[str, str]) -> bytes:
+def environment_bytes(env: dict[str, str]) -> bytes:
     """``env`` as the launcher reads it from ``--env-fd``: ``NAME=value`` items, each ended
     by a NUL byte (no name or value holds one: an environment cannot)."""
     return b"".join(

@@ -145,13 +145,9 @@ class BotProcess:
                     gvisor.remove(bundle.folder)
                 raise
             argv = [
-                sys.executable,
-                # Isolated: the launcher runs outside the sandbox in the bot's folder with
-                # the bot's environment, and must import the referee's own modules, never
-                # a "referee" package in the bot's folder or on its PYTHONPATH.
-                "-I",
-                "-m",
-                "referee.jail.launch",
+                # Isolated: the launcher runs outside the sandbox in the bot's folder, and
+                # must import the referee's own file, never one in the bot's folder.
+                *launch.command(),
                 f"--cpu-seconds={spec.limits.cpu_seconds}",
                 f"--memory-mb={spec.limits.memory_mb}",
                 f"--referee-pid={os.getpid()}",

@@ -62,6 +62,11 @@ echo "== C++ sample bot"
 cmake -S sample_bots/cpp -B sample_bots/cpp/build -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build sample_bots/cpp/build -j2 >/dev/null
 export PATH="$PWD/.venv/bin:$PATH"
+# The suite starts thousands of Python processes (referee commands, bots, its own four
+# workers): with bytecode caching off (PYTHONDONTWRITEBYTECODE, set in some images) each
+# compiles every module it imports again, and pytest rewrites every test file again in each
+# worker, minutes of CPU in all. The caches go to the ignored __pycache__ folders.
+unset PYTHONDONTWRITEBYTECODE
 echo "== ruff"; ruff check . && ruff format --check .
 echo "== mypy"; mypy
 # Four test processes share the 2 cores (most tests wait on bot processes, servers and

@@ -66,7 +66,10 @@ def league_file(
     strongest tier."""
     path = write_config(
         tmp_path / "hosted.toml",
-        {"name": "hosted", "table_size": 3, **db.table},
+        # Two ladder matches at a time: a warm bot still serves two seats at once, and the
+        # ladder, which plays on all the while a test waits for builds and validations,
+        # costs half the CPU of the default four.
+        {"name": "hosted", "table_size": 3, "parallel": 2, **db.table},
         rules={"preset": "sticheln", "rounds": 2},
         # Validation starts each scenario's seats in sandboxes side by side, on a machine
         # that runs other tests at the same time; it plays under the league's clock, as
@@ -718,8 +721,10 @@ def test_with_no_worker_hosted_matches_queue_and_dial_in_bots_play_on(
 ) -> None:
     db = LeagueDb("sqlite", tmp_path / "out" / "league.db")
     config = league_file(tmp_path, db, code_dir, workers=0)
-    text = config.read_text().replace(
-        "[league]\n", "[league]\nparallel = 1\nmetrics_port = 0\nweb_port = 0\n", 1
+    text = (
+        config.read_text()
+        .replace("parallel = 2\n", "parallel = 1\n", 1)
+        .replace("[league]\n", "[league]\nmetrics_port = 0\nweb_port = 0\n", 1)
     )
     config.write_text(text)
     with serving(config, tmp_path / "serve.log") as s, leaguekit_bots(s.address, tmp_path) as b:

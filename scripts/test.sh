@@ -46,6 +46,14 @@ if [ ${#need[@]} -gt 0 ]; then
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 fi
+# The C++ sample bot (incremental: quick when nothing changed), built while Python's
+# packages install (the compiler's CPU beside pip's downloads).
+echo "== C++ sample bot"
+{
+  cmake -S sample_bots/cpp -B sample_bots/cpp/build -DCMAKE_BUILD_TYPE=Release >/dev/null
+  cmake --build sample_bots/cpp/build -j2 >/dev/null
+} &
+cpp_build=$!
 if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
@@ -57,10 +65,7 @@ if command -v npm >/dev/null && { [ ! -d sample_bots/node/node_modules ] \
     || [ -n "$(find sample_bots/node/node_modules -type l -print -quit)" ]; }; then
   (cd sample_bots/node && npm ci --no-audit --no-fund --loglevel=error)
 fi
-# The C++ sample bot (incremental: quick when nothing changed).
-echo "== C++ sample bot"
-cmake -S sample_bots/cpp -B sample_bots/cpp/build -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build sample_bots/cpp/build -j2 >/dev/null
+wait "$cpp_build" || { echo "test.sh: the C++ sample bot did not build (above)" >&2; exit 1; }
 export PATH="$PWD/.venv/bin:$PATH"
 # The suite starts thousands of Python processes (referee commands, bots, its own four
 # workers): with bytecode caching off (PYTHONDONTWRITEBYTECODE, set in some images) each

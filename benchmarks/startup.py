@@ -11,10 +11,11 @@ depend on the machine's load, unlike a timing), the user-space instructions of:
 - ``referee --help``: the command's entry point and its parsers;
 - the imports of ``referee match``: the command's modules, the bot-file tables (pydantic
   models) and the match runner, without playing;
+- the jail's launcher as the referee starts it before every bot, up to its arguments;
 - ``import structlog`` and ``import pydantic``, the two libraries most of that goes to.
 
 Prints one line per process, then exactly:
-``python_M=<n> referee_help_M=<n> match_imports_M=<n>`` (millions of instructions;
+``python_M=<n> referee_help_M=<n> match_imports_M=<n> launcher_M=<n>`` (millions of instructions;
 medians over ``--repeats``). Needs valgrind (Debian package ``valgrind``).
 """
 
@@ -28,10 +29,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+from referee.jail import launch
+
 ROOT = Path(__file__).resolve().parent.parent
 VALGRIND = ("valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null")
 COLLECTED = re.compile(r"I\s+refs:\s+([\d,]+)")
 
+_LAUNCH = launch.command()
 #: name -> the interpreter's arguments.
 PROCESSES = {
     "python": ["-c", "pass"],
@@ -40,6 +44,9 @@ PROCESSES = {
         "-c",
         "import referee.cli, referee.cli.match, referee.config.bots, referee.match.runner",
     ],
+    # The jail's launcher, started before every bot (referee/jail/launch.py), to the
+    # point where it would read its arguments.
+    "launcher": [*_LAUNCH[1:-1], _LAUNCH[-1].replace("launch.main()", "launch")],
     "structlog": ["-c", "import structlog"],
     "pydantic": ["-c", "import pydantic"],
 }
@@ -73,7 +80,8 @@ def main() -> None:
         counts = [count(argv) / 1e6 for _ in range(args.repeats)]
         medians[name] = statistics.median(counts)
         print(f"{name}: {medians[name]:,.0f} million instructions ({len(counts)} counts)")
-    print(" ".join(f"{k}_M={medians[k]:.0f}" for k in ("python", "referee_help", "match_imports")))
+    keys = ("python", "referee_help", "match_imports", "launcher")
+    print(" ".join(f"{k}_M={medians[k]:.0f}" for k in keys))
 
 
 if __name__ == "__main__":

@@ -409,22 +409,23 @@ def test_a_killed_referee_leaves_no_cgroup_and_no_process(tmp_path: Path) -> Non
         stderr=subprocess.DEVNULL,
     )
     try:
-        # Each of the three by its script: the bomb's forks alone may number three.
-        def started() -> list[str]:
-            return sorted(
-                script
-                for pid in processes_with(marker, bots_only=True)
-                for script in ("lowest_bot.py", "hog_bot.py")
-                if script.encode() in _cmdline(pid)
-            )
-
+        # Each of the three by its process id and script: the bomb's forks alone may
+        # number three, and a seat may end before the last one shows.
+        seen: dict[int, str] = {}
         deadline = time.monotonic() + stretched(60)
-        while time.monotonic() < deadline and started().count("lowest_bot.py") < 2:
+        while time.monotonic() < deadline and (
+            list(seen.values()).count("lowest_bot.py") < 2 or "hog_bot.py" not in seen.values()
+        ):
+            for pid in processes_with(marker, bots_only=True):
+                # The bot itself (python SCRIPT ...), not its launcher, whose command line
+                # holds the bot's after its own.
+                argv = _cmdline(pid).split(b"\0")
+                script = argv[1].decode() if len(argv) > 1 else ""
+                if pid not in seen and script in ("lowest_bot.py", "hog_bot.py"):
+                    seen[pid] = script
             time.sleep(0.02)  # polling /proc until the bots run, within a deadline
-        while time.monotonic() < deadline and "hog_bot.py" not in started():
-            time.sleep(0.02)  # polling /proc until the bots run, within a deadline
-        now = started()
-        assert now.count("lowest_bot.py") == 2 and "hog_bot.py" in now, now
+        started = sorted(seen.values())
+        assert started.count("lowest_bot.py") == 2 and "hog_bot.py" in started, started
         subtrees = [
             s
             for h in system.hierarchies

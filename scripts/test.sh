@@ -72,7 +72,8 @@ export PATH="$PWD/.venv/bin:$PATH"
 # compiles every module it imports again, and pytest rewrites every test file again in each
 # worker, minutes of CPU in all. The caches go to the ignored __pycache__ folders.
 unset PYTHONDONTWRITEBYTECODE
-echo "== ruff"; ruff check . && ruff format --check .
+# Each on a line of its own: under set -e a failure left of && would not stop the script.
+echo "== ruff"; ruff check .; ruff format --check .
 echo "== mypy"; mypy
 # Four test processes share the 2 cores (most tests wait on bot processes, servers and
 # browsers; the longest start first, tests/conftest.py); the tests marked serial load the

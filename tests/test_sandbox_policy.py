@@ -583,17 +583,17 @@ def test_the_launcher_hands_on_the_environment_it_is_given_on_a_descriptor() -> 
     assert launch.read_environment(program_fd(done.stdout)) == env
 
 
+#: The launcher's required arguments.
+_LAUNCH_NEEDS = ["--cpu-seconds=1", "--memory-mb=1", "--env-fd=0", "--referee-pid=1"]
+
+
 @pytest.mark.parametrize(
     ("arguments", "said"),
     [
         (["--cpu-seconds=ten"], "unknown option or not a number: '--cpu-seconds=ten'"),
         (["--memory-mb=512", "--env-fd=0", "--referee-pid=1"], "missing --cpu-seconds"),
-        (["--cpu-seconds=1", "--memory-mb=1", "--env-fd=0", "--referee-pid=1"], "no bot command"),
-        (
-            ["--cpu-seconds=1", "--memory-mb=1", "--env-fd=0", "--referee-pid=1", "--pass-fd=x"]
-            + ["--", "true"],
-            "--pass-fd takes a descriptor number",
-        ),
+        (_LAUNCH_NEEDS, "no bot command"),
+        ([*_LAUNCH_NEEDS, "--pass-fd=x", "--", "true"], "--pass-fd takes a descriptor number"),
         (["cpu"], "unexpected argument 'cpu'"),
     ],
 )

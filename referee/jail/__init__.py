@@ -26,9 +26,9 @@ The parts, each tested on its own:
 - :mod:`~referee.jail.watchdog`: kills every bot once the referee is gone, however it went;
 - :mod:`~referee.jail.process`: the started process, its end in words, and its stop.
 
-This module imports nothing heavy itself: the launcher (``python -I -m
-referee.jail.launch``) runs inside this package before every bot, and should load no
-more than it needs.
+This module imports nothing heavy itself, for whatever imports the jail. The launcher
+does not import it: the referee runs ``launch.py`` as a file of its own
+(:func:`~referee.jail.launch.command`, ``python -I -S``), with the standard library alone.
 """
 
 from __future__ import annotations

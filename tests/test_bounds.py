@@ -26,11 +26,11 @@ from bots.harness import (
     READ_BOTS,
     assert_no_processes,
     bot,
+    bot_commands,
     check_finished,
     collect_reports,
     new_marker,
     play_match,
-    processes_with,
     run,
     toml_text,
 )
@@ -378,13 +378,6 @@ def _bot_files(
     return files
 
 
-def _cmdline(pid: int) -> bytes:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:  # ended meanwhile
-        return b""
-
-
 def test_a_killed_referee_leaves_no_cgroup_and_no_process(tmp_path: Path) -> None:
     system = _cgroups()
     marker = new_marker()
@@ -416,11 +409,8 @@ def test_a_killed_referee_leaves_no_cgroup_and_no_process(tmp_path: Path) -> Non
         while time.monotonic() < deadline and (
             list(seen.values()).count("lowest_bot.py") < 2 or "hog_bot.py" not in seen.values()
         ):
-            for pid in processes_with(marker, bots_only=True):
-                # The bot itself (python SCRIPT ...), not its launcher, whose command line
-                # holds the bot's after its own.
-                argv = _cmdline(pid).split(b"\0")
-                script = argv[1].decode() if len(argv) > 1 else ""
+            for pid, argv in bot_commands(marker).items():
+                script = argv[1] if len(argv) > 1 else ""  # python SCRIPT --marker=...
                 if pid not in seen and script in ("lowest_bot.py", "hog_bot.py"):
                     seen[pid] = script
             time.sleep(0.02)  # polling /proc until the bots run, within a deadline

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from referee.config.bots import bot_from_table
+from referee.jail import launch
 from referee.jail.bots import BotSpec
 from referee.match.faults import fallback_action
 from referee.match.record import replay
@@ -101,9 +102,28 @@ def collect_reports(folder: Path) -> None:
 
 
 def processes_with(marker: str, bots_only: bool = False) -> list[int]:
-    """Live processes whose command line contains ``marker`` (``bots_only``: not the
-    bubblewrap processes around a sandboxed bot, whose command lines hold the bot's)."""
-    found = []
+    """Live processes whose command line contains ``marker`` (``bots_only``: the bots
+    themselves, as :func:`bot_commands` tells them)."""
+    if bots_only:
+        return list(bot_commands(marker))
+    return list(_commands_with(marker))
+
+
+def bot_commands(marker: str) -> dict[int, list[str]]:
+    """The command line of each live bot process whose command line contains ``marker``:
+    not the bubblewrap processes around a sandboxed bot, nor the jail's launcher while it
+    starts one (``launch.command()``), whose command lines hold the bot's after their own."""
+    launcher = launch.command()[1:4]  # -I -S -c
+    found = {}
+    for pid, argv in _commands_with(marker).items():
+        if Path(argv[0]).name == "bwrap" or argv[1:4] == launcher:
+            continue
+        found[pid] = argv
+    return found
+
+
+def _commands_with(marker: str) -> dict[int, list[str]]:
+    found = {}
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
@@ -112,9 +132,7 @@ def processes_with(marker: str, bots_only: bool = False) -> list[int]:
         except OSError:
             continue
         if marker.encode() in cmdline:
-            if bots_only and Path(cmdline.split(b"\0")[0].decode()).name == "bwrap":
-                continue
-            found.append(int(entry.name))
+            found[int(entry.name)] = cmdline.rstrip(b"\0").decode(errors="replace").split("\0")
     return found
 
 

@@ -64,6 +64,41 @@ def test_the_python_runtime_is_the_interpreter_its_library_and_packages_only() -
     assert "runtime python3 (" in reads_line(reads, None)
 
 
+def test_the_packages_read_are_the_distributions_own_folders_never_a_shared_one(
+    folder: Path,
+) -> None:
+    """From each distribution's RECORD: a folder two distributions share (a namespace
+    package's google/) is never bound whole, only what of it the wanted ones own."""
+    records = {
+        "grpcio-1.0.dist-info": ["grpc/__init__.py", "grpc/_cython/cygrpc.so"],
+        "protobuf-5.0.dist-info": ["google/protobuf/__init__.py", "google/_upb/_message.so"],
+        "googleapis_common_protos-1.0.dist-info": ["google/api/http.py", "../../bin/tool"],
+        "Other.Name-2.0.dist-info": ['"odd,name.py"', "other/x.py"],
+    }
+    for info, files in records.items():
+        listed = [*files, f"{info}/METADATA", f"{info}/RECORD"]
+        for name in listed:
+            path = folder / name.strip('"')
+            if ".." not in name:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text("")
+        (folder / info / "RECORD").write_text("".join(f"{n},sha256=x,1\n" for n in listed))
+    found = runtime.package_paths({"grpcio", "protobuf"}, str(folder))
+    assert found == {
+        folder / "grpc",
+        folder / "grpcio-1.0.dist-info",
+        folder / "google" / "protobuf",
+        folder / "google" / "_upb",
+        folder / "protobuf-5.0.dist-info",
+    }
+    # Names compare as packaging compares them; a quoted path with a comma is one file.
+    assert runtime.package_paths({"other-name"}, str(folder)) == {
+        folder / "odd,name.py",
+        folder / "other",
+        folder / "Other.Name-2.0.dist-info",
+    }
+
+
 def test_a_native_bot_reads_the_libraries_its_executable_loads(folder: Path) -> None:
     true = Path(shutil.which("true") or "/bin/true")
     reads = runtime.read_set("native", [str(true)], folder, PATH)

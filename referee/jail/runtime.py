@@ -94,20 +94,30 @@ class ReadSet:
 def walk(paths: Iterable[Path], hidden: Sequence[Path] = ()) -> Iterator[tuple[Path, bool]]:
     """Every file and folder under ``paths`` (links not followed, ``hidden`` left out):
     (path, is a folder)."""
+    for text, folder, _ in _scan(paths, hidden):
+        yield Path(text), folder
+
+
+def _scan(
+    paths: Iterable[Path], hidden: Sequence[Path] = (), sizes: bool = False
+) -> Iterator[tuple[str, bool, int]]:
+    """:func:`walk` as text, with each file's size when ``sizes`` (else 0): a runtime's
+    thousands of files, where a :class:`~pathlib.Path` for each cost most of the time."""
     skip = {str(p) for p in hidden}
     for root in paths:
         if root.is_symlink():  # a bound link shows what it leads to
             root = root.resolve()
         if not root.is_dir():
             if root.exists():
-                yield root, False
+                yield str(root), False, root.lstat().st_size if sizes else 0
             continue
         stack = [str(root)]
         while stack:
             folder = stack.pop()
-            yield Path(folder), True
+            yield folder, True, 0
             try:
-                entries = list(os.scandir(folder))
+                with os.scandir(folder) as listing:
+                    entries = list(listing)
             except OSError:
                 continue
             for entry in entries:
@@ -116,16 +126,17 @@ def walk(paths: Iterable[Path], hidden: Sequence[Path] = ()) -> Iterator[tuple[P
                 if entry.is_dir(follow_symlinks=False):
                     stack.append(entry.path)
                 elif entry.is_file(follow_symlinks=False):
-                    yield Path(entry.path), False
+                    size = entry.stat(follow_symlinks=False).st_size if sizes else 0
+                    yield entry.path, False, size
 
 
 def measure(paths: Iterable[Path], hidden: Sequence[Path] = ()) -> tuple[int, int]:
     """(files, bytes) under ``paths``."""
     files = size = 0
-    for path, folder in walk(paths, hidden):
+    for _, folder, bytes_ in _scan(paths, hidden, sizes=True):
         if not folder:
             files += 1
-            size += path.lstat().st_size
+            size += bytes_
     return files, size
 
 
@@ -320,9 +331,14 @@ def assemble(
     links: dict[Path, str] = {}
     real_folders = {_chain(p, links) for p in folders if p.exists()}
     hidden = tuple(sorted(p for p in hidden if p.exists()))
-    elves = [p for p, folder in walk(sorted(real_folders), hidden) if not folder]
     # Tk's module loads X11 and Tk; a bot has no display to show a window on.
-    elves = [p for p in elves if ".so" in p.name and not p.name.startswith("_tkinter")]
+    elves = [
+        Path(text)
+        for text, folder, _ in _scan(sorted(real_folders), hidden)
+        if not folder
+        and ".so" in (name := os.path.basename(text))
+        and not name.startswith("_tkinter")
+    ]
     wanted = {*files, *library_closure([*files, *elves])}
     real_files = {_chain(p, links) for p in wanted if p.exists()}
     binds = [p for p in real_folders if not within(p, real_folders - {p})]
@@ -376,34 +392,58 @@ def _marker_false(marker: str) -> bool:
         return False
 
 
-def _package_paths(dists: Sequence[importlib.metadata.Distribution]) -> set[Path]:
-    """The smallest folders and files of ``site-packages`` holding the distributions'
-    files and nothing of another distribution's."""
-    import importlib.metadata
-
-    site = os.path.abspath(sysconfig.get_paths()["purelib"])
-    owners: dict[str, set[str]] = {}
-    mine: list[list[str]] = []
-    wanted = {d.metadata["Name"] for d in dists}
-    for dist in importlib.metadata.distributions():
-        if os.path.abspath(str(dist.locate_file(""))) != site:
+def package_paths(wanted: set[str], site: str) -> set[Path]:
+    """The smallest folders and files of ``site`` (a ``site-packages``) holding the files
+    of the distributions ``wanted`` (canonical names) and nothing of another's."""
+    installed = list(_installed(site))
+    mine = [f.split("/") for name, files in installed if name in wanted for f in files]
+    mine = [parts for parts in mine if ".." not in parts]
+    # Every path on the way to one of the distributions' files (the files too), then those
+    # that hold a file of another distribution as well (a shared namespace folder: google/).
+    ways = {"/".join(parts[:depth]) for parts in mine for depth in range(1, len(parts) + 1)}
+    shared: set[str] = set()
+    for name, files in installed:
+        if name in wanted:
             continue
-        name = dist.metadata["Name"]
-        for file in dist.files or []:
-            parts = str(file).split("/")
-            if ".." in parts:
-                continue
-            for depth in range(1, len(parts) + 1):
-                owners.setdefault("/".join(parts[:depth]), set()).add(name)
-            if name in wanted:
-                mine.append(parts)
+        for file in files:
+            end = file.find("/")
+            while end > 0 and file[:end] in ways:
+                shared.add(file[:end])
+                end = file.find("/", end + 1)
+            if file in ways:
+                shared.add(file)
     paths: set[Path] = set()
     for parts in mine:
         for depth in range(1, len(parts) + 1):
-            if owners["/".join(parts[:depth])] <= wanted:
+            if "/".join(parts[:depth]) not in shared:
                 paths.add(Path(site, *parts[:depth]))
                 break
     return {p for p in paths if p.exists()}
+
+
+def _canonical(name: str) -> str:
+    """A distribution's name as packaging compares them (PEP 503)."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _installed(site: str) -> Iterator[tuple[str, list[str]]]:
+    """Each distribution installed in ``site``: its canonical name and its files (paths
+    relative to ``site``), read from its ``RECORD`` as text; importlib.metadata's own
+    objects for tens of thousands of files cost most of a Python runtime's read set."""
+    import csv
+    import importlib.metadata
+
+    with os.scandir(site) as listing:
+        folders = sorted(e.name for e in listing if e.name.endswith((".dist-info", ".egg-info")))
+    for folder in folders:
+        name = _canonical(folder.rsplit(".", 1)[0].split("-", 1)[0])
+        try:
+            with open(os.path.join(site, folder, "RECORD"), encoding="utf-8", newline="") as f:
+                files = [row[0] for row in csv.reader(f) if row]
+        except (OSError, UnicodeDecodeError):  # no RECORD (an egg-info): as importlib reads it
+            dist = importlib.metadata.PathDistribution(Path(site, folder))
+            files = [str(file) for file in dist.files or []]
+        yield name, files
 
 
 def _python() -> ReadSet:
@@ -422,7 +462,8 @@ def _python() -> ReadSet:
     referee_spec = importlib.util.find_spec("referee")
     if referee_spec is not None and referee_spec.origin:
         files.update(Path(referee_spec.origin).parent.parent.glob("*__mypyc*.so"))
-    packages = _package_paths(_distributions(PYTHON_DISTRIBUTIONS))
+    wanted = {_canonical(d.metadata["Name"]) for d in _distributions(PYTHON_DISTRIBUTIONS)}
+    packages = package_paths(wanted, os.path.abspath(sysconfig.get_paths()["purelib"]))
     folders |= {p for p in packages if p.is_dir()}
     files |= {p for p in packages if not p.is_dir()}
     # The interpreter as bots name it (the environment's bin/python3 and its links), and

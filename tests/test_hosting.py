@@ -57,19 +57,32 @@ def code_dir() -> Iterator[Path]:
 
 
 def league_file(
-    tmp_path: Path, db: LeagueDb, code: Path, tier: str = "bubblewrap", **hosting: Any
+    tmp_path: Path,
+    db: LeagueDb,
+    code: Path,
+    tier: str = "bubblewrap",
+    per_minute: float = 60,
+    **hosting: Any,
 ) -> Path:
     """A hosted league's file. Its hosted code runs in ``tier``: bubblewrap unless a test
     is about the tier (``"strongest"``, the default a league file without ``[sandbox]
     mode`` gets: gVisor here when runsc runs). Every validation start is a sandbox of its
     own, and gVisor's cost ~4x bubblewrap's; tests/test_kits.py's league plays in the
-    strongest tier."""
+    strongest tier. Its ladder starts ``per_minute`` matches a minute at most (0: as many
+    as its tables allow)."""
     path = write_config(
         tmp_path / "hosted.toml",
-        # Two ladder matches at a time: a warm bot still serves two seats at once, and the
-        # ladder, which plays on all the while a test waits for builds and validations,
-        # costs half the CPU of the default four.
-        {"name": "hosted", "table_size": 3, "parallel": 2, **db.table},
+        # Two ladder matches at a time (a warm bot still serves two seats at once), one
+        # started a second at most: the ladder plays on all the while a test waits for
+        # builds and validations, and its bots answer at once, so unpaced it played six
+        # matches a second, most of such a test's CPU.
+        {
+            "name": "hosted",
+            "table_size": 3,
+            "parallel": 2,
+            "ladder_matches_per_minute": per_minute,
+            **db.table,
+        },
         rules={"preset": "sticheln", "rounds": 2},
         # Validation starts each scenario's seats in sandboxes side by side, on a machine
         # that runs other tests at the same time; it plays under the league's clock, as
@@ -552,7 +565,8 @@ def test_a_build_runs_once_in_the_jail_and_its_output_plays(tmp_path: Path, code
 
 def test_a_killed_league_resumes_with_its_hosted_bots(tmp_path: Path, code_dir: Path) -> None:
     db = LeagueDb("sqlite", tmp_path / "out" / "league.db")
-    config = league_file(tmp_path, db, code_dir)
+    # Unpaced: the kill must find a match in flight.
+    config = league_file(tmp_path, db, code_dir, per_minute=0)
     first = Serve(config, tmp_path / "serve.log")
     try:
         tokens = {n: first.register(n) for n in ("alpha", "beta", "gamma", "delta")}

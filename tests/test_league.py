@@ -6,6 +6,7 @@ The tests that keep a league's data run once on SQLite and once on PostgreSQL
 
 from __future__ import annotations
 
+import itertools
 import math
 import shutil
 import subprocess
@@ -247,6 +248,35 @@ def test_sigterm_mid_match_exits_0_and_the_match_is_replayed_after_restart(
         assert '"event": "league_start"' in start
         assert f'"deal_key_commitment": "{key.commitment()}"' in start
         assert key.hex() not in text.lower()
+
+
+def test_ladder_matches_per_minute_spaces_the_starts_that_parallel_would_allow_at_once(
+    tmp_path: Path,
+) -> None:
+    """Three bots of four streams each could fill four tables at once (``parallel`` 4);
+    at 120 a minute the ladder starts one every half second."""
+    name = "paced"
+    config = write_config(
+        tmp_path / "league.toml",
+        {"name": name, "table_size": 3, "parallel": 4, "ladder_matches_per_minute": 120},
+    )
+    db = tmp_path / "out" / "league.db"
+    with serving(config, tmp_path / "serve.log") as serve, bots(serve.address, tmp_path) as b:
+        for bot in ("a", "b", "c"):
+            b.start("random", bot, serve.register(bot), seats=4)
+        wait_for(lambda: len(finished(db, name)) >= 5, 120, "5 paced matches")
+    starts = sorted(
+        row[0]
+        for row in query(
+            db,
+            "SELECT started_at FROM matches WHERE tournament = ? AND started_at IS NOT NULL",
+            (name,),
+        )
+    )
+    gaps = [later - earlier for earlier, later in itertools.pairwise(starts)]
+    # Half a second apart by the league's clock; stored a moment after each start.
+    assert len(gaps) >= 4 and min(gaps) > 0.3, gaps
+    assert starts[-1] - starts[0] >= 0.5 * len(gaps) - 0.2, gaps
 
 
 def test_every_bot_of_a_match_stopped_by_sigterm_sees_its_stream_end_with_ok(

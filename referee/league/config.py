@@ -142,6 +142,8 @@ class LeagueConfig:
     #: Unrated matches on demand (``referee league challenge``) an entry may ask for per
     #: 24 hours; 0: none.
     challenges_per_day: int = 10
+    #: New ladder matches started per minute at most (0: as fast as tables free up).
+    ladder_matches_per_minute: float = 0.0
 
 
 Seconds = Annotated[float, Field(ge=0.0)]
@@ -202,6 +204,8 @@ class LeagueTable(Table):
     """Judge each finished match with the fair-play test (docs/fairplay.md); false: never."""
     challenges_per_day: Annotated[int, Field(ge=0, le=10_000)] = 10
     """Unrated matches on demand (referee league challenge) one entry may ask for per 24 hours (0: none)."""
+    ladder_matches_per_minute: Annotated[float, Field(ge=0, le=100_000)] = 0.0
+    """New ladder matches started per minute at most, whatever `parallel` allows (0: a match starts whenever a table can be filled). Challenges, finals and replays of interrupted matches are not held back."""
 
     @model_validator(mode="after")
     def _pairs(self) -> LeagueTable:
@@ -401,6 +405,7 @@ def league_from_table(data: dict[str, Any], base: Path, source: Path, environ: A
         metrics_host=t.metrics_host,
         shutdown_grace_s=t.shutdown_grace_s,
         publish_interval_s=t.publish_interval_s,
+        ladder_matches_per_minute=t.ladder_matches_per_minute,
         bootstrap=t.bootstrap,
         max_seats_per_bot=t.max_seats_per_bot,
         handshake_timeout_s=t.handshake_timeout_s,

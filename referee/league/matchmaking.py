@@ -99,6 +99,10 @@ class Matchmaker:
         #: Interrupted or voided matches, played again as soon as their bots can sit.
         self.replays: list[ScheduledMatch] = []
         self._store_retry: asyncio.TimerHandle | None = None
+        #: When the next new ladder match may start (the loop's clock), and the timer that
+        #: wakes the loop then (``ladder_matches_per_minute``).
+        self._next_ladder = 0.0
+        self._paced: asyncio.TimerHandle | None = None
         self._wake = asyncio.Event()
         self._stopping = False
         self._loop: asyncio.Task[None] | None = None
@@ -127,9 +131,10 @@ class Matchmaker:
         self._wake.set()
         if self._loop is not None:
             await self._loop
-        if self._store_retry is not None:
-            self._store_retry.cancel()
-            self._store_retry = None
+        for timer in (self._store_retry, self._paced):
+            if timer is not None:
+                timer.cancel()
+        self._store_retry = self._paced = None
 
     def replay(self, m: ScheduledMatch, new_deal: bool = False) -> None:
         """Play ``m`` again as soon as its bots can be seated (``new_deal``: its bots saw
@@ -155,6 +160,25 @@ class Matchmaker:
 
     def _store_retry_due(self) -> None:
         self._store_retry = None
+        self._wake.set()
+
+    def _held_back(self) -> bool:
+        """Whether a new ladder match must wait for ``ladder_matches_per_minute`` (the loop
+        is then woken when it may start); if not, the next one's time is set."""
+        rate = self.config.ladder_matches_per_minute
+        if rate <= 0:
+            return False
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        if now < self._next_ladder:
+            if self._paced is None:
+                self._paced = loop.call_later(self._next_ladder - now, self._pace_due)
+            return True
+        self._next_ladder = now + 60.0 / rate
+        return False
+
+    def _pace_due(self) -> None:
+        self._paced = None
         self._wake.set()
 
     # -- the loop ----------------------------------------------------------------------------
@@ -206,6 +230,8 @@ class Matchmaker:
                     self._waiting(idle)
                 return
             self._waiting_for = self.waiting = ""
+            if self._held_back():
+                return
             seating = choose_table(list(idle), size, self.history, self._rng, marks)
             index = self.deals.next_index
             self.deals.next_index += 1

@@ -147,3 +147,22 @@ def test_a_bot_s_cgroup_bounds_are_part_of_the_fingerprint(tmp_path: Path) -> No
     changes = describe_changes(plain.fingerprint(), load_config(more).fingerprint())
     assert "bots[b3].limits.processes: None -> 64" in changes
     assert "bots[b3].limits.cpus: None -> 0.5" in changes
+
+
+def test_a_table_left_out_is_the_table_with_every_key_left_out() -> None:
+    # A table's default is made without validating (Table.defaults, so that importing the
+    # models builds none of them); it must equal what the file would give for [table] alone.
+    from referee.compare.config import CompareFile
+    from referee.config.tables import BotFileRef, BotTable, Table
+    from referee.league.config import LeagueFile
+    from referee.tournament.config import TournamentFile
+
+    checked = 0
+    for model in (TournamentFile, LeagueFile, CompareFile, BotTable, BotFileRef):
+        for name, field in model.model_fields.items():
+            default = field.default
+            if isinstance(default, Table):
+                assert default == type(default).model_validate({}), (model.__name__, name)
+                assert default.model_fields_set == set()
+                checked += 1
+    assert checked >= 15

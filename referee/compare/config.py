@@ -291,10 +291,10 @@ class CompareTable(Table):
 class CompareFile(Table):
     """A comparison file (``referee compare FILE``)."""
 
-    compare: CompareTable = CompareTable()
-    rules: RulesTable = RulesTable()
-    clock: ClockTable = ClockTable()
-    sandbox: SandboxTable = SandboxTable()
+    compare: CompareTable = CompareTable.defaults()
+    rules: RulesTable = RulesTable.defaults()
+    clock: ClockTable = ClockTable.defaults()
+    sandbox: SandboxTable = SandboxTable.defaults()
 
 
 def _apply(data: dict[str, Any], flags: Overrides) -> dict[tuple[str, ...], str]:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Annotated, Any, Literal, Self, TypeVar
 
 from pydantic import (
     AfterValidator,
@@ -54,7 +54,17 @@ class Table(BaseModel):
     # The fields' docstrings are read where a schema is made (referee.config.schema), not
     # by pydantic's use_attribute_docstrings at every import: parsing each model's source
     # was a tenth of a short command's start.
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+    #
+    # A model's validator is built when it first validates (defer_build), not at import:
+    # building every table's took a short command a tenth of its start, and most commands
+    # read one kind of file.
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True, defer_build=True)
+
+    @classmethod
+    def defaults(cls) -> Self:
+        """The table with every key left out, as a field's default: made without validating,
+        since ``Table()`` would build the model's validator at import."""
+        return cls.model_construct()
 
 
 # -- shared field types -------------------------------------------------------------------
@@ -225,7 +235,7 @@ class SandboxTable(Table):
     """More read-only paths for every bot started (relative to this file); bot files may
     name paths inside them too. Never /proc, /sys, /dev, /run, the output folder or the
     database."""
-    max_limits: MaxLimitsTable = MaxLimitsTable()
+    max_limits: MaxLimitsTable = MaxLimitsTable.defaults()
     """The most a bot file's [limits] may ask for."""
 
     def grants(
@@ -320,11 +330,11 @@ class BotTable(Table):
     owner: str = ""
     """Who wrote the bot (a person or a team): a tournament that seats two bots of one owner
     at a table warns, since two seats of one author can pass each other information."""
-    limits: LimitsTable = LimitsTable()
+    limits: LimitsTable = LimitsTable.defaults()
     """Resource limits of the bot process."""
     seats: Annotated[int, Field(ge=1, le=MAX_SEATS)] = 1
     """Matches one process plays at once (one stream each)."""
-    sandbox: BotSandboxTable = BotSandboxTable()
+    sandbox: BotSandboxTable = BotSandboxTable.defaults()
     """What the bot may read besides its own folder."""
     runtime: Literal["python3", "node", "native", "jvm"] | None = None
     """What the bot runs on, and so what of the host it may read: the referee's Python
@@ -365,7 +375,7 @@ class BotFileRef(Table):
 
     file: FilePath
     """The bot file (relative to this file's folder)."""
-    sandbox: BotGrantTable = BotGrantTable()
+    sandbox: BotGrantTable = BotGrantTable.defaults()
     """What the organiser grants this bot beyond its bot file."""
 
     @model_validator(mode="before")

@@ -292,12 +292,12 @@ class HostingTable(Table):
 class LeagueFile(Table):
     """A league file (``referee serve --config FILE``)."""
 
-    league: LeagueTable = LeagueTable()
-    rules: RulesTable = RulesTable()
-    clock: ClockTable = ClockTable()
-    sandbox: SandboxTable = SandboxTable()
-    seating: SeatingTable = SeatingTable()
-    hosting: HostingTable = HostingTable()
+    league: LeagueTable = LeagueTable.defaults()
+    rules: RulesTable = RulesTable.defaults()
+    clock: ClockTable = ClockTable.defaults()
+    sandbox: SandboxTable = SandboxTable.defaults()
+    seating: SeatingTable = SeatingTable.defaults()
+    hosting: HostingTable = HostingTable.defaults()
 
 
 def load_league_config(path: str | Path, environ: dict[str, str] | None = None) -> LeagueConfig:

@@ -172,10 +172,10 @@ class TournamentTable(Table):
 class TournamentFile(Table):
     """A tournament file (``referee tournament FILE``)."""
 
-    tournament: TournamentTable = TournamentTable()
-    rules: RulesTable = RulesTable()
-    clock: ClockTable = ClockTable()
-    sandbox: SandboxTable = SandboxTable()
+    tournament: TournamentTable = TournamentTable.defaults()
+    rules: RulesTable = RulesTable.defaults()
+    clock: ClockTable = ClockTable.defaults()
+    sandbox: SandboxTable = SandboxTable.defaults()
     bots: list[BotEntry] = Field(default_factory=list)
     """The bots: ``file = "bot.toml"``, or a bot's keys inline."""
 

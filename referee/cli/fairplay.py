@@ -9,7 +9,6 @@ import json
 import os
 import sys
 from collections.abc import Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -254,6 +253,9 @@ def _evaluated(
         results: Iterator[Any] = map(_evaluate, work)
         yield from _kept(results)
         return
+    # Here, not at the top: multiprocessing costs every other command's start.
+    from concurrent.futures import ProcessPoolExecutor
+
     with ProcessPoolExecutor(max_workers=jobs) as pool:
         yield from _kept(pool.map(_evaluate, work, chunksize=1))
 

@@ -21,6 +21,11 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
+# First, so that structlog is imported without rich in the spawned evaluating
+# process (which imports this module to unpickle its work), as in the ``referee`` command.
+from referee.runtime import lean  # noqa: F401
+
+# isort: split
 import structlog
 
 from referee.fairplay import FairPlay, Fit, MatchDecisions, Options

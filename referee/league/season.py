@@ -46,6 +46,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+# First, so that structlog is imported without rich in the final's process
+# (``python -m referee.league.season``), as in the ``referee`` command.
+from referee.runtime import lean  # noqa: F401
+
+# isort: split
 import grpc
 import structlog
 from google.protobuf import json_format

@@ -29,6 +29,11 @@ import sys
 import time
 from pathlib import Path
 
+# First, so that structlog is imported without rich in the fitting process
+# (``python -m referee.league.standings``), as in the ``referee`` command.
+from referee.runtime import lean  # noqa: F401
+
+# isort: split
 from referee.league.submissions import SeatCodes, Submissions
 from referee.results.ratings import MIN_MATCHES, IntervalMethod, LiveElo, fit
 from referee.results.stats import bot_stats, outcomes_from

@@ -28,18 +28,22 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import structlog
 
 from referee.jail.bots import BotSpec
 from referee.jail.sandbox import DEFAULT_MODE, Sandbox
 from referee.match.faults import FaultReason
-from referee.match.metrics import RefereeMetrics
 from referee.match.pool import BotPool
 from referee.match.runner import Clock, MatchResult, MatchRunner
 from referee.match.server import RefereeServer
 from referee.rules import RuleSet
+
+if TYPE_CHECKING:
+    # The tournament's process keeps the metrics; a worker only sends their events, and
+    # need not import prometheus_client (its HTTP server, email parsing) to start.
+    from referee.match.metrics import RefereeMetrics
 
 log = structlog.get_logger("referee.tournament")
 

@@ -527,12 +527,15 @@ class Restart:
     others_faulted: int = 0
     #: Seconds from the kill to the first match the bot finished unforfeited.
     back_s: float = float("nan")
+    #: The faults that forfeited another bot's seat: (bot, reason) and how many.
+    others: dict[tuple[str, str], int] = field(default_factory=dict)
 
     def line(self) -> str:
+        why = ", ".join(f"{bot} {reason} x{n}" for (bot, reason), n in sorted(self.others.items()))
         return (
             f"restart: killed {self.bot}'s warm process; {self.faulted} match(es) forfeited by "
-            f"it, {self.others_faulted} by any other bot; it finished a match again from a "
-            f"fresh process {self.back_s:.1f} s after the kill"
+            f"it, {self.others_faulted} by any other bot{f' ({why})' if why else ''}; it "
+            f"finished a match again from a fresh process {self.back_s:.1f} s after the kill"
         )
 
 
@@ -578,7 +581,20 @@ def kill_one_bot(database: Path, worker: subprocess.Popen[bytes], worker_out: Pa
         finally:
             con.close()
         r.faulted = len({idx for idx, _, bot, lost in rows if lost and bot == r.bot})
-        r.others_faulted = len({idx for idx, _, bot, lost in rows if lost and bot != r.bot})
+        others = {idx for idx, _, bot, lost in rows if lost and bot != r.bot}
+        r.others_faulted = len(others)
+        r.others = {}
+        if others:
+            con = sqlite3.connect(f"file:{database}?mode=ro", uri=True, timeout=30)
+            try:
+                for bot, reason in con.execute(
+                    "SELECT bot, reason FROM faults WHERE tournament = ? AND forfeited != 0 "
+                    f"AND bot != ? AND idx IN ({','.join('?' * len(others))})",
+                    (LEAGUE, r.bot, *sorted(others)),
+                ):
+                    r.others[(bot, reason)] = r.others.get((bot, reason), 0) + 1
+            finally:
+                con.close()
         # Back: a match of the bot begun after the kill (from a fresh process) finished.
         back = [at for idx, at, bot, lost in rows if bot == r.bot and not lost and idx in later]
         if back:

@@ -539,8 +539,25 @@ class Restart:
         )
 
 
-def kill_one_bot(database: Path, worker: subprocess.Popen[bytes], worker_out: Path) -> Restart:
-    """Kill every process of one warm bot of ``worker`` and watch the matches after."""
+def lost_after(log: Path, offset: int) -> str:
+    """The bot of the first ``bot_process_lost`` line a worker logged past ``offset``."""
+    with log.open("rb") as f:
+        f.seek(offset)
+        for raw in f:
+            with contextlib.suppress(ValueError):
+                event = json.loads(raw)
+                if event.get("event") == "bot_process_lost":
+                    return str(event.get("bot", ""))
+    return ""
+
+
+def kill_one_bot(
+    database: Path, worker: subprocess.Popen[bytes], worker_out: Path, worker_log: Path
+) -> Restart:
+    """Kill every process of one warm bot of ``worker`` and watch the matches after. The
+    bot is the one whose process the worker then reports lost: a group's number and its
+    process log's are given out in two orders when processes start side by side, so the
+    logs' numbering is only a first guess."""
     groups = bot_groups(worker.pid, "memory") or bot_groups(worker.pid, "pids")
     alive = {
         g: pids
@@ -551,6 +568,7 @@ def kill_one_bot(database: Path, worker: subprocess.Popen[bytes], worker_out: Pa
         raise BenchError("the worker holds no warm bot to kill")
     group, pids = next(iter(alive.items()))
     r = Restart(bot_of_group(worker_out, group))
+    logged = worker_log.stat().st_size
     killed_at = time.time()
     for pid in pids:
         with contextlib.suppress(ProcessLookupError):
@@ -580,6 +598,7 @@ def kill_one_bot(database: Path, worker: subprocess.Popen[bytes], worker_out: Pa
             }
         finally:
             con.close()
+        r.bot = lost_after(worker_log, logged) or r.bot
         r.faulted = len({idx for idx, _, bot, lost in rows if lost and bot == r.bot})
         others = {idx for idx, _, bot, lost in rows if lost and bot != r.bot}
         r.others_faulted = len(others)
@@ -659,7 +678,9 @@ def run_hosted(
             [folder / f"worker{i}.log" for i in range(count)]
         )
         if count == 1 and restart is not None:
-            restart.append(kill_one_bot(folder / "league.db", workers[0], outs[0]))
+            restart.append(
+                kill_one_bot(folder / "league.db", workers[0], outs[0], folder / "worker0.log")
+            )
         # The warm bots' CPU while no match runs (the league stopped, the worker polling
         # on): what a warm bot costs by just being there, which a slow window charges to
         # its few matches.

@@ -56,10 +56,16 @@ browser_only = pytest.mark.skipif(
 
 
 def _tournament(
-    tmp: Path, name: str, matches_per_table: int, *extra: str, think_ms: int = 0
+    tmp: Path,
+    name: str,
+    matches_per_table: int,
+    *extra: str,
+    think_ms: int = 0,
+    rounds: int = 0,
 ) -> list[str]:
     """A round robin of the Python sample bots; with ``think_ms``, random bots that think
-    that long per card (tests/bots/slow_random_bot.py), so that it lasts a while."""
+    that long per card (tests/bots/slow_random_bot.py), so that it lasts a while; with
+    ``rounds``, matches of that many rounds (else the preset's, one per player)."""
     lines = [
         "[tournament]",
         f'name = "{name}"',
@@ -86,6 +92,8 @@ def _tournament(
             f"sandbox = {{ read = [{json.dumps(str(SAMPLES / 'python'))}, {json.dumps(str(script.parent))}] }}",
             f'env = {{ THINK_MS = "{think_ms}" }}',
         ]
+    if rounds:
+        lines += ["[rules]", 'preset = "sticheln"', f"rounds = {rounds}"]
     (tmp / "t.toml").write_text("\n".join(lines) + "\n", encoding="utf-8")
     return [*REFEREE, "tournament", str(tmp / "t.toml"), *extra]
 
@@ -503,10 +511,11 @@ def test_a_skip_link_leads_past_the_links_to_the_first_step_button(
 def test_pages_left_open_during_a_tournament_ask_only_for_changes(
     chromium: Browser, tmp_path: Path
 ) -> None:
-    # 40 matches of bots that think 5 ms a card (a second or so a match, as a loaded
-    # machine's): the update stream sends at most every 5 s, so the tournament must run a
-    # while beside the open pages, on a quiet machine too.
-    cmd = _tournament(tmp_path, "open", 8, "--web-port", "0", think_ms=5)
+    # 40 matches of two rounds, of bots that think 10 ms a card (a second or so a match,
+    # as a loaded machine's): the update stream sends at most every 5 s, so the tournament
+    # must run a while beside the open pages, on a quiet machine too. (Two rounds, not the
+    # preset's four, at twice the thinking: as long a run for half the decisions' CPU.)
+    cmd = _tournament(tmp_path, "open", 8, "--web-port", "0", think_ms=10, rounds=2)
     proc = subprocess.Popen(
         cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=tmp_path
     )

@@ -548,25 +548,34 @@ def test_a_delayed_league_table_waits_with_a_word_then_keeps_the_pace(
             " || !document.querySelector('#live-status').textContent.startsWith('Connecting')",
         )
         status = page.text_content("#live-status") or ""
+        # The events the page has drawn, and the page's own clock when asked.
         shown = (
-            "() => document.querySelector('#live-status') ?"
-            " Number(document.querySelector('#live-status').dataset.events) : -1"
+            "() => [performance.now(), document.querySelector('#live-status') ?"
+            " Number(document.querySelector('#live-status').dataset.events) : -1]"
         )
         waiting = "() => Number(document.querySelector('#trick')?.dataset.round ?? -1) < 0"
         assert "round 0" not in status, status
         if page.evaluate(waiting):  # opened before round 2 was dealt (nearly always)
             assert "Waiting" in status, status
         seen: list[int] = []
+        asked: list[tuple[float, int]] = []  # (the page's ms, events), every look
         deadline = time.monotonic() + 90
         while time.monotonic() < deadline and len(seen) < 12:
             if page.locator("#live-status").count() == 0:
                 break  # over: the replay has taken over
-            events = page.evaluate(shown)
+            at, events = page.evaluate(shown)
+            asked.append((at, events))
             if events >= 0 and (not seen or events != seen[-1]):
                 seen.append(events)
             page.wait_for_timeout(30)
-        # Many small steps (a quarter-second batch each), not a round in one step.
+        # Many small steps (a quarter-second batch each), not a round in one step. A
+        # larger step only after the page itself was held up for a second or more (a
+        # loaded machine starving the browser): it then catches up with the live edge.
         assert len(seen) >= 12, seen
-        steps = [b - a for a, b in itertools.pairwise(seen)]
-        assert max(steps) < 40, seen
+        bursts = [
+            (round(b_at - a_at), b - a)
+            for (a_at, a), (b_at, b) in itertools.pairwise(asked)
+            if a >= 0 and b - a >= 40
+        ]
+        assert all(gap >= 1000 for gap, _ in bursts), (bursts, seen)
         assert pages.errors == []

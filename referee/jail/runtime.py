@@ -44,10 +44,6 @@ import sysconfig
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    import importlib.metadata
 
 #: The runtimes a bot file may name.
 RUNTIMES = ("python3", "node", "native", "jvm")
@@ -91,18 +87,13 @@ class ReadSet:
         return f"runtime {self.runtime} ({files:,} files, {size / (1 << 20):,.1f} MiB)"
 
 
-def walk(paths: Iterable[Path], hidden: Sequence[Path] = ()) -> Iterator[tuple[Path, bool]]:
-    """Every file and folder under ``paths`` (links not followed, ``hidden`` left out):
-    (path, is a folder)."""
-    for text, folder, _ in _scan(paths, hidden):
-        yield Path(text), folder
-
-
-def _scan(
+def walk(
     paths: Iterable[Path], hidden: Sequence[Path] = (), sizes: bool = False
 ) -> Iterator[tuple[str, bool, int]]:
-    """:func:`walk` as text, with each file's size when ``sizes`` (else 0): a runtime's
-    thousands of files, where a :class:`~pathlib.Path` for each cost most of the time."""
+    """Every file and folder under ``paths`` (links not followed, ``hidden`` left out):
+    (path, is a folder, the file's size when ``sizes``, else 0). Paths are text: a
+    runtime has thousands of files, and a :class:`~pathlib.Path` for each cost most of
+    the time."""
     skip = {str(p) for p in hidden}
     for root in paths:
         if root.is_symlink():  # a bound link shows what it leads to
@@ -133,7 +124,7 @@ def _scan(
 def measure(paths: Iterable[Path], hidden: Sequence[Path] = ()) -> tuple[int, int]:
     """(files, bytes) under ``paths``."""
     files = size = 0
-    for _, folder, bytes_ in _scan(paths, hidden, sizes=True):
+    for _, folder, bytes_ in walk(paths, hidden, sizes=True):
         if not folder:
             files += 1
             size += bytes_
@@ -334,7 +325,7 @@ def assemble(
     # Tk's module loads X11 and Tk; a bot has no display to show a window on.
     elves = [
         Path(text)
-        for text, folder, _ in _scan(sorted(real_folders), hidden)
+        for text, folder, _ in walk(sorted(real_folders), hidden)
         if not folder
         and ".so" in (name := os.path.basename(text))
         and not name.startswith("_tkinter")
@@ -355,14 +346,15 @@ def assemble(
     )
 
 
-def _distributions(names: Sequence[str]) -> list[importlib.metadata.Distribution]:
-    """The installed distributions ``names`` and everything they require (no extras)."""
+def _required(names: Sequence[str]) -> set[str]:
+    """The installed distributions ``names`` and everything they require (no extras), by
+    canonical name."""
     import importlib.metadata  # here, not at the top: costly, needed for Python bots only
 
     found: dict[str, importlib.metadata.Distribution] = {}
     todo = list(names)
     while todo:
-        name = re.sub(r"[-_.]+", "-", todo.pop()).lower()
+        name = _canonical(todo.pop())
         if name in found:
             continue
         try:
@@ -375,7 +367,7 @@ def _distributions(names: Sequence[str]) -> list[importlib.metadata.Distribution
             if "extra" in marker or _marker_false(marker):
                 continue
             todo.append(re.split(r"[\s\[<>=!~(]", spec.strip(), maxsplit=1)[0])
-    return list(found.values())
+    return set(found)
 
 
 def _marker_false(marker: str) -> bool:
@@ -462,8 +454,8 @@ def _python() -> ReadSet:
     referee_spec = importlib.util.find_spec("referee")
     if referee_spec is not None and referee_spec.origin:
         files.update(Path(referee_spec.origin).parent.parent.glob("*__mypyc*.so"))
-    wanted = {_canonical(d.metadata["Name"]) for d in _distributions(PYTHON_DISTRIBUTIONS)}
-    packages = package_paths(wanted, os.path.abspath(sysconfig.get_paths()["purelib"]))
+    site = os.path.abspath(sysconfig.get_paths()["purelib"])
+    packages = package_paths(_required(PYTHON_DISTRIBUTIONS), site)
     folders |= {p for p in packages if p.is_dir()}
     files |= {p for p in packages if not p.is_dir()}
     # The interpreter as bots name it (the environment's bin/python3 and its links), and

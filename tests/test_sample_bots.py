@@ -624,10 +624,13 @@ class Late(sticheln_bot.Bot):
         deadline = time.monotonic() + 600
         while not os.path.exists({ended!r}) and time.monotonic() < deadline:
             time.sleep(0.01)
+        print("answering request", request.request_id, "after the end", file=sys.stderr)
+        sys.stderr.flush()
         return [1]
 
 sticheln_bot.run(Late())
 """
+LATE_WORD = "late: the referee had ended the stream when the answer to request 7 was sent; it was not counted"
 
 
 def test_the_python_helper_exits_0_when_the_stream_ends_under_its_late_answer(
@@ -671,4 +674,11 @@ def test_the_python_helper_exits_0_when_the_stream_ends_under_its_late_answer(
 
     status, err = asyncio.run(main())
     assert status == 0, err.decode()
-    assert b"had ended the stream when the answer to request 7 was sent" in err, err.decode()
+    text = err.decode()
+    assert "answering request 7 after the end" in text, text
+    # Nearly always the answer's write meets the end and the helper says so. When the
+    # bot's transport had not yet heard of the end, the write is accepted and the read
+    # that follows finds the stream over: exit 0 with nothing to say. Either way no
+    # refusal and no traceback.
+    said = text.split("answering request 7 after the end", 1)[1].strip()
+    assert said in ("", LATE_WORD), text

@@ -536,38 +536,54 @@ def test_a_delayed_league_table_waits_with_a_word_then_keeps_the_pace(
     with web_league(tmp_path, table) as (serve, url), bots(serve.address, tmp_path) as b:
         for name in ("s1", "s2", "s3"):
             b.start("slow", name, serve.register(name), think_ms=40)
-        running = wait_for(
-            lambda: get_json(f"{url}/api/matches")["running"], 60, "a running match"
-        )[0]["match_id"]
         page = pages.size(400, 800)
-        page.goto(f"{url}/match?id={running}")
-        page.wait_for_selector("#live-status")
-        until(
-            page,
-            "() => !document.querySelector('#live-status')"
-            " || !document.querySelector('#live-status').textContent.startsWith('Connecting')",
-        )
-        status = page.text_content("#live-status") or ""
         # The events the page has drawn, and the page's own clock when asked.
         shown = (
             "() => [performance.now(), document.querySelector('#live-status') ?"
             " Number(document.querySelector('#live-status').dataset.events) : -1]"
         )
         waiting = "() => Number(document.querySelector('#trick')?.dataset.round ?? -1) < 0"
-        assert "round 0" not in status, status
-        if page.evaluate(waiting):  # opened before round 2 was dealt (nearly always)
-            assert "Waiting" in status, status
         seen: list[int] = []
         asked: list[tuple[float, int]] = []  # (the page's ms, events), every look
-        deadline = time.monotonic() + 90
-        while time.monotonic() < deadline and len(seen) < 12:
-            if page.locator("#live-status").count() == 0:
-                break  # over: the replay has taken over
-            at, events = page.evaluate(shown)
-            asked.append((at, events))
-            if events >= 0 and (not seen or events != seen[-1]):
-                seen.append(events)
-            page.wait_for_timeout(30)
+        # A match opened late in its last rounds turns into the replay within a few steps
+        # (a loaded machine slows the page's start): then the next match, up to three.
+        tried: set[str] = set()
+        for _attempt in range(3):
+            running = wait_for(
+                lambda: [
+                    m["match_id"]
+                    for m in get_json(f"{url}/api/matches")["running"]
+                    if m["match_id"] not in tried
+                ],
+                60,
+                "a running match not yet watched",
+            )[0]
+            tried.add(running)
+            page.goto(f"{url}/match?id={running}")
+            page.wait_for_selector("#live-status, #step-label")
+            until(
+                page,
+                "() => !document.querySelector('#live-status')"
+                " || !document.querySelector('#live-status').textContent"
+                ".startsWith('Connecting')",
+            )
+            status = page.text_content("#live-status") or ""
+            assert "round 0" not in status, status
+            if page.evaluate(waiting):  # opened before round 2 was dealt (nearly always)
+                assert "Waiting" in status, status
+            seen = []
+            deadline = time.monotonic() + 90
+            while time.monotonic() < deadline and len(seen) < 12:
+                if page.locator("#live-status").count() == 0:
+                    break  # over: the replay has taken over
+                at, events = page.evaluate(shown)
+                asked.append((at, events))
+                if events >= 0 and (not seen or events != seen[-1]):
+                    seen.append(events)
+                page.wait_for_timeout(30)
+            if len(seen) >= 12:
+                break
+            asked.append((0.0, -1))  # a new page: no step across it
         # Many small steps (a quarter-second batch each), not a round in one step. A
         # larger step only after the page itself was held up for a second or more (a
         # loaded machine starving the browser): it then catches up with the live edge.

@@ -42,6 +42,7 @@ def _timeout(item: pytest.Item) -> tuple[float | None, tuple[object, ...], dict[
     return (float(base) if base else None), (), {}
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's, which reads the groups
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """The longest tests first (those whose timeout says they take minutes: a league that
     builds, a kit in the jail), so that the parallel phase does not end with two workers

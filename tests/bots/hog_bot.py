@@ -49,7 +49,8 @@ def child(work: object) -> None:
             os._exit(0)
 
 
-def forkbomb() -> None:
+def forkbomb(told: int) -> None:
+    """Fork until refused; say how many at the first refusal, then write a byte to ``told``."""
     forked = refused = 0
     limit = int(os.environ.get("FORKS", "2000"))
     while forked < limit and refused < int(os.environ.get("REFUSALS", "50")):
@@ -58,6 +59,7 @@ def forkbomb() -> None:
         except OSError:
             if not refused:
                 say(f"forked {forked}")  # at the first refusal: the bot may end soon
+                os.write(told, b"f")
             refused += 1
             time.sleep(0.001)
             continue
@@ -68,8 +70,20 @@ def forkbomb() -> None:
         refused = 0
     if forked == limit:
         say(f"forked {forked}")
+        os.write(told, b"f")
     while True:
         time.sleep(3600)
+
+
+def bomb() -> None:
+    """The fork bomb, in a child; the bot goes on once the bomb has said how far it got (or
+    after 60 s): the bot's own threads, started next, find no process left either, and a
+    bot that dies of it takes its whole sandbox with it, the bomb and its word too."""
+    said, told = os.pipe()
+    child(lambda: forkbomb(told))
+    os.close(told)
+    select.select([said], [], [], 60)
+    os.close(said)
 
 
 def hold(done: int) -> None:
@@ -134,7 +148,7 @@ def hogs(at: str) -> None:
     # The spinners first: a fork bomb started with them would take their places.
     starts = {
         "cpu": spinners,
-        "forkbomb": lambda: child(forkbomb),
+        "forkbomb": bomb,
         "memory": holders,
         "flood": lambda: child(flood),
         "fallocate": fallocate,

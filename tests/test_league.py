@@ -123,10 +123,7 @@ def test_five_bots_join_leave_return_and_the_standings_match_the_database(
         # Matches go on without it, and it forfeited no other.
         wait_for(lambda: len(finished(db, name)) >= gone + 4, 120, "matches without 'slow'")
         assert played(db, name, "slow", forfeited=True) == [lost]
-        assert {
-            x.name: x.connected_streams
-            for x in serve.league.ListBots(league_pb2.ListBotsRequest(), timeout=10).bots
-        }["slow"] == 0
+        assert streams("slow") == 0
 
         # It returns and is scheduled again.
         before = {m["match_id"] for m in played(db, name, "slow")}

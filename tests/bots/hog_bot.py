@@ -82,8 +82,7 @@ def bomb() -> None:
     said, told = os.pipe()
     child(lambda: forkbomb(told))
     os.close(told)
-    select.select([said], [], [], 60)
-    os.close(said)
+    wait_for_bytes(said, 1)
 
 
 def hold(done: int) -> None:
@@ -104,15 +103,21 @@ def holders() -> None:
     for _ in range(count):
         child(lambda: hold(done))
     os.close(done)
+    wait_for_bytes(ready, count)
+
+
+def wait_for_bytes(ready: int, count: int) -> None:
+    """Read ``count`` bytes from the pipe ``ready``, one per child that has done its part,
+    for 60 s at most or until every writer has ended; then close it."""
     deadline = time.monotonic() + 60
-    held = 0
-    while held < count and time.monotonic() < deadline:
+    got = 0
+    while got < count and time.monotonic() < deadline:
         if not select.select([ready], [], [], max(0.0, deadline - time.monotonic()))[0]:
             break
-        got = os.read(ready, count)
-        if not got:
-            break  # every holder has ended
-        held += len(got)
+        chunk = os.read(ready, count)
+        if not chunk:
+            break  # every writer has ended
+        got += len(chunk)
     os.close(ready)
 
 

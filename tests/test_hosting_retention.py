@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 from leaguekit import LeagueDb, query, serving, wait_for
@@ -54,7 +55,20 @@ def test_only_what_nothing_uses_is_past_its_retention(tmp_path: Path) -> None:
         (code / sha / "bot.py").write_text("print()\n")
     retention = Retention(store, code, retention_days=1.0)
     assert retention.expired(now) == {"a1", "b1", "b2"}
+    # Whoever sees an archive's row gone finds its folder gone too: the sweep removes the
+    # folder first (a league's pages and tests read the rows while it sweeps).
+    execute = store.execute
+    left_at_delete: list[str] = []
+
+    def watched(sql: str, params: Any = ()) -> Any:
+        if sql.startswith("DELETE FROM league_archives") and (code / params[0]).exists():
+            left_at_delete.append(params[0])
+        return execute(sql, params)
+
+    store.execute = watched  # type: ignore[method-assign]
     swept = retention.sweep(now)
+    store.execute = execute  # type: ignore[method-assign]
+    assert left_at_delete == []
     assert (swept.archives, swept.folders) == (3, 2)
     left = {sha for (sha,) in store.execute("SELECT sha256 FROM league_archives").fetchall()}
     assert left == {"a2", "q1", "shared"}

@@ -100,11 +100,14 @@ class Retention:
         archives = 0
         folders = 0
         for sha in gone:
-            cur = self.store.execute("DELETE FROM league_archives WHERE sha256 = ?", (sha,))
-            archives += max(0, cur.rowcount)
+            # The folder first: whoever sees the archive gone finds its folder gone too
+            # (what is expired is read from the submissions, so a sweep cut between the
+            # two finishes the row the next time).
             folder = self.code_dir / sha
             if folder.is_dir():
                 shutil.rmtree(folder, ignore_errors=True)
                 folders += 1
+            cur = self.store.execute("DELETE FROM league_archives WHERE sha256 = ?", (sha,))
+            archives += max(0, cur.rowcount)
         row = self.store.execute("SELECT COALESCE(SUM(size), 0) FROM league_archives").fetchone()
         return Swept(archives, folders, int(row[0]), _disk_bytes(self.code_dir))

@@ -42,10 +42,19 @@ class TomlSchema(GenerateJsonSchema):
         out = super().default_schema(schema)
         if out.get("default", 0) is None:
             del out["default"]
+        elif isinstance(out.get("default"), dict):  # a table's defaults: its unset keys left out
+            out["default"] = _without_none(out["default"])
         return out
 
     def field_title_should_be_set(self, schema: Any) -> bool:
         return False
+
+
+def _without_none(value: Any) -> Any:
+    """``value`` with the None values of its tables left out, at every depth."""
+    if isinstance(value, dict):
+        return {k: _without_none(v) for k, v in value.items() if v is not None}
+    return value
 
 
 def _docstrings(cls: type) -> dict[str, str]:

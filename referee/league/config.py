@@ -88,8 +88,9 @@ class HostingConfig:
     warm_bots: int = 64
     #: Their memory together (their cgroups'), at most, in MiB.
     warm_memory_mb: int = 4096
-    #: A warm process without a match for this long stops, in seconds.
-    warm_idle_s: float = 600.0
+    #: A warm process without a match for this long stops, in seconds (None: the tier's
+    #: default, :func:`referee.match.pool.default_idle_s`).
+    warm_idle_s: float | None = None
     #: A hosted bot's log of one ranked match, kept for its owner, in KiB (its end).
     log_kb: int = 64
     #: Days a hosted bot's match logs are kept.
@@ -280,8 +281,10 @@ class HostingTable(Table):
     recently used idle ones stop first; `referee league worker --max-bots`)."""
     warm_memory_mb: Annotated[int, Field(ge=64, le=1_048_576)] = 4096
     """The memory of the warm bot processes together (their cgroups'), at most, in MiB."""
-    warm_idle_s: Annotated[float, Field(ge=1, le=86_400)] = 600.0
-    """A warm bot process without a match for this long stops, in seconds."""
+    warm_idle_s: Annotated[float, Field(ge=1, le=86_400)] | None = None
+    """A warm bot process without a match for this long stops, in seconds. Unset: 60 in
+    the gVisor tier (an idle sandbox costs 20-50 ms of CPU a second there, a fresh start
+    about 1.1 s) and 600 in bubblewrap."""
     log_kb: Annotated[int, Field(ge=1, le=4096)] = 64
     """A hosted bot's stderr of one ranked match kept for its owner (referee league
     logs), in KiB: the end of it when it wrote more."""

@@ -59,7 +59,7 @@ from referee.league.worker import (
     wanted_submissions,
 )
 from referee.match.metrics import RefereeMetrics
-from referee.match.pool import BotPool, Bounds, PooledBot
+from referee.match.pool import BotPool, Bounds, PooledBot, default_idle_s
 from referee.match.runner import MatchRunner
 from referee.match.server import RefereeServer
 from referee.results.store import Store, StoreError
@@ -238,7 +238,11 @@ class Dispatch:
             self.server,
             c.out / "logs",
             c.clock.startup_ms / 1000,
-            bounds=Bounds(h.warm_bots, h.warm_memory_mb, h.warm_idle_s),
+            bounds=Bounds(
+                h.warm_bots,
+                h.warm_memory_mb,
+                h.warm_idle_s or default_idle_s(self.server.sandbox.mode),
+            ),
         )
         self._live_timer = asyncio.ensure_future(self._read_live())
         self._workers = [

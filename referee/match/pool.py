@@ -351,6 +351,22 @@ def memory_bytes(process: BotProcess) -> int:
     return total
 
 
+#: How long a warm process may idle before it stops, when nothing names a bound: in the
+#: bubblewrap tier (and without a sandbox) an idle process costs next to nothing and a
+#: start about 0.16 s of CPU (the Python sample bot), so it may wait ten minutes for a
+#: match.
+IDLE_S = 600.0
+#: The same in the gVisor tier: an idle sandbox costs 20-50 ms of CPU a second (runsc
+#: 20240729's systrap timer, docs/hosting.md) and a start about 1.1 s, so after a minute
+#: or so a warm process has cost more than starting it again would.
+IDLE_S_GVISOR = 60.0
+
+
+def default_idle_s(mode: str) -> float:
+    """:attr:`Bounds.idle_s` for processes of the sandbox ``mode`` when none is given."""
+    return IDLE_S_GVISOR if mode == "gvisor" else IDLE_S
+
+
 @dataclass(frozen=True)
 class Bounds:
     """What a pool keeps (0: no bound). Processes serving a match are never stopped for

@@ -5,7 +5,9 @@ For each tier, ``--runs`` times (the tiers taking turns, so that a change in the
 machine's load meets both alike):
 
 - start: milliseconds from spawning the Python random sample bot (launcher, sandbox, its
-  socket's gRPC server) to its ``Hello`` on the referee, the median of ``--starts``;
+  socket's gRPC server) to its ``Hello`` on the referee, the median of ``--starts``; and
+  (as root) the CPU milliseconds a start and stop cost the machine, counted in a
+  ``cpuacct`` group of the benchmark's (referee, launcher, sandbox and bot);
 - memory: the bot's cgroup after its handshake (in the gVisor tier runsc's Sentry, gofer
   and stubs are in the same group), MiB;
 - decisions/s of a match of three Python random sample bots, from its first decision to
@@ -234,18 +236,61 @@ def _memory_mib(process: BotProcess) -> float:
     return float("nan")
 
 
-async def starts(tier: str, count: int) -> tuple[list[float], list[float]]:
-    """(start-to-Hello ms, memory MiB) of ``count`` starts of the random bot in ``tier``,
-    after one start that warms the file cache."""
+#: The cgroup v1 hierarchy whose group counts a start's CPU (root only).
+CPUACCT = Path("/sys/fs/cgroup/cpuacct")
+
+
+class _CpuGroup:
+    """A ``cpuacct`` group this process joins: everything it starts is counted in it (the
+    jail groups bots under ``cpu``, ``memory`` and ``pids`` only), gVisor's Sentry and
+    gofer too. :meth:`seconds` is None where no group can be made."""
+
+    made = 0
+
+    def __init__(self) -> None:
+        _CpuGroup.made += 1  # a group whose last processes outlive leave() stays apart
+        self.path: Path | None = CPUACCT / f"bench-jail-{os.getpid()}-{_CpuGroup.made}"
+        try:
+            self.path.mkdir()
+            (self.path / "cgroup.procs").write_text(str(os.getpid()))
+        except OSError:
+            self.path = None
+
+    def seconds(self) -> float | None:
+        if self.path is None:
+            return None
+        return int((self.path / "cpuacct.usage").read_text()) / 1e9
+
+    def leave(self) -> None:
+        if self.path is None:
+            return
+        (CPUACCT / "cgroup.procs").write_text(str(os.getpid()))
+        for _ in range(150):  # the last sandbox's processes end
+            try:
+                self.path.rmdir()
+                return
+            except OSError:
+                time.sleep(0.2)
+        print(f"note: {self.path} is left (processes still in it)", file=sys.stderr)
+
+
+async def starts(tier: str, count: int) -> tuple[list[float], list[float], list[float]]:
+    """(start-to-Hello ms, memory MiB, CPU ms of a start and stop) of ``count`` starts of
+    the random bot in ``tier``, after one start that warms the file cache. The CPU is the
+    whole machine's work for it (referee, launcher, sandbox, bot), counted in a
+    ``cpuacct`` group (empty where none can be made: not root)."""
     server = RefereeServer(sandbox=Sandbox(tier))
     await server.start("127.0.0.1", 0)
     spec = _random("random")
     times: list[float] = []
     memory: list[float] = []
+    cpu: list[float] = []
+    group = _CpuGroup()
     try:
         with tempfile.TemporaryDirectory(prefix="sticheln-bench-") as tmp:
             for n in range(count + 1):
                 slot = server.registry.open_seat("bench", n, "random")
+                used = group.seconds()
                 t0 = time.perf_counter()
                 process = await start_bot(server, spec, [slot], Path(tmp) / f"{n}.log")
                 why = await await_handshake(slot, process, 60.0)
@@ -253,17 +298,21 @@ async def starts(tier: str, count: int) -> tuple[list[float], list[float]]:
                 if why:
                     raise SystemExit(f"the bot did not start in {tier}: {why}")
                 await asyncio.sleep(0.2)  # its memory once settled
-                used = _memory_mib(process)
+                mib = _memory_mib(process)
                 assert slot.stream is not None
                 slot.stream.end()
                 await process.stop()
                 server.registry.close_seat(slot)
+                after = group.seconds()
                 if n:
                     times.append(elapsed * 1000)
-                    memory.append(used)
+                    memory.append(mib)
+                    if used is not None and after is not None:
+                        cpu.append((after - used) * 1000)
     finally:
         await server.stop(0)
-    return times, memory
+        group.leave()
+    return times, memory, cpu
 
 
 async def match(tier: str, bots: list[BotSpec], seed: int) -> float:
@@ -424,7 +473,7 @@ def main() -> None:
             steal = Steal()
             load = os.getloadavg()[0]
             loads.append(load)
-            times, memory = eventloop.run(starts(tier, args.starts))
+            times, memory, cpu = eventloop.run(starts(tier, args.starts))
             rate = eventloop.run(match(tier, [_random(f"r{i}") for i in range(3)], run))
             for language in ("node", "cpp"):
                 bots = [_random(f"{language}{i}", language) for i in range(3)]
@@ -437,6 +486,7 @@ def main() -> None:
             stolen.append(share)
             row = {
                 "start_ms": statistics.median(times),
+                "start_cpu_ms": statistics.median(cpu) if cpu else float("nan"),
                 "memory_mib": statistics.median(memory),
                 "decisions_per_s": rate,
                 "decision_ms": 1000 / rate,
@@ -447,7 +497,8 @@ def main() -> None:
             for key, value in row.items():
                 keep(tier, key, value)
             print(
-                f"run {run + 1} {tier:10}: start {row['start_ms']:.0f} ms, memory "
+                f"run {run + 1} {tier:10}: start {row['start_ms']:.0f} ms "
+                f"({row['start_cpu_ms']:.0f} ms of CPU with its stop), memory "
                 f"{row['memory_mib']:.0f} MiB, random bots {rate:.0f} decisions/s "
                 f"({1000 / rate:.2f} ms each), 1 ms bots {rate1:.0f}/s ({1000 / rate1:.2f} ms "
                 f"each), getppid {call:.2f} us; Node {figures[tier]['node_decision_ms'][-1]:.2f} "
@@ -463,7 +514,8 @@ def main() -> None:
     for tier in TIERS:
         m = med[tier]
         print(
-            f"  {tier:10}: start {m['start_ms']:.0f} ms, memory {m['memory_mib']:.0f} MiB, "
+            f"  {tier:10}: start {m['start_ms']:.0f} ms ({m['start_cpu_ms']:.0f} ms of CPU with "
+            f"its stop), memory {m['memory_mib']:.0f} MiB, "
             f"random bots {m['decisions_per_s']:.0f} decisions/s ({m['decision_ms']:.2f} ms "
             f"each), 1 ms bots {m['think1_decisions_per_s']:.0f}/s "
             f"({m['think1_decision_ms']:.2f} ms each), getppid {m['syscall_us']:.2f} us, Node "
@@ -492,6 +544,8 @@ def main() -> None:
     b, g = med["bubblewrap"], med["gvisor"]
     print(
         f"bubblewrap_start_ms={b['start_ms']:.0f} gvisor_start_ms={g['start_ms']:.0f} "
+        f"bubblewrap_start_cpu_ms={b['start_cpu_ms']:.0f} "
+        f"gvisor_start_cpu_ms={g['start_cpu_ms']:.0f} "
         f"bubblewrap_decisions_per_s={b['decisions_per_s']:.0f} "
         f"gvisor_decisions_per_s={g['decisions_per_s']:.0f}"
     )

@@ -15,7 +15,6 @@ whatever a process it started left to others to reap.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import resource
@@ -58,9 +57,18 @@ class _Group:
         """Go back to the worker's own group; this group's CPU seconds so far."""
         (self.home / "cgroup.procs").write_text(str(os.getpid()))
         used = int((self.path / "cpuacct.usage").read_text()) / 1e9
-        with contextlib.suppress(OSError):  # refused while a process it left is in it
-            self.path.rmdir()
+        self.remove()
         return used
+
+    def remove(self) -> bool:
+        """Remove the group; False while a process the test left is still in it."""
+        try:
+            self.path.rmdir()
+        except FileNotFoundError:
+            return True
+        except OSError:
+            return False
+        return True
 
 
 class Costs:
@@ -70,6 +78,8 @@ class Costs:
         self.path = path
         self.grouped = os.access(CPUACCT / "cgroup.procs", os.W_OK)
         self.count = 0
+        #: Groups a process of their test was still in when it ended: removed at the end.
+        self.left: list[_Group] = []
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_protocol(self, item: pytest.Item) -> Iterator[None]:
@@ -87,8 +97,14 @@ class Costs:
             "wall": round(time.monotonic() - start, 3),
             "cpu": round(group.leave() if group else _cpu_now() - cpu, 3),
         }
+        if group is not None and group.path.exists():
+            self.left.append(group)
         with open(self.path, "a", encoding="utf-8") as f:
             f.write(json.dumps(line) + "\n")
+
+    def pytest_sessionfinish(self) -> None:
+        # What a test left behind has ended by now (the suite's fixtures stop it).
+        self.left = [g for g in self.left if not g.remove()]
 
 
 def register(config: pytest.Config) -> None:

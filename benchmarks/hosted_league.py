@@ -99,7 +99,7 @@ from league import (  # benchmarks/league.py: the dial-in benchmark's helpers
     _stop,
     _vm_mb,
 )
-from machine import Busy, Steal, loaded_warning
+from machine import Busy, RunGroup, Steal, loaded_warning
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "sample_bots" / "python"
@@ -194,48 +194,6 @@ def bots_memory_mb(pid: int) -> list[float]:
                 out.append(int((folder / name).read_text()) / 1e6)
                 break
     return out
-
-
-class RunGroup:
-    """A ``cpuacct`` control group (cgroup v1) of one configuration: the benchmark joins it
-    before it starts the configuration's processes, so that they and everything they start
-    (the bots' sandboxes, runsc's Sentry and gofer too: the jail moves bots into groups of
-    other controllers only) are counted in it, and nothing else on the machine is. Absent
-    (``usage`` None) where the machine has no such hierarchy."""
-
-    ROOT = CGROUPS / "cpuacct"
-
-    def __init__(self, label: str) -> None:
-        self.folder: Path | None = None
-        if not (self.ROOT / "cgroup.procs").exists():
-            return
-        folder = self.ROOT / f"hosted-bench-{os.getpid()}-{label}"
-        try:
-            folder.mkdir()
-            (folder / "cgroup.procs").write_text(str(os.getpid()))
-        except OSError:
-            return
-        self.folder = folder
-
-    def usage(self) -> float | None:
-        """CPU seconds of every process in the group since it was made (the benchmark's
-        own included: :func:`_cpu_s` of itself takes it out)."""
-        if self.folder is None:
-            return None
-        return int((self.folder / "cpuacct.usage").read_text()) / 1e9
-
-    def leave(self) -> None:
-        """The benchmark back in the root group; the group removed once empty."""
-        if self.folder is None:
-            return
-        with contextlib.suppress(OSError):
-            (self.ROOT / "cgroup.procs").write_text(str(os.getpid()))
-        for _ in range(50):
-            try:
-                self.folder.rmdir()
-                return
-            except OSError:
-                time.sleep(0.2)
 
 
 @dataclass

@@ -47,7 +47,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from machine import Steal, loaded_warning
+from machine import RunGroup, Steal, loaded_warning
 
 from referee import jail
 from referee.config.bots import bot_from_table
@@ -236,44 +236,6 @@ def _memory_mib(process: BotProcess) -> float:
     return float("nan")
 
 
-#: The cgroup v1 hierarchy whose group counts a start's CPU (root only).
-CPUACCT = Path("/sys/fs/cgroup/cpuacct")
-
-
-class _CpuGroup:
-    """A ``cpuacct`` group this process joins: everything it starts is counted in it (the
-    jail groups bots under ``cpu``, ``memory`` and ``pids`` only), gVisor's Sentry and
-    gofer too. :meth:`seconds` is None where no group can be made."""
-
-    made = 0
-
-    def __init__(self) -> None:
-        _CpuGroup.made += 1  # a group whose last processes outlive leave() stays apart
-        self.path: Path | None = CPUACCT / f"bench-jail-{os.getpid()}-{_CpuGroup.made}"
-        try:
-            self.path.mkdir()
-            (self.path / "cgroup.procs").write_text(str(os.getpid()))
-        except OSError:
-            self.path = None
-
-    def seconds(self) -> float | None:
-        if self.path is None:
-            return None
-        return int((self.path / "cpuacct.usage").read_text()) / 1e9
-
-    def leave(self) -> None:
-        if self.path is None:
-            return
-        (CPUACCT / "cgroup.procs").write_text(str(os.getpid()))
-        for _ in range(150):  # the last sandbox's processes end
-            try:
-                self.path.rmdir()
-                return
-            except OSError:
-                time.sleep(0.2)
-        print(f"note: {self.path} is left (processes still in it)", file=sys.stderr)
-
-
 async def starts(tier: str, count: int) -> tuple[list[float], list[float], list[float]]:
     """(start-to-Hello ms, memory MiB, CPU ms of a start and stop) of ``count`` starts of
     the random bot in ``tier``, after one start that warms the file cache. The CPU is the
@@ -285,12 +247,12 @@ async def starts(tier: str, count: int) -> tuple[list[float], list[float], list[
     times: list[float] = []
     memory: list[float] = []
     cpu: list[float] = []
-    group = _CpuGroup()
+    group = RunGroup(f"jail-{tier}-{time.monotonic_ns()}")  # a lingering one stays apart
     try:
         with tempfile.TemporaryDirectory(prefix="sticheln-bench-") as tmp:
             for n in range(count + 1):
                 slot = server.registry.open_seat("bench", n, "random")
-                used = group.seconds()
+                used = group.usage()
                 t0 = time.perf_counter()
                 process = await start_bot(server, spec, [slot], Path(tmp) / f"{n}.log")
                 why = await await_handshake(slot, process, 60.0)
@@ -303,7 +265,7 @@ async def starts(tier: str, count: int) -> tuple[list[float], list[float], list[
                 slot.stream.end()
                 await process.stop()
                 server.registry.close_seat(slot)
-                after = group.seconds()
+                after = group.usage()
                 if n:
                     times.append(elapsed * 1000)
                     memory.append(mib)

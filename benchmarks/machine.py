@@ -8,7 +8,9 @@ print the share for each run so that such runs can be told apart (docs/performan
 
 from __future__ import annotations
 
+import contextlib
 import os
+import time
 from pathlib import Path
 
 _STAT = Path("/proc/stat")
@@ -86,3 +88,45 @@ def loaded_warning(percents: list[float]) -> str | None:
         f"the CPU stolen by the host (up to {max(loaded):.0f}%): the machine was loaded, and "
         "these figures are not comparable with a quiet machine's"
     )
+
+
+class RunGroup:
+    """A ``cpuacct`` control group (cgroup v1) of one configuration: the benchmark joins it
+    before it starts the configuration's processes, so that they and everything they start
+    (the bots' sandboxes, runsc's Sentry and gofer too: the jail moves bots into groups of
+    other controllers only) are counted in it, and nothing else on the machine is. Absent
+    (``usage`` None) where the machine has no such hierarchy."""
+
+    ROOT = Path("/sys/fs/cgroup/cpuacct")
+
+    def __init__(self, label: str) -> None:
+        self.folder: Path | None = None
+        if not (self.ROOT / "cgroup.procs").exists():
+            return
+        folder = self.ROOT / f"bench-{os.getpid()}-{label}"
+        try:
+            folder.mkdir()
+            (folder / "cgroup.procs").write_text(str(os.getpid()))
+        except OSError:
+            return
+        self.folder = folder
+
+    def usage(self) -> float | None:
+        """CPU seconds of every process in the group since it was made (the benchmark's
+        own included: :func:`_cpu_s` of itself takes it out)."""
+        if self.folder is None:
+            return None
+        return int((self.folder / "cpuacct.usage").read_text()) / 1e9
+
+    def leave(self) -> None:
+        """The benchmark back in the root group; the group removed once empty."""
+        if self.folder is None:
+            return
+        with contextlib.suppress(OSError):
+            (self.ROOT / "cgroup.procs").write_text(str(os.getpid()))
+        for _ in range(50):
+            try:
+                self.folder.rmdir()
+                return
+            except OSError:
+                time.sleep(0.2)
